@@ -1,0 +1,66 @@
+// Package natstest starts real embedded JetStream servers for tests and
+// waits on conditions with deadlines instead of sleeping.
+package natstest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/internal/natsembed"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Start runs a JetStream server on a free loopback port with its store in
+// t.TempDir(), shut down at the end of the test.
+func Start(t testing.TB) *server.Server {
+	t.Helper()
+	return StartIn(t, t.TempDir())
+}
+
+// StartIn is Start with a chosen store directory (to restart on the same
+// data).
+func StartIn(t testing.TB, dir string) *server.Server {
+	t.Helper()
+	s, err := natsembed.Start(natsembed.Options{StoreDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s
+}
+
+// Connect opens a client connection and a JetStream context on s, closed
+// at the end of the test.
+func Connect(t testing.TB, s *server.Server) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
+
+// Eventually polls cond every few milliseconds until it holds or the
+// deadline passes, then fails the test with msg.
+func Eventually(t testing.TB, within time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v: "+msg, append([]any{within}, args...)...)
+		}
+		<-tick.C
+	}
+}

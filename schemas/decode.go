@@ -1,0 +1,276 @@
+package schemas
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tinylib/msgp/msgp"
+)
+
+// Format is an event's encoding.
+type Format uint8
+
+// The two encodings of our own events.
+const (
+	FormatJSON Format = iota + 1
+	FormatMsgpack
+)
+
+func (f Format) String() string {
+	switch f {
+	case FormatJSON:
+		return "json"
+	case FormatMsgpack:
+		return "msgpack"
+	}
+	return "unknown"
+}
+
+// Limits bound what a decoder accepts so hostile input cannot exhaust
+// memory. Zero fields take the defaults of DefaultLimits.
+type Limits struct {
+	MaxBytes   int // whole message; default 16 MiB
+	MaxTokens  int // token_ids and output_token_ids, each; default 1,048,576
+	MaxHeaders int // entries in headers; default 256
+	MaxString  int // any one string (ids, header values); default 64 KiB
+}
+
+// DefaultLimits returns the limits used when a field of Limits is zero.
+func DefaultLimits() Limits {
+	return Limits{MaxBytes: 16 << 20, MaxTokens: 1 << 20, MaxHeaders: 256, MaxString: 64 << 10}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = d.MaxBytes
+	}
+	if l.MaxTokens <= 0 {
+		l.MaxTokens = d.MaxTokens
+	}
+	if l.MaxHeaders <= 0 {
+		l.MaxHeaders = d.MaxHeaders
+	}
+	if l.MaxString <= 0 {
+		l.MaxString = d.MaxString
+	}
+	return l
+}
+
+// DetectFormat picks the encoding from the Content-Type header when it
+// names one, otherwise from the first non-blank byte: '{' is JSON, a
+// msgpack map header is msgpack.
+func DetectFormat(contentType string, data []byte) (Format, bool) {
+	ct := strings.ToLower(contentType)
+	switch {
+	case strings.Contains(ct, "json"):
+		return FormatJSON, true
+	case strings.Contains(ct, "msgpack"):
+		return FormatMsgpack, true
+	}
+	t := bytes.TrimLeft(data, " \t\r\n")
+	if len(t) == 0 {
+		return 0, false
+	}
+	switch b := t[0]; {
+	case b == '{':
+		return FormatJSON, true
+	case b >= 0x80 && b <= 0x8f, b == 0xde, b == 0xdf:
+		return FormatMsgpack, true
+	}
+	return 0, false
+}
+
+// DecodeRequest decodes a request event with DefaultLimits.
+func DecodeRequest(data []byte, contentType string) (*RequestEvent, error) {
+	return Limits{}.DecodeRequest(data, contentType)
+}
+
+// DecodeResponse decodes a response event with DefaultLimits.
+func DecodeResponse(data []byte, contentType string) (*ResponseEvent, error) {
+	return Limits{}.DecodeResponse(data, contentType)
+}
+
+// DecodeRequest decodes and validates a request event (JSON or msgpack).
+func (l Limits) DecodeRequest(data []byte, contentType string) (*RequestEvent, error) {
+	const kind = "request"
+	l = l.withDefaults()
+	var ev RequestEvent
+	if err := l.decode(kind, data, contentType, &ev); err != nil {
+		return nil, err
+	}
+	if ev.RequestID == "" {
+		return nil, malformed(kind, "missing request_id", nil)
+	}
+	if len(ev.TokenIDs) > l.MaxTokens {
+		return nil, malformed(kind, "too many token_ids", nil)
+	}
+	if len(ev.Headers) > l.MaxHeaders {
+		return nil, malformed(kind, "too many headers", nil)
+	}
+	strs := []string{ev.RequestID, ev.SessionID, ev.Model, ev.LoraName, ev.CacheSalt}
+	for k, v := range ev.Headers {
+		strs = append(strs, k, v)
+	}
+	if reason := l.checkStrings(strs...); reason != "" {
+		return nil, malformed(kind, reason, nil)
+	}
+	return &ev, nil
+}
+
+// DecodeResponse decodes and validates a response event (JSON or msgpack).
+func (l Limits) DecodeResponse(data []byte, contentType string) (*ResponseEvent, error) {
+	const kind = "response"
+	l = l.withDefaults()
+	var ev ResponseEvent
+	if err := l.decode(kind, data, contentType, &ev); err != nil {
+		return nil, err
+	}
+	if ev.RequestID == "" {
+		return nil, malformed(kind, "missing request_id", nil)
+	}
+	if len(ev.OutputTokenIDs) > l.MaxTokens {
+		return nil, malformed(kind, "too many output_token_ids", nil)
+	}
+	strs := []string{ev.RequestID, ev.SessionID, ev.Model, ev.FinishReason}
+	for _, tc := range ev.ToolCalls {
+		strs = append(strs, tc.Name)
+	}
+	if reason := l.checkStrings(strs...); reason != "" {
+		return nil, malformed(kind, reason, nil)
+	}
+	return &ev, nil
+}
+
+// DecodeLoad decodes a load report (JSON or msgpack).
+func (l Limits) DecodeLoad(data []byte, contentType string) (*ActiveLoad, error) {
+	l = l.withDefaults()
+	var ev ActiveLoad
+	if err := l.decode("load", data, contentType, &ev); err != nil {
+		return nil, err
+	}
+	return &ev, nil
+}
+
+// DecodeRouterEvent decodes a Dynamo RouterEvent (JSON).
+func (l Limits) DecodeRouterEvent(data []byte) (*RouterEvent, error) {
+	const kind = "router_event"
+	l = l.withDefaults()
+	var ev RouterEvent
+	if err := l.decodeJSON(kind, data, &ev); err != nil {
+		return nil, err
+	}
+	if ev.Event.Data.Kind == 0 {
+		return nil, malformed(kind, "missing event data", nil)
+	}
+	if !ev.Tier().Valid() {
+		return nil, malformed(kind, "unknown storage_tier", nil)
+	}
+	if s := ev.Event.Data.Stored; s != nil && len(s.Blocks) > l.MaxTokens {
+		return nil, malformed(kind, "too many blocks", nil)
+	}
+	return &ev, nil
+}
+
+// DecodeWorkerRecord decodes and validates a registry entry (JSON).
+func (l Limits) DecodeWorkerRecord(data []byte) (*WorkerRecord, error) {
+	const kind = "worker"
+	l = l.withDefaults()
+	var w WorkerRecord
+	if err := l.decodeJSON(kind, data, &w); err != nil {
+		return nil, err
+	}
+	if err := w.Validate(); err != nil {
+		return nil, malformed(kind, "invalid worker record", err)
+	}
+	return &w, nil
+}
+
+type msgpDecodable interface {
+	msgp.Unmarshaler
+}
+
+func (l Limits) decode(kind string, data []byte, contentType string, v msgpDecodable) error {
+	if len(data) > l.MaxBytes {
+		return malformed(kind, "message too large", nil)
+	}
+	f, ok := DetectFormat(contentType, data)
+	if !ok {
+		return malformed(kind, "neither JSON nor a msgpack map", nil)
+	}
+	if f == FormatJSON {
+		return l.decodeJSON(kind, data, v)
+	}
+	rest, err := v.UnmarshalMsg(data)
+	if err != nil {
+		return malformed(kind, msgpReason(err), err)
+	}
+	if len(rest) != 0 {
+		return malformed(kind, "trailing bytes after msgpack", nil)
+	}
+	return nil
+}
+
+func (l Limits) decodeJSON(kind string, data []byte, v any) error {
+	if len(data) > l.MaxBytes {
+		return malformed(kind, "message too large", nil)
+	}
+	if !utf8.Valid(data) {
+		return malformed(kind, "invalid UTF-8", nil)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return malformed(kind, "invalid JSON", err)
+		case errors.As(err, &te):
+			return malformed(kind, "wrong type for "+te.Field, err)
+		}
+		return malformed(kind, "invalid JSON", err)
+	}
+	return nil
+}
+
+// checkStrings returns a reason when a string is too long or not UTF-8;
+// msgpack str carries no such guarantee and msgspec peers reject it.
+func (l Limits) checkStrings(ss ...string) string {
+	for _, s := range ss {
+		if len(s) > l.MaxString {
+			return "string too long"
+		}
+		if !utf8.ValidString(s) {
+			return "invalid UTF-8"
+		}
+	}
+	return ""
+}
+
+func msgpReason(err error) string {
+	switch {
+	case errors.Is(err, msgp.ErrShortBytes):
+		return "truncated msgpack"
+	case errors.Is(err, msgp.ErrLimitExceeded):
+		return "msgpack array or map too large"
+	}
+	var te msgp.TypeError
+	if errors.As(err, &te) {
+		return "wrong msgpack type"
+	}
+	var ue msgp.UintBelowZero
+	if errors.As(err, &ue) {
+		return "negative number"
+	}
+	var ie msgp.IntOverflow
+	if errors.As(err, &ie) {
+		return "number overflows its field"
+	}
+	var uo msgp.UintOverflow
+	if errors.As(err, &uo) {
+		return "number overflows its field"
+	}
+	return "invalid msgpack"
+}

@@ -1,0 +1,39 @@
+package schemas
+
+import "github.com/tinylib/msgp/msgp"
+
+//msgp:limit arrays:4194304 maps:4096
+
+// ProtocolVersion is the KvHintsEnvelope protocol version hintstream speaks.
+const ProtocolVersion = "0.1"
+
+// KvHintsEnvelope is the msgpack map a worker scheduler or the Mooncake
+// master decodes (with msgspec) from its PULL socket. Field order matches
+// the reference encoder so equal content gives equal bytes.
+type KvHintsEnvelope struct {
+	ProtocolVersion string         `msg:"protocol_version" json:"protocol_version"`
+	MessageID       string         `msg:"message_id" json:"message_id"`
+	Actions         []KvHintAction `msg:"actions" json:"actions"`
+}
+
+// KvHintAction is one typed action. Payload holds an already encoded
+// msgpack map (for example a PrefetchPayload), so the envelope codec stays
+// independent of the action types it carries.
+type KvHintAction struct {
+	ActionID      string   `msg:"action_id" json:"action_id"`
+	ActionType    string   `msg:"action_type" json:"action_type"`
+	ActionVersion string   `msg:"action_version" json:"action_version"`
+	Payload       msgp.Raw `msg:"payload" json:"payload"`
+}
+
+// PrefetchPayload is the payload of kv.prefetch@1.0: load the KV of
+// TokenIDs from the shared store into the worker's device cache, unless the
+// hint arrives after ExpiresAtMs (Unix milliseconds).
+type PrefetchPayload struct {
+	RequestID   string   `msg:"request_id" json:"request_id"`
+	SessionID   string   `msg:"session_id" json:"session_id"`
+	Model       string   `msg:"model" json:"model"`
+	TokenIDs    []uint32 `msg:"token_ids" json:"token_ids"`
+	DpRank      uint32   `msg:"dp_rank" json:"dp_rank"`
+	ExpiresAtMs int64    `msg:"expires_at_ms" json:"expires_at_ms"`
+}
