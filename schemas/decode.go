@@ -204,6 +204,14 @@ func (l Limits) decode(kind string, data []byte, contentType string, v msgpDecod
 	if f == FormatJSON {
 		return l.decodeJSON(kind, data, v)
 	}
+	// DetectFormat looked past leading blanks; decode from the same byte,
+	// or a sniffed " \x81..." would fail as an int where a map belongs.
+	data = bytes.TrimLeft(data, " \t\r\n")
+	// The generated decoders allocate a claimed array before reading its
+	// elements; checkMsgpack rejects claims the bytes cannot back first.
+	if err := checkMsgpack(data); err != nil {
+		return malformed(kind, msgpReason(err), err)
+	}
 	rest, err := v.UnmarshalMsg(data)
 	if err != nil {
 		return malformed(kind, msgpReason(err), err)
@@ -227,8 +235,12 @@ func (l Limits) decodeJSON(kind string, data []byte, v any) error {
 		switch {
 		case errors.As(err, &se):
 			return malformed(kind, "invalid JSON", err)
-		case errors.As(err, &te):
+		case errors.As(err, &te) && te.Field != "":
 			return malformed(kind, "wrong type for "+te.Field, err)
+		case errors.As(err, &te):
+			// A custom UnmarshalJSON (event data) wraps errors without a
+			// field path; "wrong type for " alone would be a useless label.
+			return malformed(kind, "wrong JSON type", err)
 		}
 		return malformed(kind, "invalid JSON", err)
 	}

@@ -38,7 +38,7 @@ func StartIn(t testing.TB, dir string) *server.Server {
 // at the end of the test.
 func Connect(t testing.TB, s *server.Server) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(s.ClientURL())
+	nc, err := nats.Connect(s.ClientURL(), nats.Timeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,52 @@
+# hintstream: `make run` (demo on an embedded JetStream server) and
+# `make test` do all the set-up a fresh machine with Go needs.
+GO      ?= go
+BIN     := bin/hintstream
+export CGO_ENABLED := 1
+
+.PHONY: all deps build run test check vet fmt-check race bench fuzz generate clean
+
+all: build
+
+deps:
+	@./scripts/deps.sh
+
+build: deps
+	$(GO) build -o $(BIN) ./cmd/hintstream
+
+## run: hintstream on an embedded JetStream server with simulated workers and traffic
+run: build
+	./$(BIN) run --demo $(ARGS)
+
+## test: formatting, vet, and every test with the race detector
+test: deps check race
+
+check: fmt-check vet
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+race:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+## bench: the benchmarks (figures in the README and closing notes)
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem ./kvevents/ ./schemas/ ./actions/
+
+## fuzz: each fuzz target for FUZZTIME (default 20s)
+FUZZTIME ?= 20s
+fuzz: deps
+	@for t in $$($(GO) test -list '^Fuzz' ./schemas/ | grep '^Fuzz'); do \
+	  echo "fuzz $$t for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./schemas/ || exit 1; \
+	done
+
+generate:
+	$(GO) generate ./...
+
+clean:
+	rm -rf bin .hintstream

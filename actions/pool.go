@@ -1,0 +1,286 @@
+package actions
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	zmq "github.com/pebbe/zmq4"
+)
+
+// Pool delivers hints to ZeroMQ PULL endpoints. It creates one sender per
+// endpoint on first use: a goroutine that alone owns a PUSH socket and
+// reads a bounded queue. A slow or absent peer fills only its own queue.
+//
+// A Pool is safe for concurrent use. Close it to release its goroutines
+// and sockets.
+type Pool struct {
+	opts poolOptions
+	zctx *zmq.Context
+	own  bool  // zctx is ours to terminate
+	err  error // the ZMQ context could not be created
+
+	mu      sync.RWMutex
+	senders map[string]*sender
+	stats   map[string]*counters
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// PoolOption configures a Pool.
+type PoolOption func(*poolOptions)
+
+type poolOptions struct {
+	queueSize   int
+	logger      *slog.Logger
+	sendTimeout time.Duration
+	linger      time.Duration
+	zctx        *zmq.Context
+}
+
+// WithQueueSize bounds each endpoint's queue (default 1024). Send fails
+// with ErrQueueFull beyond it. Values below 1 are ignored.
+func WithQueueSize(n int) PoolOption {
+	return func(o *poolOptions) {
+		if n >= 1 {
+			o.queueSize = n
+		}
+	}
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) PoolOption {
+	return func(o *poolOptions) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+// WithSendTimeout sets ZMQ_SNDTIMEO (default 100ms): how long one send
+// attempt may block before it is retried with backoff. It also bounds how
+// long Remove and an expired Close wait for a sender to stop.
+func WithSendTimeout(d time.Duration) PoolOption {
+	return func(o *poolOptions) {
+		if d > 0 {
+			o.sendTimeout = d
+		}
+	}
+}
+
+// WithLinger sets ZMQ_LINGER (default 100ms): how long a socket closed by a
+// completed Close keeps trying to write what ZMQ has already accepted.
+// Sockets closed by Remove or an expired Close always linger 0.
+func WithLinger(d time.Duration) PoolOption {
+	return func(o *poolOptions) {
+		if d >= 0 {
+			o.linger = d
+		}
+	}
+}
+
+// WithContext makes the pool create its sockets in zctx, which the caller
+// owns and terminates after Close. By default the pool has its own.
+func WithContext(zctx *zmq.Context) PoolOption {
+	return func(o *poolOptions) { o.zctx = zctx }
+}
+
+// NewPool returns an empty pool. If the ZMQ context cannot be created,
+// every Send returns that error.
+func NewPool(opts ...PoolOption) *Pool {
+	o := poolOptions{
+		queueSize:   1024,
+		logger:      slog.Default(),
+		sendTimeout: 100 * time.Millisecond,
+		linger:      100 * time.Millisecond,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	p := &Pool{
+		opts:    o,
+		zctx:    o.zctx,
+		senders: make(map[string]*sender),
+		stats:   make(map[string]*counters),
+	}
+	if p.zctx == nil {
+		p.zctx, p.err = zmq.NewContext()
+		p.own = p.err == nil
+	}
+	return p
+}
+
+// Send enqueues h for endpoint (for example "tcp://10.0.0.7:5570") and
+// returns at once; it never waits for the network. It fails with
+// ErrExpired when h.Deadline has passed or is zero, ErrQueueFull when the
+// endpoint's queue is full, ErrClosed after Close, ErrInvalidHint for an
+// empty body and ErrEndpoint when the endpoint cannot be connected. The
+// first two count as dropped hints.
+func (p *Pool) Send(endpoint string, h Hint) error {
+	if len(h.Body) == 0 {
+		return fmt.Errorf("%w: hint %q has no body", ErrInvalidHint, h.MessageID)
+	}
+	if !time.Now().Before(h.Deadline) {
+		p.mu.Lock()
+		closed := p.closed
+		if !closed {
+			p.countersLocked(endpoint).drop(DropExpired)
+		}
+		p.mu.Unlock()
+		if closed {
+			return ErrClosed
+		}
+		return fmt.Errorf("%w: hint %q deadline %v", ErrExpired, h.MessageID, h.Deadline)
+	}
+	p.mu.RLock()
+	s, closed := p.senders[endpoint], p.closed
+	if s != nil && !closed {
+		err := p.enqueue(s, h)
+		p.mu.RUnlock()
+		return err
+	}
+	p.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	if s = p.senders[endpoint]; s == nil {
+		if p.err != nil {
+			return fmt.Errorf("actions: zmq context: %w", p.err)
+		}
+		var err error
+		if s, err = newSender(p.zctx, endpoint, &p.opts, p.countersLocked(endpoint)); err != nil {
+			return fmt.Errorf("%w %q: %w", ErrEndpoint, endpoint, err)
+		}
+		p.senders[endpoint] = s
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			s.run()
+		}()
+	}
+	return p.enqueue(s, h)
+}
+
+// enqueue runs under p.mu (read or write), so it cannot race with Remove
+// or Close deciding that a queue is final.
+func (p *Pool) enqueue(s *sender, h Hint) error {
+	select {
+	case s.queue <- h:
+		return nil
+	default:
+		s.stats.drop(DropQueueFull)
+		return fmt.Errorf("%w: %s holds %d hints", ErrQueueFull, s.endpoint, cap(s.queue))
+	}
+}
+
+func (p *Pool) countersLocked(endpoint string) *counters {
+	c := p.stats[endpoint]
+	if c == nil {
+		c = new(counters)
+		p.stats[endpoint] = c
+	}
+	return c
+}
+
+// Remove closes endpoint's sender, typically when its worker leaves the
+// registry: hints still queued are dropped (counted "removed") and the
+// socket is closed before Remove returns, which takes at most one send
+// timeout. Its stats stay. A later Send creates a new sender.
+func (p *Pool) Remove(endpoint string) {
+	p.mu.Lock()
+	s := p.senders[endpoint]
+	delete(p.senders, endpoint)
+	p.mu.Unlock()
+	if s == nil {
+		return
+	}
+	s.stop(DropRemoved)
+	<-s.done
+}
+
+// Close stops accepting hints, keeps delivering the queued ones that have
+// not expired until they are sent or ctx is done, then drops the rest
+// (counted "closed"), closes every socket and waits for every goroutine.
+// It returns ctx.Err() if ctx ended the flush. Calling it again waits for
+// the first call and returns nil.
+func (p *Pool) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		p.wg.Wait()
+		return nil
+	}
+	p.closed = true
+	senders := make([]*sender, 0, len(p.senders))
+	for _, s := range p.senders {
+		senders = append(senders, s)
+		close(s.drain)
+	}
+	p.mu.Unlock()
+
+	flushed := make(chan struct{})
+	go func() {
+		p.wg.Wait()
+		close(flushed)
+	}()
+	var err error
+	select {
+	case <-flushed:
+	case <-ctx.Done():
+		err = ctx.Err()
+		for _, s := range senders {
+			s.stop(DropClosed)
+		}
+		<-flushed
+	}
+	if p.own {
+		if terr := p.zctx.Term(); terr != nil && err == nil {
+			err = fmt.Errorf("actions: terminate zmq context: %w", terr)
+		}
+	}
+	return err
+}
+
+// EndpointStats counts what happened to one endpoint's hints since the
+// pool first saw it. Sent counts hints ZMQ accepted (delivery to the
+// worker is not acknowledged); Retried counts send attempts repeated after
+// EAGAIN; Dropped holds the non-zero counts by reason (Drop* constants).
+type EndpointStats struct {
+	Sent       uint64
+	Retried    uint64
+	Dropped    map[string]uint64
+	QueueDepth int
+}
+
+// Stats returns a snapshot for every endpoint the pool has seen, removed
+// ones included.
+func (p *Pool) Stats() map[string]EndpointStats {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make(map[string]EndpointStats, len(p.stats))
+	for ep, c := range p.stats {
+		st := EndpointStats{
+			Sent:    c.sent.Load(),
+			Retried: c.retried.Load(),
+			Dropped: make(map[string]uint64),
+		}
+		for i, r := range dropReasons {
+			if n := c.dropped[i].Load(); n > 0 {
+				st.Dropped[r] = n
+			}
+		}
+		if s := p.senders[ep]; s != nil {
+			st.QueueDepth = len(s.queue)
+		}
+		out[ep] = st
+	}
+	return out
+}

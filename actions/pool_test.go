@@ -1,0 +1,300 @@
+package actions_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/internal/natstest"
+	zmq "github.com/pebbe/zmq4"
+)
+
+// puller binds a real PULL socket at endpoint ("tcp://127.0.0.1:*" for a
+// free port) and returns the bound endpoint and the messages it receives.
+// One goroutine owns the socket; it stops at test cleanup.
+func puller(t *testing.T, endpoint string) (string, <-chan []byte) {
+	t.Helper()
+	sock, err := zmq.NewSocket(zmq.PULL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock.SetLinger(0)
+	sock.SetRcvtimeo(20 * time.Millisecond) // so the loop sees stop
+	if err := sock.Bind(endpoint); err != nil {
+		sock.Close()
+		t.Fatalf("bind %s: %v", endpoint, err)
+	}
+	bound, err := sock.GetLastEndpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan []byte, 10000)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		defer sock.Close()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if b, err := sock.RecvBytes(0); err == nil {
+				out <- b
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	return bound, out
+}
+
+// downEndpoint is a loopback endpoint where nothing listens.
+func downEndpoint(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := "tcp://" + l.Addr().String()
+	l.Close()
+	return ep
+}
+
+func newPool(t *testing.T, opts ...actions.PoolOption) *actions.Pool {
+	t.Helper()
+	p := actions.NewPool(opts...)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		p.Close(ctx)
+	})
+	return p
+}
+
+func hint(i int, within time.Duration) actions.Hint {
+	id := fmt.Sprintf("h-%d", i)
+	return actions.Hint{MessageID: id, Body: []byte(id), Deadline: time.Now().Add(within)}
+}
+
+func receive(t *testing.T, ch <-chan []byte, n int, within time.Duration) []string {
+	t.Helper()
+	deadline := time.After(within)
+	var got []string
+	for len(got) < n {
+		select {
+		case b := <-ch:
+			got = append(got, string(b))
+		case <-deadline:
+			t.Fatalf("received %d of %d hints within %v", len(got), n, within)
+		}
+	}
+	return got
+}
+
+func TestPoolDelivers(t *testing.T) {
+	ep, ch := puller(t, "tcp://127.0.0.1:*")
+	p := newPool(t)
+	for i := range 100 {
+		if err := p.Send(ep, hint(i, 5*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := receive(t, ch, 100, 5*time.Second)
+	for i, b := range got { // one socket, one connection: order kept
+		if want := fmt.Sprintf("h-%d", i); b != want {
+			t.Fatalf("hint %d = %s, want %s", i, b, want)
+		}
+	}
+	natstest.Eventually(t, time.Second, func() bool { return p.Stats()[ep].Sent == 100 }, "sent count")
+}
+
+func TestPoolDownEndpointDoesNotDelayOthers(t *testing.T) {
+	down := downEndpoint(t)
+	up, ch := puller(t, "tcp://127.0.0.1:*")
+	p := newPool(t)
+	const n = 50
+	start := time.Now()
+	for i := range n {
+		if err := p.Send(down, hint(i, 3*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Send(up, hint(i, 3*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receive(t, ch, n, 2*time.Second)
+	took := time.Since(start)
+	// Every hint to the down endpoint is still pending: none sent, none
+	// expired yet, so the up endpoint did not wait for any of them.
+	if st := p.Stats()[down]; st.Sent != 0 || st.Dropped[actions.DropExpired] != 0 {
+		t.Fatalf("down endpoint stats after %v: %+v", took, st)
+	}
+	natstest.Eventually(t, 6*time.Second, func() bool {
+		return p.Stats()[down].Dropped[actions.DropExpired] == n
+	}, "down endpoint's hints expire")
+	st := p.Stats()[down]
+	if st.Sent != 0 || st.Retried == 0 || st.QueueDepth != 0 {
+		t.Fatalf("down endpoint stats = %+v", st)
+	}
+}
+
+func TestPoolDeliversWhenPeerComesUp(t *testing.T) {
+	ep := downEndpoint(t)
+	p := newPool(t)
+	if err := p.Send(ep, hint(1, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 5*time.Second, func() bool { return p.Stats()[ep].Retried > 0 }, "retry while down")
+	_, ch := puller(t, ep)
+	if got := receive(t, ch, 1, 9*time.Second); got[0] != "h-1" {
+		t.Fatalf("got %q", got[0])
+	}
+	natstest.Eventually(t, time.Second, func() bool { return p.Stats()[ep].Sent == 1 }, "sent count")
+}
+
+func TestPoolDropsExpired(t *testing.T) {
+	ep := downEndpoint(t)
+	p := newPool(t)
+	past := actions.Hint{MessageID: "old", Body: []byte("x"), Deadline: time.Now().Add(-time.Millisecond)}
+	if err := p.Send(ep, past); !errors.Is(err, actions.ErrExpired) {
+		t.Fatalf("past deadline: err = %v, want ErrExpired", err)
+	}
+	if err := p.Send(ep, actions.Hint{Body: []byte("x")}); !errors.Is(err, actions.ErrExpired) {
+		t.Fatalf("no deadline: err = %v, want ErrExpired", err)
+	}
+	if err := p.Send(ep, hint(1, 300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 3*time.Second, func() bool {
+		return p.Stats()[ep].Dropped[actions.DropExpired] == 3
+	}, "3 expired")
+	// A peer that comes up now must not get the expired hint.
+	_, ch := puller(t, ep)
+	if err := p.Send(ep, hint(2, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := receive(t, ch, 1, 5*time.Second); got[0] != "h-2" {
+		t.Fatalf("first hint delivered = %q, want h-2", got[0])
+	}
+}
+
+func TestPoolQueueFull(t *testing.T) {
+	ep := downEndpoint(t)
+	p := newPool(t, actions.WithQueueSize(2))
+	full := 0
+	for i := range 10 {
+		switch err := p.Send(ep, hint(i, time.Minute)); {
+		case errors.Is(err, actions.ErrQueueFull):
+			full++
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	// 2 queued, at most 1 in flight.
+	if full < 7 {
+		t.Fatalf("%d of 10 refused, want >= 7", full)
+	}
+	if got := p.Stats()[ep].Dropped[actions.DropQueueFull]; got != uint64(full) {
+		t.Fatalf("queue_full count = %d, want %d", got, full)
+	}
+	p.Remove(ep) // no flush of minute-long hints at cleanup
+}
+
+func TestPoolRemove(t *testing.T) {
+	ep := downEndpoint(t)
+	p := newPool(t)
+	for i := range 5 {
+		if err := p.Send(ep, hint(i, time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Remove(ep)
+	if st := p.Stats()[ep]; st.Dropped[actions.DropRemoved] != 5 || st.Sent != 0 || st.QueueDepth != 0 {
+		t.Fatalf("after Remove: %+v", st)
+	}
+	// A later Send makes a new sender on the endpoint.
+	_, ch := puller(t, ep)
+	if err := p.Send(ep, hint(9, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	receive(t, ch, 1, 5*time.Second)
+}
+
+func TestPoolCloseFlushes(t *testing.T) {
+	ep, ch := puller(t, "tcp://127.0.0.1:*")
+	p := actions.NewPool()
+	for i := range 200 {
+		if err := p.Send(ep, hint(i, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	receive(t, ch, 200, 5*time.Second)
+	if err := p.Send(ep, hint(0, time.Second)); !errors.Is(err, actions.ErrClosed) {
+		t.Fatalf("Send after Close: err = %v, want ErrClosed", err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestPoolCloseGivesUpAtContext(t *testing.T) {
+	ep := downEndpoint(t)
+	p := actions.NewPool()
+	for i := range 5 {
+		if err := p.Send(ep, hint(i, time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := p.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close: err = %v, want DeadlineExceeded", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("Close took %v", took)
+	}
+	if st := p.Stats()[ep]; st.Dropped[actions.DropClosed] != 5 {
+		t.Fatalf("stats = %+v, want 5 closed", st)
+	}
+}
+
+func TestPoolCloseLeaksNoGoroutine(t *testing.T) {
+	up, ch := puller(t, "tcp://127.0.0.1:*")
+	down := downEndpoint(t)
+	before := runtime.NumGoroutine()
+	p := actions.NewPool()
+	for i := range 20 {
+		p.Send(up, hint(i, 5*time.Second))
+		p.Send(down, hint(i, 5*time.Second))
+	}
+	if got := runtime.NumGoroutine(); got < before+2 {
+		t.Fatalf("%d goroutines with 2 senders, %d before", got, before)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	p.Close(ctx)
+	natstest.Eventually(t, 2*time.Second, func() bool { return runtime.NumGoroutine() <= before },
+		"goroutines back to %d", before)
+	receive(t, ch, 20, 5*time.Second)
+}
+
+func TestPoolRejectsBadInput(t *testing.T) {
+	p := newPool(t)
+	if err := p.Send("nonsense", hint(1, time.Second)); !errors.Is(err, actions.ErrEndpoint) {
+		t.Errorf("bad endpoint: err = %v, want ErrEndpoint", err)
+	}
+	if err := p.Send(downEndpoint(t), actions.Hint{Deadline: time.Now().Add(time.Second)}); !errors.Is(err, actions.ErrInvalidHint) {
+		t.Errorf("empty body: err = %v, want ErrInvalidHint", err)
+	}
+}

@@ -1,0 +1,135 @@
+package actions
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/tinylib/msgp/msgp"
+	"github.com/zeebo/xxh3"
+)
+
+// The wake-up prefetch action, as workers dispatch on it.
+const (
+	ActionPrefetch  = "kv.prefetch"
+	PrefetchVersion = "1.0"
+)
+
+// ErrInvalidHint is matched (errors.Is) by every error for a hint that can
+// never be built or sent: retrying it cannot help.
+var ErrInvalidHint = errors.New("actions: invalid hint")
+
+// Prefetch asks the worker at DpRank to load the KV of TokenIDs from the
+// shared store into its device cache before the real request arrives. The
+// worker ignores it after ExpiresAt.
+type Prefetch struct {
+	RequestID string // the wake-up request; required, it keys the message id
+	SessionID string
+	Model     string
+	TokenIDs  []uint32
+	DpRank    uint32
+	ExpiresAt time.Time // required
+}
+
+// PrefetchMessageID is the envelope message_id for the wake-up request
+// requestID: "wake-" and the 16 lower-case hex digits of XXH3-64 of the id.
+// It is deterministic so that a receiver can drop the duplicate sent when
+// the same trigger is processed twice (redelivery, replay).
+func PrefetchMessageID(requestID string) string {
+	b := make([]byte, 0, 5+16)
+	b = append(b, "wake-"...)
+	h := xxh3.HashString(requestID)
+	// Zero-pad: strconv drops leading zeros, the id has a fixed width.
+	for i := 60; i >= 0; i -= 4 {
+		b = append(b, "0123456789abcdef"[(h>>uint(i))&0xf])
+	}
+	return string(b)
+}
+
+// NewPrefetchEnvelope builds the envelope (protocol "0.1") holding one
+// kv.prefetch@1.0 action for p. It fails with ErrInvalidHint when
+// RequestID is empty, ExpiresAt is zero, or a string is not valid UTF-8
+// (msgspec would reject it on the worker).
+func NewPrefetchEnvelope(p Prefetch) (*schemas.KvHintsEnvelope, error) {
+	if p.RequestID == "" {
+		return nil, fmt.Errorf("%w: prefetch without request_id", ErrInvalidHint)
+	}
+	if p.ExpiresAt.IsZero() {
+		return nil, fmt.Errorf("%w: prefetch %s without expiry", ErrInvalidHint, p.RequestID)
+	}
+	for _, f := range [...]struct{ name, s string }{
+		{"request_id", p.RequestID}, {"session_id", p.SessionID}, {"model", p.Model},
+	} {
+		if !utf8.ValidString(f.s) {
+			return nil, fmt.Errorf("%w: prefetch %s is not valid UTF-8", ErrInvalidHint, f.name)
+		}
+	}
+	payload := schemas.PrefetchPayload{
+		RequestID:   p.RequestID,
+		SessionID:   p.SessionID,
+		Model:       p.Model,
+		TokenIDs:    p.TokenIDs,
+		DpRank:      p.DpRank,
+		ExpiresAtMs: p.ExpiresAt.UnixMilli(),
+	}
+	raw, err := payload.MarshalMsg(make([]byte, 0, payload.Msgsize()))
+	if err != nil {
+		return nil, fmt.Errorf("actions: encode prefetch payload: %w", err)
+	}
+	id := PrefetchMessageID(p.RequestID)
+	return &schemas.KvHintsEnvelope{
+		ProtocolVersion: schemas.ProtocolVersion,
+		MessageID:       id,
+		Actions: []schemas.KvHintAction{{
+			ActionID:      actionID(id, 0),
+			ActionType:    ActionPrefetch,
+			ActionVersion: PrefetchVersion,
+			Payload:       raw,
+		}},
+	}, nil
+}
+
+// actionID names the i-th action of message id, unique within the message.
+func actionID(messageID string, i int) string {
+	return messageID + "/" + strconv.Itoa(i)
+}
+
+// EncodeEnvelope encodes env as the msgpack map receivers decode. Each
+// action's payload must already be exactly one msgpack map (it is copied
+// verbatim); anything else fails with ErrInvalidHint rather than sending
+// bytes a receiver cannot decode.
+func EncodeEnvelope(env *schemas.KvHintsEnvelope) ([]byte, error) {
+	if env == nil {
+		return nil, fmt.Errorf("%w: nil envelope", ErrInvalidHint)
+	}
+	for i, a := range env.Actions {
+		if err := checkPayload(a.Payload); err != nil {
+			return nil, fmt.Errorf("%w: action %d (%s) payload: %v", ErrInvalidHint, i, a.ActionType, err)
+		}
+	}
+	b, err := env.MarshalMsg(make([]byte, 0, env.Msgsize()))
+	if err != nil {
+		return nil, fmt.Errorf("actions: encode envelope %s: %w", env.MessageID, err)
+	}
+	return b, nil
+}
+
+func checkPayload(p msgp.Raw) error {
+	if len(p) == 0 {
+		return errors.New("empty")
+	}
+	if t := msgp.NextType(p); t != msgp.MapType {
+		return fmt.Errorf("is a msgpack %s, not a map", t)
+	}
+	rest, err := msgp.Skip(p)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("%d trailing bytes", len(rest))
+	}
+	return nil
+}

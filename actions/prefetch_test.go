@@ -1,0 +1,223 @@
+package actions_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/tinylib/msgp/msgp"
+)
+
+// vectorsDir finds <repo>/../shared/vectors, failing (never skipping) the
+// test when it is missing.
+func vectorsDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the package directory")
+		}
+		dir = parent
+	}
+	v := filepath.Join(dir, "..", "shared", "vectors")
+	if _, err := os.Stat(v); err != nil {
+		t.Fatalf("shared test vectors missing: %v", err)
+	}
+	return v
+}
+
+func readVector(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(vectorsDir(t), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestPrefetchMessageID(t *testing.T) {
+	// Expected values from Python's xxhash.xxh3_64_hexdigest.
+	for id, want := range map[string]string{
+		"req-1":           "wake-b37c3beeb68532d6",
+		"":                "wake-2d06800538d394c2",
+		"chatcmpl-9f1c2e": "wake-3105907ff2792152",
+		"req-73":          "wake-0004f2e98bf656af", // leading zeros kept
+	} {
+		if got := actions.PrefetchMessageID(id); got != want {
+			t.Errorf("PrefetchMessageID(%q) = %s, want %s", id, got, want)
+		}
+	}
+}
+
+// vectorPayload is the two-key payload of the shared vector, encoded by
+// hand in the vector's key order.
+type vectorPayload struct {
+	RequestID string   `json:"request_id"`
+	TokenIDs  []uint32 `json:"token_ids"`
+}
+
+func (p vectorPayload) appendMsg(b []byte) []byte {
+	b = msgp.AppendMapHeader(b, 2)
+	b = msgp.AppendString(b, "request_id")
+	b = msgp.AppendString(b, p.RequestID)
+	b = msgp.AppendString(b, "token_ids")
+	b = msgp.AppendArrayHeader(b, uint32(len(p.TokenIDs)))
+	for _, id := range p.TokenIDs {
+		b = msgp.AppendUint32(b, id)
+	}
+	return b
+}
+
+func TestEncodeEnvelopeMatchesVector(t *testing.T) {
+	var v struct {
+		ProtocolVersion string `json:"protocol_version"`
+		MessageID       string `json:"message_id"`
+		Actions         []struct {
+			ActionID      string        `json:"action_id"`
+			ActionType    string        `json:"action_type"`
+			ActionVersion string        `json:"action_version"`
+			Payload       vectorPayload `json:"payload"`
+		} `json:"actions"`
+	}
+	if err := json.Unmarshal(readVector(t, "kv_hints_envelope.json"), &v); err != nil {
+		t.Fatal(err)
+	}
+	env := &schemas.KvHintsEnvelope{ProtocolVersion: v.ProtocolVersion, MessageID: v.MessageID}
+	for _, a := range v.Actions {
+		env.Actions = append(env.Actions, schemas.KvHintAction{
+			ActionID: a.ActionID, ActionType: a.ActionType, ActionVersion: a.ActionVersion,
+			Payload: a.Payload.appendMsg(nil),
+		})
+	}
+	got, err := actions.EncodeEnvelope(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := readVector(t, "kv_hints_envelope.msgpack")
+	if !bytes.Equal(got, want) {
+		t.Fatalf("encoded envelope differs from the vector\n got %x\nwant %x", got, want)
+	}
+}
+
+func TestDecodeEnvelopeVector(t *testing.T) {
+	var env schemas.KvHintsEnvelope
+	rest, err := env.UnmarshalMsg(readVector(t, "kv_hints_envelope.msgpack"))
+	if err != nil || len(rest) != 0 {
+		t.Fatalf("UnmarshalMsg: %v, %d bytes left", err, len(rest))
+	}
+	if env.ProtocolVersion != "0.1" || env.MessageID != "wake-7f3a" || len(env.Actions) != 1 {
+		t.Fatalf("envelope = %+v", env)
+	}
+	a := env.Actions[0]
+	if a.ActionID != "wake-7f3a/0" || a.ActionType != actions.ActionPrefetch || a.ActionVersion != actions.PrefetchVersion {
+		t.Fatalf("action = %+v", a)
+	}
+	// The vector's payload has only two keys; the rest decode as zero.
+	var p schemas.PrefetchPayload
+	if _, err := p.UnmarshalMsg(a.Payload); err != nil {
+		t.Fatal(err)
+	}
+	if p.RequestID != "req-1" || len(p.TokenIDs) != 64 || p.TokenIDs[0] != 0 || p.TokenIDs[63] != 63 {
+		t.Fatalf("payload = %+v", p)
+	}
+}
+
+func TestNewPrefetchEnvelopeRoundTrip(t *testing.T) {
+	exp := time.UnixMilli(1_700_000_000_123)
+	in := actions.Prefetch{
+		RequestID: "req-1", SessionID: "sess-9", Model: "Qwen/Qwen3-8B",
+		TokenIDs: []uint32{1, 2, 1<<32 - 1}, DpRank: 3, ExpiresAt: exp,
+	}
+	env, err := actions.NewPrefetchEnvelope(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := actions.EncodeEnvelope(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got schemas.KvHintsEnvelope
+	if _, err := got.UnmarshalMsg(b); err != nil {
+		t.Fatal(err)
+	}
+	wantID := "wake-b37c3beeb68532d6"
+	if got.ProtocolVersion != "0.1" || got.MessageID != wantID || len(got.Actions) != 1 {
+		t.Fatalf("envelope = %+v", got)
+	}
+	a := got.Actions[0]
+	if a.ActionID != wantID+"/0" || a.ActionType != "kv.prefetch" || a.ActionVersion != "1.0" {
+		t.Fatalf("action = %+v", a)
+	}
+	var p schemas.PrefetchPayload
+	if _, err := p.UnmarshalMsg(a.Payload); err != nil {
+		t.Fatal(err)
+	}
+	if p.RequestID != in.RequestID || p.SessionID != in.SessionID || p.Model != in.Model ||
+		!slices.Equal(p.TokenIDs, in.TokenIDs) || p.DpRank != 3 || p.ExpiresAtMs != 1_700_000_000_123 {
+		t.Fatalf("payload = %+v", p)
+	}
+}
+
+func TestNewPrefetchEnvelopeRejectsBadInput(t *testing.T) {
+	exp := time.Now().Add(time.Minute)
+	for name, p := range map[string]actions.Prefetch{
+		"no request id":  {ExpiresAt: exp},
+		"no expiry":      {RequestID: "r"},
+		"bad utf8 model": {RequestID: "r", Model: "\xff", ExpiresAt: exp},
+	} {
+		if _, err := actions.NewPrefetchEnvelope(p); !errors.Is(err, actions.ErrInvalidHint) {
+			t.Errorf("%s: err = %v, want ErrInvalidHint", name, err)
+		}
+	}
+}
+
+func TestEncodeEnvelopeRejectsBadPayload(t *testing.T) {
+	for name, payload := range map[string]msgp.Raw{
+		"empty":    nil,
+		"not map":  msgp.AppendString(nil, "x"),
+		"trailing": append(msgp.AppendMapHeader(nil, 0), 0xc0),
+		"truncate": msgp.AppendMapHeader(nil, 1),
+	} {
+		env := &schemas.KvHintsEnvelope{ProtocolVersion: "0.1", MessageID: "m",
+			Actions: []schemas.KvHintAction{{ActionID: "m/0", ActionType: "x", ActionVersion: "1", Payload: payload}}}
+		if _, err := actions.EncodeEnvelope(env); !errors.Is(err, actions.ErrInvalidHint) {
+			t.Errorf("%s: err = %v, want ErrInvalidHint", name, err)
+		}
+	}
+	if _, err := actions.EncodeEnvelope(nil); !errors.Is(err, actions.ErrInvalidHint) {
+		t.Errorf("nil envelope: err = %v", err)
+	}
+}
+
+func BenchmarkPrefetchEncode(b *testing.B) {
+	toks := make([]uint32, 8192)
+	for i := range toks {
+		toks[i] = uint32(i * 7919)
+	}
+	p := actions.Prefetch{RequestID: "chatcmpl-9f1c2e", SessionID: "thread-42", Model: "Qwen/Qwen3-8B",
+		TokenIDs: toks, DpRank: 1, ExpiresAt: time.Now().Add(time.Minute)}
+	b.ReportAllocs()
+	for b.Loop() {
+		env, err := actions.NewPrefetchEnvelope(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := actions.EncodeEnvelope(env); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,244 @@
+package actions
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	zmq "github.com/pebbe/zmq4"
+)
+
+// Hint is one encoded envelope on its way to one endpoint.
+type Hint struct {
+	MessageID string    // for logs only
+	Body      []byte    // the encoded envelope; not modified by the caller after Send
+	Deadline  time.Time // past it the hint is dropped, never sent; required
+}
+
+// Sentinel errors of Pool.Send.
+var (
+	// ErrQueueFull: the endpoint's queue is full (its peer is slow or down).
+	ErrQueueFull = errors.New("actions: hint queue full")
+	// ErrClosed: the pool is closed.
+	ErrClosed = errors.New("actions: pool closed")
+	// ErrExpired: the hint's deadline has already passed (or is unset).
+	ErrExpired = errors.New("actions: hint expired")
+	// ErrEndpoint: the endpoint cannot be connected (bad address).
+	ErrEndpoint = errors.New("actions: bad endpoint")
+)
+
+// Reasons a hint is dropped, as keys of EndpointStats.Dropped.
+const (
+	DropExpired   = "expired"    // its deadline passed, queued or while retrying
+	DropQueueFull = "queue_full" // Send found the endpoint's queue full
+	DropRemoved   = "removed"    // still queued when Pool.Remove closed the endpoint
+	DropClosed    = "closed"     // still queued when Pool.Close ran out of time
+	DropError     = "error"      // the socket failed with an error retrying cannot fix
+)
+
+var dropReasons = [...]string{DropExpired, DropQueueFull, DropRemoved, DropClosed, DropError}
+
+// counters outlive the sender of an endpoint, so that stats stay monotonic
+// across Remove and a later re-creation.
+type counters struct {
+	sent, retried atomic.Uint64
+	dropped       [len(dropReasons)]atomic.Uint64
+}
+
+func (c *counters) drop(reason string) {
+	for i, r := range dropReasons {
+		if r == reason {
+			c.dropped[i].Add(1)
+			return
+		}
+	}
+}
+
+// sender owns one PUSH socket; only its run goroutine touches the socket
+// after newSender returns, since ZMQ sockets are not goroutine-safe.
+type sender struct {
+	endpoint string
+	sock     *zmq.Socket
+	queue    chan Hint
+	stats    *counters
+	log      *slog.Logger
+
+	drain chan struct{} // closed by Pool.Close: send what is queued, then exit
+
+	abortOnce   sync.Once
+	abort       chan struct{} // closed to drop everything still queued, now
+	abortReason string        // written before abort is closed
+
+	done chan struct{} // closed when run has closed the socket
+}
+
+func newSender(zctx *zmq.Context, endpoint string, o *poolOptions, stats *counters) (*sender, error) {
+	sock, err := zctx.NewSocket(zmq.PUSH)
+	if err != nil {
+		return nil, err
+	}
+	for _, set := range []func() error{
+		// Bound what ZMQ buffers per peer; our own queue is the visible one.
+		func() error { return sock.SetSndhwm(1000) },
+		// A blocked send must return so deadlines, Remove and Close are honoured.
+		func() error { return sock.SetSndtimeo(o.sendTimeout) },
+		// Close must not hang on hints a dead peer will never take.
+		func() error { return sock.SetLinger(o.linger) },
+		// Don't queue to a peer that isn't connected, so a down worker doesn't silently absorb hints.
+		func() error { return sock.SetImmediate(true) },
+		// Reconnect quickly after a worker restart: hints are short-lived.
+		func() error { return sock.SetReconnectIvl(100 * time.Millisecond) },
+		// ...but don't hammer a worker that stays down.
+		func() error { return sock.SetReconnectIvlMax(5 * time.Second) },
+		func() error { return sock.Connect(endpoint) },
+	} {
+		if err := set(); err != nil {
+			sock.Close()
+			return nil, err
+		}
+	}
+	return &sender{
+		endpoint: endpoint,
+		sock:     sock,
+		queue:    make(chan Hint, o.queueSize),
+		stats:    stats,
+		log:      o.logger.With("endpoint", endpoint),
+		drain:    make(chan struct{}),
+		abort:    make(chan struct{}),
+		done:     make(chan struct{}),
+	}, nil
+}
+
+// stop makes run drop what is queued with reason and exit; the first
+// reason wins.
+func (s *sender) stop(reason string) {
+	s.abortOnce.Do(func() {
+		s.abortReason = reason
+		close(s.abort)
+	})
+}
+
+func (s *sender) run() {
+	defer close(s.done)
+	defer s.closeSocket()
+	for {
+		select {
+		case <-s.abort:
+			s.dropQueued()
+			return
+		case h := <-s.queue:
+			s.deliver(h)
+		case <-s.drain:
+			// Nothing is enqueued any more: the pool is closed.
+			for {
+				select {
+				case <-s.abort:
+					s.dropQueued()
+					return
+				case h := <-s.queue:
+					s.deliver(h)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (s *sender) closeSocket() {
+	select {
+	case <-s.abort:
+		// Whatever ZMQ still buffers is abandoned with the rest.
+		_ = s.sock.SetLinger(0)
+	default:
+	}
+	if err := s.sock.Close(); err != nil {
+		s.log.Warn("close hint socket", "err", err)
+	}
+}
+
+func (s *sender) dropQueued() {
+	for {
+		select {
+		case h := <-s.queue:
+			s.dropHint(h, s.abortReason)
+		default:
+			return
+		}
+	}
+}
+
+func (s *sender) dropHint(h Hint, reason string) {
+	s.stats.drop(reason)
+	s.log.Debug("hint dropped", "message_id", h.MessageID, "reason", reason)
+}
+
+// deliver sends h, retrying with exponential backoff while the peer is
+// absent or full, until h's deadline or an abort.
+func (s *sender) deliver(h Hint) {
+	var (
+		b     *backoff.ExponentialBackOff // only once the first attempt failed
+		timer *time.Timer
+	)
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-s.abort:
+			s.dropHint(h, s.abortReason)
+			return
+		default:
+		}
+		if !time.Now().Before(h.Deadline) {
+			s.dropHint(h, DropExpired)
+			return
+		}
+		_, err := s.sock.SendBytes(h.Body, 0)
+		if err == nil {
+			s.stats.sent.Add(1)
+			return
+		}
+		if !retryable(err) {
+			s.stats.drop(DropError)
+			s.log.Warn("hint send failed", "message_id", h.MessageID, "err", err)
+			return
+		}
+		if b == nil {
+			b = backoff.NewExponentialBackOff(
+				backoff.WithInitialInterval(5*time.Millisecond),
+				backoff.WithMaxInterval(250*time.Millisecond),
+				backoff.WithMaxElapsedTime(0), // the hint's deadline bounds the retries
+			)
+		}
+		wait := min(b.NextBackOff(), time.Until(h.Deadline))
+		s.stats.retried.Add(1)
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-timer.C:
+		case <-s.abort:
+			s.dropHint(h, s.abortReason)
+			return
+		}
+	}
+}
+
+// retryable: EAGAIN is "no connected peer or peer at its HWM" after
+// SNDTIMEO; EINTR is a signal. Anything else (ETERM, ENOTSOCK) is final.
+func retryable(err error) bool {
+	switch zmq.AsErrno(err) {
+	case zmq.Errno(syscall.EAGAIN), zmq.Errno(syscall.EINTR):
+		return true
+	}
+	return false
+}

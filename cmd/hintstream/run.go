@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hintstream/hintstream/internal/demo"
+	"github.com/hintstream/hintstream/service"
+	"github.com/hintstream/hintstream/streams"
+)
+
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := streams.DefaultSet()
+	var (
+		natsURL      = fs.String("nats-url", env("HINTSTREAM_NATS_URL", ""), "NATS server URL (env HINTSTREAM_NATS_URL); empty starts an embedded JetStream server")
+		dataDir      = fs.String("data-dir", env("HINTSTREAM_DATA_DIR", ".hintstream/nats"), "embedded server's JetStream store (env HINTSTREAM_DATA_DIR)")
+		port         = fs.Int("embedded-port", 4222, "embedded server's client port on 127.0.0.1; 0 picks a free one")
+		demoOn       = fs.Bool("demo", false, "also run simulated workers and a stream of wake-ups, printing the hints they receive")
+		demoEvery    = fs.Duration("demo-interval", time.Second, "time between demo requests")
+		demoCount    = fs.Int("demo-count", 0, "demo requests to publish; 0 = until stopped")
+		ttl          = fs.Duration("prefetch-ttl", 2*time.Second, "a prefetch expires this long after its wake-up (expires_at_ms)")
+		bucket       = fs.String("registry-bucket", "hintstream_workers", "JetStream KV bucket of the worker registry")
+		durable      = fs.String("requests-durable", "hintstream-requests", "durable consumer name for request events")
+		deliverAll   = fs.Bool("requests-deliver-all", false, "a newly created requests consumer starts at the stream's beginning instead of its end")
+		update       = fs.Bool("update-streams", false, "add missing subjects to existing streams (otherwise a mismatch stops start-up)")
+		reqStream    = fs.String("requests-stream", def.Requests.Name, "stream of request events")
+		reqSubj      = fs.String("requests-subjects", strings.Join(def.Requests.Subjects, ","), "subjects of request events")
+		kvStream     = fs.String("kv-events-stream", def.KVEvents.Name, "stream of KV events")
+		kvSubj       = fs.String("kv-events-subjects", strings.Join(def.KVEvents.Subjects, ","), "subjects of KV events")
+		loadStream   = fs.String("load-stream", def.Load.Name, "stream of load metrics")
+		loadSubj     = fs.String("load-subjects", strings.Join(def.Load.Subjects, ","), "subjects of load metrics")
+		respStream   = fs.String("responses-stream", def.Responses.Name, "stream of response events")
+		respSubj     = fs.String("responses-subjects", strings.Join(def.Responses.Subjects, ","), "subjects of response events")
+		dlqStream    = fs.String("dead-letter-stream", def.DeadLetter.Name, "stream keeping dead-lettered copies")
+		dlqPrefix    = fs.String("dead-letter-prefix", "hintstream.dlq", "dead-letter subject prefix; copies go to <prefix>.<kind>")
+		senderQueue  = fs.Int("sender-queue", 1024, "hints queued per endpoint before new ones are dropped")
+		maxTokens    = fs.Int("max-tokens", 1<<20, "largest token_ids accepted in an event")
+		logFormat    = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
+		logLevel     = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
+		stopDeadline = fs.Duration("shutdown-timeout", 3*time.Second, "how long shutdown may spend flushing queued hints")
+	)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
+	set := def
+	set.Requests.Name, set.Requests.Subjects = *reqStream, split(*reqSubj)
+	set.Responses.Name, set.Responses.Subjects = *respStream, split(*respSubj)
+	set.KVEvents.Name, set.KVEvents.Subjects = *kvStream, split(*kvSubj)
+	set.Load.Name, set.Load.Subjects = *loadStream, split(*loadSubj)
+	set.DeadLetter.Name, set.DeadLetter.Subjects = *dlqStream, []string{*dlqPrefix + ".>"}
+
+	cfg := service.Config{
+		NATSURL: *natsURL, EmbeddedDir: *dataDir, EmbeddedPort: *port,
+		Streams: set, UpdateStreams: *update,
+		RegistryBucket: *bucket, RequestsDurable: *durable, RequestsDeliverAll: *deliverAll,
+		PrefetchTTL: *ttl, DeadLetterPrefix: *dlqPrefix, SenderQueue: *senderQueue,
+		Logger: log,
+	}
+	cfg.Limits.MaxTokens = *maxTokens
+	svc := service.New(cfg)
+	if err := svc.Start(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), *stopDeadline)
+		defer cancel()
+		svc.Stop(sctx)
+		log.Info("stopped", "counters", svc.Counters.Snapshot(""))
+	}()
+	if *natsURL == "" {
+		fmt.Fprintf(stdout, "hintstream: embedded JetStream server at %s (store %s)\n", svc.ClientURL(), *dataDir)
+	}
+	if *demoOn {
+		d := demo.New(svc.JetStream(), demo.Options{Interval: *demoEvery, Count: *demoCount, Out: stdout, Logger: log,
+			Bucket: *bucket})
+		errc := make(chan error, 1)
+		go func() { errc <- d.Run(ctx) }()
+		select {
+		case err := <-errc:
+			if err != nil {
+				return fmt.Errorf("demo: %w", err)
+			}
+		case <-ctx.Done():
+			<-errc
+		}
+		return nil
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func env(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}
+
+func split(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,238 @@
+// Package demo simulates a small serving cluster on a JetStream bus so a
+// newcomer can watch hints flow: workers that bind PULL hint sockets,
+// register themselves, publish KV events and load, and a frontend that
+// publishes wake-ups and plain requests.
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Model is the model every demo worker serves.
+const Model = "Qwen/Qwen3-8B"
+
+// BlockSize is the demo workers' KV block size.
+const BlockSize = 16
+
+// Options configure a Demo.
+type Options struct {
+	Interval time.Duration // between requests; default 1s
+	Count    int           // requests to publish; 0 = until cancelled
+	Out      io.Writer     // where the story is printed; default io.Discard
+	Logger   *slog.Logger
+	Bucket   string // registry bucket; default registry.DefaultBucket
+}
+
+// Received is one hint a demo worker got.
+type Received struct {
+	WorkerID  uint64
+	RequestID string
+	SessionID string
+	Tokens    int
+	DpRank    uint32
+	ExpiresAt time.Time
+}
+
+// Demo is a simulated cluster and frontend.
+type Demo struct {
+	js   jetstream.JetStream
+	opts Options
+
+	mu       sync.Mutex
+	received []Received
+}
+
+// New returns a demo publishing on js.
+func New(js jetstream.JetStream, o Options) *Demo {
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Bucket == "" {
+		o.Bucket = registry.DefaultBucket
+	}
+	return &Demo{js: js, opts: o}
+}
+
+// Received returns the hints the demo workers got so far.
+func (d *Demo) Received() []Received {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]Received(nil), d.received...)
+}
+
+// session is one conversation: its prompt, and which worker has how much
+// of it cached.
+type session struct {
+	id       string
+	prompt   []uint32
+	expected uint64 // worker the wake-up should reach
+	why      string
+}
+
+// Run sets the cluster up, then publishes requests (Count of them, or
+// without end) and returns, with the workers closed, once ctx is done.
+func (d *Demo) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	kv, err := registry.Bucket(ctx, d.js, d.opts.Bucket)
+	if err != nil {
+		cancel()
+		return err
+	}
+	var workers []*worker
+	defer func() {
+		cancel()
+		for _, w := range workers {
+			w.close()
+		}
+	}()
+	for i := range 3 {
+		w, err := newWorker(uint64(i+1), d)
+		if err != nil {
+			return err
+		}
+		workers = append(workers, w)
+		go w.receive(ctx)
+		rec := schemas.WorkerRecord{WorkerID: w.id, Model: Model, KvBlockSize: BlockSize,
+			HintEndpoints: []string{w.endpoint}}
+		if err := registry.Put(ctx, kv, rec); err != nil {
+			return err
+		}
+		fmt.Fprintf(d.opts.Out, "demo: worker %d registered, hint socket %s\n", w.id, w.endpoint)
+	}
+
+	sessions := d.seedCache(ctx)
+	if err := d.publishLoads(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(d.opts.Out, "demo: KV events and load published; a wake-up every %v (Ctrl-C to stop)\n", d.opts.Interval)
+
+	tick := time.NewTicker(d.opts.Interval)
+	defer tick.Stop()
+	for n := 0; d.opts.Count == 0 || n < d.opts.Count; n++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		if err := d.publishRequest(ctx, n, sessions); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// seedCache publishes the KV events that give each worker its cache:
+//
+//	worker 1: session A (10 blocks) and the shared system prompt
+//	worker 2: session B (14 blocks) and the shared system prompt
+//	worker 3: session C (6 blocks) and the shared system prompt
+//
+// Session D is cached nowhere beyond the system prompt, so its wake-up is
+// decided by load.
+func (d *Demo) seedCache(ctx context.Context) []session {
+	system := tokens(1000, 2*BlockSize)
+	mk := func(id string, base uint32, blocks int) []uint32 {
+		return append(append([]uint32{}, system...), tokens(base, blocks*BlockSize)...)
+	}
+	a, b, c, dd := mk("A", 10000, 8), mk("B", 20000, 12), mk("C", 30000, 4), mk("D", 40000, 6)
+	for w, p := range map[uint64][]uint32{1: a, 2: b, 3: c} {
+		if err := d.storeAll(ctx, w, p); err != nil {
+			d.opts.Logger.Warn("demo KV event", "worker", w, "err", err)
+		}
+	}
+	// Each session's next turn adds a few new tokens the cache lacks.
+	turn := func(p []uint32, base uint32) []uint32 { return append(append([]uint32{}, p...), tokens(base, 40)...) }
+	return []session{
+		{"session-A", turn(a, 50000), 1, "worker 1 caches 10 of its blocks"},
+		{"session-B", turn(b, 51000), 2, "worker 2 caches 14 of its blocks"},
+		{"session-C", turn(c, 52000), 3, "worker 3 caches 6 of its blocks"},
+		{"session-D", turn(dd, 53000), 2, "all cache 2 blocks; worker 2 is the least loaded"},
+	}
+}
+
+func (d *Demo) storeAll(ctx context.Context, worker uint64, prompt []uint32) error {
+	local := kvevents.LocalBlockHashes(prompt, BlockSize)
+	seq := kvevents.SequenceHashes(local)
+	blocks := make([]schemas.StoredBlock, len(local))
+	for i := range local {
+		// Engines report their own sequence hash; any stable value works.
+		blocks[i] = schemas.StoredBlock{BlockHash: schemas.BlockHash(seq[i]), TokensHash: schemas.BlockHash(local[i])}
+	}
+	ev := schemas.RouterEvent{WorkerID: worker, Event: schemas.KvCacheEvent{EventID: 1,
+		Data: schemas.KvCacheEventData{Kind: schemas.KindStored, Stored: &schemas.KvCacheStoreData{Blocks: blocks}}}}
+	return d.publishJSON(ctx, streams.KVEventSubject(worker), ev)
+}
+
+func (d *Demo) publishLoads(ctx context.Context) error {
+	for id, decode := range map[uint64]uint64{1: 50, 2: 10, 3: 30} {
+		dec := decode
+		if err := d.publishJSON(ctx, streams.LoadSubject(id), schemas.ActiveLoad{WorkerID: id, ActiveDecodeBlocks: &dec}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Demo) publishRequest(ctx context.Context, n int, sessions []session) error {
+	// Every fifth request is an ordinary turn: it must produce no hint.
+	if n%5 == 4 {
+		req := schemas.RequestEvent{RequestID: fmt.Sprintf("demo-turn-%d", n), SessionID: "session-A",
+			Model: Model, TokenIDs: sessions[0].prompt, ReceivedAtMs: time.Now().UnixMilli()}
+		fmt.Fprintf(d.opts.Out, "demo: → plain request %s (no hint expected)\n", req.RequestID)
+		return d.publishJSON(ctx, streams.RequestSubject(Model), req)
+	}
+	s := sessions[(n-n/5)%len(sessions)]
+	req := schemas.RequestEvent{RequestID: fmt.Sprintf("demo-wake-%d", n), SessionID: s.id, Model: Model,
+		TokenIDs: s.prompt, Headers: map[string]string{"x-dynamo-experimental-wakeup": "1"},
+		ReceivedAtMs: time.Now().UnixMilli()}
+	fmt.Fprintf(d.opts.Out, "demo: → wake-up %s for %s, %d tokens (expect worker %d: %s)\n",
+		req.RequestID, s.id, len(s.prompt), s.expected, s.why)
+	return d.publishJSON(ctx, streams.RequestSubject(Model), req)
+}
+
+func (d *Demo) publishJSON(ctx context.Context, subject string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = d.js.Publish(ctx, subject, b)
+	return err
+}
+
+func (d *Demo) record(r Received) {
+	d.mu.Lock()
+	d.received = append(d.received, r)
+	d.mu.Unlock()
+	fmt.Fprintf(d.opts.Out, "demo: ← worker %d got kv.prefetch for %s (%s, %d tokens, dp rank %d, expires in %v)\n",
+		r.WorkerID, r.RequestID, r.SessionID, r.Tokens, r.DpRank, time.Until(r.ExpiresAt).Round(time.Millisecond))
+}
+
+func tokens(base uint32, n int) []uint32 {
+	out := make([]uint32, n)
+	for i := range out {
+		out[i] = base + uint32(i)
+	}
+	return out
+}

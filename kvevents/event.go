@@ -1,0 +1,90 @@
+// Package kvevents turns engine KV-cache events into a per-worker index of
+// cached prompt blocks and answers "how many leading blocks of this prompt
+// does each worker hold on device", hashing blocks exactly as Dynamo's
+// router does so that the answer matches the router's choice.
+//
+// Every engine format has one adapter that produces the normalised Event;
+// the Index consumes only Events.
+package kvevents
+
+import "github.com/hintstream/hintstream/schemas"
+
+// WorkerKey identifies one KV-event publisher: a worker and its data
+// parallel rank. Each (worker, dp rank) has its own cache.
+type WorkerKey struct {
+	WorkerID uint64
+	DpRank   uint32
+}
+
+// Block is one stored block as the engine reports it.
+type Block struct {
+	// ExternalHash is the engine's own hash of the block (its sequence
+	// hash); removals and parent references use it.
+	ExternalHash uint64
+	// LocalHash is Dynamo's LocalBlockHash of the block's tokens
+	// (tokens_hash); the index chains these into sequence hashes.
+	LocalHash uint64
+}
+
+// Event is the normalised KV-cache event every engine adapter produces.
+type Event struct {
+	Worker  WorkerKey
+	EventID uint64
+	Kind    schemas.EventKind
+	// Tier is where the blocks live; "" means schemas.TierDevice.
+	Tier schemas.StorageTier
+	// ParentHash (stored) is the external hash of the block preceding
+	// Blocks[0]; nil means Blocks[0] is the first block of a sequence.
+	ParentHash *uint64
+	// Blocks (stored) lists the stored blocks in sequence order.
+	Blocks []Block
+	// Removed (removed) lists external hashes of evicted blocks.
+	Removed []uint64
+}
+
+// onDevice reports whether the event's blocks count toward overlap.
+func (e *Event) onDevice() bool {
+	return e.Tier == "" || e.Tier == schemas.TierDevice
+}
+
+// FromRouterEvent adapts a decoded Dynamo RouterEvent. A nil ev gives the
+// zero Event, which Index.Apply rejects with ErrBadEvent.
+func FromRouterEvent(ev *schemas.RouterEvent) Event {
+	if ev == nil {
+		return Event{}
+	}
+	out := Event{
+		Worker:  WorkerKey{WorkerID: ev.WorkerID, DpRank: ev.Event.DpRank},
+		EventID: ev.Event.EventID,
+		Kind:    ev.Event.Data.Kind,
+		Tier:    ev.StorageTier,
+	}
+	if out.Tier == schemas.TierDevice {
+		out.Tier = ""
+	}
+	switch ev.Event.Data.Kind {
+	case schemas.KindStored:
+		s := ev.Event.Data.Stored
+		if s == nil {
+			break
+		}
+		if s.ParentHash != nil {
+			p := uint64(*s.ParentHash)
+			out.ParentHash = &p
+		}
+		out.Blocks = make([]Block, len(s.Blocks))
+		for i, b := range s.Blocks {
+			out.Blocks[i] = Block{ExternalHash: uint64(b.BlockHash), LocalHash: uint64(b.TokensHash)}
+		}
+	case schemas.KindRemoved:
+		r := ev.Event.Data.Removed
+		if r == nil {
+			break
+		}
+		out.Removed = make([]uint64, len(r.BlockHashes))
+		for i, h := range r.BlockHashes {
+			out.Removed[i] = uint64(h)
+		}
+	}
+	return out
+}

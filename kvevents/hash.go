@@ -1,0 +1,97 @@
+package kvevents
+
+import (
+	"encoding/binary"
+
+	"github.com/zeebo/xxh3"
+)
+
+// HashSeed is the XXH3 seed Dynamo's router uses for every block hash.
+const HashSeed = 1337
+
+// stackBlockTokens is the largest block whose token bytes are hashed from a
+// stack buffer; larger blocks use one heap buffer per call, never per block.
+const stackBlockTokens = 64
+
+// LocalBlockHashes returns Dynamo's LocalBlockHash of each full block of
+// tokens: XXH3-64 (seed 1337) of the block's tokens as u32 little-endian.
+// A partial trailing block is not hashed. blockSize <= 0 returns nil.
+func LocalBlockHashes(tokens []uint32, blockSize int) []uint64 {
+	if blockSize <= 0 {
+		return nil
+	}
+	n := len(tokens) / blockSize
+	out := make([]uint64, n)
+	var stack [stackBlockTokens * 4]byte
+	buf := blockBuffer(&stack, blockSize)
+	for i := range n {
+		out[i] = hashBlock(buf, tokens[i*blockSize:(i+1)*blockSize])
+	}
+	return out
+}
+
+// SequenceHashes chains local hashes into Dynamo's sequence hashes:
+// seq[0] = local[0], seq[i] = NextSequenceHash(seq[i-1], local[i]).
+func SequenceHashes(local []uint64) []uint64 {
+	if len(local) == 0 {
+		return nil
+	}
+	out := make([]uint64, len(local))
+	out[0] = local[0]
+	for i := 1; i < len(local); i++ {
+		out[i] = NextSequenceHash(out[i-1], local[i])
+	}
+	return out
+}
+
+// NextSequenceHash returns the sequence hash of a block whose parent has
+// sequence hash parent and whose own tokens hash to local:
+// XXH3-64(u64le(parent) || u64le(local), seed 1337).
+func NextSequenceHash(parent, local uint64) uint64 {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], parent)
+	binary.LittleEndian.PutUint64(b[8:], local)
+	return xxh3.HashSeed(b[:], HashSeed)
+}
+
+// PromptHashes returns the sequence hashes of a prompt's full blocks in one
+// pass; it allocates only the result (and, for blocks over 64 tokens, one
+// scratch buffer). blockSize <= 0 returns nil.
+func PromptHashes(tokens []uint32, blockSize int) []uint64 {
+	if blockSize <= 0 {
+		return nil
+	}
+	n := len(tokens) / blockSize
+	if n == 0 {
+		return nil
+	}
+	out := make([]uint64, n)
+	var stack [stackBlockTokens * 4]byte
+	buf := blockBuffer(&stack, blockSize)
+	var seq uint64
+	for i := range n {
+		local := hashBlock(buf, tokens[i*blockSize:(i+1)*blockSize])
+		if i == 0 {
+			seq = local
+		} else {
+			seq = NextSequenceHash(seq, local)
+		}
+		out[i] = seq
+	}
+	return out
+}
+
+func blockBuffer(stack *[stackBlockTokens * 4]byte, blockSize int) []byte {
+	if blockSize <= stackBlockTokens {
+		return stack[:blockSize*4]
+	}
+	return make([]byte, blockSize*4)
+}
+
+// hashBlock hashes block through buf, which holds exactly len(block)*4 bytes.
+func hashBlock(buf []byte, block []uint32) uint64 {
+	for j, t := range block {
+		binary.LittleEndian.PutUint32(buf[j*4:], t)
+	}
+	return xxh3.HashSeed(buf, HashSeed)
+}

@@ -1,0 +1,71 @@
+// Package service assembles a running hintstream: NATS connection (or an
+// embedded server), streams, registry, index, load table, consumers and
+// hint senders, with one Start and one Stop.
+package service
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
+)
+
+// Config is everything `hintstream run` can set. The zero value of a
+// field means its documented default (see Defaults).
+type Config struct {
+	// NATSURL of the bus; empty starts an embedded JetStream server.
+	NATSURL string
+	// EmbeddedDir holds the embedded server's store; default ".hintstream/nats".
+	EmbeddedDir string
+	// EmbeddedPort for the embedded server; 0 picks a free port (the URL
+	// is logged and returned by ClientURL).
+	EmbeddedPort int
+
+	Streams streams.Set
+	// UpdateStreams lets start-up add missing subjects to existing
+	// streams; without it a mismatch is an error.
+	UpdateStreams bool
+
+	RegistryBucket  string // default "hintstream_workers"
+	RequestsDurable string // default "hintstream-requests"
+	// RequestsDeliverAll makes a newly created requests consumer start at
+	// the beginning of the stream instead of its end.
+	RequestsDeliverAll bool
+	PrefetchTTL        time.Duration // default 2s
+	DeadLetterPrefix   string        // default "hintstream.dlq"
+	SenderQueue        int           // per endpoint; default 1024
+
+	Limits schemas.Limits
+	Logger *slog.Logger
+}
+
+// Defaults fills zero fields with their defaults.
+func (c Config) Defaults() Config {
+	if c.EmbeddedDir == "" {
+		c.EmbeddedDir = ".hintstream/nats"
+	}
+	if c.Streams.Requests.Name == "" {
+		c.Streams = streams.DefaultSet()
+	}
+	if c.RegistryBucket == "" {
+		c.RegistryBucket = registry.DefaultBucket
+	}
+	if c.RequestsDurable == "" {
+		c.RequestsDurable = "hintstream-requests"
+	}
+	if c.PrefetchTTL <= 0 {
+		c.PrefetchTTL = 2 * time.Second
+	}
+	if c.DeadLetterPrefix == "" {
+		c.DeadLetterPrefix = "hintstream.dlq"
+	}
+	if c.SenderQueue <= 0 {
+		c.SenderQueue = 1024
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}

@@ -1,0 +1,236 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/internal/natsembed"
+	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Service is one running hintstream instance.
+type Service struct {
+	cfg Config
+	log *slog.Logger
+
+	Counters *metrics.Counters
+	Index    *kvevents.Index
+	Loads    *routing.LoadTable
+	Selector *routing.Selector
+
+	embedded *server.Server
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	registry *registry.Registry
+	pool     *actions.Pool
+	kv       *consumers.StateConsumer
+	load     *consumers.StateConsumer
+	requests *consumers.RequestConsumer
+
+	stopOnce sync.Once
+}
+
+// New returns a Service; Start connects and begins consuming.
+func New(cfg Config) *Service {
+	cfg = cfg.Defaults()
+	return &Service{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		Counters: &metrics.Counters{},
+		Index:    kvevents.NewIndex(),
+		Loads:    routing.NewLoadTable(),
+	}
+}
+
+// ClientURL is the NATS URL in use (the embedded server's when started
+// without one).
+func (s *Service) ClientURL() string {
+	if s.embedded != nil {
+		return s.embedded.ClientURL()
+	}
+	return s.cfg.NATSURL
+}
+
+// JetStream returns the service's JetStream context (after Start).
+func (s *Service) JetStream() jetstream.JetStream { return s.js }
+
+// Registry returns the live worker registry (after Start).
+func (s *Service) Registry() *registry.Registry { return s.registry }
+
+// Pool returns the hint senders (after Start).
+func (s *Service) Pool() *actions.Pool { return s.pool }
+
+// Start connects, makes sure the streams exist, loads the registry and
+// starts the consumers. On error, everything already started is stopped.
+func (s *Service) Start(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			s.Stop(context.Background())
+		}
+	}()
+	url := s.cfg.NATSURL
+	if url == "" {
+		if err := os.MkdirAll(s.cfg.EmbeddedDir, 0o755); err != nil {
+			return fmt.Errorf("embedded store: %w", err)
+		}
+		port := s.cfg.EmbeddedPort
+		if port == 0 {
+			port = -1
+		}
+		s.embedded, err = natsembed.Start(natsembed.Options{StoreDir: s.cfg.EmbeddedDir, Port: port})
+		if err != nil {
+			return err
+		}
+		url = s.embedded.ClientURL()
+		s.log.Info("embedded JetStream server started", "url", url, "store", s.cfg.EmbeddedDir)
+	}
+	s.nc, err = nats.Connect(url, nats.Name("hintstream"), nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				s.log.Warn("nats disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { s.log.Info("nats reconnected", "url", nc.ConnectedUrl()) }))
+	if err != nil {
+		return fmt.Errorf("connect %s: %w", url, err)
+	}
+	if s.js, err = jetstream.New(s.nc); err != nil {
+		return err
+	}
+	if _, err = streams.EnsureSet(ctx, s.js, s.cfg.Streams,
+		streams.WithUpdate(s.cfg.UpdateStreams), streams.WithLogger(s.log)); err != nil {
+		return err
+	}
+
+	s.pool = actions.NewPool(actions.WithQueueSize(s.cfg.SenderQueue), actions.WithLogger(s.log))
+	s.registry, err = registry.Open(ctx, s.js, registry.WithBucket(s.cfg.RegistryBucket),
+		registry.WithLogger(s.log), registry.WithOnChange(s.onWorkerChange))
+	if err != nil {
+		return err
+	}
+	select {
+	case <-s.registry.Ready():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.Selector = routing.NewSelector(s.registry, s.Index, s.Loads)
+
+	dlq := consumers.NewDeadLetter(s.js, s.cfg.DeadLetterPrefix)
+	st := s.cfg.Streams
+	s.kv = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "kv_events", Stream: st.KVEvents.Name,
+		Filter: st.KVEvents.Subjects}, consumers.ApplyKVEvents(s.Index, s.cfg.Limits, s.Counters), dlq, s.Counters, s.log)
+	s.load = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "load", Stream: st.Load.Name,
+		Filter: st.Load.Subjects}, consumers.ApplyLoad(s.Loads, s.cfg.Limits), dlq, s.Counters, s.log)
+	s.requests = consumers.NewRequestConsumer(s.js, consumers.RequestConfig{
+		Stream: st.Requests.Name, Durable: s.cfg.RequestsDurable, Filter: st.Requests.Subjects,
+		DeliverNew: !s.cfg.RequestsDeliverAll, PrefetchTTL: s.cfg.PrefetchTTL, Limits: s.cfg.Limits,
+	}, s.Selector, s.pool, dlq, s.Counters, s.log)
+	for _, c := range []*consumers.StateConsumer{s.kv, s.load} {
+		if err := c.Start(ctx); err != nil {
+			return err
+		}
+	}
+	// Hints chosen from a half-built index would go to the wrong worker:
+	// take requests only once the state streams are applied up to now.
+	if err := s.WaitCaughtUp(ctx); err != nil {
+		return fmt.Errorf("catching up on KV events and load: %w", err)
+	}
+	if err := s.requests.Start(ctx); err != nil {
+		return err
+	}
+	s.log.Info("hintstream running", "nats", url, "index_blocks", s.Index.Stats().DeviceBlocks, "requests", st.Requests.Subjects,
+		"kv_events", st.KVEvents.Subjects, "load", st.Load.Subjects, "registry", s.cfg.RegistryBucket)
+	return nil
+}
+
+// WaitCaughtUp waits until the KV-event and load streams, as they are at
+// the call, have been applied.
+func (s *Service) WaitCaughtUp(ctx context.Context) error {
+	if s.kv == nil || s.load == nil {
+		return errors.New("service not started")
+	}
+	if err := s.kv.WaitCaughtUp(ctx); err != nil {
+		return err
+	}
+	return s.load.WaitCaughtUp(ctx)
+}
+
+// Stop stops consuming, flushes queued hints until ctx is done, and
+// closes the connection and the embedded server. Safe to call twice.
+func (s *Service) Stop(ctx context.Context) {
+	s.stopOnce.Do(func() {
+		if s.requests != nil {
+			s.requests.Stop()
+		}
+		for _, c := range []*consumers.StateConsumer{s.kv, s.load} {
+			if c != nil {
+				c.Stop()
+			}
+		}
+		if s.registry != nil {
+			s.registry.Stop()
+		}
+		if s.pool != nil {
+			if err := s.pool.Close(ctx); err != nil {
+				s.log.Warn("hint senders closed before flushing", "err", err)
+			}
+		}
+		if s.nc != nil {
+			s.nc.Close()
+		}
+		if s.embedded != nil {
+			s.embedded.Shutdown()
+			s.embedded.WaitForShutdown()
+		}
+	})
+}
+
+// onWorkerChange keeps the index, loads and senders in step with the
+// registry: a departed worker's blocks must not attract hints, and its
+// sockets must not linger.
+func (s *Service) onWorkerChange(ch registry.Change) {
+	switch ch.Kind {
+	case registry.Deleted:
+		s.Index.RemoveWorker(ch.WorkerID)
+		s.Loads.RemoveWorker(ch.WorkerID)
+		s.closeEndpoints(ch.Previous, nil)
+		s.log.Info("worker left", "worker_id", ch.WorkerID)
+	case registry.Updated:
+		s.closeEndpoints(ch.Previous, ch.Record)
+		s.log.Info("worker changed", "worker_id", ch.WorkerID, "endpoints", ch.Record.HintEndpoints)
+	case registry.Added:
+		s.log.Info("worker joined", "worker_id", ch.WorkerID, "model", ch.Record.Model,
+			"block_size", ch.Record.KvBlockSize, "endpoints", ch.Record.HintEndpoints)
+	}
+}
+
+func (s *Service) closeEndpoints(prev, next *schemas.WorkerRecord) {
+	if prev == nil || s.pool == nil {
+		return
+	}
+	keep := map[string]bool{}
+	if next != nil {
+		for _, ep := range next.HintEndpoints {
+			keep[ep] = true
+		}
+	}
+	for _, ep := range prev.HintEndpoints {
+		if !keep[ep] {
+			s.pool.Remove(ep)
+		}
+	}
+}
