@@ -49,6 +49,9 @@ type Received struct {
 type Demo struct {
 	js   jetstream.JetStream
 	opts Options
+	// run makes request ids unique per run: hint message ids derive from
+	// them, and receivers drop repeated ids.
+	run string
 
 	mu       sync.Mutex
 	received []Received
@@ -68,7 +71,7 @@ func New(js jetstream.JetStream, o Options) *Demo {
 	if o.Bucket == "" {
 		o.Bucket = registry.DefaultBucket
 	}
-	return &Demo{js: js, opts: o}
+	return &Demo{js: js, opts: o, run: fmt.Sprintf("%04x", time.Now().UnixNano()&0xffff)}
 }
 
 // Received returns the hints the demo workers got so far.
@@ -198,13 +201,13 @@ func (d *Demo) publishLoads(ctx context.Context) error {
 func (d *Demo) publishRequest(ctx context.Context, n int, sessions []session) error {
 	// Every fifth request is an ordinary turn: it must produce no hint.
 	if n%5 == 4 {
-		req := schemas.RequestEvent{RequestID: fmt.Sprintf("demo-turn-%d", n), SessionID: "session-A",
+		req := schemas.RequestEvent{RequestID: fmt.Sprintf("demo-%s-turn-%d", d.run, n), SessionID: "session-A",
 			Model: Model, TokenIDs: sessions[0].prompt, ReceivedAtMs: time.Now().UnixMilli()}
 		fmt.Fprintf(d.opts.Out, "demo: → plain request %s (no hint expected)\n", req.RequestID)
 		return d.publishJSON(ctx, streams.RequestSubject(Model), req)
 	}
 	s := sessions[(n-n/5)%len(sessions)]
-	req := schemas.RequestEvent{RequestID: fmt.Sprintf("demo-wake-%d", n), SessionID: s.id, Model: Model,
+	req := schemas.RequestEvent{RequestID: fmt.Sprintf("demo-%s-wake-%d", d.run, n), SessionID: s.id, Model: Model,
 		TokenIDs: s.prompt, Headers: map[string]string{"x-dynamo-experimental-wakeup": "1"},
 		ReceivedAtMs: time.Now().UnixMilli()}
 	fmt.Fprintf(d.opts.Out, "demo: → wake-up %s for %s, %d tokens (expect worker %d: %s)\n",
