@@ -1,0 +1,271 @@
+package consumers
+
+import (
+	"context"
+	"encoding/json"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/internal/natstest"
+	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	zmq "github.com/pebbe/zmq4"
+)
+
+type staticWorkers []schemas.WorkerRecord
+
+func (s staticWorkers) Workers() []schemas.WorkerRecord { return s }
+
+// pull binds a real PULL socket and collects the request ids of the
+// prefetches it receives.
+func pull(t *testing.T) (string, <-chan string) {
+	t.Helper()
+	s, err := zmq.NewSocket(zmq.PULL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.SetRcvtimeo(50 * time.Millisecond)
+	_ = s.SetLinger(0)
+	if err := s.Bind("tcp://127.0.0.1:*"); err != nil {
+		t.Fatal(err)
+	}
+	ep, _ := s.GetLastEndpoint()
+	out := make(chan string, 64)
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			b, err := s.RecvBytes(0)
+			if err != nil {
+				if zmq.AsErrno(err) == zmq.Errno(syscall.EAGAIN) {
+					continue
+				}
+				return
+			}
+			var env schemas.KvHintsEnvelope
+			var p schemas.PrefetchPayload
+			if _, err := env.UnmarshalMsg(b); err == nil && len(env.Actions) == 1 {
+				if _, err := p.UnmarshalMsg(env.Actions[0].Payload); err == nil {
+					out <- p.RequestID
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { close(done); <-stopped; s.Close() })
+	return ep, out
+}
+
+type fixture struct {
+	js       jetstream.JetStream
+	nc       *nats.Conn
+	counters *metrics.Counters
+	index    *kvevents.Index
+	hints    <-chan string
+	reqs     *RequestConsumer
+	kv       *StateConsumer
+}
+
+func setup(t *testing.T, set streams.Set) *fixture {
+	t.Helper()
+	srv := natstest.Start(t)
+	nc, js := natstest.Connect(t, srv)
+	ctx := context.Background()
+	if _, err := streams.EnsureSet(ctx, js, set); err != nil {
+		t.Fatal(err)
+	}
+	ep, hints := pull(t)
+	f := &fixture{js: js, nc: nc, counters: &metrics.Counters{}, index: kvevents.NewIndex(), hints: hints}
+	pool := actions.NewPool()
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = pool.Close(cctx)
+	})
+	sel := routing.NewSelector(staticWorkers{{WorkerID: 1, Model: "m", KvBlockSize: 16, HintEndpoints: []string{ep}}},
+		f.index, routing.NewLoadTable())
+	dlq := NewDeadLetter(js, "")
+	def := streams.DefaultSet()
+	f.reqs = NewRequestConsumer(js, RequestConfig{Stream: def.Requests.Name}, sel, pool, dlq, f.counters, nil)
+	f.kv = NewStateConsumer(js, StateConfig{Kind: "kv_events", Stream: def.KVEvents.Name},
+		ApplyKVEvents(f.index, schemas.Limits{}, f.counters), dlq, f.counters, nil)
+	for _, start := range []func(context.Context) error{f.reqs.Start, f.kv.Start} {
+		if err := start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(f.reqs.Stop)
+	t.Cleanup(f.kv.Stop)
+	return f
+}
+
+func (f *fixture) publish(t *testing.T, subject string, data []byte, contentType string) {
+	t.Helper()
+	m := nats.NewMsg(subject)
+	m.Data = data
+	if contentType != "" {
+		m.Header.Set("Content-Type", contentType)
+	}
+	if _, err := f.js.PublishMsg(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wakeJSON(t *testing.T, id, model string, receivedAt time.Time) []byte {
+	t.Helper()
+	b, err := json.Marshal(schemas.RequestEvent{RequestID: id, Model: model, TokenIDs: []uint32{1, 2, 3},
+		Headers: map[string]string{HeaderWakeup: "1"}, ReceivedAtMs: receivedAt.UnixMilli()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func expectHint(t *testing.T, hints <-chan string, id string) {
+	t.Helper()
+	select {
+	case got := <-hints:
+		if got != id {
+			t.Fatalf("hint for %q, want %q", got, id)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no hint for %q within 5s", id)
+	}
+}
+
+// consumerSettled waits until the durable has nothing pending or unacked.
+func consumerSettled(t *testing.T, js jetstream.JetStream) *jetstream.ConsumerInfo {
+	t.Helper()
+	var info *jetstream.ConsumerInfo
+	natstest.Eventually(t, 5*time.Second, func() bool {
+		c, err := js.Consumer(context.Background(), "LLM_REQUESTS", "hintstream-requests")
+		if err != nil {
+			return false
+		}
+		info, err = c.Info(context.Background())
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+	}, "requests consumer settled")
+	return info
+}
+
+func TestMalformedRequestTerminatedAndNextHinted(t *testing.T) {
+	f := setup(t, streams.DefaultSet())
+	subj := streams.RequestSubject("m")
+	f.publish(t, subj, wakeJSON(t, "good-1", "m", time.Now()), "")
+	// A truncated msgpack request: a map header promising 3 entries.
+	f.publish(t, subj, []byte{0x83, 0xaa, 'r', 'e', 'q'}, "application/msgpack")
+	f.publish(t, subj, wakeJSON(t, "good-2", "m", time.Now()), "")
+	expectHint(t, f.hints, "good-1")
+	expectHint(t, f.hints, "good-2")
+
+	info := consumerSettled(t, f.js)
+	if info.NumRedelivered != 0 {
+		t.Fatalf("%d redeliveries: the malformed request must be terminated, not retried", info.NumRedelivered)
+	}
+	if got := f.counters.Get("requests.malformed|truncated msgpack"); got != 1 {
+		t.Fatalf("malformed counted %d times", got)
+	}
+	s, _ := f.js.Stream(context.Background(), "HINTSTREAM_DLQ")
+	m, err := s.GetLastMsgForSubject(context.Background(), "hintstream.dlq.requests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Header.Get(HeaderDLQReason) != "truncated msgpack" || m.Header.Get(HeaderDLQSeq) != "2" ||
+		m.Header.Get("Content-Type") != "application/msgpack" || len(m.Data) != 5 {
+		t.Fatalf("dead-letter copy: headers %v data %x", m.Header, m.Data)
+	}
+}
+
+// Without a stored dead-letter copy the original must not be terminated:
+// it is nak'ed and comes back until the copy can be made.
+func TestMalformedRequestKeptUntilDeadLettered(t *testing.T) {
+	set := streams.DefaultSet()
+	dlqCfg := set.DeadLetter
+	set.DeadLetter.Name = "" // no stream captures hintstream.dlq.> yet
+	f := setup(t, set)
+	f.publish(t, streams.RequestSubject("m"), []byte(`{"session_id":"no id"}`), "")
+	natstest.Eventually(t, 10*time.Second, func() bool { return f.counters.Get("requests.received") >= 2 },
+		"the malformed request to be redelivered while the dead-letter copy fails")
+	if _, _, err := streams.Ensure(context.Background(), f.js, dlqCfg); err != nil {
+		t.Fatal(err)
+	}
+	consumerSettled(t, f.js)
+	s, _ := f.js.Stream(context.Background(), dlqCfg.Name)
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 1 {
+		t.Fatalf("dead-letter stream holds %d copies, want 1", info.State.Msgs)
+	}
+}
+
+func TestExpiredAndUnservedWakeupsAckedWithoutHint(t *testing.T) {
+	f := setup(t, streams.DefaultSet())
+	subj := streams.RequestSubject("m")
+	f.publish(t, subj, wakeJSON(t, "stale", "m", time.Now().Add(-time.Minute)), "")
+	f.publish(t, subj, wakeJSON(t, "other-model", "nobody-serves-this", time.Now()), "")
+	plain, _ := json.Marshal(schemas.RequestEvent{RequestID: "plain", Model: "m"})
+	f.publish(t, subj, plain, "")
+	f.publish(t, subj, wakeJSON(t, "fresh", "m", time.Now()), "")
+	expectHint(t, f.hints, "fresh") // the earlier three produced nothing
+	consumerSettled(t, f.js)
+	for name, want := range map[string]uint64{
+		"hints.prefetch.skipped|expired": 1, "hints.prefetch.skipped|no_worker": 1,
+		"requests.plain": 1, "hints.prefetch.queued": 1,
+	} {
+		if got := f.counters.Get(name); got != want {
+			t.Errorf("%s = %d, want %d", name, got, want)
+		}
+	}
+}
+
+func TestMalformedKVEventSkippedAndDeadLettered(t *testing.T) {
+	f := setup(t, streams.DefaultSet())
+	f.publish(t, streams.KVEventSubject(1), []byte(`{"worker_id":1,"event":{"event_id":1,"data":{"moved":{}}}}`), "")
+	local := kvevents.LocalBlockHashes(make([]uint32, 16), 16)
+	good, _ := json.Marshal(schemas.RouterEvent{WorkerID: 1, Event: schemas.KvCacheEvent{EventID: 2,
+		Data: schemas.KvCacheEventData{Kind: schemas.KindStored, Stored: &schemas.KvCacheStoreData{
+			Blocks: []schemas.StoredBlock{{BlockHash: 77, TokensHash: schemas.BlockHash(local[0])}}}}}})
+	f.publish(t, streams.KVEventSubject(1), good, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := f.kv.WaitCaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ov := f.index.Overlap(kvevents.PromptHashes(make([]uint32, 16), 16)); ov[kvevents.WorkerKey{WorkerID: 1}] != 1 {
+		t.Fatalf("the good event after the bad one was not applied: %v", ov)
+	}
+	if f.counters.Get("kv_events.malformed") != 1 {
+		t.Fatalf("kv_events.malformed = %d", f.counters.Get("kv_events.malformed"))
+	}
+	s, _ := f.js.Stream(context.Background(), "HINTSTREAM_DLQ")
+	if _, err := s.GetLastMsgForSubject(context.Background(), "hintstream.dlq.kv_events"); err != nil {
+		t.Fatalf("no dead-letter copy of the bad KV event: %v", err)
+	}
+}
+
+func TestWakeupHeaderDetection(t *testing.T) {
+	for h, want := range map[string]bool{"1": true, "true": true, "": true, "0": false, "false": false, "OFF": false} {
+		if got := isWakeup(map[string]string{HeaderWakeup: h}); got != want {
+			t.Errorf("value %q: %v, want %v", h, got, want)
+		}
+	}
+	if !isWakeup(map[string]string{"X-Dynamo-Experimental-Wakeup": "1"}) {
+		t.Error("mixed-case header name not recognised")
+	}
+	if isWakeup(map[string]string{"x-other": "1"}) || isWakeup(nil) {
+		t.Error("wake-up without the header")
+	}
+}
