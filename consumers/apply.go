@@ -2,6 +2,7 @@ package consumers
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
@@ -11,30 +12,60 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// HeaderSeq carries an engine batch's sequence number (hintstream bridge
+// sets it from the engine's ZMQ frame); it becomes the events' EventID.
+const HeaderSeq = "Hintstream-Seq"
+
 // ApplyKVEvents returns the ApplyFunc of kv.events.<worker_id>: Dynamo
-// RouterEvent JSON into the index. A stored event whose parent block is
-// unknown is counted and dropped, as Dynamo's indexer does.
+// RouterEvent JSON, or a vLLM/SGLang EventBatch in msgpack (array or
+// tagged-map form; the worker comes from the subject), into the index. A
+// stored event whose parent block is unknown is counted and dropped, as
+// Dynamo's indexer does.
 func ApplyKVEvents(ix *kvevents.Index, lim schemas.Limits, counters *metrics.Counters) ApplyFunc {
 	return func(msg jetstream.Msg) error {
-		data := msg.Data()
-		f, ok := schemas.DetectFormat(msg.Headers().Get("Content-Type"), data)
-		if !ok || f != schemas.FormatJSON {
-			return &schemas.DecodeError{Kind: "router_event", Reason: "not a Dynamo RouterEvent JSON object"}
-		}
-		ev, err := lim.DecodeRouterEvent(data)
+		evs, err := decodeKVEvents(msg, lim)
 		if err != nil {
 			return err
 		}
-		err = ix.Apply(kvevents.FromRouterEvent(ev))
-		if errors.Is(err, kvevents.ErrUnknownParent) {
-			counters.Inc("kv_events.unknown_parent")
-			return nil
+		for _, ev := range evs {
+			switch err := ix.Apply(ev); {
+			case err == nil:
+				counters.Inc("kv_events.applied|" + ev.Kind.String())
+			case errors.Is(err, kvevents.ErrUnknownParent):
+				counters.Inc("kv_events.unknown_parent")
+			case errors.Is(err, kvevents.ErrBadEvent):
+				return &schemas.DecodeError{Kind: "kv_event", Reason: "invalid event", Err: err}
+			default:
+				return err
+			}
 		}
-		if err == nil {
-			counters.Inc("kv_events.applied|" + ev.Event.Data.Kind.String())
-		}
-		return err
+		return nil
 	}
+}
+
+func decodeKVEvents(msg jetstream.Msg, lim schemas.Limits) ([]kvevents.Event, error) {
+	data := msg.Data()
+	if f, ok := schemas.DetectFormat(msg.Headers().Get("Content-Type"), data); ok && f == schemas.FormatJSON {
+		ev, err := lim.DecodeRouterEvent(data)
+		if err != nil {
+			return nil, err
+		}
+		return []kvevents.Event{kvevents.FromRouterEvent(ev)}, nil
+	}
+	if !kvevents.IsEngineBatch(data) {
+		return nil, &schemas.DecodeError{Kind: "kv_event", Reason: "neither a Dynamo RouterEvent nor an engine EventBatch"}
+	}
+	worker, err := streams.WorkerFromSubject(msg.Subject())
+	if err != nil {
+		return nil, &schemas.DecodeError{Kind: "engine_batch", Reason: "subject names no worker id", Err: err}
+	}
+	var seq uint64
+	if h := msg.Headers().Get(HeaderSeq); h != "" {
+		if seq, err = strconv.ParseUint(h, 10, 64); err != nil {
+			return nil, &schemas.DecodeError{Kind: "engine_batch", Reason: "invalid " + HeaderSeq + " header", Err: err}
+		}
+	}
+	return kvevents.DecodeEngineBatch(data, worker, seq, lim)
 }
 
 // ApplyLoad returns the ApplyFunc of kv.load.<worker_id>. A report without

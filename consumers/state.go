@@ -25,6 +25,11 @@ type StateConfig struct {
 	Kind   string   // "kv_events" or "load": metric prefix and dead-letter kind
 	Stream string   // required
 	Filter []string // default: the whole stream
+	// Shards applies messages of different subjects in parallel on this
+	// many goroutines, keeping each subject's messages in order (subjects
+	// name their publisher: kv.events.<worker_id>). Default 1: in order,
+	// on the consumer's own goroutine.
+	Shards int
 }
 
 // StateConsumer reads a state stream from its first message, in order,
@@ -37,10 +42,14 @@ type StateConsumer struct {
 	counters *metrics.Counters
 	log      *slog.Logger
 
-	applied atomic.Uint64 // last stream sequence handled
+	dispatched atomic.Uint64 // last stream sequence handed to a shard
+	inflight   atomic.Int64  // handed to a shard, not yet applied
 
-	mu sync.Mutex
-	cc jetstream.ConsumeContext
+	mu     sync.Mutex
+	cc     jetstream.ConsumeContext
+	shards []chan jetstream.Msg
+	closed bool
+	wg     sync.WaitGroup
 }
 
 // NewStateConsumer wires a consumer; Start begins consuming.
@@ -53,6 +62,10 @@ func NewStateConsumer(js jetstream.JetStream, cfg StateConfig, apply ApplyFunc,
 		log: log.With("consumer", cfg.Kind)}
 }
 
+// shardQueue bounds each shard's backlog; a full queue makes the consumer
+// wait, which is the back-pressure JetStream expects.
+const shardQueue = 1024
+
 // Start begins consuming from the start of the stream.
 func (c *StateConsumer) Start(ctx context.Context) error {
 	cons, err := c.js.OrderedConsumer(ctx, c.cfg.Stream, jetstream.OrderedConsumerConfig{
@@ -62,7 +75,22 @@ func (c *StateConsumer) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s consumer on %s: %w", c.cfg.Kind, c.cfg.Stream, err)
 	}
-	h, err := cons.Consume(c.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	if c.cfg.Shards > 1 {
+		c.shards = make([]chan jetstream.Msg, c.cfg.Shards)
+		for i := range c.shards {
+			ch := make(chan jetstream.Msg, shardQueue)
+			c.shards[i] = ch
+			c.wg.Add(1)
+			go func() {
+				defer c.wg.Done()
+				for m := range ch {
+					c.process(m)
+					c.inflight.Add(-1)
+				}
+			}()
+		}
+	}
+	h, err := cons.Consume(c.dispatch, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		c.log.Warn("consume", "err", err)
 	}))
 	if err != nil {
@@ -74,21 +102,36 @@ func (c *StateConsumer) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops consuming and waits for the handler to return.
+// Stop stops consuming and waits until every dispatched message has been
+// applied.
 func (c *StateConsumer) Stop() {
 	c.mu.Lock()
 	h := c.cc
 	c.cc = nil
 	c.mu.Unlock()
-	if h == nil {
-		return
+	if h != nil {
+		h.Stop()
+		<-h.Closed()
 	}
-	h.Stop()
-	<-h.Closed()
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		for _, ch := range c.shards {
+			close(ch)
+		}
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
 }
 
-// Applied returns the stream sequence of the last message handled.
-func (c *StateConsumer) Applied() uint64 { return c.applied.Load() }
+// Applied returns the stream sequence up to which every message has been
+// applied.
+func (c *StateConsumer) Applied() uint64 {
+	if c.inflight.Load() > 0 {
+		return 0
+	}
+	return c.dispatched.Load()
+}
 
 // WaitCaughtUp waits until the last message matching the filter at the
 // time of the call has been handled.
@@ -99,7 +142,7 @@ func (c *StateConsumer) WaitCaughtUp(ctx context.Context) error {
 	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for c.applied.Load() < target {
+	for c.dispatched.Load() < target || c.inflight.Load() > 0 {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -136,18 +179,46 @@ func (c *StateConsumer) lastSeq(ctx context.Context) (uint64, error) {
 	return last, nil
 }
 
-func (c *StateConsumer) handle(msg jetstream.Msg) {
-	c.counters.Inc(c.cfg.Kind + ".received")
+// dispatch runs on the consumer's goroutine, in stream order.
+func (c *StateConsumer) dispatch(msg jetstream.Msg) {
+	var seq uint64
 	if md, err := msg.Metadata(); err == nil {
-		defer c.applied.Store(md.Sequence.Stream)
+		seq = md.Sequence.Stream
 	}
+	if len(c.shards) == 0 {
+		c.process(msg)
+		c.dispatched.Store(seq)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.inflight.Add(1)
+	c.dispatched.Store(seq)
+	c.shards[shardOf(msg.Subject(), len(c.shards))] <- msg
+}
+
+func shardOf(subject string, n int) int {
+	// FNV-1a: cheap, and stable so a subject always lands on one shard.
+	h := uint32(2166136261)
+	for i := 0; i < len(subject); i++ {
+		h ^= uint32(subject[i])
+		h *= 16777619
+	}
+	return int(h % uint32(n))
+}
+
+func (c *StateConsumer) process(msg jetstream.Msg) {
+	c.counters.Inc(c.cfg.Kind + ".received")
 	err := c.apply(msg)
 	if err == nil {
 		return
 	}
 	var de *schemas.DecodeError
 	if !errors.As(err, &de) {
-		c.counters.IncLabel(c.cfg.Kind+".apply_errors", err.Error())
+		c.counters.Inc(c.cfg.Kind + ".apply_errors")
 		c.log.Debug("not applied", "subject", msg.Subject(), "err", err)
 		return
 	}

@@ -38,8 +38,12 @@ func TestWakeupPrefetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Worker 1 caches 2 blocks, worker 2 caches 6, worker 3 caches 4 and
-	// is otherwise idle; worker 2 must win on overlap alone.
+	// Worker 1 caches 2 blocks, worker 2 caches 6 and has half a block of
+	// prefill in flight, worker 3 caches 4. Dynamo's cost (weight 1) for
+	// wake-1 (133 tokens, 8 full blocks; decode = 8 new blocks for all):
+	//   w1: (133-32+0)/16 + 8 = 14.3125
+	//   w2: (133-96+8)/16 + 8 = 10.8125  ← minimum
+	//   w3: (133-64+0)/16 + 8 = 12.3125
 	cached := map[uint64]int{1: 2, 2: 6, 3: 4}
 	for id := uint64(1); id <= 3; id++ {
 		rec := schemas.WorkerRecord{WorkerID: id, Model: model, KvBlockSize: 16, HintEndpoints: []string{eps[id-1]}}
@@ -53,8 +57,8 @@ func TestWakeupPrefetch(t *testing.T) {
 	for id, n := range cached {
 		publishStored(t, ctx, js, id, prompt[:n*16])
 	}
-	busy := uint64(90)
-	publishJSON(t, ctx, js, streams.LoadSubject(2), schemas.ActiveLoad{WorkerID: 2, ActiveDecodeBlocks: &busy})
+	busy := uint64(8)
+	publishJSON(t, ctx, js, streams.LoadSubject(2), schemas.ActiveLoad{WorkerID: 2, ActivePrefillTokens: &busy})
 
 	// Watch for termination advisories before the consumer exists.
 	terminated := make(chan string, 4)
@@ -98,7 +102,8 @@ func TestWakeupPrefetch(t *testing.T) {
 	if n := len(byRequest(sink.Messages(), "plain-1")); n != 0 {
 		t.Fatalf("plain request got %d hints", n)
 	}
-	// wake-2's prompt is 5 blocks: worker 2 still caches the most (5).
+	// wake-2 (80 tokens, 5 blocks): w1 (80-32)/16+5 = 8, w2 (80-80+8)/16+5
+	// = 5.5, w3 (80-64)/16+5 = 6: worker 2.
 	if ep := byRequest(sink.Messages(), "wake-2")[0].Endpoint; ep != eps[1] {
 		t.Fatalf("wake-2 went to %s, want worker 2", ep)
 	}
@@ -113,10 +118,11 @@ func TestWakeupPrefetch(t *testing.T) {
 	if len(byRequest(sink.Messages(), "good-1")) != 1 {
 		t.Fatal("good-1 not hinted exactly once")
 	}
-	// good-1's prompt is 3 blocks: workers 2 and 3 both cache all 3, and
-	// worker 3 has the lower load.
+	// good-1 (48 tokens, 3 blocks): workers 2 and 3 both cache all 3, and
+	// worker 3 has no prefill in flight: w1 (48-32)/16+3 = 4, w2 8/16+3 =
+	// 3.5, w3 0+3 = 3.
 	if ep := byRequest(sink.Messages(), "good-1")[0].Endpoint; ep != eps[2] {
-		t.Fatalf("good-1 went to %s, want worker 3 (equal overlap, lower load)", ep)
+		t.Fatalf("good-1 went to %s, want worker 3 (equal overlap, no prefill in flight)", ep)
 	}
 	select {
 	case r := <-terminated:

@@ -1,9 +1,77 @@
-// Package routing chooses the worker a prompt would be routed to, as a
-// KV-aware router would, without admitting the request or booking load.
+// Package routing chooses the worker a prompt would be routed to, with the
+// cost function of Dynamo's KV router (its DefaultWorkerSelector), without
+// admitting the request or booking its load.
+//
+// # The logit
+//
+// Each dp rank of each registered worker serving the request's model is a
+// candidate. With isl the prompt's token count, bs the worker's
+// kv_block_size, overlap the leading prompt blocks it holds on device, and
+// its latest load report (a worker that never reported counts as idle):
+//
+//	prefill_tokens = max(isl - overlap*bs, 0) + active_prefill_tokens
+//	prefill_blocks = prefill_tokens / bs                  (float division)
+//	decode_blocks  = active_decode_blocks + floor(isl/bs) (+ virtual load)
+//	logit          = overlap_score_weight * prefill_blocks + decode_blocks
+//
+// Lower is better. This is Dynamo's
+// `overlap_weight * potential_prefill_block + decode_block` from
+// lib/kv-router/src/scheduling/selector.rs (earlier
+// lib/llm/src/kv_router/scheduler.rs) in ai-dynamo/dynamo, fed as its
+// ActiveSequences::potential_blocks_and_tokens feeds it: potential prefill
+// tokens are new_tokens(isl, overlap) + the worker's active tokens, and
+// potential decode blocks are the request's new blocks + the worker's
+// active blocks (lib/kv-router/src/sequences, single.rs). Where hintstream
+// cannot see what Dynamo sees, it says so:
+//
+//   - Dynamo counts as new only the request's full blocks not already held
+//     by that worker's in-flight requests; hintstream cannot see those, so
+//     all floor(isl/bs) full blocks count. Within one block size this adds
+//     the same number to every candidate and changes no choice.
+//   - The router tracks active load itself; hintstream takes
+//     active_prefill_tokens and active_decode_blocks from kv.load reports,
+//     the numbers Dynamo publishes as ActiveLoad from that same tracker.
+//   - A registered worker with no report is idle (0 and 0), as in Dynamo's
+//     tracker for a worker with nothing in flight. Dynamo's other fallback
+//     (prefill isl/bs with no overlap credit, decode floor(isl/bs)) is for a
+//     worker missing from its tracker, which has no counterpart here.
+//   - Dynamo has one block size per router; hintstream uses each worker's
+//     own, so a logit is in that worker's blocks.
+//
+// The product is rounded to float64 before the add, as Rust computes it,
+// so Go never fuses it into an FMA and the logits match Dynamo's bits.
+//
+// # The choice
+//
+// Temperature 0 (the default): the lowest logit. Dynamo breaks exact ties
+// at random (in older versions by the smaller radix tree first); hintstream
+// must give the same answer on every instance and in replay, so it breaks
+// them by the longest overlap, then the lowest worker id, then the lowest
+// dp rank. That is hintstream's one deliberate deviation at temperature 0.
+//
+// Temperature > 0: Dynamo's softmax_sample over the candidates ordered by
+// (worker id, dp rank): logits divided by their range, negated, divided by
+// the temperature, softmaxed; the first candidate whose cumulative
+// probability reaches the draw wins. Dynamo draws at random; hintstream
+// draws from the request id (RequestIDSampler), so every instance and a
+// replay pick the same candidate for the same request and state.
+//
+// # Spreading
+//
+// Off by default, because it departs from the router on purpose: see
+// SpreadConfig. When on, each choice adds floor(isl/bs) virtual decode
+// blocks to the chosen candidate, halving every half-life, and Select holds
+// a lock across choosing and booking so concurrent wake-ups see each
+// other.
 package routing
 
 import (
+	"cmp"
 	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
 
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
@@ -22,7 +90,8 @@ type Overlapper interface {
 	Overlap(seqHashes []uint64) map[kvevents.WorkerKey]int
 }
 
-// Candidate is one (worker, dp rank) considered for a prompt.
+// Candidate is one (worker, dp rank) considered for a prompt, with the
+// terms of its logit.
 type Candidate struct {
 	Worker    kvevents.WorkerKey
 	Endpoint  string // the dp rank's hint endpoint
@@ -30,85 +99,163 @@ type Candidate struct {
 	// Overlap is the number of leading prompt blocks cached on the device.
 	Overlap int
 	Load    schemas.ActiveLoad
+	// PrefillBlocks is (uncached prompt tokens + active_prefill_tokens) / BlockSize.
+	PrefillBlocks float64
+	// DecodeBlocks is active_decode_blocks + the prompt's full blocks +
+	// VirtualBlocks.
+	DecodeBlocks float64
+	// VirtualBlocks is spreading's decayed virtual load (0 when off).
+	VirtualBlocks float64
+	// Logit is OverlapScoreWeight*PrefillBlocks + DecodeBlocks; lower wins.
+	Logit float64
 }
 
-// Selector picks the worker with the longest cached prefix.
-//
-// Order: longest device-tier overlap (in blocks of the worker's own block
-// size); then lowest active_decode_blocks; then lowest
-// active_prefill_tokens; then lowest kv_used_blocks; then lowest worker id
-// and dp rank, so that equal candidates always give the same answer on
-// every instance and in replay. A worker without load reports counts as
-// idle.
+// Selector picks the worker for a prompt as described in the package
+// documentation. It is safe for concurrent use.
 type Selector struct {
 	workers Workers
 	index   Overlapper
 	loads   *LoadTable
+	cfg     Config
+	now     func() time.Time
+	sample  Sampler
+
+	mu     sync.Mutex    // guards spread; held across choose and book
+	spread *virtualLoads // nil when spreading is off
 }
 
-// NewSelector returns a Selector over a registry, an index and loads.
-func NewSelector(w Workers, ix Overlapper, loads *LoadTable) *Selector {
-	return &Selector{workers: w, index: ix, loads: loads}
+// NewSelector returns a Selector over a registry, an index and loads,
+// configured by DefaultConfig and then opts. An unusable setting (see
+// Config.Validate) is replaced by its default and logged as a warning.
+func NewSelector(w Workers, ix Overlapper, loads *LoadTable, opts ...Option) *Selector {
+	o := options{cfg: DefaultConfig(), now: time.Now, sampler: RequestIDSampler(0), log: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg, errs := o.cfg.sanitized()
+	for _, err := range errs {
+		o.log.Warn("routing: using the default instead", "err", err)
+	}
+	if loads == nil {
+		loads = NewLoadTable()
+	}
+	s := &Selector{workers: w, index: ix, loads: loads, cfg: cfg, now: o.now, sample: o.sampler}
+	if cfg.Spread.Enabled {
+		s.spread = newVirtualLoads(cfg.Spread.HalfLife)
+	}
+	return s
 }
+
+// Config returns the configuration in effect.
+func (s *Selector) Config() Config { return s.cfg }
 
 // Candidates lists every (worker, dp rank) that serves the request's
-// model (every worker when the request names none), with its overlap and
-// load, in registry order.
+// model (every worker when the request names none), with its overlap,
+// load and logit, in registry order. It books nothing. Workers without a
+// block size are skipped: no logit can be computed for them.
 func (s *Selector) Candidates(req *schemas.RequestEvent) []Candidate {
+	if s.spread == nil {
+		return s.candidates(req, time.Time{})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.candidates(req, s.now())
+}
+
+// Select returns the chosen candidate, or ErrNoWorker. With spreading on
+// it also books the choice's virtual load.
+func (s *Selector) Select(req *schemas.RequestEvent) (Candidate, error) {
+	if s.spread == nil {
+		return s.choose(req, s.candidates(req, time.Time{}))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	c, err := s.choose(req, s.candidates(req, now))
+	if err == nil {
+		s.spread.add(c.Worker, now, float64(len(req.TokenIDs)/c.BlockSize))
+	}
+	return c, err
+}
+
+func (s *Selector) candidates(req *schemas.RequestEvent, now time.Time) []Candidate {
 	var out []Candidate
+	isl := len(req.TokenIDs)
 	overlaps := map[uint32]map[kvevents.WorkerKey]int{} // per block size
 	for _, w := range s.workers.Workers() {
 		if req.Model != "" && w.Model != "" && w.Model != req.Model {
 			continue
 		}
+		if w.KvBlockSize == 0 {
+			continue
+		}
+		bs := int(w.KvBlockSize)
 		ov, ok := overlaps[w.KvBlockSize]
 		if !ok {
-			ov = s.index.Overlap(kvevents.PromptHashes(req.TokenIDs, int(w.KvBlockSize)))
+			ov = s.index.Overlap(kvevents.PromptHashes(req.TokenIDs, bs))
 			overlaps[w.KvBlockSize] = ov
 		}
 		for rank, ep := range w.HintEndpoints {
 			k := kvevents.WorkerKey{WorkerID: w.WorkerID, DpRank: uint32(rank)}
-			out = append(out, Candidate{
-				Worker:    k,
-				Endpoint:  ep,
-				BlockSize: int(w.KvBlockSize),
-				Overlap:   ov[k],
-				Load:      s.loads.Get(k),
-			})
+			c := Candidate{Worker: k, Endpoint: ep, BlockSize: bs, Overlap: ov[k], Load: s.loads.Get(k)}
+			if s.spread != nil {
+				c.VirtualBlocks = s.spread.get(k, now)
+			}
+			s.score(&c, isl)
+			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// Select returns the best candidate, or ErrNoWorker.
-func (s *Selector) Select(req *schemas.RequestEvent) (Candidate, error) {
-	cands := s.Candidates(req)
+// score fills in the logit terms. Counts are summed as float64: exact up
+// to 2^53 like Dynamo's usize sums, and no overflow on absurd reports.
+func (s *Selector) score(c *Candidate, isl int) {
+	newTokens := max(isl-c.Overlap*c.BlockSize, 0)
+	c.PrefillBlocks = (float64(newTokens) + float64(c.Load.PrefillTokens())) / float64(c.BlockSize)
+	c.DecodeBlocks = float64(c.Load.DecodeBlocks()) + float64(isl/c.BlockSize)
+	if c.VirtualBlocks != 0 {
+		c.DecodeBlocks += c.VirtualBlocks
+	}
+	// The conversion rounds the product, which forbids fusing it with the
+	// add (Go spec, "Floating-point operators"): Rust does not fuse either.
+	c.Logit = float64(s.cfg.OverlapScoreWeight*c.PrefillBlocks) + c.DecodeBlocks
+}
+
+func (s *Selector) choose(req *schemas.RequestEvent, cands []Candidate) (Candidate, error) {
 	if len(cands) == 0 {
 		return Candidate{}, ErrNoWorker
 	}
-	best := cands[0]
-	for _, c := range cands[1:] {
-		if better(c, best) {
-			best = c
+	if s.cfg.Temperature == 0 {
+		best := cands[0]
+		for _, c := range cands[1:] {
+			if better(c, best) {
+				best = c
+			}
 		}
+		return best, nil
 	}
-	return best, nil
+	slices.SortFunc(cands, func(a, b Candidate) int {
+		return cmp.Or(cmp.Compare(a.Worker.WorkerID, b.Worker.WorkerID), cmp.Compare(a.Worker.DpRank, b.Worker.DpRank))
+	})
+	logits := make([]float64, len(cands))
+	for i, c := range cands {
+		logits[i] = c.Logit
+	}
+	return cands[softmaxSample(logits, s.cfg.Temperature, s.sample(req))], nil
 }
 
+// better is the temperature-0 order: lower logit, then longer overlap,
+// then lower worker id, then lower dp rank.
 func better(a, b Candidate) bool {
+	if a.Logit != b.Logit {
+		return a.Logit < b.Logit
+	}
 	if a.Overlap != b.Overlap {
 		return a.Overlap > b.Overlap
 	}
-	for _, p := range [][2]uint64{
-		{a.Load.DecodeBlocks(), b.Load.DecodeBlocks()},
-		{a.Load.PrefillTokens(), b.Load.PrefillTokens()},
-		{a.Load.UsedBlocks(), b.Load.UsedBlocks()},
-		{a.Worker.WorkerID, b.Worker.WorkerID},
-		{uint64(a.Worker.DpRank), uint64(b.Worker.DpRank)},
-	} {
-		if p[0] != p[1] {
-			return p[0] < p[1]
-		}
+	if a.Worker.WorkerID != b.Worker.WorkerID {
+		return a.Worker.WorkerID < b.Worker.WorkerID
 	}
-	return false
+	return a.Worker.DpRank < b.Worker.DpRank
 }

@@ -189,7 +189,7 @@ func (d *Demo) storeAll(ctx context.Context, worker uint64, prompt []uint32) err
 }
 
 func (d *Demo) publishLoads(ctx context.Context) error {
-	for id, decode := range map[uint64]uint64{1: 50, 2: 10, 3: 30} {
+	for id, decode := range map[uint64]uint64{1: 5, 2: 1, 3: 3} {
 		dec := decode
 		if err := d.publishJSON(ctx, streams.LoadSubject(id), schemas.ActiveLoad{WorkerID: id, ActiveDecodeBlocks: &dec}); err != nil {
 			return err

@@ -1,0 +1,59 @@
+package routing
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/kvevents"
+)
+
+func TestDefaultConfig(t *testing.T) {
+	s := NewSelector(staticWorkers{}, kvevents.NewIndex(), nil)
+	want := Config{OverlapScoreWeight: 1, Temperature: 0, Spread: SpreadConfig{HalfLife: 2 * time.Second}}
+	if got := s.Config(); got != want {
+		t.Fatalf("defaults %+v, want %+v", got, want)
+	}
+	if err := want.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s = NewSelector(staticWorkers{}, kvevents.NewIndex(), nil,
+		WithConfig(Config{OverlapScoreWeight: 0.5, Temperature: 0.2}), WithSpreading(3*time.Second))
+	if got := s.Config(); got.OverlapScoreWeight != 0.5 || got.Temperature != 0.2 || got.Spread != (SpreadConfig{true, 3 * time.Second}) {
+		t.Fatalf("options gave %+v", got)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []Config{
+		{OverlapScoreWeight: math.NaN()},
+		{OverlapScoreWeight: -1},
+		{OverlapScoreWeight: math.Inf(1)},
+		{OverlapScoreWeight: 1, Temperature: -0.1},
+		{OverlapScoreWeight: 1, Temperature: math.NaN()},
+		{OverlapScoreWeight: 1, Spread: SpreadConfig{Enabled: true, HalfLife: -time.Second}},
+	} {
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v: err %v, want ErrInvalidConfig", c, err)
+		}
+	}
+}
+
+// TestBadOptionsFallBack: an unusable setting never reaches the logits; it
+// is replaced by its default and the replacement is logged.
+func TestBadOptionsFallBack(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	s := NewSelector(staticWorkers{}, kvevents.NewIndex(), nil, WithLogger(log),
+		WithOverlapScoreWeight(math.NaN()), WithTemperature(-1))
+	if got := s.Config(); got.OverlapScoreWeight != 1 || got.Temperature != 0 {
+		t.Fatalf("config %+v, want the defaults back", got)
+	}
+	if out := buf.String(); strings.Count(out, "level=WARN") != 2 || !strings.Contains(out, "temperature -1") {
+		t.Fatalf("warnings: %q", out)
+	}
+}
