@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 )
@@ -36,6 +38,15 @@ type Config struct {
 	PrefetchTTL        time.Duration // default 2s
 	DeadLetterPrefix   string        // default "hintstream.dlq"
 	SenderQueue        int           // per endpoint; default 1024
+
+	// Routing is the worker choice; nil means routing.DefaultConfig()
+	// (Dynamo's defaults: weight 1, temperature 0, no spreading).
+	Routing *routing.Config
+	// KVApplyShards applies KV events of different subjects (workers) in
+	// parallel, each subject in order; default 4.
+	KVApplyShards int
+	// IndexOptions configure the block index (bound, stale policy).
+	IndexOptions []kvevents.IndexOption
 
 	Limits schemas.Limits
 	Logger *slog.Logger
@@ -66,6 +77,13 @@ func (c Config) Defaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Routing == nil {
+		d := routing.DefaultConfig()
+		c.Routing = &d
+	}
+	if c.KVApplyShards <= 0 {
+		c.KVApplyShards = 4
 	}
 	return c
 }

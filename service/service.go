@@ -51,7 +51,7 @@ func New(cfg Config) *Service {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		Counters: &metrics.Counters{},
-		Index:    kvevents.NewIndex(),
+		Index:    kvevents.NewIndex(append([]kvevents.IndexOption{kvevents.WithLogger(cfg.Logger)}, cfg.IndexOptions...)...),
 		Loads:    routing.NewLoadTable(),
 	}
 }
@@ -127,12 +127,16 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	s.Selector = routing.NewSelector(s.registry, s.Index, s.Loads)
+	if err := s.cfg.Routing.Validate(); err != nil {
+		return err
+	}
+	s.Selector = routing.NewSelector(s.registry, s.Index, s.Loads,
+		routing.WithConfig(*s.cfg.Routing), routing.WithLogger(s.log))
 
 	dlq := consumers.NewDeadLetter(s.js, s.cfg.DeadLetterPrefix)
 	st := s.cfg.Streams
 	s.kv = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "kv_events", Stream: st.KVEvents.Name,
-		Filter: st.KVEvents.Subjects}, consumers.ApplyKVEvents(s.Index, s.cfg.Limits, s.Counters), dlq, s.Counters, s.log)
+		Filter: st.KVEvents.Subjects, Shards: s.cfg.KVApplyShards}, consumers.ApplyKVEvents(s.Index, s.cfg.Limits, s.Counters), dlq, s.Counters, s.log)
 	s.load = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "load", Stream: st.Load.Name,
 		Filter: st.Load.Subjects}, consumers.ApplyLoad(s.Loads, s.cfg.Limits), dlq, s.Counters, s.log)
 	s.requests = consumers.NewRequestConsumer(s.js, consumers.RequestConfig{

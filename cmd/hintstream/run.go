@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/internal/demo"
+	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/service"
 	"github.com/hintstream/hintstream/streams"
 )
@@ -42,6 +43,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		dlqPrefix    = fs.String("dead-letter-prefix", "hintstream.dlq", "dead-letter subject prefix; copies go to <prefix>.<kind>")
 		senderQueue  = fs.Int("sender-queue", 1024, "hints queued per endpoint before new ones are dropped")
 		maxTokens    = fs.Int("max-tokens", 1<<20, "largest token_ids accepted in an event")
+		weight       = fs.Float64("overlap-score-weight", routing.DefaultOverlapScoreWeight, "weight of prefill cost in the worker choice, as Dynamo's --kv-overlap-score-weight")
+		temperature  = fs.Float64("router-temperature", routing.DefaultTemperature, "softmax temperature of the worker choice, as Dynamo's --router-temperature (0: lowest cost)")
+		spread       = fs.Bool("spread-wakeups", false, "burst spreading: each wake-up adds decaying virtual load to its chosen worker (departs from the router on purpose)")
+		spreadHL     = fs.Duration("spread-half-life", routing.DefaultSpreadHalfLife, "half-life of burst spreading's virtual load")
+		kvShards     = fs.Int("kv-apply-shards", 4, "KV events of different workers applied in parallel on this many goroutines")
 		logFormat    = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
 		logLevel     = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
 		stopDeadline = fs.Duration("shutdown-timeout", 3*time.Second, "how long shutdown may spend flushing queued hints")
@@ -72,6 +78,13 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Logger: log,
 	}
 	cfg.Limits.MaxTokens = *maxTokens
+	rc := routing.Config{OverlapScoreWeight: *weight, Temperature: *temperature,
+		Spread: routing.SpreadConfig{Enabled: *spread, HalfLife: *spreadHL}}
+	if err := rc.Validate(); err != nil {
+		return err
+	}
+	cfg.Routing = &rc
+	cfg.KVApplyShards = *kvShards
 	svc := service.New(cfg)
 	if err := svc.Start(ctx); err != nil {
 		return err
