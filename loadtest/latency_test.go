@@ -8,12 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/internal/natstest"
-	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service"
 	"github.com/hintstream/hintstream/streams"
-	zmq "github.com/pebbe/zmq4"
 )
 
 // BenchmarkWakeupToHint publishes one wake-up at a time and waits for its
@@ -22,37 +19,8 @@ import (
 //
 //	go test -run '^$' -bench WakeupToHint -benchtime 2000x ./loadtest/
 func BenchmarkWakeupToHint(b *testing.B) {
-	srv := natstest.Start(b)
-	_, js := natstest.Connect(b, srv)
+	c := startCluster(b, service.Config{}, 1)
 	ctx := context.Background()
-	svc := service.New(service.Config{NATSURL: srv.ClientURL()})
-	if err := svc.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	defer svc.Stop(ctx)
-
-	pull, err := zmq.NewSocket(zmq.PULL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pull.Close()
-	_ = pull.SetRcvtimeo(5 * time.Second)
-	_ = pull.SetLinger(0)
-	if err := pull.Bind("tcp://127.0.0.1:*"); err != nil {
-		b.Fatal(err)
-	}
-	ep, _ := pull.GetLastEndpoint()
-	kv, err := registry.Bucket(ctx, js, registry.DefaultBucket)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: 1, Model: "m", KvBlockSize: 16,
-		HintEndpoints: []string{ep}}); err != nil {
-		b.Fatal(err)
-	}
-	natstest.Eventually(b, 10*time.Second, func() bool { return len(svc.Registry().Workers()) == 1 },
-		"worker registered")
-
 	prompt := make([]uint32, 2048)
 	for i := range prompt {
 		prompt[i] = uint32(i)
@@ -63,12 +31,10 @@ func BenchmarkWakeupToHint(b *testing.B) {
 		body, _ := json.Marshal(schemas.RequestEvent{RequestID: fmt.Sprintf("bench-%d", i), Model: "m",
 			TokenIDs: prompt, Headers: map[string]string{"x-dynamo-experimental-wakeup": "1"}})
 		t0 := time.Now()
-		if _, err := js.Publish(ctx, streams.RequestSubject("m"), body); err != nil {
+		if _, err := c.js.Publish(ctx, streams.RequestSubject("m"), body); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := pull.RecvBytes(0); err != nil {
-			b.Fatalf("hint %d not received: %v", i, err)
-		}
+		c.wait(b, 1, 5*time.Second)
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()

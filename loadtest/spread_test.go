@@ -1,0 +1,56 @@
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/service"
+	"github.com/hintstream/hintstream/streams"
+)
+
+// BenchmarkBurstSpreading measures what burst spreading does to a burst of
+// wake-ups for distinct, uncached prompts against equally loaded workers:
+// the share of the burst that lands on the busiest worker (1.0 = all on
+// one), with spreading off (the router's own choice) and on.
+//
+//	go test -run '^$' -bench BurstSpreading -benchtime 1x ./loadtest/
+func BenchmarkBurstSpreading(b *testing.B) {
+	const workers, burst = 4, 64
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("spread=%v", on), func(b *testing.B) {
+			rc := routing.DefaultConfig()
+			rc.Spread.Enabled = on
+			var share float64
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				c := startCluster(b, service.Config{Routing: &rc}, workers)
+				b.StartTimer()
+				for j := 0; j < burst; j++ {
+					prompt := make([]uint32, 512)
+					for k := range prompt {
+						prompt[k] = uint32(j<<16 + k)
+					}
+					body, _ := json.Marshal(schemas.RequestEvent{RequestID: fmt.Sprintf("burst-%d-%d", i, j), Model: "m",
+						TokenIDs: prompt, Headers: map[string]string{"x-dynamo-experimental-wakeup": "1"}})
+					if _, err := c.js.Publish(context.Background(), streams.RequestSubject("m"), body); err != nil {
+						b.Fatal(err)
+					}
+				}
+				c.wait(b, burst, 20*time.Second)
+				c.mu.Lock()
+				top := 0
+				for _, n := range c.received {
+					top = max(top, n)
+				}
+				c.mu.Unlock()
+				share = float64(top) / burst
+			}
+			b.ReportMetric(share, "busiest-share")
+		})
+	}
+}
