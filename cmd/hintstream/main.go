@@ -21,6 +21,7 @@ const usage = `hintstream: KV-cache hints from a NATS JetStream bus.
 
 Usage:
   hintstream run [flags]     consume events and send hints (embedded JetStream without --nats-url)
+  hintstream bridge [flags]  republish an engine's ZMQ KV events to JetStream kv.events.<worker-id>
   hintstream help            this text
 
 Run "hintstream run --help" for the flags of run.
@@ -41,6 +42,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		err = runCmd(ctx, args[1:], stdout, stderr)
+	case "bridge":
+		err = bridgeCmd(ctx, args[1:], stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

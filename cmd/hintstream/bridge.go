@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hintstream/hintstream/bridge"
+	"github.com/hintstream/hintstream/streams"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// bridgeCmd republishes one engine's ZMQ KV-event stream to JetStream
+// until ctx ends (SIGINT/SIGTERM).
+func bridgeCmd(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := streams.DefaultSet()
+	var (
+		natsURL    = fs.String("nats-url", env("HINTSTREAM_NATS_URL", nats.DefaultURL), "NATS server URL (env HINTSTREAM_NATS_URL)")
+		endpoint   = fs.String("zmq-endpoint", "", "the engine's KV-event PUB endpoint, e.g. tcp://engine:5557 (required)")
+		replay     = fs.String("replay-endpoint", "", "the engine's ROUTER replay endpoint, e.g. tcp://engine:5558; empty: gaps are counted, not filled")
+		workerID   = fs.String("worker-id", "", "worker id, decimal uint64 (required)")
+		dpRank     = fs.Uint("dp-rank", 0, "the engine's data parallel rank (pass that rank's own ports)")
+		topic      = fs.String("topic", "", "ZMQ topic prefix to subscribe to")
+		subject    = fs.String("subject", "", "subject to publish to (default kv.events.<worker-id>)")
+		replayFrom = fs.Int64("replay-from", -1, "at start, replay and publish again from this seq; -1: resume after the stream's last batch")
+		replayWait = fs.Duration("replay-timeout", 5*time.Second, "how long to wait for each replay frame")
+		kvStream   = fs.String("kv-events-stream", def.KVEvents.Name, "stream of KV events, created when absent")
+		kvSubj     = fs.String("kv-events-subjects", strings.Join(def.KVEvents.Subjects, ","), "subjects of the KV-events stream")
+		update     = fs.Bool("update-streams", false, "add missing subjects to an existing stream (otherwise a mismatch stops start-up)")
+		logFormat  = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
+		logLevel   = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
+	)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: hintstream bridge --zmq-endpoint tcp://... --worker-id N [flags]\n\n"+
+			"Republishes an engine's ZMQ KV events to JetStream kv.events.<worker-id>.\n\nFlags (default in brackets):\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *endpoint == "" || *workerID == "" {
+		return errors.New("--zmq-endpoint and --worker-id are required")
+	}
+	id, err := strconv.ParseUint(*workerID, 10, 64)
+	if err != nil {
+		return fmt.Errorf("--worker-id %q: want a decimal uint64", *workerID)
+	}
+	if *dpRank > 1<<32-1 {
+		return fmt.Errorf("--dp-rank %d: out of range", *dpRank)
+	}
+	if *replayFrom < -1 {
+		return fmt.Errorf("--replay-from %d: want a seq >= 0, or -1", *replayFrom)
+	}
+	log, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
+
+	nc, err := nats.Connect(*natsURL, nats.Name("hintstream-bridge"), nats.MaxReconnects(-1))
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", *natsURL, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	cfg := def.KVEvents
+	cfg.Name, cfg.Subjects = *kvStream, split(*kvSubj)
+	if _, _, err := streams.Ensure(ctx, js, cfg, streams.WithUpdate(*update), streams.WithLogger(log)); err != nil {
+		return err
+	}
+
+	opts := []bridge.Option{bridge.WithLogger(log), bridge.WithReplayTimeout(*replayWait)}
+	if *replayFrom >= 0 {
+		opts = append(opts, bridge.WithReplayFrom(uint64(*replayFrom)))
+	}
+	b := bridge.New(js, bridge.Config{
+		Endpoint: *endpoint, Topic: *topic, ReplayEndpoint: *replay,
+		WorkerID: id, DpRank: uint32(*dpRank), Subject: *subject,
+	}, opts...)
+	err = b.Run(ctx)
+	log.Info("stopped", "stats", fmt.Sprintf("%+v", b.Stats()))
+	return err
+}
