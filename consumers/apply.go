@@ -3,6 +3,9 @@ package consumers
 import (
 	"errors"
 	"strconv"
+	"sync"
+
+	"github.com/hintstream/hintstream/bridge"
 
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
@@ -12,20 +15,34 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// HeaderSeq carries an engine batch's sequence number (hintstream bridge
-// sets it from the engine's ZMQ frame); it becomes the events' EventID.
-const HeaderSeq = "Hintstream-Seq"
-
 // ApplyKVEvents returns the ApplyFunc of kv.events.<worker_id>: Dynamo
 // RouterEvent JSON, or a vLLM/SGLang EventBatch in msgpack (array or
 // tagged-map form; the worker comes from the subject), into the index. A
 // stored event whose parent block is unknown is counted and dropped, as
 // Dynamo's indexer does.
+//
+// An engine batch's sequence number (bridge.HeaderSeq) becomes its events'
+// EventID, for the index's gap detection. When the bridge reports a new
+// engine incarnation (bridge.HeaderEpoch changes for a worker), the engine
+// restarted with an empty cache: its old blocks are cleared first.
 func ApplyKVEvents(ix *kvevents.Index, lim schemas.Limits, counters *metrics.Counters) ApplyFunc {
+	var epochs sync.Map // kvevents.WorkerKey -> string
 	return func(msg jetstream.Msg) error {
 		evs, err := decodeKVEvents(msg, lim)
 		if err != nil {
 			return err
+		}
+		if ep := msg.Headers().Get(bridge.HeaderEpoch); ep != "" && len(evs) > 0 {
+			k := evs[0].Worker
+			if prev, ok := epochs.Swap(k, ep); ok && prev.(string) != ep {
+				counters.Inc("kv_events.engine_restarts")
+				// The engine's own tiers died with it; the shared store did not.
+				for _, tier := range []schemas.StorageTier{"", schemas.TierHostPinned, schemas.TierDisk} {
+					if err := ix.Apply(kvevents.Event{Worker: k, Kind: schemas.KindCleared, Tier: tier}); err != nil {
+						return err
+					}
+				}
+			}
 		}
 		for _, ev := range evs {
 			switch err := ix.Apply(ev); {
@@ -60,9 +77,9 @@ func decodeKVEvents(msg jetstream.Msg, lim schemas.Limits) ([]kvevents.Event, er
 		return nil, &schemas.DecodeError{Kind: "engine_batch", Reason: "subject names no worker id", Err: err}
 	}
 	var seq uint64
-	if h := msg.Headers().Get(HeaderSeq); h != "" {
+	if h := msg.Headers().Get(bridge.HeaderSeq); h != "" {
 		if seq, err = strconv.ParseUint(h, 10, 64); err != nil {
-			return nil, &schemas.DecodeError{Kind: "engine_batch", Reason: "invalid " + HeaderSeq + " header", Err: err}
+			return nil, &schemas.DecodeError{Kind: "engine_batch", Reason: "invalid " + bridge.HeaderSeq + " header", Err: err}
 		}
 	}
 	return kvevents.DecodeEngineBatch(data, worker, seq, lim)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/bridge"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
@@ -17,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	zmq "github.com/pebbe/zmq4"
+	"github.com/tinylib/msgp/msgp"
 )
 
 type staticWorkers []schemas.WorkerRecord
@@ -267,5 +269,85 @@ func TestWakeupHeaderDetection(t *testing.T) {
 	}
 	if isWakeup(map[string]string{"x-other": "1"}) || isWakeup(nil) {
 		t.Error("wake-up without the header")
+	}
+}
+
+// engineBatch builds a vLLM tagged-map EventBatch storing the full blocks
+// of tokens (block size 16) under engine hashes base+i.
+func engineBatch(tokens []uint32, base int64) []byte {
+	n := len(tokens) / 16
+	b := msgp.AppendMapHeader(nil, 3)
+	b = msgp.AppendString(b, "ts")
+	b = msgp.AppendFloat64(b, 1.5)
+	b = msgp.AppendString(b, "events")
+	b = msgp.AppendArrayHeader(b, 1)
+	b = msgp.AppendMapHeader(b, 5)
+	b = msgp.AppendString(b, "type")
+	b = msgp.AppendString(b, "BlockStored")
+	b = msgp.AppendString(b, "block_hashes")
+	b = msgp.AppendArrayHeader(b, uint32(n))
+	for i := 0; i < n; i++ {
+		b = msgp.AppendInt64(b, base+int64(i))
+	}
+	b = msgp.AppendString(b, "parent_block_hash")
+	b = msgp.AppendNil(b)
+	b = msgp.AppendString(b, "token_ids")
+	b = msgp.AppendArrayHeader(b, uint32(len(tokens)))
+	for _, t := range tokens {
+		b = msgp.AppendUint32(b, t)
+	}
+	b = msgp.AppendString(b, "block_size")
+	b = msgp.AppendInt(b, 16)
+	b = msgp.AppendString(b, "data_parallel_rank")
+	return msgp.AppendNil(b)
+}
+
+// A new engine incarnation reported by the bridge means an empty cache.
+func TestEngineRestartClearsWorker(t *testing.T) {
+	f := setup(t, streams.DefaultSet())
+	tokens := make([]uint32, 64)
+	for i := range tokens {
+		tokens[i] = uint32(i)
+	}
+	other := make([]uint32, 16)
+	for i := range other {
+		other[i] = uint32(1000 + i)
+	}
+	pub := func(data []byte, epoch, seq string) {
+		m := nats.NewMsg(streams.KVEventSubject(9))
+		m.Data = data
+		m.Header.Set(bridge.HeaderEpoch, epoch)
+		m.Header.Set(bridge.HeaderSeq, seq)
+		if _, err := f.js.PublishMsg(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	caughtUp := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := f.kv.WaitCaughtUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	overlap := func() int {
+		return f.index.Overlap(kvevents.PromptHashes(tokens, 16))[kvevents.WorkerKey{WorkerID: 9}]
+	}
+	pub(engineBatch(tokens, 100), "1000", "0")
+	caughtUp()
+	if got := overlap(); got != 4 {
+		t.Fatalf("overlap %d after the first batch, want 4", got)
+	}
+	pub(engineBatch(other, 200), "1000", "1") // same incarnation: blocks stay
+	caughtUp()
+	if got := overlap(); got != 4 {
+		t.Fatalf("overlap %d after a batch of the same engine run, want 4", got)
+	}
+	pub(engineBatch(other, 300), "2000", "0") // engine restarted
+	caughtUp()
+	if got := overlap(); got != 0 {
+		t.Fatalf("overlap %d after the engine restarted, want 0", got)
+	}
+	if f.counters.Get("kv_events.engine_restarts") != 1 {
+		t.Fatalf("engine_restarts = %d", f.counters.Get("kv_events.engine_restarts"))
 	}
 }
