@@ -2,6 +2,7 @@ package kvevents
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,7 +18,9 @@ var (
 	// ErrUnknownParent means a stored event names a parent block the
 	// worker never stored (or already removed) on any tier. The whole event
 	// is dropped, as Dynamo's radix tree drops it; Stats.UnknownParent
-	// counts these.
+	// counts these (Stats.DroppedFull instead if the worker has had blocks
+	// dropped because the index was full, since the parent is then most
+	// likely one of those).
 	ErrUnknownParent = errors.New("kvevents: parent block unknown")
 	// ErrBadEvent means an Event has no valid kind or an unknown tier.
 	ErrBadEvent = errors.New("kvevents: malformed event")
@@ -26,29 +29,38 @@ var (
 	ErrTooManyWorkers = errors.New("kvevents: too many workers")
 )
 
-// DefaultShards is the number of lock shards of the block lookup.
+// DefaultShards is the number of parts each page of the block lookup is
+// split into.
 const DefaultShards = 64
 
+// maxShardBits caps WithShards.
+const maxShardBits = 12
+
 type indexOptions struct {
-	shards int
-	logger *slog.Logger
+	shardBits    uint8
+	logger       *slog.Logger
+	excludeStale bool
+	maxBlocks    int64
 }
 
 // IndexOption configures NewIndex.
 type IndexOption func(*indexOptions)
 
-// WithShards sets the number of lock shards of the block lookup, rounded
-// up to a power of two. Default DefaultShards; n <= 0 keeps the default.
+// WithShards sets the number of parts of each 64-worker page of the block
+// lookup, rounded up to a power of two (at most 4,096). Each part grows
+// alone, so a resize copies one part and pauses writers (never readers)
+// that long. Default DefaultShards; n <= 0 keeps the default.
 func WithShards(n int) IndexOption {
 	return func(o *indexOptions) {
 		if n > 0 {
-			o.shards = 1 << bits.Len(uint(n-1))
+			o.shardBits = uint8(min(bits.Len(uint(n-1)), maxShardBits))
 		}
 	}
 }
 
-// WithLogger sets the logger for dropped events (Debug level, since a
-// misbehaving publisher can emit many). Default slog.Default().
+// WithLogger sets the logger: event id gaps at Warn, resynchronisation at
+// Info, dropped events at Debug (a misbehaving publisher can emit many).
+// Default slog.Default().
 func WithLogger(l *slog.Logger) IndexOption {
 	return func(o *indexOptions) {
 		if l != nil {
@@ -57,84 +69,138 @@ func WithLogger(l *slog.Logger) IndexOption {
 	}
 }
 
+// WithExcludeStale leaves stale workers (see Index.Stale) out of Overlap.
+// Default false: a router reading the same bus misses the same events and
+// still routes to the worker, and hints must follow the router's choice.
+func WithExcludeStale(exclude bool) IndexOption {
+	return func(o *indexOptions) { o.excludeStale = exclude }
+}
+
+// WithMaxBlocks bounds the device (block, worker) entries of the index;
+// once n are held, newly stored device blocks are dropped (counted in
+// Stats.DroppedFull) until removals make room. Dropping the new rather
+// than evicting the old is O(1), keeps memory predictable, and never
+// takes away a prefix that hints already rely on; since stored events
+// come in prefix order, what is kept stays prefix-closed. Default 0:
+// unbounded.
+func WithMaxBlocks(n int64) IndexOption {
+	return func(o *indexOptions) { o.maxBlocks = max(n, 0) }
+}
+
 // Stats is a snapshot of an Index's size and its dropped input.
 type Stats struct {
 	Workers         int    // (worker, dp rank) pairs known
+	Entries         int64  // device (block, worker) entries; = DeviceBlocks
 	DeviceBlocks    int64  // (worker, block) pairs held on device
 	OtherTierBlocks int64  // (worker, block) pairs held on other tiers
-	Hashes          int    // distinct device sequence hashes in the lookup
+	Hashes          int    // device sequence hashes held, once per 64-worker page holding them
 	UnknownParent   uint64 // stored events dropped for an unknown parent
 	UnknownRemovals uint64 // removed hashes that were not held
 	Cleared         uint64 // cleared events applied
+	Gaps            uint64 // event ids that skipped ahead
+	OutOfOrder      uint64 // events older than the newest id seen (applied anyway)
+	StaleWorkers    int    // (worker, dp rank) pairs with missing events
+	DroppedFull     uint64 // device blocks not indexed because of WithMaxBlocks
 }
 
 // Index maps Dynamo sequence hashes to the workers holding those blocks
-// on device, fed by Events. It is safe for concurrent use: writers to
-// one (worker, dp rank) are serialised; the block lookup is sharded by
-// hash under RWMutexes, each held for one block at a time.
+// on device, fed by Events, and answers Overlap.
+//
+// Layout: (worker, dp rank) pairs get slots; each 64 slots form a page,
+// whose lookup is an open-addressing table from sequence hash to a 64-bit
+// bitmap of the slots holding it. Overlap walks the prompt once per page
+// with a bitmap of surviving slots, issuing batches of independent
+// lookups so that their cache misses overlap, and stops once no slot
+// survives. Each pair also keeps a table from the engine's external hash
+// to the sequence hash (for parent lookup and removals), so cleared
+// events and RemoveWorker cost O(that pair's blocks), not O(index).
+// Tables resize by 1.5x and stay 53-80% full: a device (block, worker)
+// entry costs about 40-60 bytes (16 in each table, plus slack), less when
+// workers share blocks, since the lookup holds one key per block and
+// page. Two external hashes of one pair with the same sequence hash are
+// not reference counted: removing either unindexes the block for the pair.
+//
+// Concurrency: Overlap takes no lock on the lookup: readers load words
+// atomically from tables whose entries never move while published (see
+// bitTable). Events of one pair are serialised; lookup changes from all
+// pairs are serialised under one writer lock, held per event (and per
+// 1,024 blocks of a clear), never across a reader. So an Overlap racing
+// writers sees each block as of some moment during its walk.
+//
+// Ordering: each pair's event ids are checked (id 0 means none). An id
+// one past the last, or equal to it (engine batches share an id), is in
+// order. A higher id is a gap: counted, logged once, and the pair is
+// marked stale, as it may hold blocks the index never heard of or have
+// lost blocks the index still lists. A lower id is out of order: counted
+// and applied anyway (stores and removals are idempotent). A stale pair
+// is in sync again after a cleared event for its device tier, or once
+// every id it skipped arrives late (up to 4 gaps are tracked; more, and
+// only a clear resyncs it). Stale pairs still count in Overlap unless
+// WithExcludeStale: a router on the same bus saw the same gap.
 //
 // Blocks are keyed by sequence hash chained from the events' local
 // (tokens) hashes, never by the engine's own hash, so PromptHashes of a
 // prompt finds them.
 type Index struct {
-	log    *slog.Logger
-	shards []shard
-	mask   uint64
+	log          *slog.Logger
+	excludeStale bool
+	maxBlocks    int64
+	shardBits    uint8
 
-	// mu guards the worker table. Overlap holds it for reading across its
-	// walk, so that a slot it reads cannot be freed and reused meanwhile.
+	// mu guards the worker table and slot assignment. Overlap holds it
+	// for reading across its walk, so that a slot it reads cannot be
+	// freed and reused meanwhile.
 	mu      sync.RWMutex
 	workers map[WorkerKey]*workerState
 	keys    []WorkerKey // slot -> key, valid while the slot is assigned
-	free    []slot
+	free    []slot      // sorted, so slots stay dense in few pages
+	pages   []*page     // never shrinks; a page is reused with its slots
 
-	deviceBlocks    atomic.Int64
+	// wmu serialises changes to the pages' lookups and to entries.
+	wmu     sync.Mutex
+	entries atomic.Int64 // written under wmu
+	hashes  atomic.Int64 // written under wmu
+
 	otherBlocks     atomic.Int64
 	unknownParent   atomic.Uint64
 	unknownRemovals atomic.Uint64
 	cleared         atomic.Uint64
+	gaps            atomic.Uint64
+	outOfOrder      atomic.Uint64
+	stale           atomic.Int64
+	droppedFull     atomic.Uint64
 }
 
-type shard struct {
-	mu sync.RWMutex
-	m  map[uint64]slotSet // sequence hash -> slots holding it on device
-	_  [32]byte           // keep neighbouring shard locks off one cache line
-}
-
-// workerState is one (worker, dp rank). Its maps go from the engine's
-// external hash to the Dynamo sequence hash, for parent lookup and
-// removals.
+// workerState is one (worker, dp rank).
 type workerState struct {
 	key  WorkerKey
 	slot slot
+	page *page
+	bit  uint64
 
 	mu          sync.Mutex
 	dead        bool // removed from the Index; re-resolve and retry
-	device      map[uint64]uint64
-	other       map[schemas.StorageTier]map[uint64]uint64
-	lastEventID uint64
-	seen        bool
+	order       eventOrder
+	droppedFull bool // blocks dropped for WithMaxBlocks since the last device clear
+	device      extTable
+	other       map[schemas.StorageTier]*extTable
+	seqs        []uint64 // scratch
 }
 
 // NewIndex returns an empty Index.
 func NewIndex(opts ...IndexOption) *Index {
-	o := indexOptions{shards: DefaultShards, logger: slog.Default()}
+	o := indexOptions{shardBits: uint8(bits.Len(DefaultShards - 1)), logger: slog.Default()}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	ix := &Index{
-		log:     o.logger,
-		shards:  make([]shard, o.shards),
-		mask:    uint64(o.shards - 1),
-		workers: make(map[WorkerKey]*workerState),
+	return &Index{
+		log:          o.logger,
+		excludeStale: o.excludeStale,
+		maxBlocks:    o.maxBlocks,
+		shardBits:    o.shardBits,
+		workers:      make(map[WorkerKey]*workerState),
 	}
-	for i := range ix.shards {
-		ix.shards[i].m = make(map[uint64]slotSet)
-	}
-	return ix
 }
-
-func (ix *Index) shard(seq uint64) *shard { return &ix.shards[seq&ix.mask] }
 
 // Apply applies one event of ev.Worker. A stored event whose parent is
 // unknown is dropped whole and returns an error wrapping
@@ -142,7 +208,8 @@ func (ix *Index) shard(seq uint64) *shard { return &ix.shards[seq&ix.mask] }
 // in Stats.UnknownRemovals and otherwise ignored. Cleared drops every
 // block of the worker on the event's tier. Blocks on tiers other than
 // device are tracked (for parent lookup and Stats) but never count toward
-// Overlap. Event ids are recorded (LastEventID), not checked for order.
+// Overlap. Event ids are checked for order (see Index) but never cause
+// an event to be rejected.
 func (ix *Index) Apply(ev Event) error {
 	switch ev.Kind {
 	case schemas.KindStored, schemas.KindRemoved, schemas.KindCleared:
@@ -163,7 +230,7 @@ func (ix *Index) Apply(ev Event) error {
 			st.mu.Unlock()
 			continue
 		}
-		st.lastEventID, st.seen = ev.EventID, true
+		ix.checkOrder(st, ev.EventID)
 		switch ev.Kind {
 		case schemas.KindStored:
 			err = ix.storeLocked(st, &ev)
@@ -172,9 +239,49 @@ func (ix *Index) Apply(ev Event) error {
 		case schemas.KindCleared:
 			ix.clearLocked(st, ev.Tier)
 			ix.cleared.Add(1)
+			if ev.onDevice() {
+				was := st.order.stale
+				st.order.resync()
+				ix.publishStale(st, was)
+			}
 		}
 		st.mu.Unlock()
 		return err
+	}
+}
+
+func (ix *Index) checkOrder(st *workerState, id uint64) {
+	was := st.order.stale
+	v, expected := st.order.observe(id)
+	switch v {
+	case gap:
+		ix.gaps.Add(1)
+		level := slog.LevelWarn
+		if was {
+			level = slog.LevelDebug // this stale spell is already reported
+		}
+		ix.log.Log(context.Background(), level, "kvevents: event id gap, worker marked stale",
+			"worker_id", st.key.WorkerID, "dp_rank", st.key.DpRank, "expected", expected, "got", id)
+	case outOfOrder:
+		ix.outOfOrder.Add(1)
+	}
+	ix.publishStale(st, was)
+}
+
+// publishStale publishes a change of st's staleness from was. st.mu is
+// held.
+func (ix *Index) publishStale(st *workerState, was bool) {
+	switch now := st.order.stale; {
+	case now && !was:
+		st.page.stale.Or(st.bit)
+		ix.stale.Add(1)
+	case was && !now:
+		st.page.stale.And(^st.bit)
+		ix.stale.Add(-1)
+		if !st.dead {
+			ix.log.Info("kvevents: worker events in sync again",
+				"worker_id", st.key.WorkerID, "dp_rank", st.key.DpRank, "event_id", st.order.last)
+		}
 	}
 }
 
@@ -194,8 +301,8 @@ func (ix *Index) worker(k WorkerKey) (*workerState, error) {
 	var s slot
 	switch {
 	case len(ix.free) > 0:
-		s = ix.free[len(ix.free)-1]
-		ix.free = ix.free[:len(ix.free)-1]
+		s = ix.free[0]
+		ix.free = ix.free[1:]
 		ix.keys[s] = k
 	case len(ix.keys) < maxSlots:
 		s = slot(len(ix.keys))
@@ -203,179 +310,43 @@ func (ix *Index) worker(k WorkerKey) (*workerState, error) {
 	default:
 		return nil, fmt.Errorf("%w: cannot add worker %d dp %d", ErrTooManyWorkers, k.WorkerID, k.DpRank)
 	}
-	st = &workerState{key: k, slot: s, device: make(map[uint64]uint64)}
+	p := int(s) / pageSlots
+	if p == len(ix.pages) {
+		ix.pages = append(ix.pages, newPage(ix.shardBits))
+	}
+	st = &workerState{key: k, slot: s, page: ix.pages[p], bit: 1 << (s % pageSlots)}
+	st.page.assigned |= st.bit
 	ix.workers[k] = st
 	return st, nil
 }
 
-// tierMap returns the worker's map for tier, creating it if create.
-func (st *workerState) tierMap(tier schemas.StorageTier, create bool) map[uint64]uint64 {
-	if tier == "" || tier == schemas.TierDevice {
-		return st.device
-	}
-	m := st.other[tier]
-	if m == nil && create {
-		if st.other == nil {
-			st.other = make(map[schemas.StorageTier]map[uint64]uint64)
-		}
-		m = make(map[uint64]uint64)
-		st.other[tier] = m
-	}
-	return m
-}
-
-// parentSeq finds the sequence hash of an external hash, in the event's
-// own tier first: a block offloaded to another tier keeps its content, so
-// a parent known on any tier of this worker chains correctly.
-func (st *workerState) parentSeq(own map[uint64]uint64, ext uint64) (uint64, bool) {
-	if seq, ok := own[ext]; ok {
-		return seq, true
-	}
-	if seq, ok := st.device[ext]; ok {
-		return seq, true
-	}
-	for _, m := range st.other {
-		if seq, ok := m[ext]; ok {
-			return seq, true
-		}
-	}
-	return 0, false
-}
-
-func (ix *Index) storeLocked(st *workerState, ev *Event) error {
-	m := st.tierMap(ev.Tier, true)
-	var parent uint64
-	chained := false
-	if ev.ParentHash != nil {
-		p, ok := st.parentSeq(m, *ev.ParentHash)
-		if !ok {
-			ix.unknownParent.Add(1)
-			ix.log.Debug("kvevents: stored event dropped, parent unknown",
-				"worker_id", st.key.WorkerID, "dp_rank", st.key.DpRank,
-				"event_id", ev.EventID, "parent_hash", *ev.ParentHash)
-			return fmt.Errorf("%w: worker %d dp %d event %d parent %d",
-				ErrUnknownParent, st.key.WorkerID, st.key.DpRank, ev.EventID, *ev.ParentHash)
-		}
-		parent, chained = p, true
-	}
-	device := ev.onDevice()
-	for _, b := range ev.Blocks {
-		seq := b.LocalHash
-		if chained {
-			seq = NextSequenceHash(parent, b.LocalHash)
-		}
-		parent, chained = seq, true
-
-		old, existed := m[b.ExternalHash]
-		if existed && old == seq {
-			continue
-		}
-		m[b.ExternalHash] = seq
-		if !existed {
-			ix.blockCounter(device).Add(1)
-		}
-		if device {
-			// A re-stored external hash with new content no longer
-			// holds the old block, as Dynamo's lookup overwrite implies.
-			if existed {
-				ix.unindex(old, st.slot)
-			}
-			ix.index(seq, st.slot)
-		}
-	}
-	return nil
-}
-
-func (ix *Index) removeLocked(st *workerState, ev *Event) {
-	m := st.tierMap(ev.Tier, false)
-	device := ev.onDevice()
-	for _, ext := range ev.Removed {
-		seq, ok := m[ext]
-		if !ok {
-			ix.unknownRemovals.Add(1)
-			continue
-		}
-		delete(m, ext)
-		ix.blockCounter(device).Add(-1)
-		if device {
-			ix.unindex(seq, st.slot)
-		}
-	}
-}
-
-// clearLocked drops the worker's blocks on tier, or on every tier if
-// tier is "all".
-func (ix *Index) clearLocked(st *workerState, tier schemas.StorageTier) {
-	if tier == "" || tier == schemas.TierDevice || tier == allTiers {
-		for _, seq := range st.device {
-			ix.unindex(seq, st.slot)
-		}
-		ix.deviceBlocks.Add(-int64(len(st.device)))
-		st.device = make(map[uint64]uint64) // release the old buckets
-	}
-	for t, m := range st.other {
-		if t == tier || tier == allTiers {
-			ix.otherBlocks.Add(-int64(len(m)))
-			delete(st.other, t)
-		}
-	}
-}
-
-// allTiers is an internal pseudo-tier for clearLocked.
-const allTiers schemas.StorageTier = "\x00all"
-
-func (ix *Index) blockCounter(device bool) *atomic.Int64 {
-	if device {
-		return &ix.deviceBlocks
-	}
-	return &ix.otherBlocks
-}
-
-func (ix *Index) index(seq uint64, s slot) {
-	sh := ix.shard(seq)
-	sh.mu.Lock()
-	sh.m[seq] = sh.m[seq].add(s)
-	sh.mu.Unlock()
-}
-
-func (ix *Index) unindex(seq uint64, s slot) {
-	sh := ix.shard(seq)
-	sh.mu.Lock()
-	if set, ok := sh.m[seq]; ok {
-		if set = set.remove(s); len(set) == 0 {
-			delete(sh.m, seq)
-		} else {
-			sh.m[seq] = set
-		}
-	}
-	sh.mu.Unlock()
-}
-
 // Overlap returns, for each (worker, dp rank) holding the prompt's first
-// block on device, how many leading blocks of seqHashes it holds: the
-// count stops at its first missing block. Workers holding no leading
-// block are absent; an empty prompt gives an empty map.
+// block on device, how many leading blocks of seqHashes (the prompt's
+// sequence hashes, e.g. from PromptHashes, whose cost is separate) it
+// holds: the count stops at its first missing block. Workers holding no
+// leading block are absent; an empty prompt gives an empty map.
 func (ix *Index) Overlap(seqHashes []uint64) map[WorkerKey]int {
+	out := map[WorkerKey]int{}
 	if len(seqHashes) == 0 {
-		return map[WorkerKey]int{}
+		return out
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-
-	sh := ix.shard(seqHashes[0])
-	sh.mu.RLock()
-	alive := slices.Clone([]slot(sh.m[seqHashes[0]]))
-	sh.mu.RUnlock()
-
-	out := make(map[WorkerKey]int, len(alive))
-	for i := 1; i < len(seqHashes) && len(alive) > 0; i++ {
-		sh := ix.shard(seqHashes[i])
-		sh.mu.RLock()
-		alive = sh.m[seqHashes[i]].intersectInto(alive, func(s slot) { out[ix.keys[s]] = i })
-		sh.mu.RUnlock()
-	}
-	for _, s := range alive {
-		out[ix.keys[s]] = len(seqHashes)
+	for pi, pg := range ix.pages {
+		alive := pg.assigned
+		if ix.excludeStale {
+			alive &^= pg.stale.Load()
+		}
+		if alive == 0 {
+			continue
+		}
+		keys := ix.keys[pi*pageSlots:]
+		record := func(b uint64, depth int) {
+			for ; b != 0; b &= b - 1 {
+				out[keys[bits.TrailingZeros64(b)]] = depth
+			}
+		}
+		record(pg.walk(seqHashes, alive, record), len(seqHashes))
 	}
 	return out
 }
@@ -398,12 +369,17 @@ func (ix *Index) RemoveWorker(workerID uint64) {
 		st.mu.Lock()
 		st.dead = true
 		ix.clearLocked(st, allTiers)
+		was := st.order.stale
+		st.order.resync()
+		ix.publishStale(st, was)
 		st.mu.Unlock()
 	}
 	// Only now, with no entry left naming them, may the slots be reused.
 	ix.mu.Lock()
 	for _, st := range gone {
-		ix.free = append(ix.free, st.slot)
+		st.page.assigned &^= st.bit
+		i, _ := slices.BinarySearch(ix.free, st.slot)
+		ix.free = slices.Insert(ix.free, i, st.slot)
 	}
 	ix.mu.Unlock()
 }
@@ -416,14 +392,42 @@ func (ix *Index) Workers() []WorkerKey {
 		out = append(out, k)
 	}
 	ix.mu.RUnlock()
-	slices.SortFunc(out, func(a, b WorkerKey) int {
-		return cmp.Or(cmp.Compare(a.WorkerID, b.WorkerID), cmp.Compare(a.DpRank, b.DpRank))
-	})
+	sortKeys(out)
 	return out
 }
 
-// LastEventID returns the event id of the last event applied for k
-// (including one dropped for an unknown parent); ok is false if none.
+func sortKeys(ks []WorkerKey) {
+	slices.SortFunc(ks, func(a, b WorkerKey) int {
+		return cmp.Or(cmp.Compare(a.WorkerID, b.WorkerID), cmp.Compare(a.DpRank, b.DpRank))
+	})
+}
+
+// Stale reports whether k has missed events since its last resync (see
+// Index); false for an unknown k.
+func (ix *Index) Stale(k WorkerKey) bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	st := ix.workers[k]
+	return st != nil && st.page.stale.Load()&st.bit != 0
+}
+
+// StaleWorkers returns the stale (worker, dp rank) pairs, sorted.
+func (ix *Index) StaleWorkers() []WorkerKey {
+	var out []WorkerKey
+	ix.mu.RLock()
+	for k, st := range ix.workers {
+		if st.page.stale.Load()&st.bit != 0 {
+			out = append(out, k)
+		}
+	}
+	ix.mu.RUnlock()
+	sortKeys(out)
+	return out
+}
+
+// LastEventID returns the highest event id seen for k, counting events
+// dropped for an unknown parent (0 if its events carry no id); ok is
+// false if no event of k was seen.
 func (ix *Index) LastEventID(k WorkerKey) (id uint64, ok bool) {
 	ix.mu.RLock()
 	st := ix.workers[k]
@@ -436,27 +440,27 @@ func (ix *Index) LastEventID(k WorkerKey) (id uint64, ok bool) {
 	if st.dead {
 		return 0, false
 	}
-	return st.lastEventID, st.seen
+	return st.order.last, st.order.seen
 }
 
 // Stats returns a snapshot; counters are read one at a time, so under
 // concurrent Apply they need not be mutually consistent.
 func (ix *Index) Stats() Stats {
 	s := Stats{
-		DeviceBlocks:    ix.deviceBlocks.Load(),
+		Entries:         ix.entries.Load(),
 		OtherTierBlocks: ix.otherBlocks.Load(),
+		Hashes:          int(ix.hashes.Load()),
 		UnknownParent:   ix.unknownParent.Load(),
 		UnknownRemovals: ix.unknownRemovals.Load(),
 		Cleared:         ix.cleared.Load(),
+		Gaps:            ix.gaps.Load(),
+		OutOfOrder:      ix.outOfOrder.Load(),
+		StaleWorkers:    int(ix.stale.Load()),
+		DroppedFull:     ix.droppedFull.Load(),
 	}
+	s.DeviceBlocks = s.Entries
 	ix.mu.RLock()
 	s.Workers = len(ix.workers)
 	ix.mu.RUnlock()
-	for i := range ix.shards {
-		sh := &ix.shards[i]
-		sh.mu.RLock()
-		s.Hashes += len(sh.m)
-		sh.mu.RUnlock()
-	}
 	return s
 }

@@ -1,55 +1,98 @@
 package kvevents
 
-import "slices"
+import "sync/atomic"
 
-// slot is a worker key interned to a small integer, so that the global
-// lookup stores two bytes per holder instead of a twelve-byte key.
+// slot is a worker key interned to a small integer: bit slot%64 of the
+// bitmaps of page slot/64.
 type slot = uint16
 
 // maxSlots bounds the (worker, dp rank) pairs an Index tracks at once.
 const maxSlots = 1 << 16
 
-// slotSet is a sorted set of slots. Sorted so that Overlap can intersect
-// sets by merging; sets are small (one entry per worker holding a block).
-type slotSet []slot
+// pageSlots is the number of slots sharing one bitmap word.
+const pageSlots = 64
 
-func (s slotSet) has(x slot) bool {
-	_, ok := slices.BinarySearch(s, x)
-	return ok
+// page is the block lookup of 64 slots: sequence hash -> bitmap of the
+// slots holding that block on device, split into shards by the top bits
+// of the spread hash so that each resize copies only a part.
+type page struct {
+	tabs      []bitTable
+	shardBits uint8
+
+	stale    atomic.Uint64 // slots whose event stream has a gap
+	assigned uint64        // slots in use (Index.mu)
 }
 
-// add returns s with x in it; s may be modified in place.
-func (s slotSet) add(x slot) slotSet {
-	i, ok := slices.BinarySearch(s, x)
-	if ok {
-		return s
+func newPage(shardBits uint8) *page {
+	p := &page{tabs: make([]bitTable, 1<<shardBits), shardBits: shardBits}
+	for i := range p.tabs {
+		p.tabs[i].shift = shardBits
 	}
-	return slices.Insert(s, i, x)
+	return p
 }
 
-// remove returns s without x; s may be modified in place.
-func (s slotSet) remove(x slot) slotSet {
-	i, ok := slices.BinarySearch(s, x)
-	if !ok {
-		return s
-	}
-	return slices.Delete(s, i, i+1)
+// table returns the shard of key and the hash that places key in it.
+func (p *page) table(key uint64) (*bitTable, uint64) {
+	h := spread(key)
+	return &p.tabs[h>>(64-p.shardBits)&(1<<p.shardBits-1)], h << p.shardBits
 }
 
-// intersectInto keeps in alive (sorted) the slots also in s, calls lost
-// for each slot dropped, and returns the kept prefix of alive.
-func (s slotSet) intersectInto(alive []slot, lost func(slot)) []slot {
-	k, j := 0, 0
-	for _, a := range alive {
-		for j < len(s) && s[j] < a {
-			j++
+func (p *page) lookup(key uint64) uint64 {
+	t, h := p.table(key)
+	return t.lookup(key, h)
+}
+
+func (p *page) set(key, bit uint64) bool {
+	t, h := p.table(key)
+	return t.set(key, h, bit)
+}
+
+func (p *page) clear(key, bit uint64) bool {
+	t, h := p.table(key)
+	return t.clear(key, h, bit)
+}
+
+// walkBatch is the number of prompt blocks looked up at once; their
+// lookups are independent, so their cache misses overlap.
+const walkBatch = 32
+
+// walk narrows alive (a bitmap of slots) along seq and calls lost(bits,
+// depth) for the slots whose first missing block is seq[depth], depth > 0
+// (a slot missing seq[0] has no overlap and is dropped silently). It
+// returns the slots holding all of seq.
+func (p *page) walk(seq []uint64, alive uint64, lost func(bits uint64, depth int)) uint64 {
+	var (
+		ptrs  [2 * walkBatch]*uint64
+		arrs  [walkBatch]*bitSlots
+		homes [walkBatch]int
+	)
+	batch := 4 // most prompts either miss early or run long: start small
+	for i := 0; i < len(seq) && alive != 0; {
+		keys := seq[i:min(i+batch, len(seq))]
+		batch = walkBatch
+		pp := ptrs[:0]
+		for j, key := range keys {
+			t, h := p.table(key)
+			if d := t.cur.Load(); d != nil {
+				arrs[j], homes[j] = d, homeSlot(h, d.n)
+				pp = append(pp, &d.s[homes[j]].key, &d.s[min(homes[j]+lookahead, d.n)].key)
+			} else {
+				arrs[j] = nil
+			}
 		}
-		if j < len(s) && s[j] == a {
-			alive[k] = a
-			k++
-			continue
+		loadAll(pp)
+		for j, key := range keys {
+			b := arrs[j].lookupFrom(key, homes[j])
+			if gone := alive &^ b; gone != 0 {
+				if i+j > 0 {
+					lost(gone, i+j)
+				}
+				if alive &= b; alive == 0 {
+					return 0
+				}
+			}
 		}
-		lost(a)
+		i += len(keys)
 	}
-	return alive[:k]
+	return alive
 }
