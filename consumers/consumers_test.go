@@ -350,4 +350,12 @@ func TestEngineRestartClearsWorker(t *testing.T) {
 	if f.counters.Get("kv_events.engine_restarts") != 1 {
 		t.Fatalf("engine_restarts = %d", f.counters.Get("kv_events.engine_restarts"))
 	}
+	pub(engineBatch(tokens, 400), "2000", "1") // the new run's next batch
+	caughtUp()
+	if st := f.index.Stats(); st.OutOfOrder != 0 || st.Gaps != 0 || st.StaleWorkers != 0 {
+		t.Fatalf("the restarted engine's sequence read as disordered: %+v", st)
+	}
+	if got := overlap(); got != 4 {
+		t.Fatalf("overlap %d after the new run stored the prompt, want 4", got)
+	}
 }

@@ -90,6 +90,8 @@ func (o *eventOrder) untrack() {
 }
 
 // resync marks the stream complete from here on (after a device clear).
+// The next id starts a fresh sequence: a restarted engine counts from 0
+// again, and its ids must not read as late.
 func (o *eventOrder) resync() {
-	o.stale, o.untracked, o.missing = false, false, nil
+	o.stale, o.untracked, o.missing, o.last = false, false, nil, 0
 }
