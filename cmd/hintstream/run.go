@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/internal/demo"
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/service"
 	"github.com/hintstream/hintstream/streams"
@@ -48,6 +49,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		spread       = fs.Bool("spread-wakeups", false, "burst spreading: each wake-up adds decaying virtual load to its chosen worker (departs from the router on purpose)")
 		spreadHL     = fs.Duration("spread-half-life", routing.DefaultSpreadHalfLife, "half-life of burst spreading's virtual load")
 		kvShards     = fs.Int("kv-apply-shards", 4, "KV events of different workers applied in parallel on this many goroutines")
+		maxBlocks    = fs.Int64("index-max-blocks", 0, "bound on indexed (block, worker) device entries; new blocks past it are dropped and counted (0: unbounded)")
+		excludeStale = fs.Bool("exclude-stale", false, "leave workers with an event-id gap out of the overlap until they resynchronise (default: keep them, as the router does)")
 		logFormat    = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
 		logLevel     = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
 		stopDeadline = fs.Duration("shutdown-timeout", 3*time.Second, "how long shutdown may spend flushing queued hints")
@@ -85,6 +88,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	cfg.Routing = &rc
 	cfg.KVApplyShards = *kvShards
+	cfg.IndexOptions = []kvevents.IndexOption{kvevents.WithMaxBlocks(*maxBlocks), kvevents.WithExcludeStale(*excludeStale)}
 	svc := service.New(cfg)
 	if err := svc.Start(ctx); err != nil {
 		return err
