@@ -15,13 +15,13 @@ type ActiveLoad struct {
 }
 
 // DecodeBlocks returns active_decode_blocks, 0 when not reported.
-func (l *ActiveLoad) DecodeBlocks() uint64 { return deref(l.ActiveDecodeBlocks) }
+func (l ActiveLoad) DecodeBlocks() uint64 { return deref(l.ActiveDecodeBlocks) }
 
 // PrefillTokens returns active_prefill_tokens, 0 when not reported.
-func (l *ActiveLoad) PrefillTokens() uint64 { return deref(l.ActivePrefillTokens) }
+func (l ActiveLoad) PrefillTokens() uint64 { return deref(l.ActivePrefillTokens) }
 
 // UsedBlocks returns kv_used_blocks, 0 when not reported.
-func (l *ActiveLoad) UsedBlocks() uint64 { return deref(l.KvUsedBlocks) }
+func (l ActiveLoad) UsedBlocks() uint64 { return deref(l.KvUsedBlocks) }
 
 func deref(p *uint64) uint64 {
 	if p == nil {

@@ -1,0 +1,71 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/internal/natstest"
+	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
+)
+
+// A worker that leaves the registry must stop attracting hints: its blocks
+// and load leave with it, and it is back to zero when it rejoins.
+func TestWorkerLeavingDropsItsBlocks(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	svc := New(Config{NATSURL: srv.ClientURL(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := svc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop(context.Background())
+
+	kv, err := registry.Bucket(ctx, js, registry.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := schemas.WorkerRecord{WorkerID: 5, Model: "m", KvBlockSize: 16, HintEndpoints: []string{"tcp://127.0.0.1:1"}}
+	if err := registry.Put(ctx, kv, rec); err != nil {
+		t.Fatal(err)
+	}
+	tokens := make([]uint32, 32)
+	local := kvevents.LocalBlockHashes(tokens, 16)
+	ev, _ := json.Marshal(schemas.RouterEvent{WorkerID: 5, Event: schemas.KvCacheEvent{EventID: 1,
+		Data: schemas.KvCacheEventData{Kind: schemas.KindStored, Stored: &schemas.KvCacheStoreData{Blocks: []schemas.StoredBlock{
+			{BlockHash: 1, TokensHash: schemas.BlockHash(local[0])}, {BlockHash: 2, TokensHash: schemas.BlockHash(local[1])}}}}}})
+	if _, err := js.Publish(ctx, streams.KVEventSubject(5), ev); err != nil {
+		t.Fatal(err)
+	}
+	busy := uint64(3)
+	load, _ := json.Marshal(schemas.ActiveLoad{WorkerID: 5, ActiveDecodeBlocks: &busy})
+	if _, err := js.Publish(ctx, streams.LoadSubject(5), load); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.WaitCaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	key := kvevents.WorkerKey{WorkerID: 5}
+	if got := svc.Index.Overlap(kvevents.PromptHashes(tokens, 16))[key]; got != 2 {
+		t.Fatalf("overlap %d before leaving, want 2", got)
+	}
+	if svc.Loads.Get(key).DecodeBlocks() != 3 {
+		t.Fatal("load not applied")
+	}
+	if err := kv.Delete(ctx, registry.Key(5)); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 5*time.Second, func() bool {
+		return svc.Index.Stats().DeviceBlocks == 0 && svc.Loads.Len() == 0
+	}, "worker 5's blocks and load dropped after it left the registry")
+	if _, err := svc.Selector.Select(&schemas.RequestEvent{RequestID: "r", Model: "m", TokenIDs: tokens}); err == nil {
+		t.Fatal("a departed worker was still chosen")
+	}
+}
