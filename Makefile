@@ -35,14 +35,18 @@ race:
 
 ## bench: the benchmarks (figures in the README and closing notes)
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchmem ./kvevents/ ./schemas/ ./actions/
+	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./kvevents/ ./schemas/ ./actions/
+	$(GO) test -run '^$$' -bench . -benchtime 1000x ./loadtest/
 
 ## fuzz: each fuzz target for FUZZTIME (default 20s)
 FUZZTIME ?= 20s
+FUZZPKGS := ./schemas/ ./kvevents/
 fuzz: deps
-	@for t in $$($(GO) test -list '^Fuzz' ./schemas/ | grep '^Fuzz'); do \
-	  echo "fuzz $$t for $(FUZZTIME)"; \
-	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./schemas/ || exit 1; \
+	@for p in $(FUZZPKGS); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+	    echo "fuzz $$p $$t for $(FUZZTIME)"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
+	  done; \
 	done
 
 generate:
