@@ -109,6 +109,7 @@ func BenchmarkApplyStored(b *testing.B) {
 					i = 1
 					b.StartTimer()
 				}
+				i++
 				applyB(b, ix, c.stored(benchEvent))
 			}
 			reportBlocks(b, benchEvent)
@@ -144,6 +145,69 @@ func BenchmarkApplyChurn(b *testing.B) {
 			}
 			reportBlocks(b, benchEvent)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*2*benchEvent), "ns/block-op")
+		})
+	}
+}
+
+// BenchmarkApplyStoredSteady is a production index sized for its
+// cluster (WithCapacity) and already full, over 64 workers of 32-block
+// chained events. churn: each op stores 32 new blocks for a worker and
+// removes its 32 oldest, so the entries stay at the size; ns/block-op
+// counts a store and a removal one each. store: the index is sized for
+// twice the size and pre-filled to the size; each op stores 32 new blocks
+// and nothing is removed until the headroom is used up, when (timer
+// stopped) every worker's oldest blocks are removed down to the size
+// again. Purging the lookup's tombstones (a same-size rebuild of a shard
+// once removed keys fill it) is part of both steady states.
+func BenchmarkApplyStoredSteady(b *testing.B) {
+	for _, size := range benchSizes {
+		perWorker := uint64(size.entries / benchWorkers)
+		fill := func(b *testing.B, capacity int) (*Index, []*chainWorker) {
+			ix := NewIndex(WithCapacity(int64(capacity)))
+			cws := make([]*chainWorker, benchWorkers)
+			for w := range cws {
+				cws[w] = &chainWorker{key: WorkerKey{WorkerID: uint64(w)}, salt: uint64(w), chainLen: benchChainLen}
+				for cws[w].next < perWorker {
+					applyB(b, ix, cws[w].stored(benchEvent))
+				}
+			}
+			return ix, cws
+		}
+		b.Run(size.name+"/churn", func(b *testing.B) {
+			ix, cws := fill(b, size.entries)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				c := cws[i%benchWorkers]
+				i++
+				applyB(b, ix, c.stored(benchEvent))
+				applyB(b, ix, c.removed(c.next-perWorker-benchEvent, benchEvent))
+			}
+			if got := ix.Stats().Entries; got != int64(size.entries) {
+				b.Fatalf("entries %d, want %d", got, size.entries)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*2*benchEvent), "ns/block-op")
+		})
+		b.Run(size.name+"/store", func(b *testing.B) {
+			ix, cws := fill(b, 2*size.entries)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				c := cws[i%benchWorkers]
+				if i%benchWorkers == 0 && c.next%perWorker == 0 && c.next > perWorker {
+					// Every worker holds twice its share: the headroom is used.
+					b.StopTimer()
+					for _, c := range cws {
+						for from := c.next - 2*perWorker; from < c.next-perWorker; from += benchEvent {
+							applyB(b, ix, c.removed(from, benchEvent))
+						}
+					}
+					b.StartTimer()
+				}
+				i++
+				applyB(b, ix, c.stored(benchEvent))
+			}
+			reportBlocks(b, benchEvent)
 		})
 	}
 }

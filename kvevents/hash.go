@@ -2,6 +2,7 @@ package kvevents
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/zeebo/xxh3"
 )
@@ -22,12 +23,42 @@ func LocalBlockHashes(tokens []uint32, blockSize int) []uint64 {
 	}
 	n := len(tokens) / blockSize
 	out := make([]uint64, n)
+	if blockSize == 16 {
+		for i := range out {
+			out[i] = hashBlock16(tokens[i*16:])
+		}
+		return out
+	}
+	if nativeLittleEndian && n > 0 {
+		raw := tokenBytes(tokens[:n*blockSize])
+		w := blockSize * 4
+		for i := range out {
+			out[i] = xxh3.HashSeed(raw[i*w:(i+1)*w], HashSeed)
+		}
+		return out
+	}
+	return localHashesPortable(out, tokens, blockSize)
+}
+
+// localHashesPortable fills out for LocalBlockHashes on any byte order.
+func localHashesPortable(out []uint64, tokens []uint32, blockSize int) []uint64 {
+	n := len(out)
 	var stack [stackBlockTokens * 4]byte
 	buf := blockBuffer(&stack, blockSize)
 	for i := range n {
 		out[i] = hashBlock(buf, tokens[i*blockSize:(i+1)*blockSize])
 	}
 	return out
+}
+
+// tokenBytes is tokens' memory as bytes: on a little-endian machine,
+// exactly the u32le encoding the hashes are defined over, so blocks need
+// no copy.
+func tokenBytes(tokens []uint32) []byte {
+	if len(tokens) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&tokens[0])), len(tokens)*4)
 }
 
 // SequenceHashes chains local hashes into Dynamo's sequence hashes:
@@ -39,7 +70,7 @@ func SequenceHashes(local []uint64) []uint64 {
 	out := make([]uint64, len(local))
 	out[0] = local[0]
 	for i := 1; i < len(local); i++ {
-		out[i] = NextSequenceHash(out[i-1], local[i])
+		out[i] = chainHash(out[i-1], local[i])
 	}
 	return out
 }
@@ -55,8 +86,8 @@ func NextSequenceHash(parent, local uint64) uint64 {
 }
 
 // PromptHashes returns the sequence hashes of a prompt's full blocks in one
-// pass; it allocates only the result (and, for blocks over 64 tokens, one
-// scratch buffer). blockSize <= 0 returns nil.
+// pass; it allocates only the result (and, on a big-endian machine with
+// blocks over 64 tokens, one scratch buffer). blockSize <= 0 returns nil.
 func PromptHashes(tokens []uint32, blockSize int) []uint64 {
 	if blockSize <= 0 {
 		return nil
@@ -66,6 +97,33 @@ func PromptHashes(tokens []uint32, blockSize int) []uint64 {
 		return nil
 	}
 	out := make([]uint64, n)
+	if blockSize == 16 {
+		// Dynamo's usual block size: hashing and chaining fully inlined.
+		seq := hashBlock16(tokens)
+		out[0] = seq
+		for i := 1; i < n; i++ {
+			seq = chainHash(seq, hashBlock16(tokens[i*16:]))
+			out[i] = seq
+		}
+		return out
+	}
+	if nativeLittleEndian {
+		raw := tokenBytes(tokens[:n*blockSize])
+		w := blockSize * 4
+		seq := xxh3.HashSeed(raw[:w], HashSeed)
+		out[0] = seq
+		for i := 1; i < n; i++ {
+			seq = chainHash(seq, xxh3.HashSeed(raw[i*w:(i+1)*w], HashSeed))
+			out[i] = seq
+		}
+		return out
+	}
+	return promptHashesPortable(out, tokens, blockSize)
+}
+
+// promptHashesPortable fills out for PromptHashes on any byte order.
+func promptHashesPortable(out []uint64, tokens []uint32, blockSize int) []uint64 {
+	n := len(out)
 	var stack [stackBlockTokens * 4]byte
 	buf := blockBuffer(&stack, blockSize)
 	var seq uint64
@@ -74,7 +132,7 @@ func PromptHashes(tokens []uint32, blockSize int) []uint64 {
 		if i == 0 {
 			seq = local
 		} else {
-			seq = NextSequenceHash(seq, local)
+			seq = chainHash(seq, local)
 		}
 		out[i] = seq
 	}

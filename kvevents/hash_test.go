@@ -3,6 +3,7 @@ package kvevents
 import (
 	"encoding/binary"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -176,5 +177,39 @@ func BenchmarkPromptHashes(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = PromptHashes(tokens, 16)
+	}
+}
+
+// The byte-order-independent paths must agree with the fast ones (which
+// little-endian machines take), block sizes over 64 tokens included.
+func TestHashPortablePaths(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for _, bs := range []int{1, 16, 64, 65, 100} {
+		tokens := make([]uint32, 5*bs+3)
+		for i := range tokens {
+			tokens[i] = r.Uint32()
+		}
+		n := len(tokens) / bs
+		if got, want := localHashesPortable(make([]uint64, n), tokens, bs), LocalBlockHashes(tokens, bs); !slices.Equal(got, want) {
+			t.Fatalf("block size %d: portable local = %v, want %v", bs, got, want)
+		}
+		if got, want := promptHashesPortable(make([]uint64, n), tokens, bs), PromptHashes(tokens, bs); !slices.Equal(got, want) {
+			t.Fatalf("block size %d: portable prompt = %v, want %v", bs, got, want)
+		}
+	}
+}
+
+func TestHashBlock16MatchesXXH3(t *testing.T) {
+	r := rand.New(rand.NewPCG(10, 10))
+	block := make([]uint32, 16)
+	raw := make([]byte, 64)
+	for range 1000 {
+		for i := range block {
+			block[i] = r.Uint32()
+			binary.LittleEndian.PutUint32(raw[4*i:], block[i])
+		}
+		if got, want := hashBlock16(block), xxh3.HashSeed(raw, HashSeed); got != want {
+			t.Fatalf("hashBlock16(%v) = %d, want %d", block, got, want)
+		}
 	}
 }

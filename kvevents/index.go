@@ -41,6 +41,7 @@ type indexOptions struct {
 	logger       *slog.Logger
 	excludeStale bool
 	maxBlocks    int64
+	capacity     int64
 }
 
 // IndexOption configures NewIndex.
@@ -85,6 +86,19 @@ func WithExcludeStale(exclude bool) IndexOption {
 // unbounded.
 func WithMaxBlocks(n int64) IndexOption {
 	return func(o *indexOptions) { o.maxBlocks = max(n, 0) }
+}
+
+// WithCapacity pre-sizes the index for n device (block, worker) entries
+// per 64 (worker, dp rank) pairs, the index's page (for up to 64 pairs,
+// the cluster's total), so that an index sized for its cluster does no
+// table growth while it fills: each part of a page's lookup is allocated
+// for its share of n blocks at its first store, and each pair's device
+// table for n/64 at its first store. That costs about 60 bytes per entry
+// of n (30 in each table) whether used or not. Tables still grow past the
+// hint (a pair holding more than n/64 grows its own table), and never
+// shrink below it. Default 0: tables start small and grow by 1.5x.
+func WithCapacity(n int64) IndexOption {
+	return func(o *indexOptions) { o.capacity = max(n, 0) }
 }
 
 // Stats is a snapshot of an Index's size and its dropped input.
@@ -146,6 +160,8 @@ type Index struct {
 	excludeStale bool
 	maxBlocks    int64
 	shardBits    uint8
+	pageFloor    int // home slots of each page shard (WithCapacity)
+	extFloor     int // home slots of each pair's device table (WithCapacity)
 
 	// mu guards the worker table and slot assignment. Overlap holds it
 	// for reading across its walk, so that a slot it reads cannot be
@@ -193,13 +209,21 @@ func NewIndex(opts ...IndexOption) *Index {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Index{
+	ix := &Index{
 		log:          o.logger,
 		excludeStale: o.excludeStale,
 		maxBlocks:    o.maxBlocks,
 		shardBits:    o.shardBits,
 		workers:      make(map[WorkerKey]*workerState),
 	}
+	if o.capacity > 0 {
+		// Capped so that a wild hint cannot overflow int or ask for more
+		// than a table can index.
+		c := int(min(o.capacity, 1<<40))
+		ix.pageFloor = slotsFor(c >> o.shardBits)
+		ix.extFloor = slotsFor(c / pageSlots)
+	}
+	return ix
 }
 
 // Apply applies one event of ev.Worker. A stored event whose parent is
@@ -241,7 +265,7 @@ func (ix *Index) Apply(ev Event) error {
 			ix.cleared.Add(1)
 			if ev.onDevice() {
 				was := st.order.stale
-				st.order.resync()
+				st.order.resync(ev.EventID)
 				ix.publishStale(st, was)
 			}
 		}
@@ -312,9 +336,10 @@ func (ix *Index) worker(k WorkerKey) (*workerState, error) {
 	}
 	p := int(s) / pageSlots
 	if p == len(ix.pages) {
-		ix.pages = append(ix.pages, newPage(ix.shardBits))
+		ix.pages = append(ix.pages, newPage(ix.shardBits, ix.pageFloor))
 	}
 	st = &workerState{key: k, slot: s, page: ix.pages[p], bit: 1 << (s % pageSlots)}
+	st.device.floor = ix.extFloor
 	st.page.assigned |= st.bit
 	ix.workers[k] = st
 	return st, nil
@@ -370,7 +395,7 @@ func (ix *Index) RemoveWorker(workerID uint64) {
 		st.dead = true
 		ix.clearLocked(st, allTiers)
 		was := st.order.stale
-		st.order.resync()
+		st.order.resync(0)
 		ix.publishStale(st, was)
 		st.mu.Unlock()
 	}

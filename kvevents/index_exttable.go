@@ -9,6 +9,7 @@ package kvevents
 type extTable struct {
 	slots    []extEntry // n home slots, then the spare slot of key 0
 	count    int        // entries in the home slots
+	floor    int        // fewest home slots once allocated (WithCapacity)
 	zeroUsed bool
 }
 
@@ -28,20 +29,25 @@ func (t *extTable) len() int {
 // indexes from find stay valid across them.
 func (t *extTable) reserve(k int) {
 	if len(t.slots) == 0 || tableFull(t.count, k, t.n()) {
-		t.resize(slotsFor(t.count + k))
+		t.resize(max(slotsFor(t.count+k), t.floor))
 	}
 }
 
 // find returns key's slot and true, or the slot where it would be
 // inserted and false. The table must have slots (reserve first).
 func (t *extTable) find(key uint64) (int, bool) {
+	return t.findFrom(key, homeSlot(spread(key), t.n()))
+}
+
+// findFrom is find given key's home slot i, homeSlot(spread(key), t.n()).
+func (t *extTable) findFrom(key uint64, i int) (int, bool) {
 	n := t.n()
 	if key == 0 {
 		return n, t.zeroUsed
 	}
-	i := homeSlot(spread(key), n)
+	s := t.slots[:n]
 	for {
-		switch t.slots[i].key {
+		switch s[i].key {
 		case key:
 			return i, true
 		case 0:
@@ -127,8 +133,8 @@ func (t *extTable) remove(key uint64) (uint64, bool) {
 
 // shrink releases memory after removals.
 func (t *extTable) shrink() {
-	if n := t.n(); n > minTableSlots && t.count*shrinkDivisor < n {
-		t.resize(slotsFor(t.count))
+	if n := t.n(); n > max(minTableSlots, t.floor) && t.count*shrinkDivisor < n {
+		t.resize(max(slotsFor(t.count), t.floor))
 	}
 }
 

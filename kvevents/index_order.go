@@ -90,8 +90,10 @@ func (o *eventOrder) untrack() {
 }
 
 // resync marks the stream complete from here on (after a device clear).
-// The next id starts a fresh sequence: a restarted engine counts from 0
-// again, and its ids must not read as late.
-func (o *eventOrder) resync() {
-	o.stale, o.untracked, o.missing, o.last = false, false, nil, 0
+// The sequence goes on from the clear's own id; a clear without one (a
+// restarted engine, which counts from 0 again) accepts any next id, so
+// the new run's ids do not read as late.
+func (o *eventOrder) resync(id uint64) {
+	o.stale, o.untracked, o.missing = false, false, nil
+	o.last = id
 }

@@ -41,7 +41,7 @@ func TestEventOrderObserve(t *testing.T) {
 					t.Fatalf("step %d (id %d): verdict %d stale %v, want %d %v", i, s.id, v, o.stale, s.want, s.stale)
 				}
 			}
-			o.resync()
+			o.resync(0)
 			if o.stale || o.untracked || len(o.missing) != 0 {
 				t.Fatalf("after resync: %+v", o)
 			}

@@ -107,10 +107,32 @@ func (ix *Index) storeDevice(st *workerState, blocks []Block, seqs []uint64) {
 
 func (ix *Index) storeChunk(st *workerState, blocks []Block, seqs []uint64) {
 	m, pg, bit := &st.device, st.page, st.bit
-	var buf [2 * prefetchKeys]*uint64
+	// Every probe's start is computed, and its lines loaded, before any
+	// probe: the loads are independent, so their misses overlap. m has
+	// room reserved (storeLocked), so m's slots stay put; a lookup shard
+	// may be rebuilt by an earlier block of the chunk, which setFrom
+	// detects.
+	var (
+		buf   [2 * prefetchKeys]*uint64
+		tabs  [prefetchKeys / 2]*bitTable
+		arrs  [prefetchKeys / 2]*bitSlots
+		homes [prefetchKeys / 2]int
+		ehome [prefetchKeys / 2]int
+	)
 	ptrs := buf[:0]
-	for i, b := range blocks {
-		ptrs = pg.addrs(seqs[i], m.addrs(b.ExternalHash, ptrs))
+	en := m.n()
+	blocks, seqs = blocks[:len(blocks)], seqs[:len(blocks)]
+	for i := range blocks {
+		ei := homeSlot(spread(blocks[i].ExternalHash), en)
+		ehome[i] = ei
+		ptrs = append(ptrs, &m.slots[ei].key, &m.slots[min(ei+lookahead, en)].key)
+		t, h := pg.table(seqs[i])
+		tabs[i] = t
+		if d := t.cur.Load(); d != nil {
+			bi := homeSlot(h, d.n)
+			arrs[i], homes[i] = d, bi
+			ptrs = append(ptrs, &d.s[bi].key, &d.s[min(bi+lookahead, d.n)].key)
+		}
 	}
 	loadAll(ptrs)
 
@@ -122,7 +144,7 @@ func (ix *Index) storeChunk(st *workerState, blocks []Block, seqs []uint64) {
 	var added, dropped, hashes int64
 	for i, b := range blocks {
 		seq := seqs[i]
-		j, ok := m.find(b.ExternalHash)
+		j, ok := m.findFrom(b.ExternalHash, ehome[i])
 		switch {
 		case ok && m.slots[j].val == seq:
 			continue
@@ -140,7 +162,7 @@ func (ix *Index) storeChunk(st *workerState, blocks []Block, seqs []uint64) {
 			m.insertAt(j, b.ExternalHash, seq)
 			added++
 		}
-		if pg.set(seq, bit) {
+		if tabs[i].setFrom(seq, bit, arrs[i], homes[i], pg.shardBits) {
 			hashes++
 		}
 	}
@@ -222,7 +244,7 @@ func (ix *Index) clearLocked(st *workerState, tier schemas.StorageTier) {
 		})
 		ix.unindex(st, seqs)
 		st.seqs = seqs[:0]
-		st.device = extTable{} // release the old slots
+		st.device = extTable{floor: st.device.floor} // release the old slots
 		st.droppedFull = false
 	}
 	for t, m := range st.other {

@@ -17,6 +17,7 @@ type bitTable struct {
 	cur   atomic.Pointer[bitSlots]
 	used  int   // home slots with a key, tombstones included (writer only)
 	live  int   // keys with bits, key 0 included (writer only)
+	floor int   // fewest home slots once allocated (WithCapacity; writer only)
 	shift uint8 // shard bits, shifted out of spread(key) for the home slot
 }
 
@@ -70,7 +71,7 @@ func (t *bitTable) slot(key, h uint64, insert bool) *bitEntry {
 		if !insert {
 			return nil
 		}
-		d = t.rebuild(slotsFor(1))
+		d = t.rebuild(max(slotsFor(1), t.floor))
 	}
 	if key == 0 {
 		return &d.s[d.n]
@@ -95,7 +96,7 @@ func (t *bitTable) slot(key, h uint64, insert bool) *bitEntry {
 			return nil
 		}
 		if tableFull(t.used, 1, n) {
-			d = t.rebuild(slotsFor(t.live + 1))
+			d = t.rebuild(max(slotsFor(t.live+1), t.floor))
 			continue
 		}
 		e := &d.s[i]
@@ -122,6 +123,47 @@ func (t *bitTable) set(key, h, bit uint64) bool {
 	return false
 }
 
+// setFrom is set for a key whose array and home slot were read (for
+// prefetching) before the writer lock: d is the array then published (nil
+// if none) and i key's home slot in it. If d is still current and the key
+// is found or has room, it needs no rehash; otherwise it falls back to
+// set. shift is the page's shard bits.
+func (t *bitTable) setFrom(key, bit uint64, d *bitSlots, i int, shift uint8) bool {
+	if d == nil || key == 0 || d != t.cur.Load() {
+		return t.set(key, spread(key)<<shift, bit)
+	}
+	s := d.s[:d.n]
+	for {
+		e := &s[i]
+		switch e.key {
+		case key:
+			old := e.bits
+			if old&bit != 0 {
+				return false
+			}
+			atomic.StoreUint64(&e.bits, old|bit)
+			if old == 0 {
+				t.live++
+				return true
+			}
+			return false
+		case 0:
+			if tableFull(t.used, 1, d.n) {
+				return t.set(key, spread(key)<<shift, bit)
+			}
+			t.used++
+			t.live++
+			// Bits before key: a reader that sees the key sees its bits.
+			atomic.StoreUint64(&e.bits, bit)
+			atomic.StoreUint64(&e.key, key)
+			return true
+		}
+		if i++; i == len(s) {
+			i = 0
+		}
+	}
+}
+
 // clear removes bit from key's holders and reports whether key died.
 func (t *bitTable) clear(key, h, bit uint64) bool {
 	e := t.slot(key, h, false)
@@ -134,8 +176,8 @@ func (t *bitTable) clear(key, h, bit uint64) bool {
 		return false
 	}
 	t.live--
-	if n := t.cur.Load().n; n > minTableSlots && t.live*shrinkDivisor < n {
-		t.rebuild(slotsFor(t.live))
+	if n := t.cur.Load().n; n > max(minTableSlots, t.floor) && t.live*shrinkDivisor < n {
+		t.rebuild(max(slotsFor(t.live), t.floor))
 	}
 	return true
 }

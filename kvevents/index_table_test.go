@@ -82,7 +82,7 @@ func TestExtTableMatchesMap(t *testing.T) {
 
 func TestBitTableMatchesMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	p := newPage(2)
+	p := newPage(2, 0)
 	ref := map[uint64]uint64{}
 	live := func() int {
 		n := 0

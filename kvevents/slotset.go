@@ -23,10 +23,13 @@ type page struct {
 	assigned uint64        // slots in use (Index.mu)
 }
 
-func newPage(shardBits uint8) *page {
+// newPage returns an empty page whose shards allocate floor home slots
+// at their first insert and never shrink below them.
+func newPage(shardBits uint8, floor int) *page {
 	p := &page{tabs: make([]bitTable, 1<<shardBits), shardBits: shardBits}
 	for i := range p.tabs {
 		p.tabs[i].shift = shardBits
+		p.tabs[i].floor = floor
 	}
 	return p
 }
