@@ -63,3 +63,13 @@ func (c *Counters) Names(prefix string) []string {
 	sort.Strings(names)
 	return names
 }
+
+// Set stores v as the value of name: a gauge, for values that go down as
+// well as up (a learned tool time, a queue depth).
+func (c *Counters) Set(name string, v uint64) {
+	g, ok := c.m.Load(name)
+	if !ok {
+		g, _ = c.m.LoadOrStore(name, new(atomic.Uint64))
+	}
+	g.(*atomic.Uint64).Store(v)
+}
