@@ -173,7 +173,7 @@ func (p *Pool) Send(endpoint string, h Hint) error {
 // or Close deciding that a queue is final.
 func (p *Pool) enqueue(s *sender, h Hint) error {
 	select {
-	case s.queue <- h:
+	case s.queue <- queued{Hint: h, at: time.Now()}:
 		return nil
 	default:
 		s.stats.drop(DropQueueFull)
@@ -253,11 +253,19 @@ func (p *Pool) Close(ctx context.Context) error {
 // pool first saw it. Sent counts hints ZMQ accepted (delivery to the
 // worker is not acknowledged); Retried counts send attempts repeated after
 // EAGAIN; Dropped holds the non-zero counts by reason (Drop* constants).
+//
+// Latency* describe the sent hints only: the time from Send enqueuing a
+// hint to ZMQ accepting it, which includes queueing behind other hints and
+// retries while the peer is absent. LatencySum/LatencyCount is the mean.
 type EndpointStats struct {
 	Sent       uint64
 	Retried    uint64
 	Dropped    map[string]uint64
 	QueueDepth int
+
+	LatencyCount uint64
+	LatencySum   time.Duration
+	LatencyMax   time.Duration
 }
 
 // Stats returns a snapshot for every endpoint the pool has seen, removed
@@ -271,6 +279,10 @@ func (p *Pool) Stats() map[string]EndpointStats {
 			Sent:    c.sent.Load(),
 			Retried: c.retried.Load(),
 			Dropped: make(map[string]uint64),
+
+			LatencyCount: c.latCount.Load(),
+			LatencySum:   time.Duration(c.latSum.Load()),
+			LatencyMax:   time.Duration(c.latMax.Load()),
 		}
 		for i, r := range dropReasons {
 			if n := c.dropped[i].Load(); n > 0 {

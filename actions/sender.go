@@ -47,6 +47,29 @@ var dropReasons = [...]string{DropExpired, DropQueueFull, DropRemoved, DropClose
 type counters struct {
 	sent, retried atomic.Uint64
 	dropped       [len(dropReasons)]atomic.Uint64
+
+	// Send latency of sent hints, from enqueue to ZMQ accepting them, in ns.
+	latCount       atomic.Uint64
+	latSum, latMax atomic.Int64
+}
+
+// sentAfter records one hint ZMQ accepted d after it was enqueued.
+func (c *counters) sentAfter(d time.Duration) {
+	c.sent.Add(1)
+	c.latCount.Add(1)
+	c.latSum.Add(int64(d))
+	for {
+		m := c.latMax.Load()
+		if int64(d) <= m || c.latMax.CompareAndSwap(m, int64(d)) {
+			return
+		}
+	}
+}
+
+// queued is a hint with the time Pool.Send enqueued it, for latency stats.
+type queued struct {
+	Hint
+	at time.Time
 }
 
 func (c *counters) drop(reason string) {
@@ -63,7 +86,7 @@ func (c *counters) drop(reason string) {
 type sender struct {
 	endpoint string
 	sock     *zmq.Socket
-	queue    chan Hint
+	queue    chan queued
 	stats    *counters
 	log      *slog.Logger
 
@@ -104,7 +127,7 @@ func newSender(zctx *zmq.Context, endpoint string, o *poolOptions, stats *counte
 	return &sender{
 		endpoint: endpoint,
 		sock:     sock,
-		queue:    make(chan Hint, o.queueSize),
+		queue:    make(chan queued, o.queueSize),
 		stats:    stats,
 		log:      o.logger.With("endpoint", endpoint),
 		drain:    make(chan struct{}),
@@ -164,8 +187,8 @@ func (s *sender) closeSocket() {
 func (s *sender) dropQueued() {
 	for {
 		select {
-		case h := <-s.queue:
-			s.dropHint(h, s.abortReason)
+		case q := <-s.queue:
+			s.dropHint(q.Hint, s.abortReason)
 		default:
 			return
 		}
@@ -179,7 +202,8 @@ func (s *sender) dropHint(h Hint, reason string) {
 
 // deliver sends h, retrying with exponential backoff while the peer is
 // absent or full, until h's deadline or an abort.
-func (s *sender) deliver(h Hint) {
+func (s *sender) deliver(q queued) {
+	h := q.Hint
 	var (
 		b     *backoff.ExponentialBackOff // only once the first attempt failed
 		timer *time.Timer
@@ -202,7 +226,7 @@ func (s *sender) deliver(h Hint) {
 		}
 		_, err := s.sock.SendBytes(h.Body, 0)
 		if err == nil {
-			s.stats.sent.Add(1)
+			s.stats.sentAfter(time.Since(q.at))
 			return
 		}
 		if !retryable(err) {

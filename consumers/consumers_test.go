@@ -99,7 +99,7 @@ func setup(t *testing.T, set streams.Set) *fixture {
 		f.index, routing.NewLoadTable())
 	dlq := NewDeadLetter(js, "")
 	def := streams.DefaultSet()
-	f.reqs = NewRequestConsumer(js, RequestConfig{Stream: def.Requests.Name}, sel, pool, dlq, f.counters, nil)
+	f.reqs = NewRequestConsumer(js, RequestConfig{Stream: def.Requests.Name}, sel, pool, nil, dlq, f.counters, nil)
 	f.kv = NewStateConsumer(js, StateConfig{Kind: "kv_events", Stream: def.KVEvents.Name},
 		ApplyKVEvents(f.index, schemas.Limits{}, f.counters), dlq, f.counters, nil)
 	for _, start := range []func(context.Context) error{f.reqs.Start, f.kv.Start} {

@@ -3,10 +3,8 @@ package consumers
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
@@ -49,24 +47,24 @@ type RequestConfig struct {
 }
 
 // RequestConsumer consumes request events and sends a kv.prefetch for
-// every wake-up.
+// every wake-up. With pinning on, it also indexes every request for the
+// response consumer and releases a session's pin slot on its next turn.
 type RequestConsumer struct {
-	js       jetstream.JetStream
 	cfg      RequestConfig
 	selector Selector
 	sender   HintSender
-	dlq      *DeadLetter
+	pins     *Pinning
 	counters *metrics.Counters
 	log      *slog.Logger
 	now      func() time.Time
-
-	mu sync.Mutex
-	cc jetstream.ConsumeContext
+	d        durable
+	rej      rejecter
 }
 
-// NewRequestConsumer wires a consumer; Start begins consuming.
+// NewRequestConsumer wires a consumer; Start begins consuming. pins may be
+// nil (pinning off).
 func NewRequestConsumer(js jetstream.JetStream, cfg RequestConfig, sel Selector, snd HintSender,
-	dlq *DeadLetter, counters *metrics.Counters, log *slog.Logger) *RequestConsumer {
+	pins *Pinning, dlq *DeadLetter, counters *metrics.Counters, log *slog.Logger) *RequestConsumer {
 	if cfg.Durable == "" {
 		cfg.Durable = "hintstream-requests"
 	}
@@ -82,71 +80,46 @@ func NewRequestConsumer(js jetstream.JetStream, cfg RequestConfig, sel Selector,
 	if log == nil {
 		log = slog.Default()
 	}
-	return &RequestConsumer{js: js, cfg: cfg, selector: sel, sender: snd, dlq: dlq,
-		counters: counters, log: log.With("consumer", cfg.Durable), now: time.Now}
+	log = log.With("consumer", cfg.Durable)
+	return &RequestConsumer{cfg: cfg, selector: sel, sender: snd, pins: pins, counters: counters, log: log,
+		now: time.Now,
+		d: durable{js: js, stream: cfg.Stream, name: cfg.Durable, filter: cfg.Filter, deliverNew: cfg.DeliverNew,
+			ackWait: cfg.AckWait, maxAckPending: cfg.MaxAckPending, log: log},
+		rej: rejecter{kind: "requests", dlq: dlq, counters: counters, log: log}}
 }
 
 // Start creates (or attaches to) the durable consumer and consumes until
 // Stop.
-func (c *RequestConsumer) Start(ctx context.Context) error {
-	cc := jetstream.ConsumerConfig{
-		Durable:        c.cfg.Durable,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        c.cfg.AckWait,
-		MaxAckPending:  c.cfg.MaxAckPending,
-		FilterSubjects: c.cfg.Filter,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	}
-	if c.cfg.DeliverNew {
-		cc.DeliverPolicy = jetstream.DeliverNewPolicy
-	}
-	cons, err := c.js.Consumer(ctx, c.cfg.Stream, c.cfg.Durable)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		cons, err = c.js.CreateConsumer(ctx, c.cfg.Stream, cc)
-	}
-	if err != nil {
-		return fmt.Errorf("request consumer %s on %s: %w", c.cfg.Durable, c.cfg.Stream, err)
-	}
-	h, err := cons.Consume(c.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		c.log.Warn("consume", "err", err)
-	}))
-	if err != nil {
-		return fmt.Errorf("request consumer %s: %w", c.cfg.Durable, err)
-	}
-	c.mu.Lock()
-	c.cc = h
-	c.mu.Unlock()
-	return nil
-}
+func (c *RequestConsumer) Start(ctx context.Context) error { return c.d.start(ctx, c.handle) }
 
 // Stop stops fetching and waits until the message in hand is finished.
-func (c *RequestConsumer) Stop() {
-	c.mu.Lock()
-	h := c.cc
-	c.cc = nil
-	c.mu.Unlock()
-	if h == nil {
-		return
-	}
-	h.Drain()
-	<-h.Closed()
-}
+func (c *RequestConsumer) Stop() { c.d.stop() }
 
 func (c *RequestConsumer) handle(msg jetstream.Msg) {
 	c.counters.Inc("requests.received")
 	req, err := c.cfg.Limits.DecodeRequest(msg.Data(), msg.Headers().Get("Content-Type"))
 	if err != nil {
-		c.reject(msg, err)
+		c.rej.reject(msg, err)
 		return
+	}
+	if c.pins != nil {
+		if err := c.pins.onRequest(msg, req); err != nil {
+			// The index must hold the request before it is acked, or a
+			// tool-call response could find nothing to pin.
+			c.counters.Inc("requests.transient_errors")
+			c.log.Warn("request not indexed; will redeliver", "request_id", req.RequestID, "err", err)
+			_ = msg.NakWithDelay(time.Second)
+			return
+		}
 	}
 	if !isWakeup(req.Headers) {
 		c.counters.Inc("requests.plain")
-		c.ack(msg)
+		ack(msg, c.counters, "requests", c.log)
 		return
 	}
 	c.counters.Inc("requests.wakeup")
 	c.prefetch(msg, req)
-	c.ack(msg)
+	ack(msg, c.counters, "requests", c.log)
 }
 
 // prefetch derives and hands off the hint; every way it can end without
@@ -193,47 +166,8 @@ func (c *RequestConsumer) prefetch(msg jetstream.Msg, req *schemas.RequestEvent)
 		"dp_rank", cand.Worker.DpRank, "overlap_blocks", cand.Overlap, "endpoint", cand.Endpoint)
 }
 
-func (c *RequestConsumer) reject(msg jetstream.Msg, err error) {
-	reason := "malformed"
-	var de *schemas.DecodeError
-	if errors.As(err, &de) {
-		reason = de.Reason
-	}
-	c.counters.IncLabel("requests.malformed", reason)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if dErr := c.dlq.Publish(ctx, "requests", reason, msg); dErr != nil {
-		// Without a stored copy, terminating would lose the event: let it
-		// come back instead.
-		c.log.Error("dead-letter failed; will redeliver", "err", dErr)
-		_ = msg.NakWithDelay(time.Second)
-		return
-	}
-	c.log.Warn("malformed request terminated", "subject", msg.Subject(), "reason", reason, "err", err)
-	if tErr := msg.TermWithReason(reason); tErr != nil {
-		c.log.Warn("term", "err", tErr)
-	}
-}
-
-func (c *RequestConsumer) ack(msg jetstream.Msg) {
-	if err := msg.Ack(); err != nil {
-		c.counters.Inc("requests.ack_errors")
-		c.log.Warn("ack", "err", err)
-	}
-}
-
 func isWakeup(h map[string]string) bool {
-	v, ok := h[HeaderWakeup]
-	if !ok {
-		// The schema asks for lower-case names; accept what a careless
-		// frontend sends rather than silently lose the wake-up.
-		for k, hv := range h {
-			if strings.EqualFold(k, HeaderWakeup) {
-				v, ok = hv, true
-				break
-			}
-		}
-	}
+	v, ok := header(h, HeaderWakeup)
 	if !ok {
 		return false
 	}
@@ -242,6 +176,20 @@ func isWakeup(h map[string]string) bool {
 		return false
 	}
 	return true
+}
+
+// header looks a request header up. The schema asks for lower-case names;
+// accept what a careless frontend sends rather than silently lose it.
+func header(h map[string]string, name string) (string, bool) {
+	if v, ok := h[name]; ok {
+		return v, true
+	}
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 func dropReason(err error) string {

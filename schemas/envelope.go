@@ -37,3 +37,15 @@ type PrefetchPayload struct {
 	DpRank      uint32   `msg:"dp_rank" json:"dp_rank"`
 	ExpiresAtMs int64    `msg:"expires_at_ms" json:"expires_at_ms"`
 }
+
+// PinPayload is the payload of kv.pin@1.0: keep the Mooncake objects Keys
+// resident (soft pin) for TTLMs milliseconds at Priority (1..100), because
+// a miss would recompute Tokens tokens. Slot names the pin so a later one
+// replaces it; TTLMs 0 releases the slot (Keys may then be empty).
+type PinPayload struct {
+	Slot     string   `msg:"slot" json:"slot"`
+	Keys     []string `msg:"keys" json:"keys"`
+	TTLMs    int64    `msg:"ttl_ms" json:"ttl_ms"`
+	Priority int64    `msg:"priority" json:"priority"`
+	Tokens   int64    `msg:"tokens" json:"tokens"`
+}

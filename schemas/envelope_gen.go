@@ -415,6 +415,265 @@ func (z *KvHintsEnvelope) Msgsize() (s int) {
 }
 
 // DecodeMsg implements msgp.Decodable
+func (z *PinPayload) DecodeMsg(dc *msgp.Reader) (err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, err = dc.ReadMapHeader()
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	if zb0001 > zd663989dlimitMaps {
+		err = msgp.ErrLimitExceeded
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, err = dc.ReadMapKeyPtr()
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "slot":
+			z.Slot, err = dc.ReadString()
+			if err != nil {
+				err = msgp.WrapError(err, "Slot")
+				return
+			}
+		case "keys":
+			var zb0002 uint32
+			zb0002, err = dc.ReadArrayHeader()
+			if err != nil {
+				err = msgp.WrapError(err, "Keys")
+				return
+			}
+			if zb0002 > zd663989dlimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.Keys) >= int(zb0002) {
+				z.Keys = (z.Keys)[:zb0002]
+			} else {
+				z.Keys = make([]string, zb0002)
+			}
+			for za0001 := range z.Keys {
+				z.Keys[za0001], err = dc.ReadString()
+				if err != nil {
+					err = msgp.WrapError(err, "Keys", za0001)
+					return
+				}
+			}
+		case "ttl_ms":
+			z.TTLMs, err = dc.ReadInt64()
+			if err != nil {
+				err = msgp.WrapError(err, "TTLMs")
+				return
+			}
+		case "priority":
+			z.Priority, err = dc.ReadInt64()
+			if err != nil {
+				err = msgp.WrapError(err, "Priority")
+				return
+			}
+		case "tokens":
+			z.Tokens, err = dc.ReadInt64()
+			if err != nil {
+				err = msgp.WrapError(err, "Tokens")
+				return
+			}
+		default:
+			err = dc.Skip()
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	return
+}
+
+// EncodeMsg implements msgp.Encodable
+func (z *PinPayload) EncodeMsg(en *msgp.Writer) (err error) {
+	// map header, size 5
+	// write "slot"
+	err = en.Append(0x85, 0xa4, 0x73, 0x6c, 0x6f, 0x74)
+	if err != nil {
+		return
+	}
+	err = en.WriteString(z.Slot)
+	if err != nil {
+		err = msgp.WrapError(err, "Slot")
+		return
+	}
+	// write "keys"
+	err = en.Append(0xa4, 0x6b, 0x65, 0x79, 0x73)
+	if err != nil {
+		return
+	}
+	err = en.WriteArrayHeader(uint32(len(z.Keys)))
+	if err != nil {
+		err = msgp.WrapError(err, "Keys")
+		return
+	}
+	for za0001 := range z.Keys {
+		err = en.WriteString(z.Keys[za0001])
+		if err != nil {
+			err = msgp.WrapError(err, "Keys", za0001)
+			return
+		}
+	}
+	// write "ttl_ms"
+	err = en.Append(0xa6, 0x74, 0x74, 0x6c, 0x5f, 0x6d, 0x73)
+	if err != nil {
+		return
+	}
+	err = en.WriteInt64(z.TTLMs)
+	if err != nil {
+		err = msgp.WrapError(err, "TTLMs")
+		return
+	}
+	// write "priority"
+	err = en.Append(0xa8, 0x70, 0x72, 0x69, 0x6f, 0x72, 0x69, 0x74, 0x79)
+	if err != nil {
+		return
+	}
+	err = en.WriteInt64(z.Priority)
+	if err != nil {
+		err = msgp.WrapError(err, "Priority")
+		return
+	}
+	// write "tokens"
+	err = en.Append(0xa6, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x73)
+	if err != nil {
+		return
+	}
+	err = en.WriteInt64(z.Tokens)
+	if err != nil {
+		err = msgp.WrapError(err, "Tokens")
+		return
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *PinPayload) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// map header, size 5
+	// string "slot"
+	o = append(o, 0x85, 0xa4, 0x73, 0x6c, 0x6f, 0x74)
+	o = msgp.AppendString(o, z.Slot)
+	// string "keys"
+	o = append(o, 0xa4, 0x6b, 0x65, 0x79, 0x73)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Keys)))
+	for za0001 := range z.Keys {
+		o = msgp.AppendString(o, z.Keys[za0001])
+	}
+	// string "ttl_ms"
+	o = append(o, 0xa6, 0x74, 0x74, 0x6c, 0x5f, 0x6d, 0x73)
+	o = msgp.AppendInt64(o, z.TTLMs)
+	// string "priority"
+	o = append(o, 0xa8, 0x70, 0x72, 0x69, 0x6f, 0x72, 0x69, 0x74, 0x79)
+	o = msgp.AppendInt64(o, z.Priority)
+	// string "tokens"
+	o = append(o, 0xa6, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x73)
+	o = msgp.AppendInt64(o, z.Tokens)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *PinPayload) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	if zb0001 > zd663989dlimitMaps {
+		err = msgp.ErrLimitExceeded
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "slot":
+			z.Slot, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Slot")
+				return
+			}
+		case "keys":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Keys")
+				return
+			}
+			if zb0002 > zd663989dlimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.Keys) >= int(zb0002) {
+				z.Keys = (z.Keys)[:zb0002]
+			} else {
+				z.Keys = make([]string, zb0002)
+			}
+			for za0001 := range z.Keys {
+				z.Keys[za0001], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Keys", za0001)
+					return
+				}
+			}
+		case "ttl_ms":
+			z.TTLMs, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "TTLMs")
+				return
+			}
+		case "priority":
+			z.Priority, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Priority")
+				return
+			}
+		case "tokens":
+			z.Tokens, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Tokens")
+				return
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *PinPayload) Msgsize() (s int) {
+	s = 1 + 5 + msgp.StringPrefixSize + len(z.Slot) + 5 + msgp.ArrayHeaderSize
+	for za0001 := range z.Keys {
+		s += msgp.StringPrefixSize + len(z.Keys[za0001])
+	}
+	s += 7 + msgp.Int64Size + 9 + msgp.Int64Size + 7 + msgp.Int64Size
+	return
+}
+
+// DecodeMsg implements msgp.Decodable
 func (z *PrefetchPayload) DecodeMsg(dc *msgp.Reader) (err error) {
 	var field []byte
 	_ = field

@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
+	"github.com/hintstream/hintstream/tooltime"
 )
 
 // Config is everything `hintstream run` can set. The zero value of a
@@ -47,6 +49,24 @@ type Config struct {
 	KVApplyShards int
 	// IndexOptions configure the block index (bound, stale policy).
 	IndexOptions []kvevents.IndexOption
+
+	// PinEndpoint is the Mooncake master's PULL socket for tool-call pins
+	// (DYN_KVM_PIN_ENDPOINT); empty turns pins off.
+	PinEndpoint      string
+	ResponsesDurable string // default "hintstream-responses"
+	// PinTTL turns an expected tool time into a pin TTL; zero value means
+	// actions.DefaultTTLConfig().
+	PinTTL actions.TTLConfig
+	// ToolTime learns expected tool times; zero value means
+	// tooltime.DefaultConfig().
+	ToolTime tooltime.Config
+	// KeepPinOnNextTurn leaves a session's pin in place when its next
+	// request arrives (by default the slot is released: the new turn loads
+	// the pages itself).
+	KeepPinOnNextTurn bool
+	// RequestIndexTTL is how long a response may trail its request and
+	// still be pinned; default 1h.
+	RequestIndexTTL time.Duration
 
 	Limits schemas.Limits
 	Logger *slog.Logger
@@ -84,6 +104,18 @@ func (c Config) Defaults() Config {
 	}
 	if c.KVApplyShards <= 0 {
 		c.KVApplyShards = 4
+	}
+	if c.ResponsesDurable == "" {
+		c.ResponsesDurable = "hintstream-responses"
+	}
+	if c.PinTTL == (actions.TTLConfig{}) {
+		c.PinTTL = actions.DefaultTTLConfig()
+	}
+	if c.ToolTime == (tooltime.Config{}) {
+		c.ToolTime = tooltime.DefaultConfig()
+	}
+	if c.RequestIndexTTL <= 0 {
+		c.RequestIndexTTL = time.Hour
 	}
 	return c
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
+	"github.com/hintstream/hintstream/tooltime"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -40,6 +41,10 @@ type Service struct {
 	kv       *consumers.StateConsumer
 	load     *consumers.StateConsumer
 	requests *consumers.RequestConsumer
+	// responses is nil when pins are off.
+	responses *consumers.ResponseConsumer
+	// Learner holds the learned tool times (nil when pins are off).
+	Learner *tooltime.Learner
 
 	stopOnce sync.Once
 }
@@ -139,10 +144,20 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		Filter: st.KVEvents.Subjects, Shards: s.cfg.KVApplyShards}, consumers.ApplyKVEvents(s.Index, s.cfg.Limits, s.Counters), dlq, s.Counters, s.log)
 	s.load = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "load", Stream: st.Load.Name,
 		Filter: st.Load.Subjects}, consumers.ApplyLoad(s.Loads, s.cfg.Limits), dlq, s.Counters, s.log)
+	pins, err := s.pinning(ctx)
+	if err != nil {
+		return err
+	}
 	s.requests = consumers.NewRequestConsumer(s.js, consumers.RequestConfig{
 		Stream: st.Requests.Name, Durable: s.cfg.RequestsDurable, Filter: st.Requests.Subjects,
 		DeliverNew: !s.cfg.RequestsDeliverAll, PrefetchTTL: s.cfg.PrefetchTTL, Limits: s.cfg.Limits,
-	}, s.Selector, s.pool, dlq, s.Counters, s.log)
+	}, s.Selector, s.pool, pins, dlq, s.Counters, s.log)
+	if pins != nil {
+		s.responses = consumers.NewResponseConsumer(s.js, consumers.ResponseConfig{
+			Stream: st.Responses.Name, Durable: s.cfg.ResponsesDurable, Filter: st.Responses.Subjects,
+			DeliverNew: !s.cfg.RequestsDeliverAll, Limits: s.cfg.Limits,
+		}, pins, dlq, s.Counters, s.log)
+	}
 	for _, c := range []*consumers.StateConsumer{s.kv, s.load} {
 		if err := c.Start(ctx); err != nil {
 			return err
@@ -156,9 +171,41 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if err := s.requests.Start(ctx); err != nil {
 		return err
 	}
+	if s.responses != nil {
+		if err := s.responses.Start(ctx); err != nil {
+			return err
+		}
+	}
 	s.log.Info("hintstream running", "nats", url, "index_blocks", s.Index.Stats().DeviceBlocks, "requests", st.Requests.Subjects,
 		"kv_events", st.KVEvents.Subjects, "load", st.Load.Subjects, "registry", s.cfg.RegistryBucket)
 	return nil
+}
+
+// pinning sets tool-call pins up, or says once that they are off.
+func (s *Service) pinning(ctx context.Context) (*consumers.Pinning, error) {
+	if s.cfg.PinEndpoint == "" {
+		s.log.Info("tool-call pins off: DYN_KVM_PIN_ENDPOINT (--pin-endpoint) is unset")
+		return nil, nil
+	}
+	if err := s.cfg.PinTTL.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.cfg.ToolTime.Validate(); err != nil {
+		return nil, err
+	}
+	idx, err := consumers.OpenRequestIndex(ctx, s.js, "", s.cfg.Streams.Requests.Name, s.cfg.RequestIndexTTL, s.cfg.Limits)
+	if err != nil {
+		return nil, err
+	}
+	slots, err := consumers.OpenPinSlots(ctx, s.js, "")
+	if err != nil {
+		return nil, err
+	}
+	s.Learner = tooltime.New(s.cfg.ToolTime)
+	s.log.Info("tool-call pins on", "endpoint", s.cfg.PinEndpoint)
+	return &consumers.Pinning{Endpoint: s.cfg.PinEndpoint, Index: idx, Slots: slots, Learner: s.Learner,
+		TTL: s.cfg.PinTTL, Workers: s.registry, Sender: s.pool, ReleaseOnNextTurn: !s.cfg.KeepPinOnNextTurn,
+		Counters: s.Counters, Log: s.log}, nil
 }
 
 // WaitCaughtUp waits until the KV-event and load streams, as they are at
@@ -179,6 +226,9 @@ func (s *Service) Stop(ctx context.Context) {
 	s.stopOnce.Do(func() {
 		if s.requests != nil {
 			s.requests.Stop()
+		}
+		if s.responses != nil {
+			s.responses.Stop()
 		}
 		for _, c := range []*consumers.StateConsumer{s.kv, s.load} {
 			if c != nil {

@@ -9,11 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/internal/demo"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/service"
 	"github.com/hintstream/hintstream/streams"
+	"github.com/hintstream/hintstream/tooltime"
 )
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -53,6 +55,17 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		excludeStale = fs.Bool("exclude-stale", false, "leave workers with an event-id gap out of the overlap until they resynchronise (default: keep them, as the router does)")
 		logFormat    = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
 		logLevel     = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
+		pinEndpoint  = fs.String("pin-endpoint", env("DYN_KVM_PIN_ENDPOINT", ""), "Mooncake master's PULL socket for tool-call pins (env DYN_KVM_PIN_ENDPOINT); empty: pins off")
+		pinHeadroom  = fs.Float64("pin-headroom", 1.5, "pin TTL = expected tool time × this + --pin-slack")
+		pinSlack     = fs.Duration("pin-slack", 5*time.Second, "added to every pin TTL")
+		pinMin       = fs.Duration("pin-min-ttl", 10*time.Second, "shortest pin TTL")
+		pinMax       = fs.Duration("pin-max-ttl", 24*time.Hour, "longest pin TTL (Mooncake's soft-pin maximum is 24h)")
+		toolDefault  = fs.Duration("tool-time-default", 30*time.Second, "expected tool time until enough have been observed")
+		toolPct      = fs.Float64("tool-time-percentile", 0.9, "percentile of observed tool times used as the expected one")
+		toolMin      = fs.Int("tool-time-min-samples", 20, "observations of a tool needed before its own percentile is used")
+		keepPin      = fs.Bool("keep-pin-on-next-turn", false, "leave a session's pin when its next request arrives (default: release the slot)")
+		reqIndexTTL  = fs.Duration("request-index-ttl", time.Hour, "how long a response may trail its request and still be pinned")
+		respDurable  = fs.String("responses-durable", "hintstream-responses", "durable consumer name for response events")
 		stopDeadline = fs.Duration("shutdown-timeout", 3*time.Second, "how long shutdown may spend flushing queued hints")
 	)
 	fs.Usage = func() {
@@ -88,6 +101,16 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	cfg.Routing = &rc
 	cfg.KVApplyShards = *kvShards
+	cfg.PinEndpoint, cfg.ResponsesDurable, cfg.KeepPinOnNextTurn, cfg.RequestIndexTTL = *pinEndpoint, *respDurable, *keepPin, *reqIndexTTL
+	cfg.PinTTL = actions.TTLConfig{Headroom: *pinHeadroom, Slack: *pinSlack, Min: *pinMin, Max: *pinMax}
+	if err := cfg.PinTTL.Validate(); err != nil {
+		return err
+	}
+	cfg.ToolTime = tooltime.DefaultConfig()
+	cfg.ToolTime.Default, cfg.ToolTime.Percentile, cfg.ToolTime.MinSamples = *toolDefault, *toolPct, *toolMin
+	if err := cfg.ToolTime.Validate(); err != nil {
+		return err
+	}
 	cfg.IndexOptions = []kvevents.IndexOption{kvevents.WithMaxBlocks(*maxBlocks), kvevents.WithExcludeStale(*excludeStale)}
 	svc := service.New(cfg)
 	if err := svc.Start(ctx); err != nil {

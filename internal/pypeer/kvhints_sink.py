@@ -103,6 +103,11 @@ def token_ids(v, at):
         want_int(t, f"{at}[{i}]", 0, U32 - 1)
 
 
+def str_list(v, at):
+    for i, k in enumerate(want_list(v, at)):
+        want_str(k, f"{at}[{i}]")
+
+
 PAYLOADS = {
     # kv.prefetch@1.0, as the worker converts the payload dict to its Struct.
     "kv.prefetch": {
@@ -112,6 +117,15 @@ PAYLOADS = {
         "token_ids": token_ids,
         "dp_rank": lambda v, at: want_int(v, at, 0, U32 - 1),
         "expires_at_ms": want_int,
+    },
+    # kv.pin@1.0, as the Mooncake master converts the payload dict:
+    # ttl_ms 0 releases the slot, so keys may then be empty.
+    "kv.pin": {
+        "slot": want_str,
+        "keys": str_list,
+        "ttl_ms": lambda v, at: want_int(v, at, 0),
+        "priority": lambda v, at: want_int(v, at, 1, 100),
+        "tokens": lambda v, at: want_int(v, at, 0),
     },
 }
 

@@ -1,0 +1,225 @@
+package consumers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/tooltime"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// HeaderSimToolCall on a request announces a tool call: its response is
+// pinned even if it does not end in one, and a positive integer value is
+// the expected tool time in ms.
+const HeaderSimToolCall = "x-dynamo-experimental-sim-tool-call"
+
+// WorkerLookup finds a worker's record (the registry).
+type WorkerLookup interface {
+	Get(id uint64) (schemas.WorkerRecord, bool)
+}
+
+// Pinning derives tool-call pins. It is shared by the request consumer
+// (index every request; on a session's next turn, learn the tool time and
+// release the slot) and the response consumer (pin on a tool call).
+type Pinning struct {
+	Endpoint string // DYN_KVM_PIN_ENDPOINT
+	Index    *RequestIndex
+	Slots    *PinSlots
+	Learner  *tooltime.Learner
+	TTL      actions.TTLConfig
+	Workers  WorkerLookup
+	Sender   HintSender
+	// ReleaseOnNextTurn sends a TTL-0 pin for the session's slot when its
+	// next request arrives: the new turn loads the pages itself.
+	ReleaseOnNextTurn bool
+	Counters          *metrics.Counters
+	Log               *slog.Logger
+	Now               func() time.Time
+}
+
+func (p *Pinning) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+// onRequest indexes the request and closes its session's previous pin.
+// An error is transient: the caller naks the request.
+func (p *Pinning) onRequest(msg jetstream.Msg, req *schemas.RequestEvent) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	md, err := msg.Metadata()
+	if err != nil {
+		return err
+	}
+	e := IndexEntry{Seq: md.Sequence.Stream}
+	if v, ok := header(req.Headers, HeaderSimToolCall); ok {
+		e.SimToolMs = 1 // announced, time unknown
+		if ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && ms > 0 {
+			e.SimToolMs = ms
+		}
+	}
+	if err := p.Index.Put(ctx, req.RequestID, e); err != nil {
+		return err
+	}
+	if req.SessionID == "" {
+		return nil
+	}
+	rec, ok, err := p.Slots.Take(ctx, req.SessionID)
+	if err != nil || !ok {
+		return err
+	}
+	at := md.Timestamp
+	if req.ReceivedAtMs > 0 {
+		at = time.UnixMilli(req.ReceivedAtMs)
+	}
+	gap := at.Sub(time.UnixMilli(rec.CompletedAtMs))
+	tools := rec.Tools
+	if len(tools) == 0 {
+		tools = []string{""}
+	}
+	for _, tool := range tools {
+		if !p.Learner.Observe(tool, gap) {
+			p.Counters.Inc("tooltime.discarded")
+			continue
+		}
+		// Exposed per tool: what the next pin for it would expect.
+		d, _ := p.Learner.Expected([]string{tool})
+		p.Counters.Set("tooltime.expected_ms|"+tool, uint64(d.Milliseconds()))
+		p.Counters.Inc("tooltime.observed|" + tool)
+	}
+	if p.ReleaseOnNextTurn && p.now().Before(time.UnixMilli(rec.ExpiresAtMs)) {
+		p.send(actions.Pin{Trigger: rec.Trigger, Slot: rec.Slot}, "release", time.Second)
+	}
+	return nil
+}
+
+// pinResult says what a response came to; transient results are retried.
+type pinResult int
+
+const (
+	pinDone pinResult = iota
+	pinRetry
+)
+
+// onResponse pins the conversation's pages if the response ends in a tool
+// call (or its request announced one).
+func (p *Pinning) onResponse(msg jetstream.Msg, resp *schemas.ResponseEvent) pinResult {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	toolCall := resp.FinishReason == "tool_calls" || len(resp.ToolCalls) > 0
+	e, err := p.Index.Entry(ctx, resp.RequestID)
+	switch {
+	case errors.Is(err, ErrRequestNotFound) && !toolCall:
+		p.Counters.Inc("responses.no_pin")
+		return pinDone // nothing announced a tool call; nothing to wait for
+	case err != nil:
+		return p.retryOrSkip(msg, resp, err)
+	}
+	if !toolCall && e.SimToolMs == 0 {
+		p.Counters.Inc("responses.no_pin")
+		return pinDone
+	}
+	req, err := p.Index.Request(ctx, resp.RequestID, e)
+	if err != nil {
+		return p.retryOrSkip(msg, resp, err)
+	}
+	w, ok := p.Workers.Get(resp.WorkerID)
+	if !ok {
+		p.skip("unknown_worker", resp)
+		return pinDone
+	}
+	tokens := append(append(make([]uint32, 0, len(req.TokenIDs)+len(resp.OutputTokenIDs)), req.TokenIDs...), resp.OutputTokenIDs...)
+	keys, err := actions.ObjectKeys(w.ObjectLayout, tokens)
+	if errors.Is(err, actions.ErrNoLayout) {
+		p.skip("no_layout", resp)
+		return pinDone
+	}
+	if err != nil || len(keys) == 0 {
+		p.skip("no_full_page", resp)
+		return pinDone
+	}
+	tools := make([]string, 0, len(resp.ToolCalls))
+	for _, tc := range resp.ToolCalls {
+		tools = append(tools, tc.Name)
+	}
+	expected := time.Duration(e.SimToolMs) * time.Millisecond
+	if e.SimToolMs <= 1 {
+		var src tooltime.Source
+		expected, src = p.Learner.Expected(tools)
+		p.Counters.Inc("pins.expected_from|" + src.String())
+	}
+	ttl := p.TTL.TTL(expected)
+	pageTokens := len(tokens) / int(w.ObjectLayout.PageSize) * int(w.ObjectLayout.PageSize)
+	session := req.SessionID
+	if session == "" {
+		session = resp.SessionID
+	}
+	slot := "request:" + resp.RequestID
+	if session != "" {
+		slot = "session:" + session
+	}
+	p.send(actions.Pin{Trigger: resp.RequestID, Slot: slot, Keys: keys, TTL: ttl,
+		Priority: actions.Priority(pageTokens), Tokens: pageTokens}, "pin", p.TTL.Deadline(ttl))
+	if session != "" {
+		completed := time.UnixMilli(resp.CompletedAtMs)
+		if resp.CompletedAtMs <= 0 {
+			if md, err := msg.Metadata(); err == nil {
+				completed = md.Timestamp
+			}
+		}
+		rec := PinRecord{Slot: slot, Trigger: resp.RequestID, Tools: tools, CompletedAtMs: completed.UnixMilli(),
+			ExpiresAtMs: p.now().Add(ttl).UnixMilli()}
+		if err := p.Slots.Put(ctx, session, rec); err != nil {
+			p.Log.Warn("pin slot not recorded", "session", session, "err", err)
+		}
+	}
+	return pinDone
+}
+
+// retryOrSkip waits for a request another member may still be indexing,
+// a few times, then gives up on the pin (never on the response).
+func (p *Pinning) retryOrSkip(msg jetstream.Msg, resp *schemas.ResponseEvent, err error) pinResult {
+	if md, mErr := msg.Metadata(); mErr == nil && md.NumDelivered < 5 {
+		p.Counters.Inc("responses.retried")
+		return pinRetry
+	}
+	p.skip("request_not_found", resp)
+	p.Log.Debug("no request for tool-call response", "request_id", resp.RequestID, "err", err)
+	return pinDone
+}
+
+func (p *Pinning) skip(reason string, resp *schemas.ResponseEvent) {
+	p.Counters.IncLabel("hints.pin.skipped", reason)
+	p.Log.Debug("no pin", "request_id", resp.RequestID, "reason", reason)
+}
+
+func (p *Pinning) send(pin actions.Pin, what string, deadline time.Duration) {
+	env, err := actions.NewPinEnvelope(pin)
+	var body []byte
+	if err == nil {
+		body, err = actions.EncodeEnvelope(env)
+	}
+	if err != nil {
+		p.Counters.IncLabel("hints.pin.skipped", "encode")
+		p.Log.Error("encode pin", "trigger", pin.Trigger, "err", err)
+		return
+	}
+	if err := p.Sender.Send(p.Endpoint, actions.Hint{MessageID: env.MessageID, Body: body,
+		Deadline: p.now().Add(deadline)}); err != nil {
+		p.Counters.IncLabel("hints."+what+".dropped", dropReason(err))
+		p.Log.Warn(what+" not queued", "trigger", pin.Trigger, "err", err)
+		return
+	}
+	p.Counters.Inc("hints." + what + ".queued")
+	p.Log.Debug(what+" queued", "trigger", pin.Trigger, "slot", pin.Slot, "keys", len(pin.Keys),
+		"ttl", pin.TTL, "priority", pin.Priority)
+}

@@ -1,0 +1,87 @@
+package consumers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"strconv"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/zeebo/xxh3"
+)
+
+// DefaultPinSlotBucket names the KV bucket of live pins, one per session.
+const DefaultPinSlotBucket = "hintstream_pins"
+
+// PinRecord is a session's live pin, shared by the group: the member that
+// sees the session's next request may not be the one that pinned.
+type PinRecord struct {
+	Slot          string   `json:"slot"`
+	Trigger       string   `json:"trigger"` // the response's request id
+	Tools         []string `json:"tools,omitempty"`
+	CompletedAtMs int64    `json:"completed_at_ms"`
+	ExpiresAtMs   int64    `json:"expires_at_ms"`
+}
+
+// PinSlots keeps PinRecords in a KV bucket whose TTL is Mooncake's soft
+// pin maximum (24 h), so records outlive no pin.
+type PinSlots struct {
+	kv jetstream.KeyValue
+}
+
+// OpenPinSlots creates or attaches to the bucket.
+func OpenPinSlots(ctx context.Context, js jetstream.JetStream, bucket string) (*PinSlots, error) {
+	if bucket == "" {
+		bucket = DefaultPinSlotBucket
+	}
+	kv, err := js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: 24 * time.Hour,
+			Description: "hintstream: live tool-call pin per session"})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pin slot bucket %s: %w", bucket, err)
+	}
+	return &PinSlots{kv: kv}, nil
+}
+
+func slotKey(session string) string { return strconv.FormatUint(xxh3.HashString(session), 16) }
+
+// Put records the session's live pin, replacing the previous one.
+func (p *PinSlots) Put(ctx context.Context, session string, r PinRecord) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = p.kv.Put(ctx, slotKey(session), b)
+	return err
+}
+
+// Take removes and returns the session's live pin. Of several members
+// taking the same record at once, exactly one gets it (the delete is
+// conditional on the revision read).
+func (p *PinSlots) Take(ctx context.Context, session string) (PinRecord, bool, error) {
+	e, err := p.kv.Get(ctx, slotKey(session))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return PinRecord{}, false, nil
+	}
+	if err != nil {
+		return PinRecord{}, false, err
+	}
+	var r PinRecord
+	if json.Unmarshal(e.Value(), &r) != nil {
+		_ = p.kv.Delete(ctx, slotKey(session), jetstream.LastRevision(e.Revision()))
+		return PinRecord{}, false, nil
+	}
+	if err := p.kv.Delete(ctx, slotKey(session), jetstream.LastRevision(e.Revision())); err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+			return PinRecord{}, false, nil // another member took it
+		}
+		return PinRecord{}, false, err
+	}
+	return r, true, nil
+}
