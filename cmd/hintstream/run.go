@@ -120,7 +120,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		sctx, cancel := context.WithTimeout(context.Background(), *stopDeadline)
 		defer cancel()
 		svc.Stop(sctx)
-		log.Info("stopped", "counters", svc.Counters.Snapshot(""))
+		var endpoints any
+		if p := svc.Pool(); p != nil {
+			endpoints = p.Stats()
+		}
+		log.Info("stopped", "counters", svc.Counters.Snapshot(""), "endpoints", endpoints)
 	}()
 	if *natsURL == "" {
 		fmt.Fprintf(stdout, "hintstream: embedded JetStream server at %s (store %s)\n", svc.ClientURL(), *dataDir)
