@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -204,6 +205,18 @@ func (p *Pool) Remove(endpoint string) {
 	}
 	s.stop(DropRemoved)
 	<-s.done
+}
+
+// Endpoints returns the endpoints with an open sender, sorted.
+func (p *Pool) Endpoints() []string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make([]string, 0, len(p.senders))
+	for ep := range p.senders {
+		out = append(out, ep)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Close stops accepting hints, keeps delivering the queued ones that have

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/registry"
@@ -59,12 +60,22 @@ func TestWorkerLeavingDropsItsBlocks(t *testing.T) {
 	if svc.Loads.Get(key).DecodeBlocks() != 3 {
 		t.Fatal("load not applied")
 	}
+	// Give the worker's endpoint an open sender, as a hint would.
+	if err := svc.Pool().Send(rec.HintEndpoints[0], actions.Hint{MessageID: "m", Body: []byte{0x80},
+		Deadline: time.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if eps := svc.Pool().Endpoints(); len(eps) != 1 {
+		t.Fatalf("open senders %v", eps)
+	}
 	if err := kv.Delete(ctx, registry.Key(5)); err != nil {
 		t.Fatal(err)
 	}
 	natstest.Eventually(t, 5*time.Second, func() bool {
 		return svc.Index.Stats().DeviceBlocks == 0 && svc.Loads.Len() == 0
 	}, "worker 5's blocks and load dropped after it left the registry")
+	natstest.Eventually(t, 5*time.Second, func() bool { return len(svc.Pool().Endpoints()) == 0 },
+		"worker 5's hint socket closed after it left the registry")
 	if _, err := svc.Selector.Select(&schemas.RequestEvent{RequestID: "r", Model: "m", TokenIDs: tokens}); err == nil {
 		t.Fatal("a departed worker was still chosen")
 	}

@@ -1,0 +1,233 @@
+package consumers
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/internal/natstest"
+	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
+	"github.com/hintstream/hintstream/tooltime"
+	"github.com/nats-io/nats.go/jetstream"
+	zmq "github.com/pebbe/zmq4"
+)
+
+type workerMap map[uint64]schemas.WorkerRecord
+
+func (w workerMap) Get(id uint64) (schemas.WorkerRecord, bool) { r, ok := w[id]; return r, ok }
+
+// pinSink binds a PULL socket standing in for the Mooncake master and
+// collects the pin payloads it receives.
+func pinSink(t *testing.T) (string, <-chan schemas.PinPayload) {
+	t.Helper()
+	s, err := zmq.NewSocket(zmq.PULL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.SetRcvtimeo(50 * time.Millisecond)
+	_ = s.SetLinger(0)
+	if err := s.Bind("tcp://127.0.0.1:*"); err != nil {
+		t.Fatal(err)
+	}
+	ep, _ := s.GetLastEndpoint()
+	out := make(chan schemas.PinPayload, 64)
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			b, err := s.RecvBytes(0)
+			if err != nil {
+				if zmq.AsErrno(err) == zmq.Errno(syscall.EAGAIN) {
+					continue
+				}
+				return
+			}
+			var env schemas.KvHintsEnvelope
+			var p schemas.PinPayload
+			if _, err := env.UnmarshalMsg(b); err == nil && len(env.Actions) == 1 {
+				if _, err := p.UnmarshalMsg(env.Actions[0].Payload); err == nil {
+					out <- p
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { close(done); <-stopped; s.Close() })
+	return ep, out
+}
+
+type pinFixture struct {
+	js       jetstream.JetStream
+	counters *metrics.Counters
+	pins     <-chan schemas.PinPayload
+}
+
+func setupPins(t *testing.T, workers workerMap) *pinFixture {
+	t.Helper()
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	ctx := context.Background()
+	set := streams.DefaultSet()
+	if _, err := streams.EnsureSet(ctx, js, set); err != nil {
+		t.Fatal(err)
+	}
+	ep, pins := pinSink(t)
+	f := &pinFixture{js: js, counters: &metrics.Counters{}, pins: pins}
+	idx, err := OpenRequestIndex(ctx, js, "", set.Requests.Name, time.Hour, schemas.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots, err := OpenPinSlots(ctx, js, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := actions.NewPool()
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = pool.Close(cctx)
+	})
+	p := &Pinning{Endpoint: ep, Index: idx, Slots: slots, Learner: tooltime.New(tooltime.DefaultConfig()),
+		TTL: actions.DefaultTTLConfig(), Workers: workers, Sender: pool, ReleaseOnNextTurn: true,
+		Counters: f.counters, Log: discard()}
+	dlq := NewDeadLetter(js, "")
+	reqs := NewRequestConsumer(js, RequestConfig{Stream: set.Requests.Name}, nil, pool, p, dlq, f.counters, discard())
+	resps := NewResponseConsumer(js, ResponseConfig{Stream: set.Responses.Name, RetryDelay: 20 * time.Millisecond},
+		p, dlq, f.counters, discard())
+	for _, start := range []func(context.Context) error{reqs.Start, resps.Start} {
+		if err := start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(reqs.Stop)
+	t.Cleanup(resps.Stop)
+	return f
+}
+
+func (f *pinFixture) pub(t *testing.T, subject string, v any) {
+	t.Helper()
+	b, _ := json.Marshal(v)
+	if _, err := f.js.Publish(context.Background(), subject, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *pinFixture) settled(t *testing.T, stream, durable string) {
+	t.Helper()
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		c, err := f.js.Consumer(context.Background(), stream, durable)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.Delivered.Consumer > 0
+	}, "%s settled", durable)
+}
+
+func layout16() *schemas.ObjectLayout {
+	return &schemas.ObjectLayout{PageSize: 16, HicacheObjectLayout: schemas.HicacheObjectLayout{KeyPrefix: "p",
+		Pools: []schemas.LayoutPool{{Pool: "kv", Suffixes: []string{"_k", "_v"}, HitPolicy: "all_pages"}}}}
+}
+
+func TestPinSkipsAreCountedAndAcked(t *testing.T) {
+	f := setupPins(t, workerMap{
+		1: {WorkerID: 1, KvBlockSize: 16, HintEndpoints: []string{"tcp://127.0.0.1:1"}},
+		2: {WorkerID: 2, KvBlockSize: 16, HintEndpoints: []string{"tcp://127.0.0.1:1"}, ObjectLayout: layout16()},
+	})
+	prompt := make([]uint32, 40)
+	tool := []schemas.ToolCall{{Name: "search"}}
+	for _, id := range []string{"r-nolayout", "r-unknown", "r-plain", "r-ok"} {
+		f.pub(t, streams.RequestSubject("m"), schemas.RequestEvent{RequestID: id, SessionID: id, TokenIDs: prompt})
+	}
+	f.settled(t, "LLM_REQUESTS", "hintstream-requests")
+	f.pub(t, streams.ResponseSubject("m"), schemas.ResponseEvent{RequestID: "r-nolayout", WorkerID: 1, ToolCalls: tool})
+	f.pub(t, streams.ResponseSubject("m"), schemas.ResponseEvent{RequestID: "r-unknown", WorkerID: 9, FinishReason: "tool_calls"})
+	f.pub(t, streams.ResponseSubject("m"), schemas.ResponseEvent{RequestID: "r-plain", WorkerID: 2, FinishReason: "stop"})
+	f.pub(t, streams.ResponseSubject("m"), schemas.ResponseEvent{RequestID: "r-never-seen", WorkerID: 2, ToolCalls: tool})
+	f.pub(t, streams.ResponseSubject("m"), []byte(`{"worker_id": "two"}`))
+	f.pub(t, streams.ResponseSubject("m"), schemas.ResponseEvent{RequestID: "r-ok", WorkerID: 2, ToolCalls: tool,
+		OutputTokenIDs: make([]uint32, 10)})
+	select {
+	case p := <-f.pins:
+		// 50 tokens: 3 full pages of 16, 2 suffixes each.
+		if p.Slot != "session:r-ok" || len(p.Keys) != 6 || p.Tokens != 48 || p.TTLMs != 50000 {
+			t.Fatalf("pin %+v", p)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no pin for r-ok")
+	}
+	f.settled(t, "LLM_RESPONSES", "hintstream-responses")
+	for name, want := range map[string]uint64{
+		"hints.pin.skipped|no_layout": 1, "hints.pin.skipped|unknown_worker": 1,
+		"hints.pin.skipped|request_not_found": 1, "responses.no_pin": 1, "hints.pin.queued": 1,
+		"responses.retried": 4, "responses.malformed": 1,
+	} {
+		if got := f.counters.Get(name); got != want {
+			t.Errorf("%s = %d, want %d", name, got, want)
+		}
+	}
+	select {
+	case p := <-f.pins:
+		t.Fatalf("unexpected pin %+v", p)
+	default:
+	}
+}
+
+// A second tool call in a session (two requests in flight, then both
+// responses) replaces the first pin in the slot; the next turn releases
+// the slot once, and feeds the tool's learned time.
+func TestNewerPinReplacesAndNextTurnReleases(t *testing.T) {
+	f := setupPins(t, workerMap{2: {WorkerID: 2, KvBlockSize: 16, HintEndpoints: []string{"tcp://127.0.0.1:1"},
+		ObjectLayout: layout16()}})
+	prompt := make([]uint32, 32)
+	for _, id := range []string{"t1", "t2"} {
+		f.pub(t, streams.RequestSubject("m"), schemas.RequestEvent{RequestID: id, SessionID: "s", TokenIDs: prompt})
+	}
+	f.settled(t, "LLM_REQUESTS", "hintstream-requests")
+	for i, id := range []string{"t1", "t2"} {
+		f.pub(t, streams.ResponseSubject("m"), schemas.ResponseEvent{RequestID: id, SessionID: "s", WorkerID: 2,
+			ToolCalls: []schemas.ToolCall{{Name: "grep"}}, CompletedAtMs: time.Now().UnixMilli()})
+		select {
+		case p := <-f.pins:
+			if p.Slot != "session:s" || p.TTLMs == 0 {
+				t.Fatalf("pin %d: %+v", i, p)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no pin for %s", id)
+		}
+		f.settled(t, "LLM_RESPONSES", "hintstream-responses")
+	}
+	f.pub(t, streams.RequestSubject("m"), schemas.RequestEvent{RequestID: "t3", SessionID: "s", TokenIDs: prompt,
+		ReceivedAtMs: time.Now().UnixMilli()})
+	select {
+	case p := <-f.pins:
+		if p.Slot != "session:s" || p.TTLMs != 0 || len(p.Keys) != 0 {
+			t.Fatalf("release %+v", p)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no release on the next turn")
+	}
+	f.pub(t, streams.RequestSubject("m"), schemas.RequestEvent{RequestID: "t4", SessionID: "s", TokenIDs: prompt})
+	f.settled(t, "LLM_REQUESTS", "hintstream-requests")
+	select {
+	case p := <-f.pins:
+		t.Fatalf("a second release for one pin: %+v", p)
+	default:
+	}
+	if f.counters.Get("hints.release.queued") != 1 || f.counters.Get("tooltime.observed|grep") != 1 {
+		t.Fatalf("counters %v", f.counters.Snapshot(""))
+	}
+}
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
