@@ -25,9 +25,9 @@ type staticWorkers []schemas.WorkerRecord
 
 func (s staticWorkers) Workers() []schemas.WorkerRecord { return s }
 
-// pull binds a real PULL socket and collects the request ids of the
-// prefetches it receives.
-func pull(t *testing.T) (string, <-chan string) {
+// pullPayloads binds a real PULL socket and hands the payload of every
+// one-action envelope it receives to decode.
+func pullPayloads(t *testing.T, decode func(payload []byte)) string {
 	t.Helper()
 	s, err := zmq.NewSocket(zmq.PULL)
 	if err != nil {
@@ -39,7 +39,6 @@ func pull(t *testing.T) (string, <-chan string) {
 		t.Fatal(err)
 	}
 	ep, _ := s.GetLastEndpoint()
-	out := make(chan string, 64)
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -57,15 +56,25 @@ func pull(t *testing.T) (string, <-chan string) {
 				return
 			}
 			var env schemas.KvHintsEnvelope
-			var p schemas.PrefetchPayload
 			if _, err := env.UnmarshalMsg(b); err == nil && len(env.Actions) == 1 {
-				if _, err := p.UnmarshalMsg(env.Actions[0].Payload); err == nil {
-					out <- p.RequestID
-				}
+				decode(env.Actions[0].Payload)
 			}
 		}
 	}()
 	t.Cleanup(func() { close(done); <-stopped; s.Close() })
+	return ep
+}
+
+// pull collects the request ids of the prefetches a PULL socket receives.
+func pull(t *testing.T) (string, <-chan string) {
+	t.Helper()
+	out := make(chan string, 64)
+	ep := pullPayloads(t, func(b []byte) {
+		var p schemas.PrefetchPayload
+		if _, err := p.UnmarshalMsg(b); err == nil {
+			out <- p.RequestID
+		}
+	})
 	return ep, out
 }
 

@@ -29,7 +29,19 @@ type durable struct {
 	cc jetstream.ConsumeContext
 }
 
+// Defaults of the trigger consumers.
+const (
+	defaultMaxAckPending = 1024
+	defaultAckWait       = 30 * time.Second
+)
+
 func (d *durable) start(ctx context.Context, handle func(jetstream.Msg)) error {
+	if d.maxAckPending <= 0 {
+		d.maxAckPending = defaultMaxAckPending
+	}
+	if d.ackWait <= 0 {
+		d.ackWait = defaultAckWait
+	}
 	cfg := jetstream.ConsumerConfig{
 		Durable:        d.name,
 		AckPolicy:      jetstream.AckExplicitPolicy,

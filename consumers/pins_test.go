@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,54 +15,23 @@ import (
 	"github.com/hintstream/hintstream/streams"
 	"github.com/hintstream/hintstream/tooltime"
 	"github.com/nats-io/nats.go/jetstream"
-	zmq "github.com/pebbe/zmq4"
 )
 
 type workerMap map[uint64]schemas.WorkerRecord
 
 func (w workerMap) Get(id uint64) (schemas.WorkerRecord, bool) { r, ok := w[id]; return r, ok }
 
-// pinSink binds a PULL socket standing in for the Mooncake master and
-// collects the pin payloads it receives.
+// pinSink stands in for the Mooncake master and collects the pin
+// payloads it receives.
 func pinSink(t *testing.T) (string, <-chan schemas.PinPayload) {
 	t.Helper()
-	s, err := zmq.NewSocket(zmq.PULL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = s.SetRcvtimeo(50 * time.Millisecond)
-	_ = s.SetLinger(0)
-	if err := s.Bind("tcp://127.0.0.1:*"); err != nil {
-		t.Fatal(err)
-	}
-	ep, _ := s.GetLastEndpoint()
 	out := make(chan schemas.PinPayload, 64)
-	done, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			b, err := s.RecvBytes(0)
-			if err != nil {
-				if zmq.AsErrno(err) == zmq.Errno(syscall.EAGAIN) {
-					continue
-				}
-				return
-			}
-			var env schemas.KvHintsEnvelope
-			var p schemas.PinPayload
-			if _, err := env.UnmarshalMsg(b); err == nil && len(env.Actions) == 1 {
-				if _, err := p.UnmarshalMsg(env.Actions[0].Payload); err == nil {
-					out <- p
-				}
-			}
+	ep := pullPayloads(t, func(b []byte) {
+		var p schemas.PinPayload
+		if _, err := p.UnmarshalMsg(b); err == nil {
+			out <- p
 		}
-	}()
-	t.Cleanup(func() { close(done); <-stopped; s.Close() })
+	})
 	return ep, out
 }
 

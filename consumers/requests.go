@@ -71,12 +71,6 @@ func NewRequestConsumer(js jetstream.JetStream, cfg RequestConfig, sel Selector,
 	if cfg.PrefetchTTL <= 0 {
 		cfg.PrefetchTTL = 2 * time.Second
 	}
-	if cfg.MaxAckPending <= 0 {
-		cfg.MaxAckPending = 1024
-	}
-	if cfg.AckWait <= 0 {
-		cfg.AckWait = 30 * time.Second
-	}
 	if log == nil {
 		log = slog.Default()
 	}

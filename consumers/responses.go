@@ -42,12 +42,6 @@ func NewResponseConsumer(js jetstream.JetStream, cfg ResponseConfig, pins *Pinni
 	if cfg.Durable == "" {
 		cfg.Durable = "hintstream-responses"
 	}
-	if cfg.MaxAckPending <= 0 {
-		cfg.MaxAckPending = 1024
-	}
-	if cfg.AckWait <= 0 {
-		cfg.AckWait = 30 * time.Second
-	}
 	if cfg.RetryDelay <= 0 {
 		cfg.RetryDelay = 500 * time.Millisecond
 	}
