@@ -10,35 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/internal/testvectors"
+
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/tinylib/msgp/msgp"
 )
 
-// vectorsDir finds <repo>/../shared/vectors, failing (never skipping) the
-// test when it is missing.
-func vectorsDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the package directory")
-		}
-		dir = parent
-	}
-	v := filepath.Join(dir, "..", "shared", "vectors")
-	if _, err := os.Stat(v); err != nil {
-		t.Fatalf("shared test vectors missing: %v", err)
-	}
-	return v
-}
+func vectorsDir(t *testing.T) string { t.Helper(); return testvectors.Dir(t) }
 
 func readVector(t *testing.T, name string) []byte {
 	t.Helper()

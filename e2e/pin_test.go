@@ -3,10 +3,10 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hintstream/hintstream/internal/testvectors"
 
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/pypeer"
@@ -25,10 +25,7 @@ type sglangCase struct {
 
 func sglangVector(t *testing.T, name string) sglangCase {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "shared", "vectors", "sglang_pages_and_keys.json"))
-	if err != nil {
-		t.Fatalf("vectors: %v", err)
-	}
+	b := testvectors.Read(t, "sglang_pages_and_keys.json")
 	var f struct {
 		Cases []sglangCase `json:"cases"`
 	}

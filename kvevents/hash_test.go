@@ -10,33 +10,12 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/hintstream/hintstream/internal/testvectors"
+
 	"github.com/zeebo/xxh3"
 )
 
-// vectorsDir finds shared/vectors in an ancestor directory or beside the
-// module root (<repo>/../shared/vectors, as CI lays it out). Missing
-// vectors fail the test.
-func vectorsDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	isDir := func(p string) bool { fi, err := os.Stat(p); return err == nil && fi.IsDir() }
-	for d := dir; ; d = filepath.Dir(d) {
-		if c := filepath.Join(d, "shared", "vectors"); isDir(c) {
-			return c
-		}
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			if c := filepath.Join(d, "..", "shared", "vectors"); isDir(c) {
-				return c
-			}
-		}
-		if filepath.Dir(d) == d {
-			t.Fatalf("shared/vectors not found above %s", dir)
-		}
-	}
-}
+func vectorsDir(t testing.TB) string { t.Helper(); return testvectors.Dir(t) }
 
 type hashVectors struct {
 	BytesVector struct {

@@ -5,33 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/hintstream/hintstream/internal/testvectors"
 )
 
-// vectorsDir finds shared/vectors beside the repository root (the directory
-// holding go.mod): in CI the repo is cloned next to a copy of shared/.
-// It fails the test, never skips, when the vectors are missing.
-func vectorsDir(tb testing.TB) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("no go.mod above the package directory")
-		}
-		dir = parent
-	}
-	v := filepath.Join(dir, "..", "shared", "vectors")
-	if st, err := os.Stat(v); err != nil || !st.IsDir() {
-		tb.Fatalf("test vectors missing at %s: %v", v, err)
-	}
-	return v
-}
+func vectorsDir(tb testing.TB) string { tb.Helper(); return testvectors.Dir(tb) }
 
 func readVector(tb testing.TB, name string) []byte {
 	tb.Helper()
