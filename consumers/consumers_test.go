@@ -368,3 +368,63 @@ func TestEngineRestartClearsWorker(t *testing.T) {
 		t.Fatalf("overlap %d after the new run stored the prompt, want 4", got)
 	}
 }
+
+// A durable consumer deleted under a running instance is recreated and
+// the next wake-up is still hinted, without a restart.
+func TestDeletedConsumerRecreated(t *testing.T) {
+	f := setup(t, streams.DefaultSet())
+	subj := streams.RequestSubject("m")
+	f.publish(t, subj, wakeJSON(t, "before", "m", time.Now()), "")
+	expectHint(t, f.hints, "before")
+	consumerSettled(t, f.js)
+	if err := f.js.DeleteConsumer(context.Background(), "LLM_REQUESTS", "hintstream-requests"); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool { return f.counters.Get("requests.consumer_recreated") == 1 },
+		"the deleted consumer recreated")
+	f.publish(t, subj, wakeJSON(t, "after", "m", time.Now()), "")
+	expectHint(t, f.hints, "after")
+}
+
+// A message that keeps failing for a transient reason runs out of
+// deliveries and is copied to the dead-letter subject, not lost.
+func TestMaxDeliveriesDeadLettered(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	ctx := context.Background()
+	set := streams.DefaultSet()
+	if _, err := streams.EnsureSet(ctx, js, set); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := OpenRequestIndex(ctx, js, "", set.Requests.Name, time.Hour, schemas.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without its bucket, indexing fails on every delivery.
+	if err := js.DeleteKeyValue(ctx, DefaultRequestIndexBucket); err != nil {
+		t.Fatal(err)
+	}
+	counters := &metrics.Counters{}
+	pins := &Pinning{Index: idx, Counters: counters, Log: discard()}
+	c := NewRequestConsumer(js, RequestConfig{Stream: set.Requests.Name, MaxDeliver: 2}, nil, nil, pins,
+		NewDeadLetter(js, ""), counters, discard())
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	b, _ := json.Marshal(schemas.RequestEvent{RequestID: "doomed"})
+	if _, err := js.Publish(ctx, streams.RequestSubject("m"), b); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 15*time.Second, func() bool {
+		s, err := js.Stream(ctx, "HINTSTREAM_DLQ")
+		if err != nil {
+			return false
+		}
+		m, err := s.GetLastMsgForSubject(ctx, "hintstream.dlq.requests")
+		return err == nil && m.Header.Get(HeaderDLQReason) == "max deliveries" && string(m.Data) == string(b)
+	}, "the undeliverable request in the dead-letter stream")
+	if counters.Get("requests.max_deliveries") != 1 || counters.Get("requests.transient_errors") != 2 {
+		t.Fatalf("counters %v", counters.Snapshot(""))
+	}
+}

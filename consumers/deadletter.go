@@ -62,3 +62,32 @@ func (d *DeadLetter) Publish(ctx context.Context, kind, reason string, msg jetst
 	}
 	return nil
 }
+
+// PublishStored copies the message at seq of stream (one JetStream gave up
+// on) to "<prefix>.<kind>", like Publish.
+func (d *DeadLetter) PublishStored(ctx context.Context, kind, reason, stream string, seq uint64) error {
+	s, err := d.js.Stream(ctx, stream)
+	if err != nil {
+		return err
+	}
+	m, err := s.GetMsg(ctx, seq)
+	if err != nil {
+		return err
+	}
+	out := nats.NewMsg(d.Subject(kind))
+	out.Data = m.Data
+	for k, vs := range m.Header {
+		for _, v := range vs {
+			out.Header.Add(k, v)
+		}
+	}
+	out.Header.Set(HeaderDLQReason, reason)
+	out.Header.Set(HeaderDLQSubject, m.Subject)
+	out.Header.Set(HeaderDLQStream, stream)
+	out.Header.Set(HeaderDLQSeq, strconv.FormatUint(seq, 10))
+	out.Header.Set(nats.MsgIdHdr, fmt.Sprintf("%s/%d", stream, seq))
+	if _, err := d.js.PublishMsg(ctx, out); err != nil {
+		return fmt.Errorf("dead-letter copy to %s: %w", out.Subject, err)
+	}
+	return nil
+}

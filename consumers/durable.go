@@ -2,14 +2,17 @@ package consumers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -25,23 +28,34 @@ type durable struct {
 	maxDeliver    int
 	log           *slog.Logger
 
-	mu sync.Mutex
-	cc jetstream.ConsumeContext
+	// dlq receives messages that reached maxDeliver (nil: not watched).
+	dlq      *DeadLetter
+	dlqKind  string
+	counters *metrics.Counters
+
+	// handled is the highest stream sequence handled: a recreated consumer
+	// resumes after it, so nothing is skipped or done twice.
+	handled atomic.Uint64
+
+	mu      sync.Mutex
+	cc      jetstream.ConsumeContext
+	handle  func(jetstream.Msg)
+	advSub  *nats.Subscription
+	lost    chan struct{} // the consumer may be gone: check and recreate
+	done    chan struct{}
+	stopped chan struct{}
 }
 
 // Defaults of the trigger consumers.
 const (
 	defaultMaxAckPending = 1024
 	defaultAckWait       = 30 * time.Second
+	// defaultMaxDeliver bounds redeliveries; past it the message is copied
+	// to the dead-letter subject (see watchMaxDeliveries).
+	defaultMaxDeliver = 10
 )
 
-func (d *durable) start(ctx context.Context, handle func(jetstream.Msg)) error {
-	if d.maxAckPending <= 0 {
-		d.maxAckPending = defaultMaxAckPending
-	}
-	if d.ackWait <= 0 {
-		d.ackWait = defaultAckWait
-	}
+func (d *durable) config() jetstream.ConsumerConfig {
 	cfg := jetstream.ConsumerConfig{
 		Durable:        d.name,
 		AckPolicy:      jetstream.AckExplicitPolicy,
@@ -54,14 +68,63 @@ func (d *durable) start(ctx context.Context, handle func(jetstream.Msg)) error {
 	if d.deliverNew {
 		cfg.DeliverPolicy = jetstream.DeliverNewPolicy
 	}
+	return cfg
+}
+
+// start attaches to the durable (creating it when absent) and consumes
+// until stop. A consumer deleted while running is recreated, with one log
+// line, without a restart.
+func (d *durable) start(ctx context.Context, handle func(jetstream.Msg)) error {
+	if d.maxAckPending <= 0 {
+		d.maxAckPending = defaultMaxAckPending
+	}
+	if d.ackWait <= 0 {
+		d.ackWait = defaultAckWait
+	}
+	if d.maxDeliver == 0 {
+		d.maxDeliver = defaultMaxDeliver
+	}
+	d.handle = handle
+	d.lost = make(chan struct{}, 1)
+	d.done = make(chan struct{})
+	d.stopped = make(chan struct{})
+	if err := d.consume(ctx); err != nil {
+		return err
+	}
+	if err := d.watchMaxDeliveries(); err != nil {
+		d.stopConsume()
+		return err
+	}
+	go d.supervise()
+	return nil
+}
+
+func (d *durable) consume(ctx context.Context) error {
 	cons, err := d.js.Consumer(ctx, d.stream, d.name)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		cfg := d.config()
+		if last := d.handled.Load(); last > 0 {
+			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, last+1
+		}
 		cons, err = d.js.CreateConsumer(ctx, d.stream, cfg)
 	}
 	if err != nil {
 		return fmt.Errorf("consumer %s on %s: %w", d.name, d.stream, err)
 	}
-	h, err := cons.Consume(handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	h, err := cons.Consume(func(m jetstream.Msg) {
+		d.handle(m)
+		if md, err := m.Metadata(); err == nil && md.Sequence.Stream > d.handled.Load() {
+			d.handled.Store(md.Sequence.Stream)
+		}
+	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+			errors.Is(err, jetstream.ErrNoHeartbeat) {
+			select {
+			case d.lost <- struct{}{}:
+			default:
+			}
+			return
+		}
 		d.log.Warn("consume", "err", err)
 	}))
 	if err != nil {
@@ -73,8 +136,90 @@ func (d *durable) start(ctx context.Context, handle func(jetstream.Msg)) error {
 	return nil
 }
 
-// stop stops fetching and waits until the message in hand is finished.
-func (d *durable) stop() {
+// supervise recreates the consumer when it was deleted (by an operator,
+// or with its stream), retrying until stop.
+func (d *durable) supervise() {
+	defer close(d.stopped)
+	for {
+		select {
+		case <-d.done:
+			return
+		case <-d.lost:
+		}
+		for !d.recover() {
+			select {
+			case <-d.done:
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// recover reattaches to the durable, recreating it when it is gone; false
+// means try again later.
+func (d *durable) recover() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := d.js.Consumer(ctx, d.stream, d.name)
+	switch {
+	case err == nil:
+		d.mu.Lock()
+		active := d.cc != nil
+		d.mu.Unlock()
+		if active {
+			return true // a heartbeat hiccup: nats.go carries on
+		}
+		// Another member recreated it while we were stopped: attach.
+		err = d.consume(ctx)
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		d.stopConsume()
+		if err = d.consume(ctx); err == nil {
+			d.counters.Inc(d.dlqKind + ".consumer_recreated")
+			d.log.Warn("durable consumer was deleted; recreated it", "stream", d.stream, "consumer", d.name)
+		}
+	}
+	if err != nil {
+		d.log.Debug("consumer not recovered yet", "err", err)
+		return false
+	}
+	return true
+}
+
+// watchMaxDeliveries copies a message that ran out of deliveries to the
+// dead-letter subject: JetStream stops redelivering it and says so only
+// in an advisory.
+func (d *durable) watchMaxDeliveries() error {
+	if d.dlq == nil {
+		return nil
+	}
+	subj := fmt.Sprintf("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.%s.%s", d.stream, d.name)
+	sub, err := d.js.Conn().Subscribe(subj, func(m *nats.Msg) {
+		var adv struct {
+			StreamSeq  uint64 `json:"stream_seq"`
+			Deliveries uint64 `json:"deliveries"`
+		}
+		if json.Unmarshal(m.Data, &adv) != nil || adv.StreamSeq == 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		d.counters.Inc(d.dlqKind + ".max_deliveries")
+		if err := d.dlq.PublishStored(ctx, d.dlqKind, "max deliveries", d.stream, adv.StreamSeq); err != nil {
+			d.log.Error("dead-letter of an undeliverable message failed", "stream_seq", adv.StreamSeq, "err", err)
+			return
+		}
+		d.log.Warn("message ran out of deliveries; copied to the dead-letter subject",
+			"stream_seq", adv.StreamSeq, "deliveries", adv.Deliveries)
+	})
+	if err != nil {
+		return fmt.Errorf("watch max deliveries of %s: %w", d.name, err)
+	}
+	d.advSub = sub
+	return nil
+}
+
+func (d *durable) stopConsume() {
 	d.mu.Lock()
 	h := d.cc
 	d.cc = nil
@@ -84,6 +229,24 @@ func (d *durable) stop() {
 	}
 	h.Drain()
 	<-h.Closed()
+}
+
+// stop stops fetching and waits until the message in hand is finished.
+func (d *durable) stop() {
+	if d.done == nil {
+		return
+	}
+	select {
+	case <-d.done:
+		return
+	default:
+	}
+	close(d.done)
+	<-d.stopped
+	if d.advSub != nil {
+		_ = d.advSub.Unsubscribe()
+	}
+	d.stopConsume()
 }
 
 // rejecter terminates malformed trigger events after copying them to the

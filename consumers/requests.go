@@ -43,7 +43,10 @@ type RequestConfig struct {
 	MaxAckPending int
 	// AckWait is the redelivery timeout; default 30s.
 	AckWait time.Duration
-	Limits  schemas.Limits
+	// MaxDeliver bounds deliveries of one message; then it is copied to
+	// the dead-letter subject. Default 10; -1 unbounded.
+	MaxDeliver int
+	Limits     schemas.Limits
 }
 
 // RequestConsumer consumes request events and sends a kv.prefetch for
@@ -78,7 +81,8 @@ func NewRequestConsumer(js jetstream.JetStream, cfg RequestConfig, sel Selector,
 	return &RequestConsumer{cfg: cfg, selector: sel, sender: snd, pins: pins, counters: counters, log: log,
 		now: time.Now,
 		d: durable{js: js, stream: cfg.Stream, name: cfg.Durable, filter: cfg.Filter, deliverNew: cfg.DeliverNew,
-			ackWait: cfg.AckWait, maxAckPending: cfg.MaxAckPending, log: log},
+			ackWait: cfg.AckWait, maxAckPending: cfg.MaxAckPending, maxDeliver: cfg.MaxDeliver, log: log,
+			dlq: dlq, dlqKind: "requests", counters: counters},
 		rej: rejecter{kind: "requests", dlq: dlq, counters: counters, log: log}}
 }
 

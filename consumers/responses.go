@@ -19,6 +19,7 @@ type ResponseConfig struct {
 	DeliverNew    bool
 	MaxAckPending int           // default 1024
 	AckWait       time.Duration // default 30s
+	MaxDeliver    int           // default 10, then dead-lettered; -1 unbounded
 	// RetryDelay is how long a tool-call response whose request is not yet
 	// indexed waits before it is tried again; default 500ms.
 	RetryDelay time.Duration
@@ -51,7 +52,8 @@ func NewResponseConsumer(js jetstream.JetStream, cfg ResponseConfig, pins *Pinni
 	log = log.With("consumer", cfg.Durable)
 	return &ResponseConsumer{cfg: cfg, pins: pins, counters: counters, log: log,
 		d: durable{js: js, stream: cfg.Stream, name: cfg.Durable, filter: cfg.Filter, deliverNew: cfg.DeliverNew,
-			ackWait: cfg.AckWait, maxAckPending: cfg.MaxAckPending, log: log},
+			ackWait: cfg.AckWait, maxAckPending: cfg.MaxAckPending, maxDeliver: cfg.MaxDeliver, log: log,
+			dlq: dlq, dlqKind: "responses", counters: counters},
 		rej: rejecter{kind: "responses", dlq: dlq, counters: counters, log: log}}
 }
 

@@ -31,7 +31,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		demoCount    = fs.Int("demo-count", 0, "demo requests to publish; 0 = until stopped")
 		ttl          = fs.Duration("prefetch-ttl", 2*time.Second, "a prefetch expires this long after its wake-up (expires_at_ms)")
 		bucket       = fs.String("registry-bucket", "hintstream_workers", "JetStream KV bucket of the worker registry")
-		durable      = fs.String("requests-durable", "hintstream-requests", "durable consumer name for request events")
+		group        = fs.String("group", env("HINTSTREAM_GROUP", "hintstream"), "consumer group (env HINTSTREAM_GROUP): every member shares the durable consumers <group>-requests and <group>-responses, and keeps its own index")
+		durable      = fs.String("requests-durable", "", "durable consumer name for request events (default <group>-requests)")
 		deliverAll   = fs.Bool("requests-deliver-all", false, "a newly created requests consumer starts at the stream's beginning instead of its end")
 		update       = fs.Bool("update-streams", false, "add missing subjects to existing streams (otherwise a mismatch stops start-up)")
 		reqStream    = fs.String("requests-stream", def.Requests.Name, "stream of request events")
@@ -65,7 +66,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		toolMin      = fs.Int("tool-time-min-samples", 20, "observations of a tool needed before its own percentile is used")
 		keepPin      = fs.Bool("keep-pin-on-next-turn", false, "leave a session's pin when its next request arrives (default: release the slot)")
 		reqIndexTTL  = fs.Duration("request-index-ttl", time.Hour, "how long a response may trail its request and still be pinned")
-		respDurable  = fs.String("responses-durable", "hintstream-responses", "durable consumer name for response events")
+		respDurable  = fs.String("responses-durable", "", "durable consumer name for response events (default <group>-responses)")
 		stopDeadline = fs.Duration("shutdown-timeout", 3*time.Second, "how long shutdown may spend flushing queued hints")
 	)
 	fs.Usage = func() {
@@ -74,6 +75,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *durable == "" {
+		*durable = *group + "-requests"
+	}
+	if *respDurable == "" {
+		*respDurable = *group + "-responses"
 	}
 	log, err := newLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
