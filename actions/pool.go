@@ -22,6 +22,7 @@ type Pool struct {
 	zctx *zmq.Context
 	own  bool  // zctx is ours to terminate
 	err  error // the ZMQ context could not be created
+	cerr error // CURVE was requested but cannot work
 
 	mu      sync.RWMutex
 	senders map[string]*sender
@@ -39,6 +40,16 @@ type poolOptions struct {
 	sendTimeout time.Duration
 	linger      time.Duration
 	zctx        *zmq.Context
+	curve       curveOptions
+	onSent      func(endpoint string, latency time.Duration)
+}
+
+// WithSentHook calls f for every hint sent, with the time from Send to
+// ZMQ accepting it (retries included), from the endpoint's sender
+// goroutine: f must be quick and safe for concurrent use. For latency
+// histograms.
+func WithSentHook(f func(endpoint string, latency time.Duration)) PoolOption {
+	return func(o *poolOptions) { o.onSent = f }
 }
 
 // WithQueueSize bounds each endpoint's queue (default 1024). Send fails
@@ -89,7 +100,8 @@ func WithContext(zctx *zmq.Context) PoolOption {
 }
 
 // NewPool returns an empty pool. If the ZMQ context cannot be created,
-// every Send returns that error.
+// or CURVE was requested (WithCurve) but cannot work, every Send returns
+// that error; Err reports it at once.
 func NewPool(opts ...PoolOption) *Pool {
 	o := poolOptions{
 		queueSize:   1024,
@@ -110,14 +122,26 @@ func NewPool(opts ...PoolOption) *Pool {
 		p.zctx, p.err = zmq.NewContext()
 		p.own = p.err == nil
 	}
+	p.cerr = p.opts.curve.resolve()
 	return p
+}
+
+// Err returns the error that makes every Send fail, or nil: the ZMQ
+// context could not be created, or CURVE is unusable (ErrCurveUnsupported,
+// ErrCurveKey). Check it after NewPool to fail at start-up.
+func (p *Pool) Err() error {
+	if p.err != nil {
+		return fmt.Errorf("actions: zmq context: %w", p.err)
+	}
+	return p.cerr
 }
 
 // Send enqueues h for endpoint (for example "tcp://10.0.0.7:5570") and
 // returns at once; it never waits for the network. It fails with
 // ErrExpired when h.Deadline has passed or is zero, ErrQueueFull when the
 // endpoint's queue is full, ErrClosed after Close, ErrInvalidHint for an
-// empty body and ErrEndpoint when the endpoint cannot be connected. The
+// empty body and ErrEndpoint when the endpoint cannot be connected (also
+// with ErrCurveKey when WithCurve gave it a malformed key). The
 // first two count as dropped hints.
 func (p *Pool) Send(endpoint string, h Hint) error {
 	if len(h.Body) == 0 {
@@ -153,8 +177,8 @@ func (p *Pool) Send(endpoint string, h Hint) error {
 		return ErrClosed
 	}
 	if s = p.senders[endpoint]; s == nil {
-		if p.err != nil {
-			return fmt.Errorf("actions: zmq context: %w", p.err)
+		if err := p.Err(); err != nil {
+			return err
 		}
 		var err error
 		if s, err = newSender(p.zctx, endpoint, &p.opts, p.countersLocked(endpoint)); err != nil {

@@ -1,9 +1,12 @@
 package actions_test
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/internal/natstest"
 )
 
@@ -49,4 +52,27 @@ func TestPoolSendLatency(t *testing.T) {
 		t.Fatalf("down endpoint: latency count %d, max %v, sum %v; want 1 hint that waited >= %v",
 			st.LatencyCount, st.LatencyMax, st.LatencySum, waited)
 	}
+}
+
+// The sent hook sees every sent hint once, with its endpoint.
+func TestPoolSentHook(t *testing.T) {
+	ep, ch := puller(t, "tcp://127.0.0.1:*")
+	var mu sync.Mutex
+	seen := map[string]int{}
+	p := actions.NewPool(actions.WithSentHook(func(endpoint string, d time.Duration) {
+		if d <= 0 {
+			t.Errorf("latency %v", d)
+		}
+		mu.Lock()
+		seen[endpoint]++
+		mu.Unlock()
+	}))
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	for i := range 5 {
+		if err := p.Send(ep, hint(i, 5*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receive(t, ch, 5, 5*time.Second)
+	natstest.Eventually(t, time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return seen[ep] == 5 }, "5 hooks")
 }

@@ -89,6 +89,7 @@ type sender struct {
 	queue    chan queued
 	stats    *counters
 	log      *slog.Logger
+	onSent   func(endpoint string, latency time.Duration)
 
 	drain chan struct{} // closed by Pool.Close: send what is queued, then exit
 
@@ -117,6 +118,8 @@ func newSender(zctx *zmq.Context, endpoint string, o *poolOptions, stats *counte
 		func() error { return sock.SetReconnectIvl(100 * time.Millisecond) },
 		// ...but don't hammer a worker that stays down.
 		func() error { return sock.SetReconnectIvlMax(5 * time.Second) },
+		// CURVE keys must be set before Connect, which fixes the mechanism.
+		func() error { return o.curve.apply(sock, endpoint) },
 		func() error { return sock.Connect(endpoint) },
 	} {
 		if err := set(); err != nil {
@@ -130,6 +133,7 @@ func newSender(zctx *zmq.Context, endpoint string, o *poolOptions, stats *counte
 		queue:    make(chan queued, o.queueSize),
 		stats:    stats,
 		log:      o.logger.With("endpoint", endpoint),
+		onSent:   o.onSent,
 		drain:    make(chan struct{}),
 		abort:    make(chan struct{}),
 		done:     make(chan struct{}),
@@ -226,7 +230,11 @@ func (s *sender) deliver(q queued) {
 		}
 		_, err := s.sock.SendBytes(h.Body, 0)
 		if err == nil {
-			s.stats.sentAfter(time.Since(q.at))
+			d := time.Since(q.at)
+			s.stats.sentAfter(d)
+			if s.onSent != nil {
+				s.onSent(s.endpoint, d)
+			}
 			return
 		}
 		if !retryable(err) {

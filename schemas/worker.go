@@ -14,6 +14,9 @@ type WorkerRecord struct {
 	// HintEndpoints[i] is the PULL socket of dp rank i's scheduler.
 	HintEndpoints []string      `json:"hint_endpoints"`
 	ObjectLayout  *ObjectLayout `json:"object_layout,omitempty"`
+	// HintCurvePublicKey is the CURVE server key (Z85, 40 characters) of
+	// the worker's hint sockets; empty: plain text.
+	HintCurvePublicKey string `json:"hint_curve_public_key,omitempty"`
 }
 
 // ObjectLayout is the body SGLang reports for its L3 (Mooncake) layout.
@@ -48,6 +51,9 @@ func (w *WorkerRecord) Validate() error {
 	}
 	if len(w.HintEndpoints) == 0 {
 		return fmt.Errorf("worker %d: no hint_endpoints", w.WorkerID)
+	}
+	if k := w.HintCurvePublicKey; k != "" && len(k) != 40 {
+		return fmt.Errorf("worker %d: hint_curve_public_key must be a 40-character Z85 key", w.WorkerID)
 	}
 	for i, ep := range w.HintEndpoints {
 		if !validEndpoint(ep) {

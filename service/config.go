@@ -9,6 +9,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
@@ -21,6 +22,17 @@ import (
 type Config struct {
 	// NATSURL of the bus; empty starts an embedded JetStream server.
 	NATSURL string
+	// NATS holds the connection's security and naming (TLS, creds, nkey,
+	// user/password, token); its URL is NATSURL's.
+	NATS natsconn.Config
+	// PinCurvePublicKey is the Mooncake master's CURVE server key (Z85);
+	// empty: the pin socket is plain text. Workers publish theirs in their
+	// registry record (hint_curve_public_key).
+	PinCurvePublicKey string
+	// CurveClientPublicKey/SecretKey fix hintstream's own CURVE keypair
+	// (for servers that authorise clients by key); empty: one is made at
+	// start-up.
+	CurveClientPublicKey, CurveClientSecretKey string
 	// EmbeddedDir holds the embedded server's store; default ".hintstream/nats".
 	EmbeddedDir string
 	// EmbeddedPort for the embedded server; 0 picks a free port (the URL
@@ -67,6 +79,11 @@ type Config struct {
 	// RequestIndexTTL is how long a response may trail its request and
 	// still be pinned; default 1h.
 	RequestIndexTTL time.Duration
+
+	// HTTPAddr serves /metrics (Prometheus), /healthz and /readyz; empty:
+	// no HTTP server. Pprof adds /debug/pprof there.
+	HTTPAddr string
+	Pprof    bool
 
 	Limits schemas.Limits
 	Logger *slog.Logger

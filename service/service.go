@@ -6,13 +6,18 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/internal/natsembed"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/natsconn"
+	"github.com/hintstream/hintstream/observe"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
@@ -45,6 +50,10 @@ type Service struct {
 	responses *consumers.ResponseConsumer
 	// Learner holds the learned tool times (nil when pins are off).
 	Learner *tooltime.Learner
+
+	http    *observe.Server
+	latency *observe.Histogram
+	ready   atomic.Bool
 
 	stopOnce sync.Once
 }
@@ -103,15 +112,13 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		url = s.embedded.ClientURL()
 		s.log.Info("embedded JetStream server started", "url", url, "store", s.cfg.EmbeddedDir)
 	}
-	s.nc, err = nats.Connect(url, nats.Name("hintstream"), nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				s.log.Warn("nats disconnected", "err", err)
-			}
-		}),
-		nats.ReconnectHandler(func(nc *nats.Conn) { s.log.Info("nats reconnected", "url", nc.ConnectedUrl()) }))
-	if err != nil {
-		return fmt.Errorf("connect %s: %w", url, err)
+	ncfg := s.cfg.NATS
+	ncfg.URL = url
+	if ncfg.Logger == nil {
+		ncfg.Logger = s.log
+	}
+	if s.nc, err = natsconn.Connect(ncfg); err != nil {
+		return err
 	}
 	if s.js, err = jetstream.New(s.nc); err != nil {
 		return err
@@ -121,7 +128,25 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		return err
 	}
 
-	s.pool = actions.NewPool(actions.WithQueueSize(s.cfg.SenderQueue), actions.WithLogger(s.log))
+	s.latency = &observe.Histogram{}
+	popts := []actions.PoolOption{actions.WithQueueSize(s.cfg.SenderQueue), actions.WithLogger(s.log),
+		actions.WithCurve(s.curveServerKey), actions.WithSentHook(s.latency.Observe)}
+	if s.cfg.CurveClientPublicKey != "" {
+		popts = append(popts, actions.WithCurveClientKeys(s.cfg.CurveClientPublicKey, s.cfg.CurveClientSecretKey))
+	}
+	s.pool = actions.NewPool(popts...)
+	if err := s.pool.Err(); err != nil {
+		return err
+	}
+	if s.cfg.HTTPAddr != "" {
+		s.http, err = observe.Start(observe.Options{Addr: s.cfg.HTTPAddr, Pprof: s.cfg.Pprof, Logger: s.log},
+			observe.Sources{Counters: s.Counters, Index: s.Index.Stats, Endpoints: s.pool.Stats,
+				Ready: s.ready.Load, Pending: s.pending, Latency: s.latency})
+		if err != nil {
+			return err
+		}
+		s.log.Info("serving /metrics, /healthz, /readyz", "addr", s.http.Addr(), "pprof", s.cfg.Pprof)
+	}
 	s.registry, err = registry.Open(ctx, s.js, registry.WithBucket(s.cfg.RegistryBucket),
 		registry.WithLogger(s.log), registry.WithOnChange(s.onWorkerChange))
 	if err != nil {
@@ -176,9 +201,41 @@ func (s *Service) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	s.ready.Store(true)
 	s.log.Info("hintstream running", "nats", url, "index_blocks", s.Index.Stats().DeviceBlocks, "requests", st.Requests.Subjects,
 		"kv_events", st.KVEvents.Subjects, "load", st.Load.Subjects, "registry", s.cfg.RegistryBucket)
 	return nil
+}
+
+// HTTPAddr is the address /metrics is served on ("" when off).
+func (s *Service) HTTPAddr() string {
+	if s.http == nil {
+		return ""
+	}
+	return s.http.Addr()
+}
+
+// Ready reports whether the service has caught up and takes requests.
+func (s *Service) Ready() bool { return s.ready.Load() }
+
+// pending reports the group's consumers' backlog, for /metrics.
+func (s *Service) pending() map[string]uint64 {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	out := map[string]uint64{}
+	st := s.cfg.Streams
+	for _, c := range []struct{ stream, name string }{
+		{st.Requests.Name, s.cfg.RequestsDurable}, {st.Responses.Name, s.cfg.ResponsesDurable},
+	} {
+		cons, err := s.js.Consumer(ctx, c.stream, c.name)
+		if err != nil {
+			continue
+		}
+		if info, err := cons.Info(ctx); err == nil {
+			out[c.name] = info.NumPending + uint64(info.NumAckPending)
+		}
+	}
+	return out
 }
 
 // pinning sets tool-call pins up, or says once that they are off.
@@ -243,6 +300,11 @@ func (s *Service) Stop(ctx context.Context) {
 				s.log.Warn("hint senders closed before flushing", "err", err)
 			}
 		}
+		if s.http != nil {
+			if err := s.http.Close(ctx); err != nil {
+				s.log.Warn("http server close", "err", err)
+			}
+		}
 		if s.nc != nil {
 			s.nc.Close()
 		}
@@ -264,12 +326,34 @@ func (s *Service) onWorkerChange(ch registry.Change) {
 		s.closeEndpoints(ch.Previous, nil)
 		s.log.Info("worker left", "worker_id", ch.WorkerID)
 	case registry.Updated:
-		s.closeEndpoints(ch.Previous, ch.Record)
+		if ch.Previous != nil && ch.Previous.HintCurvePublicKey != ch.Record.HintCurvePublicKey {
+			s.closeEndpoints(ch.Previous, nil) // reconnect with the new server key
+		} else {
+			s.closeEndpoints(ch.Previous, ch.Record)
+		}
 		s.log.Info("worker changed", "worker_id", ch.WorkerID, "endpoints", ch.Record.HintEndpoints)
 	case registry.Added:
 		s.log.Info("worker joined", "worker_id", ch.WorkerID, "model", ch.Record.Model,
 			"block_size", ch.Record.KvBlockSize, "endpoints", ch.Record.HintEndpoints)
 	}
+}
+
+// curveServerKey finds the CURVE server key of an endpoint: the pin
+// endpoint's from the configuration, a worker's from its registry record.
+// Endpoints without one stay plain text.
+func (s *Service) curveServerKey(endpoint string) (string, bool) {
+	if endpoint == s.cfg.PinEndpoint {
+		return s.cfg.PinCurvePublicKey, s.cfg.PinCurvePublicKey != ""
+	}
+	if s.registry == nil {
+		return "", false
+	}
+	for _, w := range s.registry.Workers() {
+		if w.HintCurvePublicKey != "" && slices.Contains(w.HintEndpoints, endpoint) {
+			return w.HintCurvePublicKey, true
+		}
+	}
+	return "", false
 }
 
 func (s *Service) closeEndpoints(prev, next *schemas.WorkerRecord) {

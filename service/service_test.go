@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +80,41 @@ func TestWorkerLeavingDropsItsBlocks(t *testing.T) {
 		"worker 5's hint socket closed after it left the registry")
 	if _, err := svc.Selector.Select(&schemas.RequestEvent{RequestID: "r", Model: "m", TokenIDs: tokens}); err == nil {
 		t.Fatal("a departed worker was still chosen")
+	}
+}
+
+func TestHTTPEndpoints(t *testing.T) {
+	srv := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	svc := New(Config{NATSURL: srv.ClientURL(), HTTPAddr: "127.0.0.1:0",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := svc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop(context.Background())
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + svc.HTTPAddr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Fatalf("/healthz %d", code)
+	}
+	if code, _ := get("/readyz"); code != 200 || !svc.Ready() {
+		t.Fatalf("/readyz %d after Start", code)
+	}
+	code, body := get("/metrics")
+	for _, want := range []string{"hintstream_index_workers", "hintstream_consumer_pending{consumer=\"hintstream-requests\"}", "go_goroutines"} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Fatalf("/metrics (%d) lacks %s", code, want)
+		}
+	}
+	if code, _ := get("/debug/pprof/"); code != 404 {
+		t.Fatalf("pprof served without --pprof: %d", code)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hintstream/hintstream/natsconn"
+
 	"github.com/hintstream/hintstream/bridge"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
@@ -38,6 +40,7 @@ func bridgeCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		logFormat  = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
 		logLevel   = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
 	)
+	natsCfg := natsFlags(fs, "hintstream-bridge")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream bridge --zmq-endpoint tcp://... --worker-id N [flags]\n\n"+
 			"Republishes an engine's ZMQ KV events to JetStream kv.events.<worker-id>.\n\nFlags (default in brackets):\n")
@@ -67,7 +70,9 @@ func bridgeCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 
-	nc, err := nats.Connect(*natsURL, nats.Name("hintstream-bridge"), nats.MaxReconnects(-1))
+	ncfg := natsCfg()
+	ncfg.URL, ncfg.Logger = *natsURL, log
+	nc, err := natsconn.Connect(ncfg)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", *natsURL, err)
 	}

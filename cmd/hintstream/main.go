@@ -22,9 +22,10 @@ const usage = `hintstream: KV-cache hints from a NATS JetStream bus.
 Usage:
   hintstream run [flags]     consume events and send hints (embedded JetStream without --nats-url)
   hintstream bridge [flags]  republish an engine's ZMQ KV events to JetStream kv.events.<worker-id>
+  hintstream demo [flags]    a simulated cluster (workers, KV events, load, wake-ups) on an existing bus
   hintstream help            this text
 
-Run "hintstream run --help" for the flags of run.
+Run "hintstream <command> --help" for a command's flags.
 `
 
 func main() {
@@ -42,6 +43,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		err = runCmd(ctx, args[1:], stdout, stderr)
+	case "demo":
+		err = demoCmd(ctx, args[1:], stdout, stderr)
 	case "bridge":
 		err = bridgeCmd(ctx, args[1:], stderr)
 	case "help", "-h", "--help":

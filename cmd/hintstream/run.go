@@ -67,14 +67,24 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		keepPin      = fs.Bool("keep-pin-on-next-turn", false, "leave a session's pin when its next request arrives (default: release the slot)")
 		reqIndexTTL  = fs.Duration("request-index-ttl", time.Hour, "how long a response may trail its request and still be pinned")
 		respDurable  = fs.String("responses-durable", "", "durable consumer name for response events (default <group>-responses)")
+		httpAddr     = fs.String("http-addr", env("HINTSTREAM_HTTP_ADDR", ""), "serve /metrics, /healthz and /readyz here, e.g. :9090 (env HINTSTREAM_HTTP_ADDR); empty: off")
+		pprofOn      = fs.Bool("pprof", false, "also serve /debug/pprof on --http-addr")
+		checkOnly    = fs.Bool("check-config", false, "validate the flags and exit without connecting")
+		pinCurve     = fs.String("pin-curve-public-key", env("HINTSTREAM_PIN_CURVE_PUBLIC_KEY", ""), "CURVE server key (Z85) of the pin endpoint; empty: plain text (workers give theirs as hint_curve_public_key)")
+		curvePublic  = fs.String("curve-public-key", env("HINTSTREAM_CURVE_PUBLIC_KEY", ""), "hintstream's own CURVE public key (Z85); empty: a fresh keypair at start-up")
+		curveSecret  = fs.String("curve-secret-key", env("HINTSTREAM_CURVE_SECRET_KEY", ""), "hintstream's own CURVE secret key (Z85; prefer the env HINTSTREAM_CURVE_SECRET_KEY)")
 		stopDeadline = fs.Duration("shutdown-timeout", 3*time.Second, "how long shutdown may spend flushing queued hints")
 	)
+	natsCfg := natsFlags(fs, "hintstream")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *durable == "" {
 		*durable = *group + "-requests"
@@ -119,6 +129,22 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	cfg.IndexOptions = []kvevents.IndexOption{kvevents.WithMaxBlocks(*maxBlocks), kvevents.WithExcludeStale(*excludeStale)}
+	cfg.HTTPAddr, cfg.Pprof = *httpAddr, *pprofOn
+	if *pprofOn && *httpAddr == "" {
+		return fmt.Errorf("--pprof needs --http-addr")
+	}
+	cfg.NATS = natsCfg()
+	if err := cfg.NATS.Validate(); err != nil {
+		return err
+	}
+	cfg.PinCurvePublicKey, cfg.CurveClientPublicKey, cfg.CurveClientSecretKey = *pinCurve, *curvePublic, *curveSecret
+	if (*curvePublic == "") != (*curveSecret == "") {
+		return fmt.Errorf("--curve-public-key and --curve-secret-key go together")
+	}
+	if *checkOnly {
+		fmt.Fprintln(stdout, "hintstream run: configuration ok")
+		return nil
+	}
 	svc := service.New(cfg)
 	if err := svc.Start(ctx); err != nil {
 		return err

@@ -33,6 +33,11 @@ type Options struct {
 	Out      io.Writer     // where the story is printed; default io.Discard
 	Logger   *slog.Logger
 	Bucket   string // registry bucket; default registry.DefaultBucket
+	// BindHost is where the workers bind their hint sockets; default
+	// 127.0.0.1. AdvertiseHost is the host put in their registry records,
+	// for when hintstream runs elsewhere (another container); default
+	// BindHost.
+	BindHost, AdvertiseHost string
 }
 
 // Received is one hint a demo worker got.
@@ -70,6 +75,12 @@ func New(js jetstream.JetStream, o Options) *Demo {
 	}
 	if o.Bucket == "" {
 		o.Bucket = registry.DefaultBucket
+	}
+	if o.BindHost == "" {
+		o.BindHost = "127.0.0.1"
+	}
+	if o.AdvertiseHost == "" {
+		o.AdvertiseHost = o.BindHost
 	}
 	return &Demo{js: js, opts: o, run: fmt.Sprintf("%04x", time.Now().UnixNano()&0xffff)}
 }

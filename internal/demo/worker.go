@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,7 +34,7 @@ func newWorker(id uint64, d *Demo) (*worker, error) {
 		s.Close()
 		return nil, err
 	}
-	if err := s.Bind("tcp://127.0.0.1:*"); err != nil {
+	if err := s.Bind("tcp://" + d.opts.BindHost + ":*"); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -41,6 +42,11 @@ func newWorker(id uint64, d *Demo) (*worker, error) {
 	if err != nil {
 		s.Close()
 		return nil, err
+	}
+	// The bound endpoint names the bind address; others reach it by the
+	// advertised host on the same port.
+	if i := strings.LastIndex(ep, ":"); i > 0 {
+		ep = "tcp://" + d.opts.AdvertiseHost + ep[i:]
 	}
 	return &worker{id: id, endpoint: ep, sock: s, demo: d, done: make(chan struct{})}, nil
 }

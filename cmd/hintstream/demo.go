@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/hintstream/hintstream/natsconn"
+
+	"github.com/hintstream/hintstream/internal/demo"
+	"github.com/hintstream/hintstream/streams"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// demoCmd runs the simulated cluster of `run --demo` on its own, against
+// a bus where hintstream runs elsewhere (docker-compose).
+func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		natsURL   = fs.String("nats-url", env("HINTSTREAM_NATS_URL", nats.DefaultURL), "NATS server URL (env HINTSTREAM_NATS_URL)")
+		every     = fs.Duration("interval", time.Second, "time between requests")
+		count     = fs.Int("count", 0, "requests to publish; 0 = until stopped")
+		bindHost  = fs.String("bind-host", "127.0.0.1", "where the simulated workers bind their hint sockets")
+		advertise = fs.String("advertise-host", "", "host the workers register their hint sockets under (default --bind-host)")
+		bucket    = fs.String("registry-bucket", "hintstream_workers", "JetStream KV bucket of the worker registry")
+		logFormat = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json")
+		logLevel  = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error")
+		checkOnly = fs.Bool("check-config", false, "validate the flags and exit without connecting")
+	)
+	natsCfg := natsFlags(fs, "hintstream-demo")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	log, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
+	if *checkOnly {
+		fmt.Fprintln(stdout, "hintstream demo: configuration ok")
+		return nil
+	}
+	ncfg := natsCfg()
+	ncfg.URL, ncfg.Logger = *natsURL, log
+	nc, err := natsconn.Connect(ncfg)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	// The demo may come up before hintstream: make sure its streams exist.
+	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet(), streams.WithLogger(log)); err != nil {
+		return err
+	}
+	d := demo.New(js, demo.Options{Interval: *every, Count: *count, Out: stdout, Logger: log, Bucket: *bucket,
+		BindHost: *bindHost, AdvertiseHost: *advertise})
+	if err := d.Run(ctx); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,40 @@
+// Package observe serves hintstream's operational endpoints: Prometheus
+// metrics, liveness, readiness and (optionally) pprof.
+//
+// The metrics are read from the sources on each scrape (see Sources and
+// NewCollector): nothing is counted twice, and a scrape costs one pass
+// over the counters and the stats snapshots.
+//
+// Mapping of the in-process counters (metrics.Counters):
+//
+//	"a.b.c"        → hintstream_a_b_c_total                 counter
+//	"a.b.c|x"      → hintstream_a_b_c_total{reason="x"}     counter
+//	"tooltime.*|x"          label tool
+//	"kv_events.applied|x"   label kind
+//	"pins.expected_from|x"  label source
+//	"tooltime.expected_ms|x" → hintstream_tooltime_expected_seconds{tool="x"} gauge (ms → s)
+//
+// Characters outside [a-zA-Z0-9_] in a name become '_'. A family holds
+// either labelled series or one unlabelled series, never both: when any
+// "name|label" counter exists, the unlabelled "name" total is left out,
+// because Counters.IncLabel keeps it equal to the sum of the labelled
+// ones (sum() in PromQL gives it back). A counter whose name would clash
+// with one of the fixed families below is exported as
+// hintstream_counters_<name>_total instead. Names set with Counters.Set
+// are gauges only when listed in the gauge table (tooltime.expected_ms);
+// any other name is exported as a counter.
+//
+// Fixed families (each only when its source is set):
+//
+//	hintstream_index_blocks{tier="device"|"other"}        gauge
+//	hintstream_index_workers, _stale_workers, _hashes      gauge
+//	hintstream_index_{gaps,out_of_order,unknown_parent,unknown_removals,cleared,dropped_full}_total  counter
+//	hintstream_hints_sent_total{endpoint}                  counter
+//	hintstream_hints_retried_total{endpoint}               counter
+//	hintstream_hints_dropped_total{endpoint,reason}        counter
+//	hintstream_sender_queue_depth{endpoint}                gauge
+//	hintstream_hint_send_seconds{endpoint}                 summary (count and sum only)
+//	hintstream_hint_send_max_seconds{endpoint}             gauge
+//	hintstream_hint_latency_seconds{endpoint}              histogram (Sources.Latency)
+//	hintstream_consumer_pending{consumer}                  gauge
+package observe
