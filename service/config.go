@@ -50,8 +50,14 @@ type Config struct {
 	// the beginning of the stream instead of its end.
 	RequestsDeliverAll bool
 	PrefetchTTL        time.Duration // default 2s
-	DeadLetterPrefix   string        // default "hintstream.dlq"
-	SenderQueue        int           // per endpoint; default 1024
+	// AckWait is how long a group member may hold a request or response
+	// before JetStream gives it to another; default 30s.
+	AckWait time.Duration
+	// MaxAckPending bounds the messages one member holds unacked; default
+	// 1024.
+	MaxAckPending    int
+	DeadLetterPrefix string // default "hintstream.dlq"
+	SenderQueue      int    // per endpoint; default 1024
 
 	// Routing is the worker choice; nil means routing.DefaultConfig()
 	// (Dynamo's defaults: weight 1, temperature 0, no spreading).

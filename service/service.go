@@ -141,7 +141,20 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if s.cfg.HTTPAddr != "" {
 		s.http, err = observe.Start(observe.Options{Addr: s.cfg.HTTPAddr, Pprof: s.cfg.Pprof, Logger: s.log},
 			observe.Sources{Counters: s.Counters, Index: s.Index.Stats, Endpoints: s.pool.Stats,
-				Ready: s.ready.Load, Pending: s.pending, Latency: s.latency})
+				Ready: s.ready.Load, Pending: s.pending, Latency: s.latency,
+				// Called only once ready, when registry, selector and learner are set.
+				Workers: func() []schemas.WorkerRecord { return s.registry.Workers() },
+				Loads:   s.Loads.Get,
+				Stale:   s.Index.StaleWorkers,
+				Choose: func(r *schemas.RequestEvent) (routing.Candidate, []routing.Candidate, error) {
+					return s.Selector.Choose(r)
+				},
+				ToolTime: func() ([]tooltime.ToolStats, bool) {
+					if s.Learner == nil { // pins off
+						return nil, false
+					}
+					return s.Learner.Snapshot(), true
+				}})
 		if err != nil {
 			return err
 		}
@@ -176,11 +189,13 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	s.requests = consumers.NewRequestConsumer(s.js, consumers.RequestConfig{
 		Stream: st.Requests.Name, Durable: s.cfg.RequestsDurable, Filter: st.Requests.Subjects,
 		DeliverNew: !s.cfg.RequestsDeliverAll, PrefetchTTL: s.cfg.PrefetchTTL, Limits: s.cfg.Limits,
+		AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
 	}, s.Selector, s.pool, pins, dlq, s.Counters, s.log)
 	if pins != nil {
 		s.responses = consumers.NewResponseConsumer(s.js, consumers.ResponseConfig{
 			Stream: st.Responses.Name, Durable: s.cfg.ResponsesDurable, Filter: st.Responses.Subjects,
 			DeliverNew: !s.cfg.RequestsDeliverAll, Limits: s.cfg.Limits,
+			AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
 		}, pins, dlq, s.Counters, s.log)
 	}
 	for _, c := range []*consumers.StateConsumer{s.kv, s.load} {

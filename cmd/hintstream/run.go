@@ -67,6 +67,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		keepPin      = fs.Bool("keep-pin-on-next-turn", false, "leave a session's pin when its next request arrives (default: release the slot)")
 		reqIndexTTL  = fs.Duration("request-index-ttl", time.Hour, "how long a response may trail its request and still be pinned")
 		respDurable  = fs.String("responses-durable", "", "durable consumer name for response events (default <group>-responses)")
+		ackWait      = fs.Duration("ack-wait", 30*time.Second, "how long a member may hold a request or response unacked before another member gets it")
+		maxAckPend   = fs.Int("max-ack-pending", 1024, "requests or responses one member may hold unacked")
 		httpAddr     = fs.String("http-addr", env("HINTSTREAM_HTTP_ADDR", ""), "serve /metrics, /healthz and /readyz here, e.g. :9090 (env HINTSTREAM_HTTP_ADDR); empty: off")
 		pprofOn      = fs.Bool("pprof", false, "also serve /debug/pprof on --http-addr")
 		checkOnly    = fs.Bool("check-config", false, "validate the flags and exit without connecting")
@@ -130,6 +132,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	cfg.IndexOptions = []kvevents.IndexOption{kvevents.WithMaxBlocks(*maxBlocks), kvevents.WithExcludeStale(*excludeStale)}
 	cfg.HTTPAddr, cfg.Pprof = *httpAddr, *pprofOn
+	cfg.AckWait, cfg.MaxAckPending = *ackWait, *maxAckPend
 	if *pprofOn && *httpAddr == "" {
 		return fmt.Errorf("--pprof needs --http-addr")
 	}
