@@ -20,7 +20,7 @@ func natsFlags(fs *flag.FlagSet, name string) func() natsconn.Config {
 	fs.StringVar(&c.TLSCA, "nats-tls-ca", env("HINTSTREAM_NATS_TLS_CA", ""), "CA certificate(s) to verify the NATS server (env HINTSTREAM_NATS_TLS_CA)")
 	fs.StringVar(&c.TLSCert, "nats-tls-cert", env("HINTSTREAM_NATS_TLS_CERT", ""), "client certificate for mutual TLS (env HINTSTREAM_NATS_TLS_CERT)")
 	fs.StringVar(&c.TLSKey, "nats-tls-key", env("HINTSTREAM_NATS_TLS_KEY", ""), "client key for mutual TLS (env HINTSTREAM_NATS_TLS_KEY)")
-	fs.StringVar(&c.TLSServerName, "nats-tls-server-name", env("HINTSTREAM_NATS_TLS_SERVER_NAME", ""), "expected server name in the NATS server's certificate")
+	fs.StringVar(&c.TLSServerName, "nats-tls-server-name", env("HINTSTREAM_NATS_TLS_SERVER_NAME", ""), "expected server name in the NATS server's certificate (env HINTSTREAM_NATS_TLS_SERVER_NAME)")
 	fs.BoolVar(&c.TLSInsecure, "nats-tls-insecure", false, "skip verification of the NATS server's certificate (testing only)")
 	return func() natsconn.Config {
 		c.Name = name

@@ -71,10 +71,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		maxAckPend   = fs.Int("max-ack-pending", 1024, "requests or responses one member may hold unacked")
 		httpAddr     = fs.String("http-addr", env("HINTSTREAM_HTTP_ADDR", ""), "serve /metrics, /healthz and /readyz here, e.g. :9090 (env HINTSTREAM_HTTP_ADDR); empty: off")
 		pprofOn      = fs.Bool("pprof", false, "also serve /debug/pprof on --http-addr")
+		configFile   = fs.String("config", env("HINTSTREAM_CONFIG", ""), "YAML file of flag names to values (env HINTSTREAM_CONFIG); flags and environment win over it")
 		checkOnly    = fs.Bool("check-config", false, "validate the flags and exit without connecting")
-		pinCurve     = fs.String("pin-curve-public-key", env("HINTSTREAM_PIN_CURVE_PUBLIC_KEY", ""), "CURVE server key (Z85) of the pin endpoint; empty: plain text (workers give theirs as hint_curve_public_key)")
-		curvePublic  = fs.String("curve-public-key", env("HINTSTREAM_CURVE_PUBLIC_KEY", ""), "hintstream's own CURVE public key (Z85); empty: a fresh keypair at start-up")
-		curveSecret  = fs.String("curve-secret-key", env("HINTSTREAM_CURVE_SECRET_KEY", ""), "hintstream's own CURVE secret key (Z85; prefer the env HINTSTREAM_CURVE_SECRET_KEY)")
+		pinCurve     = fs.String("pin-curve-public-key", env("HINTSTREAM_PIN_CURVE_PUBLIC_KEY", ""), "CURVE server key (Z85) of the pin endpoint (env HINTSTREAM_PIN_CURVE_PUBLIC_KEY); empty: plain text (workers give theirs as hint_curve_public_key)")
+		curvePublic  = fs.String("curve-public-key", env("HINTSTREAM_CURVE_PUBLIC_KEY", ""), "hintstream's own CURVE public key, Z85 (env HINTSTREAM_CURVE_PUBLIC_KEY); empty: a fresh keypair at start-up")
+		curveSecret  = fs.String("curve-secret-key", env("HINTSTREAM_CURVE_SECRET_KEY", ""), "hintstream's own CURVE secret key, Z85 (env HINTSTREAM_CURVE_SECRET_KEY, preferred to the flag)")
 		stopDeadline = fs.Duration("shutdown-timeout", 3*time.Second, "how long shutdown may spend flushing queued hints")
 	)
 	natsCfg := natsFlags(fs, "hintstream")
@@ -87,6 +88,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *configFile != "" {
+		if err := applyConfigFile(fs, *configFile); err != nil {
+			return err
+		}
 	}
 	if *durable == "" {
 		*durable = *group + "-requests"

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// envInUsage finds the environment variable a flag's usage names; flags
+// backed by one say "(env NAME" in their usage.
+var envInUsage = regexp.MustCompile(`\(env ([A-Z0-9_]+)`)
+
+// applyConfigFile sets, from a YAML map of flag names to values, every
+// flag that the command line did not set and whose environment variable
+// is unset: flags win over the environment, which wins over the file,
+// which wins over the defaults. A key that names no flag is an error, so
+// a typo does not pass silently. Lists become comma-separated values.
+func applyConfigFile(fs *flag.FlagSet, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		return fmt.Errorf("--config %s: %w", path, err)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, v := range values {
+		f := fs.Lookup(name)
+		if f == nil {
+			return fmt.Errorf("--config %s: %q is not a flag of this command", path, name)
+		}
+		if set[name] {
+			continue
+		}
+		if m := envInUsage.FindStringSubmatch(f.Usage); m != nil {
+			if _, ok := os.LookupEnv(m[1]); ok {
+				continue
+			}
+		}
+		if err := fs.Set(name, configValue(v)); err != nil {
+			return fmt.Errorf("--config %s: %s: %w", path, name, err)
+		}
+	}
+	return nil
+}
+
+func configValue(v any) string {
+	switch x := v.(type) {
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = fmt.Sprint(e)
+		}
+		return strings.Join(parts, ",")
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}
