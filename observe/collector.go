@@ -9,6 +9,9 @@ import (
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/tooltime"
 )
 
 // Sources are what the collector reads on each scrape. Every field may be
@@ -23,6 +26,22 @@ type Sources struct {
 	Pending func() map[string]uint64
 	// Latency, fed by the caller, gives hintstream_hint_latency_seconds.
 	Latency *Histogram
+
+	// The inspection API (/v1/, see inspect.go). A nil source makes its
+	// endpoint 404. They are called only while Ready is nil or true (503
+	// before), so they may read state set up after Start.
+
+	// Workers lists the registry's records for GET /v1/workers.
+	Workers func() []schemas.WorkerRecord
+	// Loads gives a (worker, dp rank)'s load in /v1/workers (nil: none).
+	Loads func(kvevents.WorkerKey) schemas.ActiveLoad
+	// Stale lists the stale pairs, for /v1/workers and /v1/index (nil: none).
+	Stale func() []kvevents.WorkerKey
+	// Choose answers POST /v1/overlap (routing.Selector.Choose: it must
+	// book nothing).
+	Choose func(*schemas.RequestEvent) (routing.Candidate, []routing.Candidate, error)
+	// ToolTime answers GET /v1/tooltime; ok false (pins off) gives 404.
+	ToolTime func() (stats []tooltime.ToolStats, ok bool)
 }
 
 const ns = "hintstream_"

@@ -1,5 +1,6 @@
 // Package observe serves hintstream's operational endpoints: Prometheus
-// metrics, liveness, readiness and (optionally) pprof.
+// metrics, liveness, readiness, a read-only inspection API and
+// (optionally) pprof.
 //
 // The metrics are read from the sources on each scrape (see Sources and
 // NewCollector): nothing is counted twice, and a scrape costs one pass
@@ -37,4 +38,13 @@
 //	hintstream_hint_send_max_seconds{endpoint}             gauge
 //	hintstream_hint_latency_seconds{endpoint}              histogram (Sources.Latency)
 //	hintstream_consumer_pending{consumer}                  gauge
+//
+// The read-only inspection API (inspect.go; `hintstream inspect` is its
+// client) answers JSON, 404 when its source is unset, 503 until ready:
+//
+//	GET  /v1/workers   registry records (CURVE key only as has_curve_key), load and staleness per dp rank
+//	GET  /v1/index     index stats and the stale (worker, dp rank) pairs
+//	POST /v1/overlap   {"model","token_ids"[,"request_id"]} → every candidate's logit terms and the
+//	                   choice, booking nothing; body ≤ 16 MiB (413), ≤ 2^20 tokens (400)
+//	GET  /v1/tooltime  learned tool times; 404 when tool-call pins are off
 package observe

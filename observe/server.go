@@ -30,7 +30,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Server serves /metrics, /healthz, /readyz and optionally /debug/pprof/.
+// Server serves /metrics, /healthz, /readyz, the /v1/ inspection API and
+// optionally /debug/pprof/.
 // Close it to stop serving; it then leaks no goroutine.
 type Server struct {
 	srv  *http.Server
@@ -47,7 +48,8 @@ type Server struct {
 //
 // /metrics holds NewCollector(s) plus the Go and process collectors, on a
 // private registry. /healthz answers 200 "ok" while serving; /readyz 200
-// when s.Ready is nil or true, otherwise 503 "catching up".
+// when s.Ready is nil or true, otherwise 503 "catching up". The /v1/
+// endpoints are described in inspect.go.
 func Start(o Options, s Sources) (*Server, error) {
 	if o.Addr == "" {
 		return nil, ErrNoAddr
@@ -82,6 +84,7 @@ func Start(o Options, s Sources) (*Server, error) {
 		}
 		fmt.Fprintln(w, "ready")
 	})
+	registerInspect(mux, s)
 	if o.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -23,6 +23,8 @@ Usage:
   hintstream run [flags]     consume events and send hints (embedded JetStream without --nats-url)
   hintstream bridge [flags]  republish an engine's ZMQ KV events to JetStream kv.events.<worker-id>
   hintstream demo [flags]    a simulated cluster (workers, KV events, load, wake-ups) on an existing bus
+  hintstream streams ACTION  create, check (default; exit 1 if not ready) or describe the JetStream streams
+  hintstream inspect WHAT    ask a running instance (--http-addr) about workers, index, overlap or tooltime
   hintstream help            this text
 
 Run "hintstream <command> --help" for a command's flags.
@@ -47,6 +49,10 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		err = demoCmd(ctx, args[1:], stdout, stderr)
 	case "bridge":
 		err = bridgeCmd(ctx, args[1:], stderr)
+	case "streams":
+		err = streamsCmd(ctx, args[1:], stdout, stderr)
+	case "inspect":
+		err = inspectCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,26 @@
+package routing
+
+import (
+	"slices"
+	"time"
+
+	"github.com/hintstream/hintstream/schemas"
+)
+
+// Choose returns the candidate Select would return for req, and every
+// candidate it chose among (in registry order), from one view of the
+// index and loads, without booking anything: with spreading on, the
+// virtual load is read but not added to. It is for inspection; routing
+// decisions go through Select. ErrNoWorker when there is no candidate.
+func (s *Selector) Choose(req *schemas.RequestEvent) (Candidate, []Candidate, error) {
+	now := time.Time{}
+	if s.spread != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		now = s.now()
+	}
+	cands := s.candidates(req, now)
+	// choose may reorder its argument (temperature > 0); keep ours intact.
+	c, err := s.choose(req, slices.Clone(cands))
+	return c, cands, err
+}
