@@ -25,6 +25,9 @@ type StateConfig struct {
 	Kind   string   // "kv_events" or "load": metric prefix and dead-letter kind
 	Stream string   // required
 	Filter []string // default: the whole stream
+	// StartSeq starts at this stream sequence instead of the first (after
+	// loading a snapshot that covers everything before it).
+	StartSeq uint64
 	// Shards applies messages of different subjects in parallel on this
 	// many goroutines, keeping each subject's messages in order (subjects
 	// name their publisher: kv.events.<worker_id>). Default 1: in order,
@@ -68,10 +71,14 @@ const shardQueue = 1024
 
 // Start begins consuming from the start of the stream.
 func (c *StateConsumer) Start(ctx context.Context) error {
-	cons, err := c.js.OrderedConsumer(ctx, c.cfg.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: c.cfg.Filter,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
+	occ := jetstream.OrderedConsumerConfig{FilterSubjects: c.cfg.Filter, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if c.cfg.StartSeq > 0 {
+		occ.DeliverPolicy, occ.OptStartSeq = jetstream.DeliverByStartSequencePolicy, c.cfg.StartSeq
+		// Everything before StartSeq counts as applied: with no tail to
+		// replay, the consumer is caught up at once.
+		c.dispatched.Store(c.cfg.StartSeq - 1)
+	}
+	cons, err := c.js.OrderedConsumer(ctx, c.cfg.Stream, occ)
 	if err != nil {
 		return fmt.Errorf("%s consumer on %s: %w", c.cfg.Kind, c.cfg.Stream, err)
 	}

@@ -86,6 +86,12 @@ type Config struct {
 	// still be pinned; default 1h.
 	RequestIndexTTL time.Duration
 
+	// SnapshotInterval saves the index to the object store this often, and
+	// at shutdown; start-up loads the latest snapshot and replays only the
+	// KV events after it. Default 5m; negative: no snapshots.
+	SnapshotInterval time.Duration
+	SnapshotBucket   string // default "hintstream_snapshots"
+
 	// HTTPAddr serves /metrics (Prometheus), /healthz and /readyz; empty:
 	// no HTTP server. Pprof adds /debug/pprof there.
 	HTTPAddr string
@@ -136,6 +142,12 @@ func (c Config) Defaults() Config {
 	}
 	if c.ToolTime == (tooltime.Config{}) {
 		c.ToolTime = tooltime.DefaultConfig()
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = 5 * time.Minute
+	}
+	if c.SnapshotBucket == "" {
+		c.SnapshotBucket = DefaultSnapshotBucket
 	}
 	if c.RequestIndexTTL <= 0 {
 		c.RequestIndexTTL = time.Hour

@@ -51,6 +51,10 @@ type Service struct {
 	// Learner holds the learned tool times (nil when pins are off).
 	Learner *tooltime.Learner
 
+	lastSnapshot    atomic.Uint64 // KV stream sequence the last saved snapshot covers
+	snapshotDone    chan struct{}
+	snapshotStopped chan struct{}
+
 	http    *observe.Server
 	latency *observe.Histogram
 	ready   atomic.Bool
@@ -128,6 +132,9 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		return err
 	}
 
+	// Before anything holds the index: a snapshot that fails to load
+	// leaves a fresh one in its place.
+	startSeq := s.loadSnapshot(ctx)
 	s.latency = &observe.Histogram{}
 	popts := []actions.PoolOption{actions.WithQueueSize(s.cfg.SenderQueue), actions.WithLogger(s.log),
 		actions.WithCurve(s.curveServerKey), actions.WithSentHook(s.latency.Observe)}
@@ -179,7 +186,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	dlq := consumers.NewDeadLetter(s.js, s.cfg.DeadLetterPrefix)
 	st := s.cfg.Streams
 	s.kv = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "kv_events", Stream: st.KVEvents.Name,
-		Filter: st.KVEvents.Subjects, Shards: s.cfg.KVApplyShards}, consumers.ApplyKVEvents(s.Index, s.cfg.Limits, s.Counters), dlq, s.Counters, s.log)
+		Filter: st.KVEvents.Subjects, Shards: s.cfg.KVApplyShards, StartSeq: startSeq}, consumers.ApplyKVEvents(s.Index, s.cfg.Limits, s.Counters), dlq, s.Counters, s.log)
 	s.load = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "load", Stream: st.Load.Name,
 		Filter: st.Load.Subjects}, consumers.ApplyLoad(s.Loads, s.cfg.Limits), dlq, s.Counters, s.log)
 	pins, err := s.pinning(ctx)
@@ -215,6 +222,10 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		if err := s.responses.Start(ctx); err != nil {
 			return err
 		}
+	}
+	if s.cfg.SnapshotInterval > 0 {
+		s.snapshotDone, s.snapshotStopped = make(chan struct{}), make(chan struct{})
+		go s.snapshotLoop(s.snapshotDone)
 	}
 	s.ready.Store(true)
 	s.log.Info("hintstream running", "nats", url, "index_blocks", s.Index.Stats().DeviceBlocks, "requests", st.Requests.Subjects,
@@ -302,9 +313,19 @@ func (s *Service) Stop(ctx context.Context) {
 		if s.responses != nil {
 			s.responses.Stop()
 		}
+		if s.snapshotDone != nil {
+			close(s.snapshotDone)
+			<-s.snapshotStopped
+		}
 		for _, c := range []*consumers.StateConsumer{s.kv, s.load} {
 			if c != nil {
 				c.Stop()
+			}
+		}
+		// A snapshot at shutdown makes the next start-up replay little.
+		if s.snapshotDone != nil && s.ready.Load() {
+			if err := s.saveSnapshot(ctx); err != nil {
+				s.log.Warn("shutdown snapshot not saved", "err", err)
 			}
 		}
 		if s.registry != nil {

@@ -118,3 +118,62 @@ func TestHTTPEndpoints(t *testing.T) {
 		t.Fatalf("pprof served without --pprof: %d", code)
 	}
 }
+
+// A stopped instance leaves a snapshot; the next one loads it and applies
+// only the KV events published after it.
+func TestSnapshotRestart(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := Config{NATSURL: srv.ClientURL(), Logger: quiet, SnapshotInterval: time.Hour}
+	a := New(cfg)
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tokens := make([]uint32, 64)
+	for i := range tokens {
+		tokens[i] = uint32(i)
+	}
+	local := kvevents.LocalBlockHashes(tokens, 16)
+	store := func(worker uint64, id uint64, blocks []int, parent *schemas.BlockHash) {
+		var sb []schemas.StoredBlock
+		for _, i := range blocks {
+			sb = append(sb, schemas.StoredBlock{BlockHash: schemas.BlockHash(worker*100 + uint64(i)), TokensHash: schemas.BlockHash(local[i])})
+		}
+		b, _ := json.Marshal(schemas.RouterEvent{WorkerID: worker, Event: schemas.KvCacheEvent{EventID: id,
+			Data: schemas.KvCacheEventData{Kind: schemas.KindStored, Stored: &schemas.KvCacheStoreData{ParentHash: parent, Blocks: sb}}}})
+		if _, err := js.Publish(ctx, streams.KVEventSubject(worker), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store(1, 1, []int{0, 1}, nil)
+	store(2, 1, []int{0, 1, 2}, nil)
+	if err := a.WaitCaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Stop(ctx) // saves the snapshot
+	if a.Counters.Get("snapshots.saved") != 1 {
+		t.Fatalf("no snapshot saved at shutdown: %v", a.Counters.Snapshot("snapshots"))
+	}
+	// Published while no instance runs: the tail.
+	parent := schemas.BlockHash(101)
+	store(1, 2, []int{2, 3}, &parent)
+
+	b := New(cfg)
+	if err := b.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop(context.Background())
+	if b.Counters.Get("snapshots.loaded") != 1 {
+		t.Fatal("the snapshot was not loaded")
+	}
+	if got := b.Counters.Get("kv_events.received"); got != 1 {
+		t.Fatalf("replayed %d KV events, want only the 1 after the snapshot", got)
+	}
+	ov := b.Index.Overlap(kvevents.PromptHashes(tokens, 16))
+	if ov[kvevents.WorkerKey{WorkerID: 1}] != 4 || ov[kvevents.WorkerKey{WorkerID: 2}] != 3 {
+		t.Fatalf("overlap after restart %v, want worker 1: 4 (2 from the snapshot + 2 chained on), worker 2: 3", ov)
+	}
+}

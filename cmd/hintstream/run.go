@@ -67,6 +67,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		keepPin      = fs.Bool("keep-pin-on-next-turn", false, "leave a session's pin when its next request arrives (default: release the slot)")
 		reqIndexTTL  = fs.Duration("request-index-ttl", time.Hour, "how long a response may trail its request and still be pinned")
 		respDurable  = fs.String("responses-durable", "", "durable consumer name for response events (default <group>-responses)")
+		snapEvery    = fs.Duration("snapshot-interval", 5*time.Minute, "save the KV index to the object store this often and at shutdown; start-up loads it and replays only newer KV events; negative: off")
+		snapBucket   = fs.String("snapshot-bucket", "hintstream_snapshots", "object store bucket of index snapshots")
 		ackWait      = fs.Duration("ack-wait", 30*time.Second, "how long a member may hold a request or response unacked before another member gets it")
 		maxAckPend   = fs.Int("max-ack-pending", 1024, "requests or responses one member may hold unacked")
 		httpAddr     = fs.String("http-addr", env("HINTSTREAM_HTTP_ADDR", ""), "serve /metrics, /healthz and /readyz here, e.g. :9090 (env HINTSTREAM_HTTP_ADDR); empty: off")
@@ -139,6 +141,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg.IndexOptions = []kvevents.IndexOption{kvevents.WithMaxBlocks(*maxBlocks), kvevents.WithExcludeStale(*excludeStale)}
 	cfg.HTTPAddr, cfg.Pprof = *httpAddr, *pprofOn
 	cfg.AckWait, cfg.MaxAckPending = *ackWait, *maxAckPend
+	cfg.SnapshotInterval, cfg.SnapshotBucket = *snapEvery, *snapBucket
+	if *snapEvery == 0 {
+		cfg.SnapshotInterval = -1 // 0 means "off" on the command line
+	}
 	if *pprofOn && *httpAddr == "" {
 		return fmt.Errorf("--pprof needs --http-addr")
 	}

@@ -1,0 +1,130 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/hintstream/hintstream/kvevents"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultSnapshotBucket is the object store bucket of index snapshots.
+const DefaultSnapshotBucket = "hintstream_snapshots"
+
+// Object headers of a snapshot: which stream it covers, up to which
+// sequence every event was applied.
+const (
+	headerSnapStream = "Hintstream-Kv-Stream"
+	headerSnapSeq    = "Hintstream-Kv-Seq"
+)
+
+// snapshotName is per KV-event stream: any instance reading that stream
+// can start from any instance's snapshot.
+func (s *Service) snapshotName() string { return "kv-index/" + s.cfg.Streams.KVEvents.Name }
+
+func (s *Service) snapshotStore(ctx context.Context) (jetstream.ObjectStore, error) {
+	obs, err := s.js.ObjectStore(ctx, s.cfg.SnapshotBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		obs, err = s.js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: s.cfg.SnapshotBucket,
+			Description: "hintstream: KV index snapshots, by KV-event stream"})
+	}
+	return obs, err
+}
+
+// loadSnapshot fills the index from the latest snapshot and returns the
+// stream sequence to resume KV events at (0: from the start). A missing
+// or unusable snapshot is not an error: the whole stream is replayed.
+func (s *Service) loadSnapshot(ctx context.Context) uint64 {
+	if s.cfg.SnapshotInterval < 0 {
+		return 0
+	}
+	start := time.Now()
+	obs, err := s.snapshotStore(ctx)
+	if err != nil {
+		s.log.Warn("snapshot store unavailable; replaying KV events from the start", "err", err)
+		return 0
+	}
+	info, err := obs.GetInfo(ctx, s.snapshotName())
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		s.log.Info("no index snapshot yet; replaying KV events from the start")
+		return 0
+	}
+	if err != nil {
+		s.log.Warn("snapshot unreadable; replaying KV events from the start", "err", err)
+		return 0
+	}
+	seq, err := strconv.ParseUint(info.Headers.Get(headerSnapSeq), 10, 64)
+	if err != nil || info.Headers.Get(headerSnapStream) != s.cfg.Streams.KVEvents.Name {
+		s.log.Warn("snapshot of another stream or without its sequence; ignored", "object", s.snapshotName())
+		return 0
+	}
+	r, err := obs.Get(ctx, s.snapshotName())
+	if err == nil {
+		err = s.Index.ReadSnapshot(r)
+		r.Close()
+	}
+	if err != nil {
+		s.log.Warn("snapshot unusable; replaying KV events from the start", "err", err)
+		s.Index = kvevents.NewIndex(append([]kvevents.IndexOption{kvevents.WithLogger(s.log)}, s.cfg.IndexOptions...)...)
+		return 0
+	}
+	st := s.Index.Stats()
+	s.log.Info("index snapshot loaded", "covers_seq", seq, "device_blocks", st.DeviceBlocks,
+		"workers", st.Workers, "took", time.Since(start).Round(time.Millisecond))
+	s.Counters.Inc("snapshots.loaded")
+	return seq + 1
+}
+
+// saveSnapshot writes the index with the sequence it covers: every event
+// up to it is applied (later ones may be too; applying them again on
+// start-up is harmless, events are idempotent).
+func (s *Service) saveSnapshot(ctx context.Context) error {
+	covered := s.kv.Applied()
+	if covered == 0 || covered <= s.lastSnapshot.Load() {
+		return nil
+	}
+	obs, err := s.snapshotStore(ctx)
+	if err != nil {
+		return err
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(s.Index.WriteSnapshot(pw)) }()
+	start := time.Now()
+	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: s.snapshotName(), Headers: nats.Header{
+		headerSnapStream: []string{s.cfg.Streams.KVEvents.Name},
+		headerSnapSeq:    []string{strconv.FormatUint(covered, 10)},
+	}}, pr)
+	pr.CloseWithError(err) // unblock the writer if Put gave up
+	if err != nil {
+		s.Counters.Inc("snapshots.errors")
+		return fmt.Errorf("index snapshot: %w", err)
+	}
+	s.lastSnapshot.Store(covered)
+	s.Counters.Inc("snapshots.saved")
+	s.log.Info("index snapshot saved", "covers_seq", covered, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// snapshotLoop saves a snapshot every interval until done is closed.
+func (s *Service) snapshotLoop(done <-chan struct{}) {
+	defer close(s.snapshotStopped)
+	t := time.NewTicker(s.cfg.SnapshotInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		if err := s.saveSnapshot(ctx); err != nil {
+			s.log.Warn("snapshot not saved", "err", err)
+		}
+		cancel()
+	}
+}
