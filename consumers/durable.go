@@ -265,6 +265,9 @@ func (r *rejecter) reject(msg jetstream.Msg, err error) {
 		reason = de.Reason
 	}
 	r.counters.IncLabel(r.kind+".malformed", reason)
+	// The copy waits for the dead-letter stream's ack; keep the message
+	// ours meanwhile rather than let AckWait hand it to another member.
+	_ = msg.InProgress()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if dErr := r.dlq.Publish(ctx, r.kind, reason, msg); dErr != nil {

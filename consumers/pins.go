@@ -128,6 +128,9 @@ func (p *Pinning) onResponse(msg jetstream.Msg, resp *schemas.ResponseEvent) pin
 		p.Counters.Inc("responses.no_pin")
 		return pinDone
 	}
+	// Reading the request back is a stream round trip: tell JetStream the
+	// response is being worked on.
+	_ = msg.InProgress()
 	req, err := p.Index.Request(ctx, resp.RequestID, e)
 	if err != nil {
 		return p.retryOrSkip(msg, resp, err)
