@@ -68,13 +68,13 @@ func indexKey(requestID string) string {
 	return strconv.FormatUint(xxh3.HashString(requestID), 16)
 }
 
-// Put records where request requestID is.
-func (x *RequestIndex) Put(ctx context.Context, requestID string, e IndexEntry) error {
+// Put records where req is in the stream (only its id and e are kept).
+func (x *RequestIndex) Put(ctx context.Context, req *schemas.RequestEvent, e IndexEntry) error {
 	v := strconv.FormatUint(e.Seq, 10)
 	if e.SimToolMs > 0 {
 		v += " " + strconv.FormatInt(e.SimToolMs, 10)
 	}
-	_, err := x.kv.Put(ctx, indexKey(requestID), []byte(v))
+	_, err := x.kv.Put(ctx, indexKey(req.RequestID), []byte(v))
 	return err
 }
 

@@ -25,7 +25,7 @@ type DeadLetter struct {
 }
 
 // NewDeadLetter returns a DeadLetter publishing under prefix (default
-// "hintstream.dlq"). The subjects must be captured by a stream (the
+// "hintstream.dlq"); with a nil js it copies nothing (for replays). The subjects must be captured by a stream (the
 // HINTSTREAM_DLQ default) for the copies to be kept.
 func NewDeadLetter(js jetstream.JetStream, prefix string) *DeadLetter {
 	if prefix == "" {
@@ -37,10 +37,17 @@ func NewDeadLetter(js jetstream.JetStream, prefix string) *DeadLetter {
 // Subject returns the dead-letter subject for kind.
 func (d *DeadLetter) Subject(kind string) string { return d.prefix + "." + kind }
 
+// dry reports a DeadLetter made with a nil JetStream (a replay): it
+// copies nothing, since the live run already did.
+func (d *DeadLetter) dry() bool { return d.js == nil }
+
 // Publish stores a copy of msg with reason and its origin in headers. It
 // waits for the stream's ack: a copy that was not stored must not let the
 // caller terminate the original.
 func (d *DeadLetter) Publish(ctx context.Context, kind, reason string, msg jetstream.Msg) error {
+	if d.dry() {
+		return nil
+	}
 	out := nats.NewMsg(d.Subject(kind))
 	out.Data = msg.Data()
 	for k, vs := range msg.Headers() {
@@ -66,6 +73,9 @@ func (d *DeadLetter) Publish(ctx context.Context, kind, reason string, msg jetst
 // PublishStored copies the message at seq of stream (one JetStream gave up
 // on) to "<prefix>.<kind>", like Publish.
 func (d *DeadLetter) PublishStored(ctx context.Context, kind, reason, stream string, seq uint64) error {
+	if d.dry() {
+		return nil
+	}
 	s, err := d.js.Stream(ctx, stream)
 	if err != nil {
 		return err

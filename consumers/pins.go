@@ -25,13 +25,28 @@ type WorkerLookup interface {
 	Get(id uint64) (schemas.WorkerRecord, bool)
 }
 
+// RequestStore finds the request of a response: RequestIndex (shared by
+// a group, over the stream) live, an in-memory map in a replay.
+type RequestStore interface {
+	Put(ctx context.Context, req *schemas.RequestEvent, e IndexEntry) error
+	Entry(ctx context.Context, requestID string) (IndexEntry, error)
+	Request(ctx context.Context, requestID string, e IndexEntry) (*schemas.RequestEvent, error)
+}
+
+// SlotStore keeps each session's live pin: PinSlots (a KV bucket) live,
+// an in-memory map in a replay.
+type SlotStore interface {
+	Put(ctx context.Context, session string, r PinRecord) error
+	Take(ctx context.Context, session string) (PinRecord, bool, error)
+}
+
 // Pinning derives tool-call pins. It is shared by the request consumer
 // (index every request; on a session's next turn, learn the tool time and
 // release the slot) and the response consumer (pin on a tool call).
 type Pinning struct {
 	Endpoint string // DYN_KVM_PIN_ENDPOINT
-	Index    *RequestIndex
-	Slots    *PinSlots
+	Index    RequestStore
+	Slots    SlotStore
 	Learner  *tooltime.Learner
 	TTL      actions.TTLConfig
 	Workers  WorkerLookup
@@ -67,7 +82,7 @@ func (p *Pinning) onRequest(msg jetstream.Msg, req *schemas.RequestEvent) error 
 			e.SimToolMs = ms
 		}
 	}
-	if err := p.Index.Put(ctx, req.RequestID, e); err != nil {
+	if err := p.Index.Put(ctx, req, e); err != nil {
 		return err
 	}
 	if req.SessionID == "" {

@@ -47,6 +47,9 @@ type RequestConfig struct {
 	// the dead-letter subject. Default 10; -1 unbounded.
 	MaxDeliver int
 	Limits     schemas.Limits
+	// Clock is the time expiry is judged by; default time.Now (a replay
+	// gives each event's own time).
+	Clock func() time.Time
 }
 
 // RequestConsumer consumes request events and sends a kv.prefetch for
@@ -79,7 +82,7 @@ func NewRequestConsumer(js jetstream.JetStream, cfg RequestConfig, sel Selector,
 	}
 	log = log.With("consumer", cfg.Durable)
 	return &RequestConsumer{cfg: cfg, selector: sel, sender: snd, pins: pins, counters: counters, log: log,
-		now: time.Now,
+		now: clockOr(cfg.Clock),
 		d: durable{js: js, stream: cfg.Stream, name: cfg.Durable, filter: cfg.Filter, deliverNew: cfg.DeliverNew,
 			ackWait: cfg.AckWait, maxAckPending: cfg.MaxAckPending, maxDeliver: cfg.MaxDeliver, log: log,
 			dlq: dlq, dlqKind: "requests", counters: counters},
@@ -92,6 +95,10 @@ func (c *RequestConsumer) Start(ctx context.Context) error { return c.d.start(ct
 
 // Stop stops fetching and waits until the message in hand is finished.
 func (c *RequestConsumer) Stop() { c.d.stop() }
+
+// Handle processes one message as Start's consumer does; a replay calls
+// it on history.
+func (c *RequestConsumer) Handle(msg jetstream.Msg) { c.handle(msg) }
 
 func (c *RequestConsumer) handle(msg jetstream.Msg) {
 	c.counters.Inc("requests.received")
@@ -162,6 +169,13 @@ func (c *RequestConsumer) prefetch(msg jetstream.Msg, req *schemas.RequestEvent)
 	c.counters.Inc("hints.prefetch.queued")
 	c.log.Debug("prefetch queued", "request_id", req.RequestID, "worker", cand.Worker.WorkerID,
 		"dp_rank", cand.Worker.DpRank, "overlap_blocks", cand.Overlap, "endpoint", cand.Endpoint)
+}
+
+func clockOr(c func() time.Time) func() time.Time {
+	if c == nil {
+		return time.Now
+	}
+	return c
 }
 
 func isWakeup(h map[string]string) bool {

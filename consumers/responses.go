@@ -64,6 +64,10 @@ func (c *ResponseConsumer) Start(ctx context.Context) error { return c.d.start(c
 // Stop stops fetching and waits until the message in hand is finished.
 func (c *ResponseConsumer) Stop() { c.d.stop() }
 
+// Handle processes one message as Start's consumer does; a replay calls
+// it on history.
+func (c *ResponseConsumer) Handle(msg jetstream.Msg) { c.handle(msg) }
+
 func (c *ResponseConsumer) handle(msg jetstream.Msg) {
 	c.counters.Inc("responses.received")
 	resp, err := c.cfg.Limits.DecodeResponse(msg.Data(), msg.Headers().Get("Content-Type"))

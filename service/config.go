@@ -4,6 +4,7 @@
 package service
 
 import (
+	"io"
 	"log/slog"
 	"time"
 
@@ -91,6 +92,10 @@ type Config struct {
 	// KV events after it. Default 5m; negative: no snapshots.
 	SnapshotInterval time.Duration
 	SnapshotBucket   string // default "hintstream_snapshots"
+
+	// HintsLog, when set, receives every hint handed to a sender as an
+	// actions.HintRecord JSON line (to compare with a replay's dry run).
+	HintsLog io.Writer
 
 	// HTTPAddr serves /metrics (Prometheus), /healthz and /readyz; empty:
 	// no HTTP server. Pprof adds /debug/pprof there.

@@ -189,7 +189,11 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		Filter: st.KVEvents.Subjects, Shards: s.cfg.KVApplyShards, StartSeq: startSeq}, consumers.ApplyKVEvents(s.Index, s.cfg.Limits, s.Counters), dlq, s.Counters, s.log)
 	s.load = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "load", Stream: st.Load.Name,
 		Filter: st.Load.Subjects}, consumers.ApplyLoad(s.Loads, s.cfg.Limits), dlq, s.Counters, s.log)
-	pins, err := s.pinning(ctx)
+	var sender actions.Sender = s.pool
+	if s.cfg.HintsLog != nil {
+		sender = actions.NewRecorder(s.cfg.HintsLog, s.pool)
+	}
+	pins, err := s.pinning(ctx, sender)
 	if err != nil {
 		return err
 	}
@@ -197,7 +201,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		Stream: st.Requests.Name, Durable: s.cfg.RequestsDurable, Filter: st.Requests.Subjects,
 		DeliverNew: !s.cfg.RequestsDeliverAll, PrefetchTTL: s.cfg.PrefetchTTL, Limits: s.cfg.Limits,
 		AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
-	}, s.Selector, s.pool, pins, dlq, s.Counters, s.log)
+	}, s.Selector, sender, pins, dlq, s.Counters, s.log)
 	if pins != nil {
 		s.responses = consumers.NewResponseConsumer(s.js, consumers.ResponseConfig{
 			Stream: st.Responses.Name, Durable: s.cfg.ResponsesDurable, Filter: st.Responses.Subjects,
@@ -265,7 +269,7 @@ func (s *Service) pending() map[string]uint64 {
 }
 
 // pinning sets tool-call pins up, or says once that they are off.
-func (s *Service) pinning(ctx context.Context) (*consumers.Pinning, error) {
+func (s *Service) pinning(ctx context.Context, sender actions.Sender) (*consumers.Pinning, error) {
 	if s.cfg.PinEndpoint == "" {
 		s.log.Info("tool-call pins off: DYN_KVM_PIN_ENDPOINT (--pin-endpoint) is unset")
 		return nil, nil
@@ -287,7 +291,7 @@ func (s *Service) pinning(ctx context.Context) (*consumers.Pinning, error) {
 	s.Learner = tooltime.New(s.cfg.ToolTime)
 	s.log.Info("tool-call pins on", "endpoint", s.cfg.PinEndpoint)
 	return &consumers.Pinning{Endpoint: s.cfg.PinEndpoint, Index: idx, Slots: slots, Learner: s.Learner,
-		TTL: s.cfg.PinTTL, Workers: s.registry, Sender: s.pool, ReleaseOnNextTurn: !s.cfg.KeepPinOnNextTurn,
+		TTL: s.cfg.PinTTL, Workers: s.registry, Sender: sender, ReleaseOnNextTurn: !s.cfg.KeepPinOnNextTurn,
 		Counters: s.Counters, Log: s.log}, nil
 }
 

@@ -74,6 +74,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		httpAddr     = fs.String("http-addr", env("HINTSTREAM_HTTP_ADDR", ""), "serve /metrics, /healthz and /readyz here, e.g. :9090 (env HINTSTREAM_HTTP_ADDR); empty: off")
 		pprofOn      = fs.Bool("pprof", false, "also serve /debug/pprof on --http-addr")
 		configFile   = fs.String("config", env("HINTSTREAM_CONFIG", ""), "YAML file of flag names to values (env HINTSTREAM_CONFIG); flags and environment win over it")
+		hintsLog     = fs.String("hints-log", "", "append every hint handed to a sender to this file as a JSON line (compare with replay --dry-run)")
 		checkOnly    = fs.Bool("check-config", false, "validate the flags and exit without connecting")
 		pinCurve     = fs.String("pin-curve-public-key", env("HINTSTREAM_PIN_CURVE_PUBLIC_KEY", ""), "CURVE server key (Z85) of the pin endpoint (env HINTSTREAM_PIN_CURVE_PUBLIC_KEY); empty: plain text (workers give theirs as hint_curve_public_key)")
 		curvePublic  = fs.String("curve-public-key", env("HINTSTREAM_CURVE_PUBLIC_KEY", ""), "hintstream's own CURVE public key, Z85 (env HINTSTREAM_CURVE_PUBLIC_KEY); empty: a fresh keypair at start-up")
@@ -159,6 +160,14 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *checkOnly {
 		fmt.Fprintln(stdout, "hintstream run: configuration ok")
 		return nil
+	}
+	if *hintsLog != "" {
+		f, err := os.OpenFile(*hintsLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("--hints-log: %w", err)
+		}
+		defer f.Close()
+		cfg.HintsLog = f
 	}
 	svc := service.New(cfg)
 	if err := svc.Start(ctx); err != nil {

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/natsconn"
+	"github.com/hintstream/hintstream/replay"
+	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/streams"
+	"github.com/hintstream/hintstream/tooltime"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// replayCmd runs the decisions over stream history.
+func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := streams.DefaultSet()
+	var (
+		natsURL    = fs.String("nats-url", env("HINTSTREAM_NATS_URL", nats.DefaultURL), "NATS server URL (env HINTSTREAM_NATS_URL)")
+		since      = fs.String("since", "", "replay requests and responses from this time (RFC 3339, or a duration ago such as 1h)")
+		fromSeq    = fs.Uint64("from-seq", 0, "replay from this requests-stream sequence instead of --since")
+		until      = fs.String("until", "", "stop after events of this time (RFC 3339 or a duration ago)")
+		dryRun     = fs.Bool("dry-run", false, "write the hints to --out instead of sending them")
+		out        = fs.String("out", "-", "where a dry run writes its hints, one JSON line each (- = stdout)")
+		ttl        = fs.Duration("prefetch-ttl", 2*time.Second, "as in run")
+		weight     = fs.Float64("overlap-score-weight", routing.DefaultOverlapScoreWeight, "as in run")
+		temp       = fs.Float64("router-temperature", routing.DefaultTemperature, "as in run")
+		pinEP      = fs.String("pin-endpoint", env("DYN_KVM_PIN_ENDPOINT", ""), "as in run (env DYN_KVM_PIN_ENDPOINT); empty: no pins")
+		keepPin    = fs.Bool("keep-pin-on-next-turn", false, "as in run")
+		bucket     = fs.String("registry-bucket", "hintstream_workers", "worker registry bucket (its current entries are used)")
+		reqStream  = fs.String("requests-stream", def.Requests.Name, "as in run")
+		respStream = fs.String("responses-stream", def.Responses.Name, "as in run")
+		kvStream   = fs.String("kv-events-stream", def.KVEvents.Name, "as in run")
+		kvSubj     = fs.String("kv-events-subjects", strings.Join(def.KVEvents.Subjects, ","), "as in run")
+		loadStream = fs.String("load-stream", def.Load.Name, "as in run")
+		logFormat  = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
+		logLevel   = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "warn"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
+	)
+	natsCfg := natsFlags(fs, "hintstream-replay")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: hintstream replay (--since TIME | --from-seq N) [--until TIME] [--dry-run --out FILE] [flags]\n\n"+
+			"Replays KV events, load, requests and responses in their original time order, so each choice\n"+
+			"equals what a live run made at that moment. The registry is its current content.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *since == "" && *fromSeq == 0 {
+		return fmt.Errorf("one of --since or --from-seq is required")
+	}
+	log, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
+	o := replay.Options{Streams: def, FromSeq: *fromSeq, DryRun: *dryRun, RegistryBucket: *bucket,
+		Routing:     routing.Config{OverlapScoreWeight: *weight, Temperature: *temp},
+		PrefetchTTL: *ttl, PinEndpoint: *pinEP, PinTTL: actions.DefaultTTLConfig(), ToolTime: tooltime.DefaultConfig(),
+		KeepPinOnNext: *keepPin, Logger: log}
+	o.Streams.Requests.Name, o.Streams.Responses.Name, o.Streams.Load.Name = *reqStream, *respStream, *loadStream
+	o.Streams.KVEvents.Name, o.Streams.KVEvents.Subjects = *kvStream, split(*kvSubj)
+	if o.Since, err = parseWhen(*since); err != nil {
+		return fmt.Errorf("--since: %w", err)
+	}
+	if o.Until, err = parseWhen(*until); err != nil {
+		return fmt.Errorf("--until: %w", err)
+	}
+	ncfg := natsCfg()
+	ncfg.URL, ncfg.Logger = *natsURL, log
+	nc, err := natsconn.Connect(ncfg)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	if *dryRun {
+		o.Out = stdout
+		if *out != "-" {
+			f, err := os.Create(*out)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			o.Out = f
+		}
+	} else {
+		pool := actions.NewPool(actions.WithLogger(log))
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			_ = pool.Close(cctx)
+		}()
+		o.Sender = pool
+	}
+	if isTerminal(stderr) {
+		o.Progress = stderr
+	}
+	sum, err := replay.Run(ctx, js, o)
+	if err != nil {
+		return err
+	}
+	for _, l := range sum.Lines() {
+		fmt.Fprintln(stderr, l)
+	}
+	return nil
+}
+
+// parseWhen reads RFC 3339 or a duration before now; "" is the zero time.
+func parseWhen(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return time.Now().Add(-d), nil
+	}
+	return time.Parse(time.RFC3339Nano, s)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

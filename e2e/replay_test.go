@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/internal/natstest"
+	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
+)
+
+// hintLines reads a hints file into sorted canonical lines.
+func hintLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var v any
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		c, _ := json.Marshal(v) // canonical key order
+		out = append(out, string(c))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestReplayMatchesLive: a live run logs the hints it hands to its senders;
+// a dry-run replay of the same history must produce exactly the same
+// hints (prefetches, pins and a release), chosen against the state of the
+// moment.
+func TestReplayMatchesLive(t *testing.T) {
+	vec := sglangVector(t, "mha-tp2-page16")
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
+		t.Fatal(err)
+	}
+	w1, w2, pin := newMessageSink(t), newMessageSink(t), newMessageSink(t)
+	kv, err := registry.Bucket(ctx, js, registry.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout := vec.Layout
+	for id, ep := range map[uint64]string{1: w1.ep, 2: w2.ep} {
+		if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: id, Model: model, KvBlockSize: 16,
+			HintEndpoints: []string{ep}, ObjectLayout: &layout}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prompt := seq(9000, 8*16)
+	publishStored(t, ctx, js, 1, prompt[:2*16])
+	publishStored(t, ctx, js, 2, prompt[:6*16])
+	busy := uint64(3)
+	publishJSON(t, ctx, js, streams.LoadSubject(2), schemas.ActiveLoad{WorkerID: 2, ActiveDecodeBlocks: &busy})
+
+	live := filepath.Join(t.TempDir(), "live.jsonl")
+	p := start(t, "run", "--nats-url", srv.ClientURL(), "--pin-endpoint", pin.ep, "--hints-log", live, "--log-format", "json")
+	p.waitLine(t, 30*time.Second, "hintstream running")
+	since := time.Now().Add(-time.Millisecond)
+
+	// Wake-ups for prompts each worker favours, a tool call, the next turn.
+	publishRequest(t, ctx, js, wake("r-1", "a", prompt))
+	publishRequest(t, ctx, js, wake("r-2", "b", prompt[:3*16]))
+	publishRequest(t, ctx, js, schemas.RequestEvent{RequestID: "r-3", SessionID: "c", Model: model, TokenIDs: vec.Tokens[:40]})
+	settled(t, ctx, js, "LLM_REQUESTS", "hintstream-requests")
+	// More KV events mid-run: worker 1 now caches the whole prompt.
+	publishStored(t, ctx, js, 1, prompt)
+	publishJSON(t, ctx, js, streams.ResponseSubject(model), schemas.ResponseEvent{RequestID: "r-3", SessionID: "c",
+		Model: model, WorkerID: 1, FinishReason: "tool_calls", ToolCalls: []schemas.ToolCall{{Name: "search"}},
+		OutputTokenIDs: vec.Tokens[40:], CompletedAtMs: time.Now().UnixMilli()})
+	natstest.Eventually(t, 10*time.Second, func() bool { d, _ := pin.counts(); return d == 1 }, "the pin")
+	publishRequest(t, ctx, js, wake("r-4", "c", prompt))
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		d1, _ := w1.counts()
+		d2, _ := w2.counts()
+		dp, _ := pin.counts()
+		return d1+d2 == 3 && dp == 2
+	}, "3 prefetches, a pin and a release")
+	p.stop(t)
+
+	dry := filepath.Join(t.TempDir(), "replay.jsonl")
+	out, err := exec.Command(binary, "replay", "--nats-url", srv.ClientURL(), "--since", since.Format(time.RFC3339Nano),
+		"--dry-run", "--out", dry, "--pin-endpoint", pin.ep).CombinedOutput()
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, out)
+	}
+	want, got := hintLines(t, live), hintLines(t, dry)
+	if len(want) != 5 {
+		t.Fatalf("the live run logged %d hints, want 5:\n%s", len(want), strings.Join(want, "\n"))
+	}
+	if !slices.Equal(want, got) {
+		t.Fatalf("replay differs from the live run\nlive:\n%s\nreplay:\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
+	}
+	// r-1 (full prompt) went to worker 2: w1 (128-32)/16+8 = 14, w2
+	// (128-96)/16+3+8 = 13. r-4 (same prompt) went to worker 1 only because
+	// of the KV event published after r-3: w1 0+8 = 8, w2 13. The replay
+	// saw the state of each moment.
+	endpointOf := func(id string) string {
+		for _, l := range got {
+			var r struct {
+				Endpoint string         `json:"endpoint"`
+				Payload  map[string]any `json:"payload"`
+			}
+			_ = json.Unmarshal([]byte(l), &r)
+			if r.Payload["request_id"] == id {
+				return r.Endpoint
+			}
+		}
+		return ""
+	}
+	if endpointOf("r-1") != w2.ep || endpointOf("r-4") != w1.ep {
+		t.Fatalf("r-1 → %s (want worker 2 %s), r-4 → %s (want worker 1 %s)", endpointOf("r-1"), w2.ep, endpointOf("r-4"), w1.ep)
+	}
+	if !strings.Contains(string(out), "prefetch") {
+		t.Fatalf("no summary: %s", out)
+	}
+}

@@ -1,0 +1,72 @@
+package replay
+
+import (
+	"context"
+	"sync"
+
+	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/schemas"
+)
+
+// memRequests keeps the replayed requests, so responses find theirs
+// without touching the live group's index.
+type memRequests struct {
+	mu   sync.Mutex
+	reqs map[string]memEntry
+}
+
+type memEntry struct {
+	e   consumers.IndexEntry
+	req *schemas.RequestEvent
+}
+
+func newMemRequests() *memRequests { return &memRequests{reqs: map[string]memEntry{}} }
+
+func (m *memRequests) Put(_ context.Context, req *schemas.RequestEvent, e consumers.IndexEntry) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reqs[req.RequestID] = memEntry{e: e, req: req}
+	return nil
+}
+
+func (m *memRequests) Entry(_ context.Context, id string) (consumers.IndexEntry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	me, ok := m.reqs[id]
+	if !ok {
+		return consumers.IndexEntry{}, consumers.ErrRequestNotFound
+	}
+	return me.e, nil
+}
+
+// Request returns the replayed request itself.
+func (m *memRequests) Request(_ context.Context, id string, _ consumers.IndexEntry) (*schemas.RequestEvent, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if me, ok := m.reqs[id]; ok && me.req != nil {
+		return me.req, nil
+	}
+	return nil, consumers.ErrRequestNotFound
+}
+
+type memSlots struct {
+	mu    sync.Mutex
+	slots map[string]consumers.PinRecord
+}
+
+func newMemSlots() *memSlots { return &memSlots{slots: map[string]consumers.PinRecord{}} }
+
+func (m *memSlots) Put(_ context.Context, session string, r consumers.PinRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.slots[session] = r
+	return nil
+}
+
+func (m *memSlots) Take(_ context.Context, session string) (consumers.PinRecord, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.slots[session]
+	delete(m.slots, session)
+	return r, ok, nil
+}

@@ -1,0 +1,247 @@
+// Package replay runs hintstream's decisions over stream history: the KV
+// events, load, requests and responses merged in their original time
+// order, so that each choice is made against the state a live instance
+// had at that moment. A dry run writes the hints instead of sending them.
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
+	"github.com/hintstream/hintstream/tooltime"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Options configure a replay.
+type Options struct {
+	Streams streams.Set
+	// Since starts the requests and responses at this time; FromSeq (when
+	// non-zero) at this requests-stream sequence instead. KV events and load
+	// are always read from their start: the index at Since needs them all.
+	Since   time.Time
+	FromSeq uint64
+	// Until stops the replay after events of this time (zero: the end).
+	Until time.Time
+
+	// DryRun writes every hint to Out as a JSON line instead of sending it.
+	DryRun bool
+	Out    io.Writer
+	// Sender sends the hints when not DryRun.
+	Sender consumers.HintSender
+	// Progress, when set, receives a progress line now and then (a
+	// terminal's stderr).
+	Progress io.Writer
+
+	RegistryBucket string
+	Routing        routing.Config
+	IndexOptions   []kvevents.IndexOption
+	PrefetchTTL    time.Duration
+	PinEndpoint    string // empty: no pins
+	PinTTL         actions.TTLConfig
+	ToolTime       tooltime.Config
+	KeepPinOnNext  bool
+	Limits         schemas.Limits
+	Logger         *slog.Logger
+}
+
+// Summary counts what a replay saw and did.
+type Summary struct {
+	Events map[string]uint64 // by kind: kv_events, load, requests, responses
+	Hints  map[string]uint64 // queued (or written) by kind: prefetch, pin, release
+	Errors map[string]uint64 // malformed and skipped, by reason
+}
+
+// Run replays the history and returns its summary.
+func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.DryRun && o.Out == nil {
+		return Summary{}, errors.New("replay: a dry run needs an output")
+	}
+	reg, err := registry.Open(ctx, js, registry.WithBucket(o.RegistryBucket), registry.WithLogger(o.Logger))
+	if err != nil {
+		return Summary{}, err
+	}
+	defer reg.Stop()
+	select {
+	case <-reg.Ready():
+	case <-ctx.Done():
+		return Summary{}, ctx.Err()
+	}
+	counters := &metrics.Counters{}
+	ix := kvevents.NewIndex(append([]kvevents.IndexOption{kvevents.WithLogger(o.Logger)}, o.IndexOptions...)...)
+	loads := routing.NewLoadTable()
+	sel := routing.NewSelector(reg, ix, loads, routing.WithConfig(o.Routing), routing.WithLogger(o.Logger))
+	var sender consumers.HintSender = o.Sender
+	if o.DryRun {
+		sender = actions.NewRecorder(o.Out, nil)
+	}
+	clock := &eventClock{}
+	dlq := consumers.NewDeadLetter(nil, "")
+	var pins *consumers.Pinning
+	if o.PinEndpoint != "" {
+		pins = &consumers.Pinning{Endpoint: o.PinEndpoint, Index: newMemRequests(), Slots: newMemSlots(),
+			Learner: tooltime.New(o.ToolTime), TTL: o.PinTTL, Workers: reg, Sender: sender,
+			ReleaseOnNextTurn: !o.KeepPinOnNext, Counters: counters, Log: o.Logger, Now: clock.now}
+	}
+	handlers := map[string]func(jetstream.Msg){
+		"kv_events": applier(consumers.ApplyKVEvents(ix, o.Limits, counters), counters, "kv_events"),
+		"load":      applier(consumers.ApplyLoad(loads, o.Limits), counters, "load"),
+		"requests": consumers.NewRequestConsumer(js, consumers.RequestConfig{Stream: o.Streams.Requests.Name,
+			PrefetchTTL: o.PrefetchTTL, Limits: o.Limits, Clock: clock.now}, sel, sender, pins, dlq, counters, o.Logger).Handle,
+	}
+	if pins != nil {
+		handlers["responses"] = consumers.NewResponseConsumer(js, consumers.ResponseConfig{Stream: o.Streams.Responses.Name,
+			Limits: o.Limits}, pins, dlq, counters, o.Logger).Handle
+	}
+
+	var srcs []*source
+	for _, s := range []struct {
+		kind    string
+		cfg     streams.Config
+		trigger bool
+	}{
+		{"kv_events", o.Streams.KVEvents, false}, {"load", o.Streams.Load, false},
+		{"requests", o.Streams.Requests, true}, {"responses", o.Streams.Responses, true},
+	} {
+		if _, ok := handlers[s.kind]; !ok {
+			continue
+		}
+		src, err := openSource(ctx, js, s.kind, s.cfg, s.trigger, o)
+		if err != nil {
+			return Summary{}, err
+		}
+		if src != nil {
+			srcs = append(srcs, src)
+		}
+	}
+	last := time.Now()
+	var done uint64
+	for {
+		next, err := earliest(ctx, srcs)
+		if err != nil {
+			return Summary{}, err
+		}
+		if next == nil {
+			break
+		}
+		m := next.pop()
+		md, _ := m.Metadata()
+		if !o.Until.IsZero() && md != nil && md.Timestamp.After(o.Until) {
+			next.done = true
+			continue
+		}
+		if md != nil {
+			clock.set(md.Timestamp)
+		}
+		counters.Inc("events." + next.kind)
+		handlers[next.kind](replayMsg{m})
+		done++
+		if o.Progress != nil && time.Since(last) > 200*time.Millisecond {
+			last = time.Now()
+			fmt.Fprintf(o.Progress, "\rreplay: %d events, at %s", done, clock.now().Format(time.RFC3339))
+		}
+	}
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, "\rreplay: %d events done%20s\n", done, "")
+	}
+	return summarize(counters), nil
+}
+
+// eventClock is "now" during a replay: the time of the event in hand.
+type eventClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *eventClock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+func (c *eventClock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func applier(apply consumers.ApplyFunc, counters *metrics.Counters, kind string) func(jetstream.Msg) {
+	return func(m jetstream.Msg) {
+		if err := apply(m); err != nil {
+			var de *schemas.DecodeError
+			if errors.As(err, &de) {
+				counters.IncLabel(kind+".malformed", de.Reason)
+				return
+			}
+			counters.Inc(kind + ".apply_errors")
+		}
+	}
+}
+
+// replayMsg lets the live handlers run on history: acks and their kin
+// have nothing to settle.
+type replayMsg struct{ jetstream.Msg }
+
+func (replayMsg) Ack() error                         { return nil }
+func (replayMsg) DoubleAck(context.Context) error    { return nil }
+func (replayMsg) Nak() error                         { return nil }
+func (replayMsg) NakWithDelay(time.Duration) error   { return nil }
+func (replayMsg) InProgress() error                  { return nil }
+func (replayMsg) Term() error                        { return nil }
+func (replayMsg) TermWithReason(reason string) error { return nil }
+
+func summarize(c *metrics.Counters) Summary {
+	s := Summary{Events: map[string]uint64{}, Hints: map[string]uint64{}, Errors: map[string]uint64{}}
+	for name, v := range c.Snapshot("") {
+		switch {
+		case len(name) > 7 && name[:7] == "events.":
+			s.Events[name[7:]] = v
+		case name == "hints.prefetch.queued":
+			s.Hints["prefetch"] = v
+		case name == "hints.pin.queued":
+			s.Hints["pin"] = v
+		case name == "hints.release.queued":
+			s.Hints["release"] = v
+		case containsAny(name, ".malformed|", ".skipped|", ".dropped|", "apply_errors", "unknown_parent"):
+			s.Errors[name] = v
+		}
+	}
+	return s
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		for i := 0; i+len(sub) <= len(s); i++ {
+			if s[i:i+len(sub)] == sub {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Lines renders a summary for people.
+func (s Summary) Lines() []string {
+	var out []string
+	for _, part := range []struct {
+		title string
+		m     map[string]uint64
+	}{{"events", s.Events}, {"hints", s.Hints}, {"errors", s.Errors}} {
+		keys := make([]string, 0, len(part.m))
+		for k := range part.m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			out = append(out, fmt.Sprintf("%-7s %-45s %d", part.title, k, part.m[k]))
+		}
+	}
+	return out
+}
