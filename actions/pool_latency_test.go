@@ -76,3 +76,38 @@ func TestPoolSentHook(t *testing.T) {
 	receive(t, ch, 5, 5*time.Second)
 	natstest.Eventually(t, time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return seen[ep] == 5 }, "5 hooks")
 }
+
+// Done settles every accepted hint once: true when sent, false when
+// dropped (here: its peer never came, so it expired).
+func TestHintDone(t *testing.T) {
+	ep, ch := puller(t, "tcp://127.0.0.1:*")
+	p := newPool(t)
+	got := make(chan bool, 2)
+	h := hint(1, 5*time.Second)
+	h.Done = func(sent bool) { got <- sent }
+	if err := p.Send(ep, h); err != nil {
+		t.Fatal(err)
+	}
+	receive(t, ch, 1, 5*time.Second)
+	if sent := <-got; !sent {
+		t.Fatal("a delivered hint settled as dropped")
+	}
+	h = hint(2, 300*time.Millisecond)
+	h.Done = func(sent bool) { got <- sent }
+	if err := p.Send(downEndpoint(t), h); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case sent := <-got:
+		if sent {
+			t.Fatal("an undeliverable hint settled as sent")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("an expired hint was never settled")
+	}
+	select {
+	case <-got:
+		t.Fatal("a hint settled twice")
+	default:
+	}
+}

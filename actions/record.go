@@ -59,6 +59,8 @@ func (r *Recorder) Send(endpoint string, h Hint) error {
 		if err := r.next.Send(endpoint, h); err != nil {
 			return err
 		}
+	} else {
+		defer h.finish(true) // recorded is as far as it goes
 	}
 	rec, err := Record(endpoint, h)
 	if err != nil {

@@ -17,6 +17,17 @@ type Hint struct {
 	MessageID string    // for logs only
 	Body      []byte    // the encoded envelope; not modified by the caller after Send
 	Deadline  time.Time // past it the hint is dropped, never sent; required
+	// Done, when set, is called once a hint that Send accepted is settled:
+	// true when ZMQ took it, false when it was dropped. It runs on the
+	// endpoint's sender goroutine and must be quick. Consumers ack their
+	// message there, so a crash before the hint leaves loses no trigger.
+	Done func(sent bool)
+}
+
+func (h Hint) finish(sent bool) {
+	if h.Done != nil {
+		h.Done(sent)
+	}
 }
 
 // Sentinel errors of Pool.Send.
@@ -200,6 +211,7 @@ func (s *sender) dropQueued() {
 }
 
 func (s *sender) dropHint(h Hint, reason string) {
+	defer h.finish(false)
 	s.stats.drop(reason)
 	s.log.Debug("hint dropped", "message_id", h.MessageID, "reason", reason)
 }
@@ -235,9 +247,11 @@ func (s *sender) deliver(q queued) {
 			if s.onSent != nil {
 				s.onSent(s.endpoint, d)
 			}
+			h.finish(true)
 			return
 		}
 		if !retryable(err) {
+			defer h.finish(false)
 			s.stats.drop(DropError)
 			s.log.Warn("hint send failed", "message_id", h.MessageID, "err", err)
 			return

@@ -116,17 +116,22 @@ func (d *durable) consume(ctx context.Context) error {
 		if md, err := m.Metadata(); err == nil && md.Sequence.Stream > d.handled.Load() {
 			d.handled.Store(md.Sequence.Stream)
 		}
-	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
-			errors.Is(err, jetstream.ErrNoHeartbeat) {
-			select {
-			case d.lost <- struct{}{}:
-			default:
+	},
+		// Short pull requests (heartbeat: half of this): after a server
+		// restart, a pull lost with the old server is noticed and renewed
+		// within seconds, not the default 30 s.
+		jetstream.PullExpiry(5*time.Second),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+				errors.Is(err, jetstream.ErrNoHeartbeat) {
+				select {
+				case d.lost <- struct{}{}:
+				default:
+				}
+				return
 			}
-			return
-		}
-		d.log.Warn("consume", "err", err)
-	}))
+			d.log.Warn("consume", "err", err)
+		}))
 	if err != nil {
 		return fmt.Errorf("consumer %s: %w", d.name, err)
 	}

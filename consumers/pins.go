@@ -112,7 +112,7 @@ func (p *Pinning) onRequest(msg jetstream.Msg, req *schemas.RequestEvent) error 
 		p.Counters.Inc("tooltime.observed|" + tool)
 	}
 	if p.ReleaseOnNextTurn && p.now().Before(time.UnixMilli(rec.ExpiresAtMs)) {
-		p.send(actions.Pin{Trigger: rec.Trigger, Slot: rec.Slot}, "release", time.Second)
+		p.send(actions.Pin{Trigger: rec.Trigger, Slot: rec.Slot}, "release", time.Second, nil)
 	}
 	return nil
 }
@@ -121,13 +121,15 @@ func (p *Pinning) onRequest(msg jetstream.Msg, req *schemas.RequestEvent) error 
 type pinResult int
 
 const (
-	pinDone pinResult = iota
-	pinRetry
+	pinDone   pinResult = iota // settled: ack
+	pinRetry                   // try again later: nak with delay
+	pinQueued                  // handed to the sender, which acks (settled callback)
 )
 
 // onResponse pins the conversation's pages if the response ends in a tool
-// call (or its request announced one).
-func (p *Pinning) onResponse(msg jetstream.Msg, resp *schemas.ResponseEvent) pinResult {
+// call (or its request announced one). For pinQueued, settled is called
+// once the pin has left or was dropped.
+func (p *Pinning) onResponse(msg jetstream.Msg, resp *schemas.ResponseEvent, settled func(bool)) pinResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	toolCall := resp.FinishReason == "tool_calls" || len(resp.ToolCalls) > 0
@@ -185,8 +187,8 @@ func (p *Pinning) onResponse(msg jetstream.Msg, resp *schemas.ResponseEvent) pin
 	if session != "" {
 		slot = "session:" + session
 	}
-	p.send(actions.Pin{Trigger: resp.RequestID, Slot: slot, Keys: keys, TTL: ttl,
-		Priority: actions.Priority(pageTokens), Tokens: pageTokens}, "pin", p.TTL.Deadline(ttl))
+	queued := p.send(actions.Pin{Trigger: resp.RequestID, Slot: slot, Keys: keys, TTL: ttl,
+		Priority: actions.Priority(pageTokens), Tokens: pageTokens}, "pin", p.TTL.Deadline(ttl), settled)
 	if session != "" {
 		completed := time.UnixMilli(resp.CompletedAtMs)
 		if resp.CompletedAtMs <= 0 {
@@ -199,6 +201,9 @@ func (p *Pinning) onResponse(msg jetstream.Msg, resp *schemas.ResponseEvent) pin
 		if err := p.Slots.Put(ctx, session, rec); err != nil {
 			p.Log.Warn("pin slot not recorded", "session", session, "err", err)
 		}
+	}
+	if queued {
+		return pinQueued
 	}
 	return pinDone
 }
@@ -220,7 +225,7 @@ func (p *Pinning) skip(reason string, resp *schemas.ResponseEvent) {
 	p.Log.Debug("no pin", "request_id", resp.RequestID, "reason", reason)
 }
 
-func (p *Pinning) send(pin actions.Pin, what string, deadline time.Duration) {
+func (p *Pinning) send(pin actions.Pin, what string, deadline time.Duration, settled func(bool)) bool {
 	env, err := actions.NewPinEnvelope(pin)
 	var body []byte
 	if err == nil {
@@ -229,15 +234,16 @@ func (p *Pinning) send(pin actions.Pin, what string, deadline time.Duration) {
 	if err != nil {
 		p.Counters.IncLabel("hints.pin.skipped", "encode")
 		p.Log.Error("encode pin", "trigger", pin.Trigger, "err", err)
-		return
+		return false
 	}
 	if err := p.Sender.Send(p.Endpoint, actions.Hint{MessageID: env.MessageID, Body: body,
-		Deadline: p.now().Add(deadline)}); err != nil {
+		Deadline: p.now().Add(deadline), Done: settled}); err != nil {
 		p.Counters.IncLabel("hints."+what+".dropped", dropReason(err))
 		p.Log.Warn(what+" not queued", "trigger", pin.Trigger, "err", err)
-		return
+		return false
 	}
 	p.Counters.Inc("hints." + what + ".queued")
 	p.Log.Debug(what+" queued", "trigger", pin.Trigger, "slot", pin.Slot, "keys", len(pin.Keys),
 		"ttl", pin.TTL, "priority", pin.Priority)
+	return true
 }

@@ -123,13 +123,16 @@ func (c *RequestConsumer) handle(msg jetstream.Msg) {
 		return
 	}
 	c.counters.Inc("requests.wakeup")
-	c.prefetch(msg, req)
-	ack(msg, c.counters, "requests", c.log)
+	if !c.prefetch(msg, req) {
+		ack(msg, c.counters, "requests", c.log)
+	}
 }
 
 // prefetch derives and hands off the hint; every way it can end without
-// a hint is counted, none of them is a reason to redeliver.
-func (c *RequestConsumer) prefetch(msg jetstream.Msg, req *schemas.RequestEvent) {
+// a hint is counted, none of them is a reason to redeliver. It returns
+// true when the hint was queued: the sender acks msg once the hint has
+// left (or was dropped), so a crash in between redelivers the wake-up.
+func (c *RequestConsumer) prefetch(msg jetstream.Msg, req *schemas.RequestEvent) bool {
 	base := c.now()
 	if req.ReceivedAtMs > 0 {
 		base = time.UnixMilli(req.ReceivedAtMs)
@@ -139,13 +142,13 @@ func (c *RequestConsumer) prefetch(msg jetstream.Msg, req *schemas.RequestEvent)
 	expires := base.Add(c.cfg.PrefetchTTL)
 	if !c.now().Before(expires) {
 		c.counters.IncLabel("hints.prefetch.skipped", "expired")
-		return
+		return false
 	}
 	cand, err := c.selector.Select(req)
 	if err != nil {
 		c.counters.IncLabel("hints.prefetch.skipped", "no_worker")
 		c.log.Debug("no worker for wake-up", "request_id", req.RequestID, "model", req.Model)
-		return
+		return false
 	}
 	env, err := actions.NewPrefetchEnvelope(actions.Prefetch{
 		RequestID: req.RequestID, SessionID: req.SessionID, Model: req.Model,
@@ -158,17 +161,19 @@ func (c *RequestConsumer) prefetch(msg jetstream.Msg, req *schemas.RequestEvent)
 	if err != nil {
 		c.counters.IncLabel("hints.prefetch.skipped", "encode")
 		c.log.Error("encode prefetch", "request_id", req.RequestID, "err", err)
-		return
+		return false
 	}
-	err = c.sender.Send(cand.Endpoint, actions.Hint{MessageID: env.MessageID, Body: body, Deadline: expires})
+	err = c.sender.Send(cand.Endpoint, actions.Hint{MessageID: env.MessageID, Body: body, Deadline: expires,
+		Done: func(bool) { ack(msg, c.counters, "requests", c.log) }})
 	if err != nil {
 		c.counters.IncLabel("hints.prefetch.dropped", dropReason(err))
 		c.log.Warn("prefetch not queued", "request_id", req.RequestID, "endpoint", cand.Endpoint, "err", err)
-		return
+		return false
 	}
 	c.counters.Inc("hints.prefetch.queued")
 	c.log.Debug("prefetch queued", "request_id", req.RequestID, "worker", cand.Worker.WorkerID,
 		"dp_rank", cand.Worker.DpRank, "overlap_blocks", cand.Overlap, "endpoint", cand.Endpoint)
+	return true
 }
 
 func clockOr(c func() time.Time) func() time.Time {

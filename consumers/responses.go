@@ -75,9 +75,12 @@ func (c *ResponseConsumer) handle(msg jetstream.Msg) {
 		c.rej.reject(msg, err)
 		return
 	}
-	if c.pins.onResponse(msg, resp) == pinRetry {
+	switch c.pins.onResponse(msg, resp, func(bool) { ack(msg, c.counters, "responses", c.log) }) {
+	case pinRetry:
 		_ = msg.NakWithDelay(c.cfg.RetryDelay)
-		return
+	case pinDone:
+		ack(msg, c.counters, "responses", c.log)
+	case pinQueued:
+		// acked by the sender once the pin has left
 	}
-	ack(msg, c.counters, "responses", c.log)
 }

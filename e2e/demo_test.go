@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hintstream/hintstream/internal/natstest"
 )
 
 // TestDemo runs what `make run` runs (the binary, an embedded JetStream
@@ -57,4 +59,41 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	p.stop(t)
+}
+
+// TestLoadGenerator: the compose layout in miniature. hintstream, a worker
+// demo that sends no traffic of its own, and a traffic-only demo whose
+// wake-ups reach the worker demo's sockets.
+func TestLoadGenerator(t *testing.T) {
+	srv := natstest.Start(t)
+	url := srv.ClientURL()
+	hs := start(t, "run", "--nats-url", url)
+	hs.waitLine(t, 30*time.Second, "hintstream running")
+	workers := start(t, "demo", "--nats-url", url, "--interval", "1h")
+	workers.waitLine(t, 30*time.Second, "KV events and load published")
+	gen := start(t, "demo", "--nats-url", url, "--traffic-only", "--count", "5", "--interval", "20ms")
+	gotRe := regexp.MustCompile(`← worker \d+ got kv.prefetch for (demo-[0-9a-f]+-wake-\d+)`)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := map[string]bool{}
+		for _, l := range workers.lines(&workers.out) {
+			if m := gotRe.FindStringSubmatch(l); m != nil {
+				got[m[1]] = true
+			}
+		}
+		if len(got) == 4 { // 5 requests: 4 wake-ups and a plain turn
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker demo got %d hints from the load generator, want 4:\n%s", len(got),
+				strings.Join(workers.lines(&workers.out), "\n"))
+		}
+		select {
+		case <-gen.done:
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	for _, p := range []*proc{gen, workers, hs} {
+		p.stop(t)
+	}
 }

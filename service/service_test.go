@@ -5,17 +5,22 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/internal/natsembed"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	zmq "github.com/pebbe/zmq4"
 )
 
 // A worker that leaves the registry must stop attracting hints: its blocks
@@ -175,5 +180,88 @@ func TestSnapshotRestart(t *testing.T) {
 	ov := b.Index.Overlap(kvevents.PromptHashes(tokens, 16))
 	if ov[kvevents.WorkerKey{WorkerID: 1}] != 4 || ov[kvevents.WorkerKey{WorkerID: 2}] != 3 {
 		t.Fatalf("overlap after restart %v, want worker 1: 4 (2 from the snapshot + 2 chained on), worker 2: 3", ov)
+	}
+}
+
+// A NATS server restart (same port, same store) under a running instance:
+// it reconnects and the next wake-up is hinted, without a restart.
+func TestNATSRestartRecovered(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	srv, err := natsembed.Start(natsembed.Options{StoreDir: dir, Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// The wake-up waits out the reconnect (a couple of seconds): give it a
+	// prefetch life longer than that.
+	svc := New(Config{NATSURL: srv.ClientURL(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		SnapshotInterval: -1, PrefetchTTL: time.Minute})
+	if err := svc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop(context.Background())
+
+	pull, err := zmq.NewSocket(zmq.PULL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pull.Close()
+	_ = pull.SetRcvtimeo(20 * time.Second)
+	_ = pull.SetLinger(0)
+	if err := pull.Bind("tcp://127.0.0.1:*"); err != nil {
+		t.Fatal(err)
+	}
+	ep, _ := pull.GetLastEndpoint()
+	kv, err := registry.Bucket(ctx, svc.JetStream(), registry.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: 1, Model: "m", KvBlockSize: 16, HintEndpoints: []string{ep}}); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool { return len(svc.Registry().Workers()) == 1 }, "worker registered")
+
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	srv, err = natsembed.Start(natsembed.Options{StoreDir: dir, Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	b, _ := json.Marshal(schemas.RequestEvent{RequestID: "after-restart", Model: "m", TokenIDs: make([]uint32, 16),
+		Headers: map[string]string{"x-dynamo-experimental-wakeup": "1"}, ReceivedAtMs: time.Now().UnixMilli()})
+	// The request may be published before the instance has reconnected;
+	// the durable consumer holds it until then.
+	if _, err := js.Publish(ctx, streams.RequestSubject("m"), b); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := pull.RecvBytes(0)
+	if err != nil {
+		c, cerr := js.Consumer(ctx, "LLM_REQUESTS", "hintstream-requests")
+		if cerr == nil {
+			info, _ := c.Info(ctx)
+			t.Logf("consumer: pending %d ackpending %d waiting %d delivered %+v", info.NumPending, info.NumAckPending, info.NumWaiting, info.Delivered)
+		} else {
+			t.Logf("consumer: %v", cerr)
+		}
+		t.Fatalf("no hint after the NATS restart: %v; counters %v", err, svc.Counters.Snapshot(""))
+	}
+	var env schemas.KvHintsEnvelope
+	if _, err := env.UnmarshalMsg(msg); err != nil || env.MessageID != actions.PrefetchMessageID("after-restart") {
+		t.Fatalf("hint %q: %v", env.MessageID, err)
 	}
 }

@@ -29,6 +29,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		bucket    = fs.String("registry-bucket", "hintstream_workers", "JetStream KV bucket of the worker registry")
 		logFormat = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json")
 		logLevel  = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error")
+		traffic   = fs.Bool("traffic-only", false, "publish requests only, no simulated workers (a load generator beside a worker demo)")
 		checkOnly = fs.Bool("check-config", false, "validate the flags and exit without connecting")
 	)
 	natsCfg := natsFlags(fs, "hintstream-demo")
@@ -62,7 +63,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	d := demo.New(js, demo.Options{Interval: *every, Count: *count, Out: stdout, Logger: log, Bucket: *bucket,
-		BindHost: *bindHost, AdvertiseHost: *advertise})
+		BindHost: *bindHost, AdvertiseHost: *advertise, TrafficOnly: *traffic})
 	if err := d.Run(ctx); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

@@ -38,6 +38,9 @@ type Options struct {
 	// for when hintstream runs elsewhere (another container); default
 	// BindHost.
 	BindHost, AdvertiseHost string
+	// TrafficOnly publishes requests but simulates no workers (they run
+	// elsewhere, in another demo): a load generator.
+	TrafficOnly bool
 }
 
 // Received is one hint a demo worker got.
@@ -99,6 +102,7 @@ type session struct {
 	prompt   []uint32
 	expected uint64 // worker the wake-up should reach
 	why      string
+	cached   int // blocks of the prompt the expected worker caches
 }
 
 // Run sets the cluster up, then publishes requests (Count of them, or
@@ -117,7 +121,11 @@ func (d *Demo) Run(ctx context.Context) error {
 			w.close()
 		}
 	}()
-	for i := range 3 {
+	nWorkers := 3
+	if d.opts.TrafficOnly {
+		nWorkers = 0
+	}
+	for i := range nWorkers {
 		w, err := newWorker(uint64(i+1), d)
 		if err != nil {
 			return err
@@ -132,11 +140,14 @@ func (d *Demo) Run(ctx context.Context) error {
 		fmt.Fprintf(d.opts.Out, "demo: worker %d registered, hint socket %s\n", w.id, w.endpoint)
 	}
 
-	sessions := d.seedCache(ctx)
-	if err := d.publishLoads(ctx); err != nil {
-		return err
+	sessions := d.sessions()
+	if !d.opts.TrafficOnly {
+		d.seedCache(ctx, sessions)
+		if err := d.publishLoads(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(d.opts.Out, "demo: KV events and load published; a wake-up every %v (Ctrl-C to stop)\n", d.opts.Interval)
 	}
-	fmt.Fprintf(d.opts.Out, "demo: KV events and load published; a wake-up every %v (Ctrl-C to stop)\n", d.opts.Interval)
 
 	tick := time.NewTicker(d.opts.Interval)
 	defer tick.Stop()
@@ -157,7 +168,8 @@ func (d *Demo) Run(ctx context.Context) error {
 	return nil
 }
 
-// seedCache publishes the KV events that give each worker its cache:
+// sessions are the demo's conversations. Their prompts are fixed, so a
+// traffic-only demo sends the prompts the worker demo cached.
 //
 //	worker 1: session A (10 blocks) and the shared system prompt
 //	worker 2: session B (14 blocks) and the shared system prompt
@@ -165,24 +177,28 @@ func (d *Demo) Run(ctx context.Context) error {
 //
 // Session D is cached nowhere beyond the system prompt, so its wake-up is
 // decided by load.
-func (d *Demo) seedCache(ctx context.Context) []session {
+func (d *Demo) sessions() []session {
 	system := tokens(1000, 2*BlockSize)
-	mk := func(id string, base uint32, blocks int) []uint32 {
+	mk := func(base uint32, blocks int) []uint32 {
 		return append(append([]uint32{}, system...), tokens(base, blocks*BlockSize)...)
-	}
-	a, b, c, dd := mk("A", 10000, 8), mk("B", 20000, 12), mk("C", 30000, 4), mk("D", 40000, 6)
-	for w, p := range map[uint64][]uint32{1: a, 2: b, 3: c} {
-		if err := d.storeAll(ctx, w, p); err != nil {
-			d.opts.Logger.Warn("demo KV event", "worker", w, "err", err)
-		}
 	}
 	// Each session's next turn adds a few new tokens the cache lacks.
 	turn := func(p []uint32, base uint32) []uint32 { return append(append([]uint32{}, p...), tokens(base, 40)...) }
 	return []session{
-		{"session-A", turn(a, 50000), 1, "worker 1 caches 10 of its blocks"},
-		{"session-B", turn(b, 51000), 2, "worker 2 caches 14 of its blocks"},
-		{"session-C", turn(c, 52000), 3, "worker 3 caches 6 of its blocks"},
-		{"session-D", turn(dd, 53000), 2, "all cache 2 blocks; worker 2 is the least loaded"},
+		{"session-A", turn(mk(10000, 8), 50000), 1, "worker 1 caches 10 of its blocks", 10},
+		{"session-B", turn(mk(20000, 12), 51000), 2, "worker 2 caches 14 of its blocks", 14},
+		{"session-C", turn(mk(30000, 4), 52000), 3, "worker 3 caches 6 of its blocks", 6},
+		{"session-D", turn(mk(40000, 6), 53000), 2, "all cache 2 blocks; worker 2 is the least loaded", 0},
+	}
+}
+
+// seedCache publishes the KV events that give each worker its cache: the
+// cached blocks of the session it is expected to win.
+func (d *Demo) seedCache(ctx context.Context, sessions []session) {
+	for _, s := range sessions[:3] {
+		if err := d.storeAll(ctx, s.expected, s.prompt[:s.cached*BlockSize]); err != nil {
+			d.opts.Logger.Warn("demo KV event", "worker", s.expected, "err", err)
+		}
 	}
 }
 
