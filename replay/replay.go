@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,6 +133,13 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	}
 	last := time.Now()
 	var done uint64
+	// The bar runs over event time, from the first event to --until (or
+	// the start of the replay).
+	var first time.Time
+	end := o.Until
+	if end.IsZero() {
+		end = time.Now()
+	}
 	for {
 		next, err := earliest(ctx, srcs)
 		if err != nil {
@@ -152,15 +160,30 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 		counters.Inc("events." + next.kind)
 		handlers[next.kind](replayMsg{m})
 		done++
+		if first.IsZero() && md != nil {
+			first = md.Timestamp
+		}
 		if o.Progress != nil && time.Since(last) > 200*time.Millisecond {
 			last = time.Now()
-			fmt.Fprintf(o.Progress, "\rreplay: %d events, at %s", done, clock.now().Format(time.RFC3339))
+			fmt.Fprintf(o.Progress, "\r%s %d events, at %s", bar(first, clock.now(), end), done,
+				clock.now().Format(time.RFC3339))
 		}
 	}
 	if o.Progress != nil {
 		fmt.Fprintf(o.Progress, "\rreplay: %d events done%20s\n", done, "")
 	}
 	return summarize(counters), nil
+}
+
+// bar draws how far at is from first to end.
+func bar(first, at, end time.Time) string {
+	const width = 30
+	f := 1.0
+	if total := end.Sub(first); total > 0 {
+		f = min(max(float64(at.Sub(first))/float64(total), 0), 1)
+	}
+	n := int(f * width)
+	return fmt.Sprintf("[%s%s] %3.0f%%", strings.Repeat("#", n), strings.Repeat(".", width-n), f*100)
 }
 
 // eventClock is "now" during a replay: the time of the event in hand.

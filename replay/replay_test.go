@@ -91,3 +91,16 @@ func TestFromSeqAndUntil(t *testing.T) {
 		t.Fatalf("since after the last request: %v", got)
 	}
 }
+
+func TestProgressBar(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, c := range []struct {
+		at   time.Duration
+		want string
+	}{{0, "[..............................]   0%"}, {50 * time.Second, "[###############...............]  50%"},
+		{100 * time.Second, "[##############################] 100%"}, {200 * time.Second, "[##############################] 100%"}} {
+		if got := bar(t0, t0.Add(c.at), t0.Add(100*time.Second)); got != c.want {
+			t.Errorf("at %v: %q, want %q", c.at, got, c.want)
+		}
+	}
+}
