@@ -14,14 +14,13 @@ import (
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/service"
-	"github.com/hintstream/hintstream/streams"
 	"github.com/hintstream/hintstream/tooltime"
 )
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	def := streams.DefaultSet()
+	streamSet := streamSetFlags(fs)
 	var (
 		natsURL      = fs.String("nats-url", env("HINTSTREAM_NATS_URL", ""), "NATS server URL (env HINTSTREAM_NATS_URL); empty starts an embedded JetStream server")
 		dataDir      = fs.String("data-dir", env("HINTSTREAM_DATA_DIR", ".hintstream/nats"), "embedded server's JetStream store (env HINTSTREAM_DATA_DIR)")
@@ -35,16 +34,6 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		durable      = fs.String("requests-durable", "", "durable consumer name for request events (default <group>-requests)")
 		deliverAll   = fs.Bool("requests-deliver-all", false, "a newly created requests consumer starts at the stream's beginning instead of its end")
 		update       = fs.Bool("update-streams", false, "add missing subjects to existing streams (otherwise a mismatch stops start-up)")
-		reqStream    = fs.String("requests-stream", def.Requests.Name, "stream of request events")
-		reqSubj      = fs.String("requests-subjects", strings.Join(def.Requests.Subjects, ","), "subjects of request events")
-		kvStream     = fs.String("kv-events-stream", def.KVEvents.Name, "stream of KV events")
-		kvSubj       = fs.String("kv-events-subjects", strings.Join(def.KVEvents.Subjects, ","), "subjects of KV events")
-		loadStream   = fs.String("load-stream", def.Load.Name, "stream of load metrics")
-		loadSubj     = fs.String("load-subjects", strings.Join(def.Load.Subjects, ","), "subjects of load metrics")
-		respStream   = fs.String("responses-stream", def.Responses.Name, "stream of response events")
-		respSubj     = fs.String("responses-subjects", strings.Join(def.Responses.Subjects, ","), "subjects of response events")
-		dlqStream    = fs.String("dead-letter-stream", def.DeadLetter.Name, "stream keeping dead-lettered copies")
-		dlqPrefix    = fs.String("dead-letter-prefix", "hintstream.dlq", "dead-letter subject prefix; copies go to <prefix>.<kind>")
 		senderQueue  = fs.Int("sender-queue", 1024, "hints queued per endpoint before new ones are dropped")
 		maxTokens    = fs.Int("max-tokens", 1<<20, "largest token_ids accepted in an event")
 		weight       = fs.Float64("overlap-score-weight", routing.DefaultOverlapScoreWeight, "weight of prefill cost in the worker choice, as Dynamo's --kv-overlap-score-weight")
@@ -107,18 +96,13 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	set := def
-	set.Requests.Name, set.Requests.Subjects = *reqStream, split(*reqSubj)
-	set.Responses.Name, set.Responses.Subjects = *respStream, split(*respSubj)
-	set.KVEvents.Name, set.KVEvents.Subjects = *kvStream, split(*kvSubj)
-	set.Load.Name, set.Load.Subjects = *loadStream, split(*loadSubj)
-	set.DeadLetter.Name, set.DeadLetter.Subjects = *dlqStream, []string{*dlqPrefix + ".>"}
+	set, dlqPrefix := streamSet()
 
 	cfg := service.Config{
 		NATSURL: *natsURL, EmbeddedDir: *dataDir, EmbeddedPort: *port,
 		Streams: set, UpdateStreams: *update,
 		RegistryBucket: *bucket, RequestsDurable: *durable, RequestsDeliverAll: *deliverAll,
-		PrefetchTTL: *ttl, DeadLetterPrefix: *dlqPrefix, SenderQueue: *senderQueue,
+		PrefetchTTL: *ttl, DeadLetterPrefix: dlqPrefix, SenderQueue: *senderQueue,
 		Logger: log,
 	}
 	cfg.Limits.MaxTokens = *maxTokens

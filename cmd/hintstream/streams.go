@@ -43,25 +43,15 @@ func streamsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fs := flag.NewFlagSet("streams", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	def := streams.DefaultSet()
+	streamSet := streamSetFlags(fs)
 	var (
-		natsURL    = fs.String("nats-url", env("HINTSTREAM_NATS_URL", nats.DefaultURL), "NATS server URL (env HINTSTREAM_NATS_URL)")
-		update     = fs.Bool("update-streams", false, "create: add missing subjects to existing streams (otherwise a mismatch fails)")
-		jsonOut    = fs.Bool("json", false, "print one JSON document instead of a table")
-		strict     = fs.Bool("strict", false, "check: also fail when other settings (max_age, storage, replicas, duplicates) differ")
-		timeout    = fs.Duration("timeout", 10*time.Second, "time allowed for the whole command")
-		reqStream  = fs.String("requests-stream", def.Requests.Name, "stream of request events")
-		reqSubj    = fs.String("requests-subjects", strings.Join(def.Requests.Subjects, ","), "subjects of request events")
-		respStream = fs.String("responses-stream", def.Responses.Name, "stream of response events")
-		respSubj   = fs.String("responses-subjects", strings.Join(def.Responses.Subjects, ","), "subjects of response events")
-		kvStream   = fs.String("kv-events-stream", def.KVEvents.Name, "stream of KV events")
-		kvSubj     = fs.String("kv-events-subjects", strings.Join(def.KVEvents.Subjects, ","), "subjects of KV events")
-		loadStream = fs.String("load-stream", def.Load.Name, "stream of load metrics")
-		loadSubj   = fs.String("load-subjects", strings.Join(def.Load.Subjects, ","), "subjects of load metrics")
-		dlqStream  = fs.String("dead-letter-stream", def.DeadLetter.Name, "stream keeping dead-lettered copies")
-		dlqPrefix  = fs.String("dead-letter-prefix", "hintstream.dlq", "dead-letter subject prefix; copies go to <prefix>.<kind>")
-		logFormat  = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
-		logLevel   = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
+		natsURL   = fs.String("nats-url", env("HINTSTREAM_NATS_URL", nats.DefaultURL), "NATS server URL (env HINTSTREAM_NATS_URL)")
+		update    = fs.Bool("update-streams", false, "create: add missing subjects to existing streams (otherwise a mismatch fails)")
+		jsonOut   = fs.Bool("json", false, "print one JSON document instead of a table")
+		strict    = fs.Bool("strict", false, "check: also fail when other settings (max_age, storage, replicas, duplicates) differ")
+		timeout   = fs.Duration("timeout", 10*time.Second, "time allowed for the whole command")
+		logFormat = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
+		logLevel  = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
 	)
 	natsCfg := natsFlags(fs, "hintstream-streams")
 	fs.Usage = func() {
@@ -92,12 +82,7 @@ func streamsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	set := def
-	set.Requests.Name, set.Requests.Subjects = *reqStream, split(*reqSubj)
-	set.Responses.Name, set.Responses.Subjects = *respStream, split(*respSubj)
-	set.KVEvents.Name, set.KVEvents.Subjects = *kvStream, split(*kvSubj)
-	set.Load.Name, set.Load.Subjects = *loadStream, split(*loadSubj)
-	set.DeadLetter.Name, set.DeadLetter.Subjects = *dlqStream, []string{*dlqPrefix + ".>"}
+	set, _ := streamSet()
 
 	ncfg := natsCfg()
 	ncfg.URL, ncfg.Logger = *natsURL, log
