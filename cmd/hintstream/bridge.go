@@ -46,7 +46,11 @@ func bridgeCmd(ctx context.Context, args []string, stderr io.Writer) error {
 			"Republishes an engine's ZMQ KV events to JetStream kv.events.<worker-id>.\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
 	}
+	applyConfig := configFlag(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := applyConfig(); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -63,3 +63,15 @@ func configValue(v any) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// configFlag registers --config on fs; the returned func applies the file
+// (if any) once the command line is parsed.
+func configFlag(fs *flag.FlagSet) func() error {
+	path := fs.String("config", env("HINTSTREAM_CONFIG", ""), "YAML file of flag names to values (env HINTSTREAM_CONFIG); flags and environment win over it")
+	return func() error {
+		if *path == "" {
+			return nil
+		}
+		return applyConfigFile(fs, *path)
+	}
+}

@@ -53,7 +53,7 @@ func TestConfigFilePrecedence(t *testing.T) {
 // variable in its usage, or a config file would override the environment.
 func TestEnvFlagsNameTheirVariable(t *testing.T) {
 	re := regexp.MustCompile(`env\("([A-Z0-9_]+)"`)
-	for _, f := range []string{"run.go", "natsflags.go"} {
+	for _, f := range []string{"run.go", "natsflags.go", "config.go", "replay.go", "bridge.go"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -33,7 +33,11 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		checkOnly = fs.Bool("check-config", false, "validate the flags and exit without connecting")
 	)
 	natsCfg := natsFlags(fs, "hintstream-demo")
+	applyConfig := configFlag(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := applyConfig(); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -52,7 +52,11 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			"equals what a live run made at that moment. The registry is its current content.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
+	applyConfig := configFlag(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := applyConfig(); err != nil {
 		return err
 	}
 	if *since == "" && *fromSeq == 0 {

@@ -21,6 +21,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	streamSet := streamSetFlags(fs)
+	applyConfig := configFlag(fs)
 	var (
 		natsURL      = fs.String("nats-url", env("HINTSTREAM_NATS_URL", ""), "NATS server URL (env HINTSTREAM_NATS_URL); empty starts an embedded JetStream server")
 		dataDir      = fs.String("data-dir", env("HINTSTREAM_DATA_DIR", ".hintstream/nats"), "embedded server's JetStream store (env HINTSTREAM_DATA_DIR)")
@@ -62,7 +63,6 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		maxAckPend   = fs.Int("max-ack-pending", 1024, "requests or responses one member may hold unacked")
 		httpAddr     = fs.String("http-addr", env("HINTSTREAM_HTTP_ADDR", ""), "serve /metrics, /healthz and /readyz here, e.g. :9090 (env HINTSTREAM_HTTP_ADDR); empty: off")
 		pprofOn      = fs.Bool("pprof", false, "also serve /debug/pprof on --http-addr")
-		configFile   = fs.String("config", env("HINTSTREAM_CONFIG", ""), "YAML file of flag names to values (env HINTSTREAM_CONFIG); flags and environment win over it")
 		hintsLog     = fs.String("hints-log", "", "append every hint handed to a sender to this file as a JSON line (compare with replay --dry-run)")
 		checkOnly    = fs.Bool("check-config", false, "validate the flags and exit without connecting")
 		pinCurve     = fs.String("pin-curve-public-key", env("HINTSTREAM_PIN_CURVE_PUBLIC_KEY", ""), "CURVE server key (Z85) of the pin endpoint (env HINTSTREAM_PIN_CURVE_PUBLIC_KEY); empty: plain text (workers give theirs as hint_curve_public_key)")
@@ -81,10 +81,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *configFile != "" {
-		if err := applyConfigFile(fs, *configFile); err != nil {
-			return err
-		}
+	if err := applyConfig(); err != nil {
+		return err
 	}
 	if *durable == "" {
 		*durable = *group + "-requests"
