@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/internal/zmqtest"
+
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/internal/natstest"
 	zmq "github.com/pebbe/zmq4"
@@ -24,39 +26,16 @@ func curvePuller(t *testing.T, serverSecret string) (string, <-chan []byte) {
 		t.Fatal(err)
 	}
 	for _, set := range []func() error{
-		func() error { return sock.SetLinger(0) },
-		func() error { return sock.SetRcvtimeo(20 * time.Millisecond) }, // so the loop sees stop
 		func() error { return sock.SetCurveServer(1) },
 		func() error { return sock.SetCurveSecretkey(serverSecret) },
-		func() error { return sock.Bind("tcp://127.0.0.1:*") },
 	} {
 		if err := set(); err != nil {
 			sock.Close()
 			t.Fatal(err)
 		}
 	}
-	bound, err := sock.GetLastEndpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := make(chan []byte, 100)
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		defer sock.Close()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if b, err := sock.RecvBytes(0); err == nil {
-				out <- b
-			}
-		}
-	}()
-	t.Cleanup(func() { close(stop); <-done })
-	return bound, out
+	return zmqtest.Serve(t, sock, "tcp://127.0.0.1:*", func(b []byte) { out <- b }), out
 }
 
 func curveKeys(t *testing.T) (public, secret string) {

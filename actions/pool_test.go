@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/internal/zmqtest"
+
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/internal/natstest"
-	zmq "github.com/pebbe/zmq4"
 )
 
 // puller binds a real PULL socket at endpoint ("tcp://127.0.0.1:*" for a
@@ -19,38 +20,7 @@ import (
 // One goroutine owns the socket; it stops at test cleanup.
 func puller(t *testing.T, endpoint string) (string, <-chan []byte) {
 	t.Helper()
-	sock, err := zmq.NewSocket(zmq.PULL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock.SetLinger(0)
-	sock.SetRcvtimeo(20 * time.Millisecond) // so the loop sees stop
-	if err := sock.Bind(endpoint); err != nil {
-		sock.Close()
-		t.Fatalf("bind %s: %v", endpoint, err)
-	}
-	bound, err := sock.GetLastEndpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(chan []byte, 10000)
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		defer sock.Close()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if b, err := sock.RecvBytes(0); err == nil {
-				out <- b
-			}
-		}
-	}()
-	t.Cleanup(func() { close(stop); <-done })
-	return bound, out
+	return zmqtest.Pull(t, endpoint, 10000)
 }
 
 // downEndpoint is a loopback endpoint where nothing listens.

@@ -3,9 +3,10 @@ package consumers
 import (
 	"context"
 	"encoding/json"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hintstream/hintstream/internal/zmqtest"
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/bridge"
@@ -29,40 +30,16 @@ func (s staticWorkers) Workers() []schemas.WorkerRecord { return s }
 // one-action envelope it receives to decode.
 func pullPayloads(t *testing.T, decode func(payload []byte)) string {
 	t.Helper()
-	s, err := zmq.NewSocket(zmq.PULL)
+	sock, err := zmq.NewSocket(zmq.PULL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = s.SetRcvtimeo(50 * time.Millisecond)
-	_ = s.SetLinger(0)
-	if err := s.Bind("tcp://127.0.0.1:*"); err != nil {
-		t.Fatal(err)
-	}
-	ep, _ := s.GetLastEndpoint()
-	done, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			b, err := s.RecvBytes(0)
-			if err != nil {
-				if zmq.AsErrno(err) == zmq.Errno(syscall.EAGAIN) {
-					continue
-				}
-				return
-			}
-			var env schemas.KvHintsEnvelope
-			if _, err := env.UnmarshalMsg(b); err == nil && len(env.Actions) == 1 {
-				decode(env.Actions[0].Payload)
-			}
+	return zmqtest.Serve(t, sock, "tcp://127.0.0.1:*", func(b []byte) {
+		var env schemas.KvHintsEnvelope
+		if _, err := env.UnmarshalMsg(b); err == nil && len(env.Actions) == 1 {
+			decode(env.Actions[0].Payload)
 		}
-	}()
-	t.Cleanup(func() { close(done); <-stopped; s.Close() })
-	return ep
+	})
 }
 
 // pull collects the request ids of the prefetches a PULL socket receives.

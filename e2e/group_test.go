@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/internal/zmqtest"
+
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
@@ -26,42 +28,19 @@ type messageSink struct {
 
 func newMessageSink(t *testing.T) *messageSink {
 	t.Helper()
-	s, err := zmq.NewSocket(zmq.PULL)
+	sock, err := zmq.NewSocket(zmq.PULL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = s.SetRcvtimeo(50 * time.Millisecond)
-	_ = s.SetLinger(0)
-	if err := s.Bind("tcp://127.0.0.1:*"); err != nil {
-		t.Fatal(err)
-	}
 	ms := &messageSink{seen: map[string]int{}}
-	ms.ep, _ = s.GetLastEndpoint()
-	done, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			b, err := s.RecvBytes(0)
-			if err != nil {
-				if zmq.AsErrno(err) == zmq.Errno(syscall.EAGAIN) {
-					continue
-				}
-				return
-			}
-			var env schemas.KvHintsEnvelope
-			if _, err := env.UnmarshalMsg(b); err == nil {
-				ms.mu.Lock()
-				ms.seen[env.MessageID]++
-				ms.mu.Unlock()
-			}
+	ms.ep = zmqtest.Serve(t, sock, "tcp://127.0.0.1:*", func(b []byte) {
+		var env schemas.KvHintsEnvelope
+		if _, err := env.UnmarshalMsg(b); err == nil {
+			ms.mu.Lock()
+			ms.seen[env.MessageID]++
+			ms.mu.Unlock()
 		}
-	}()
-	t.Cleanup(func() { close(done); <-stopped; s.Close() })
+	})
 	return ms
 }
 

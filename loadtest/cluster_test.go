@@ -5,9 +5,10 @@ import (
 	"io"
 	"log/slog"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hintstream/hintstream/internal/zmqtest"
 
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/registry"
@@ -45,47 +46,22 @@ func startCluster(b *testing.B, cfg service.Config, n int) *cluster {
 	if err != nil {
 		b.Fatal(err)
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		s, err := zmq.NewSocket(zmq.PULL)
 		if err != nil {
 			b.Fatal(err)
 		}
-		_ = s.SetRcvtimeo(20 * time.Millisecond)
-		_ = s.SetLinger(0)
-		if err := s.Bind("tcp://127.0.0.1:*"); err != nil {
-			b.Fatal(err)
-		}
-		ep, _ := s.GetLastEndpoint()
+		ep := zmqtest.Serve(b, s, "tcp://127.0.0.1:*", func([]byte) {
+			c.mu.Lock()
+			c.received[i]++
+			c.mu.Unlock()
+			c.got <- i
+		})
 		if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: uint64(i + 1), Model: "m", KvBlockSize: 16,
 			HintEndpoints: []string{ep}}); err != nil {
 			b.Fatal(err)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer s.Close()
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				if _, err := s.RecvBytes(0); err != nil {
-					if zmq.AsErrno(err) == zmq.Errno(syscall.EAGAIN) {
-						continue
-					}
-					return
-				}
-				c.mu.Lock()
-				c.received[i]++
-				c.mu.Unlock()
-				c.got <- i
-			}
-		}()
 	}
-	b.Cleanup(func() { close(done); wg.Wait() })
 	natstest.Eventually(b, 10*time.Second, func() bool { return len(c.svc.Registry().Workers()) == n },
 		"workers registered")
 	return c
