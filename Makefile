@@ -41,12 +41,15 @@ bench: deps
 
 ## fuzz: each fuzz target for FUZZTIME (default 20s)
 FUZZTIME ?= 20s
+# Minimizing a new input can outlast a short -fuzztime (default 60s) and
+# end the run with "context deadline exceeded": keep it short.
+FUZZMINTIME ?= 2s
 FUZZPKGS := ./schemas/ ./kvevents/
 fuzz: deps
 	@for p in $(FUZZPKGS); do \
 	  for t in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
 	    echo "fuzz $$p $$t for $(FUZZTIME)"; \
-	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) $$p || exit 1; \
 	  done; \
 	done
 
