@@ -42,6 +42,24 @@ type poolOptions struct {
 	zctx        *zmq.Context
 	curve       curveOptions
 	onSent      func(endpoint string, latency time.Duration)
+	maxHeld     int
+}
+
+// WithMaxHeld bounds the hints per endpoint whose Done is still to come
+// (default 64; 0: no bound). A consumer acks its trigger in Done, so
+// every waiting hint holds one of its consumer's MaxAckPending slots: a
+// backed-up endpoint with a 1,024-hint queue could hold them all and
+// stall every other endpoint's triggers behind it. Past the bound, Send
+// calls Done(false) as soon as the hint is queued (the hint itself still
+// goes out if it can): those triggers are released, at the price that a
+// crash before the hint leaves loses it. EndpointStats.Released counts
+// them.
+func WithMaxHeld(n int) PoolOption {
+	return func(o *poolOptions) {
+		if n >= 0 {
+			o.maxHeld = n
+		}
+	}
 }
 
 // WithSentHook calls f for every hint sent, with the time from Send to
@@ -108,6 +126,7 @@ func NewPool(opts ...PoolOption) *Pool {
 		logger:      slog.Default(),
 		sendTimeout: 100 * time.Millisecond,
 		linger:      100 * time.Millisecond,
+		maxHeld:     64,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -197,10 +216,29 @@ func (p *Pool) Send(endpoint string, h Hint) error {
 // enqueue runs under p.mu (read or write), so it cannot race with Remove
 // or Close deciding that a queue is final.
 func (p *Pool) enqueue(s *sender, h Hint) error {
+	var release func(bool)
+	if done := h.Done; done != nil && p.opts.maxHeld > 0 {
+		if s.held.Load() >= int64(p.opts.maxHeld) {
+			release, h.Done = done, nil
+		} else {
+			s.held.Add(1)
+			h.Done = func(sent bool) {
+				s.held.Add(-1)
+				done(sent)
+			}
+		}
+	}
 	select {
 	case s.queue <- queued{Hint: h, at: time.Now()}:
+		if release != nil {
+			s.stats.released.Add(1)
+			release(false)
+		}
 		return nil
 	default:
+		if release == nil && h.Done != nil && p.opts.maxHeld > 0 {
+			s.held.Add(-1)
+		}
 		s.stats.drop(DropQueueFull)
 		return fmt.Errorf("%w: %s holds %d hints", ErrQueueFull, s.endpoint, cap(s.queue))
 	}
@@ -297,6 +335,7 @@ func (p *Pool) Close(ctx context.Context) error {
 type EndpointStats struct {
 	Sent       uint64
 	Retried    uint64
+	Released   uint64 // hints whose Done ran at Send, past WithMaxHeld
 	Dropped    map[string]uint64
 	QueueDepth int
 
@@ -313,9 +352,10 @@ func (p *Pool) Stats() map[string]EndpointStats {
 	out := make(map[string]EndpointStats, len(p.stats))
 	for ep, c := range p.stats {
 		st := EndpointStats{
-			Sent:    c.sent.Load(),
-			Retried: c.retried.Load(),
-			Dropped: make(map[string]uint64),
+			Sent:     c.sent.Load(),
+			Retried:  c.retried.Load(),
+			Released: c.released.Load(),
+			Dropped:  make(map[string]uint64),
 
 			LatencyCount: c.latCount.Load(),
 			LatencySum:   time.Duration(c.latSum.Load()),

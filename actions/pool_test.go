@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -267,4 +268,45 @@ func TestPoolRejectsBadInput(t *testing.T) {
 	if err := p.Send(downEndpoint(t), actions.Hint{Deadline: time.Now().Add(time.Second)}); !errors.Is(err, actions.ErrInvalidHint) {
 		t.Errorf("empty body: err = %v, want ErrInvalidHint", err)
 	}
+}
+
+// TestPoolMaxHeld: a backed-up endpoint holds at most WithMaxHeld
+// triggers; later hints are released (Done at Send) yet still delivered
+// once the peer is up.
+func TestPoolMaxHeld(t *testing.T) {
+	ep := downEndpoint(t)
+	p := newPool(t, actions.WithMaxHeld(3))
+	var mu sync.Mutex
+	done := map[int]bool{} // hint -> sent
+	for i := range 10 {
+		h := hint(i, time.Minute)
+		h.Done = func(sent bool) {
+			mu.Lock()
+			done[i] = sent
+			mu.Unlock()
+		}
+		if err := p.Send(ep, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	released := len(done)
+	for i := range 3 {
+		if _, ok := done[i]; ok {
+			t.Errorf("hint %d, within the bound, was released at Send", i)
+		}
+	}
+	mu.Unlock()
+	if released != 7 || p.Stats()[ep].Released != 7 {
+		t.Fatalf("released at Send: %d (stats %d), want 7", released, p.Stats()[ep].Released)
+	}
+	_, ch := puller(t, ep)
+	if got := receive(t, ch, 10, 10*time.Second); len(got) != 10 {
+		t.Fatalf("delivered %d of 10", len(got))
+	}
+	natstest.Eventually(t, 5*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(done) == 10 && done[0] && done[1] && done[2]
+	}, "the 3 held hints settled as sent")
 }

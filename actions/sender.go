@@ -21,6 +21,8 @@ type Hint struct {
 	// true when ZMQ took it, false when it was dropped. It runs on the
 	// endpoint's sender goroutine and must be quick. Consumers ack their
 	// message there, so a crash before the hint leaves loses no trigger.
+	// Exception: past WithMaxHeld waiting hints on one endpoint, Send
+	// itself calls Done(false) once the hint is queued.
 	Done func(sent bool)
 }
 
@@ -56,8 +58,8 @@ var dropReasons = [...]string{DropExpired, DropQueueFull, DropRemoved, DropClose
 // counters outlive the sender of an endpoint, so that stats stay monotonic
 // across Remove and a later re-creation.
 type counters struct {
-	sent, retried atomic.Uint64
-	dropped       [len(dropReasons)]atomic.Uint64
+	sent, retried, released atomic.Uint64
+	dropped                 [len(dropReasons)]atomic.Uint64
 
 	// Send latency of sent hints, from enqueue to ZMQ accepting them, in ns.
 	latCount       atomic.Uint64
@@ -101,6 +103,7 @@ type sender struct {
 	stats    *counters
 	log      *slog.Logger
 	onSent   func(endpoint string, latency time.Duration)
+	held     atomic.Int64 // queued or in delivery with a Done to call (WithMaxHeld)
 
 	drain chan struct{} // closed by Pool.Close: send what is queued, then exit
 
@@ -127,8 +130,10 @@ func newSender(zctx *zmq.Context, endpoint string, o *poolOptions, stats *counte
 		func() error { return sock.SetImmediate(true) },
 		// Reconnect quickly after a worker restart: hints are short-lived.
 		func() error { return sock.SetReconnectIvl(100 * time.Millisecond) },
-		// ...but don't hammer a worker that stays down.
-		func() error { return sock.SetReconnectIvlMax(5 * time.Second) },
+		// ...but don't hammer a worker that stays down: one attempt a second
+		// at most, soon enough that a worker back from an outage gets the
+		// hints still valid (a prefetch lives 2 s by default).
+		func() error { return sock.SetReconnectIvlMax(time.Second) },
 		// CURVE keys must be set before Connect, which fixes the mechanism.
 		func() error { return o.curve.apply(sock, endpoint) },
 		func() error { return sock.Connect(endpoint) },

@@ -27,6 +27,11 @@ import (
 // restarted with an empty cache: its old blocks are cleared first.
 func ApplyKVEvents(ix *kvevents.Index, lim schemas.Limits, counters *metrics.Counters) ApplyFunc {
 	var epochs sync.Map // kvevents.WorkerKey -> string
+	// Counter names, built once: one is bumped per event.
+	applied := map[schemas.EventKind]string{}
+	for _, k := range []schemas.EventKind{schemas.KindStored, schemas.KindRemoved, schemas.KindCleared} {
+		applied[k] = "kv_events.applied|" + k.String()
+	}
 	return func(msg jetstream.Msg) error {
 		evs, err := decodeKVEvents(msg, lim)
 		if err != nil {
@@ -47,7 +52,11 @@ func ApplyKVEvents(ix *kvevents.Index, lim schemas.Limits, counters *metrics.Cou
 		for _, ev := range evs {
 			switch err := ix.Apply(ev); {
 			case err == nil:
-				counters.Inc("kv_events.applied|" + ev.Kind.String())
+				name, ok := applied[ev.Kind]
+				if !ok {
+					name = "kv_events.applied|" + ev.Kind.String()
+				}
+				counters.Inc(name)
 			case errors.Is(err, kvevents.ErrUnknownParent):
 				counters.Inc("kv_events.unknown_parent")
 			case errors.Is(err, kvevents.ErrBadEvent):
@@ -61,6 +70,9 @@ func ApplyKVEvents(ix *kvevents.Index, lim schemas.Limits, counters *metrics.Cou
 }
 
 func decodeKVEvents(msg jetstream.Msg, lim schemas.Limits) ([]kvevents.Event, error) {
+	if err := lim.CheckHeaders("kv_event", msg.Headers()); err != nil {
+		return nil, err
+	}
 	data := msg.Data()
 	if f, ok := schemas.DetectFormat(msg.Headers().Get("Content-Type"), data); ok && f == schemas.FormatJSON {
 		ev, err := lim.DecodeRouterEvent(data)
@@ -89,6 +101,9 @@ func decodeKVEvents(msg jetstream.Msg, lim schemas.Limits) ([]kvevents.Event, er
 // a worker id takes the one in its subject.
 func ApplyLoad(t *routing.LoadTable, lim schemas.Limits) ApplyFunc {
 	return func(msg jetstream.Msg) error {
+		if err := lim.CheckHeaders("load", msg.Headers()); err != nil {
+			return err
+		}
 		l, err := lim.DecodeLoad(msg.Data(), msg.Headers().Get("Content-Type"))
 		if err != nil {
 			return err
@@ -98,7 +113,11 @@ func ApplyLoad(t *routing.LoadTable, lim schemas.Limits) ApplyFunc {
 				l.WorkerID = id
 			}
 		}
-		t.Update(*l)
+		if err := t.Update(*l); err != nil {
+			// Counted and dead-lettered like a malformed report: it is
+			// dropped, and whoever floods kv.load.> should be found.
+			return &schemas.DecodeError{Kind: "load", Reason: "too many workers reporting load", Err: err}
+		}
 		return nil
 	}
 }

@@ -36,6 +36,10 @@ type durable struct {
 	// handled is the highest stream sequence handled: a recreated consumer
 	// resumes after it, so nothing is skipped or done twice.
 	handled atomic.Uint64
+	// streamCreated identifies the stream handled counts in: a stream
+	// deleted and created again starts its sequences over, and is read
+	// from its start instead.
+	streamCreated time.Time
 
 	mu      sync.Mutex
 	cc      jetstream.ConsumeContext
@@ -100,13 +104,31 @@ func (d *durable) start(ctx context.Context, handle func(jetstream.Msg)) error {
 }
 
 func (d *durable) consume(ctx context.Context) error {
+	st, err := d.js.Stream(ctx, d.stream)
+	if err != nil {
+		return fmt.Errorf("consumer %s on %s: %w", d.name, d.stream, err)
+	}
+	created := st.CachedInfo().Created
+	newStream := !d.streamCreated.IsZero() && !created.Equal(d.streamCreated)
+	if newStream {
+		// Sequences restarted with the stream: the old position means
+		// nothing in it, and everything in it is new to us.
+		d.handled.Store(0)
+	}
+	d.streamCreated = created
 	cons, err := d.js.Consumer(ctx, d.stream, d.name)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		cfg := d.config()
-		if last := d.handled.Load(); last > 0 {
+		if newStream {
+			cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+		} else if last := d.handled.Load(); last > 0 {
 			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, last+1
 		}
 		cons, err = d.js.CreateConsumer(ctx, d.stream, cfg)
+		if err == nil && newStream {
+			// Whoever recreated the stream said so; one line here is enough.
+			d.log.Info("the stream was recreated; consuming it from its first message", "stream", d.stream)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("consumer %s on %s: %w", d.name, d.stream, err)
@@ -179,10 +201,17 @@ func (d *durable) recover() bool {
 		err = d.consume(ctx)
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 		d.stopConsume()
+		before := d.streamCreated
 		if err = d.consume(ctx); err == nil {
 			d.counters.Inc(d.dlqKind + ".consumer_recreated")
-			d.log.Warn("durable consumer was deleted; recreated it", "stream", d.stream, "consumer", d.name)
+			if d.streamCreated.Equal(before) { // a new stream was logged by consume
+				d.log.Warn("durable consumer was deleted; recreated it", "stream", d.stream,
+					"resume_after_seq", d.handled.Load())
+			}
 		}
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		// Deleted with its stream: wait for the stream to come back.
+		d.stopConsume()
 	}
 	if err != nil {
 		d.log.Debug("consumer not recovered yet", "err", err)

@@ -10,7 +10,9 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/internal/natstest"
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/hintstream/hintstream/tooltime"
@@ -70,7 +72,12 @@ func setupPins(t *testing.T, workers workerMap) *pinFixture {
 		TTL: actions.DefaultTTLConfig(), Workers: workers, Sender: pool, ReleaseOnNextTurn: true,
 		Counters: f.counters, Log: discard()}
 	dlq := NewDeadLetter(js, "")
-	reqs := NewRequestConsumer(js, RequestConfig{Stream: set.Requests.Name}, nil, pool, p, dlq, f.counters, discard())
+	var recs staticWorkers
+	for _, w := range workers {
+		recs = append(recs, w)
+	}
+	sel := routing.NewSelector(recs, kvevents.NewIndex(), routing.NewLoadTable())
+	reqs := NewRequestConsumer(js, RequestConfig{Stream: set.Requests.Name}, sel, pool, p, dlq, f.counters, discard())
 	resps := NewResponseConsumer(js, ResponseConfig{Stream: set.Responses.Name, RetryDelay: 20 * time.Millisecond},
 		p, dlq, f.counters, discard())
 	for _, start := range []func(context.Context) error{reqs.Start, resps.Start} {
@@ -175,6 +182,19 @@ func TestNewerPinReplacesAndNextTurnReleases(t *testing.T) {
 			t.Fatalf("no pin for %s", id)
 		}
 		f.settled(t, "LLM_RESPONSES", "hintstream-responses")
+	}
+	// The wake-up ahead of turn t3 leaves the pin alone and observes no
+	// tool time: its prefetch may go to another worker than t3 itself.
+	f.pub(t, streams.RequestSubject("m"), schemas.RequestEvent{RequestID: "t3-wake", SessionID: "s", TokenIDs: prompt,
+		ReceivedAtMs: time.Now().UnixMilli(), Headers: map[string]string{"x-dynamo-experimental-wakeup": "1"}})
+	f.settled(t, "LLM_REQUESTS", "hintstream-requests")
+	select {
+	case p := <-f.pins:
+		t.Fatalf("the wake-up released or replaced the pin: %+v", p)
+	default:
+	}
+	if n := f.counters.Get("tooltime.observed|grep"); n != 0 {
+		t.Fatalf("the wake-up observed a tool time (%d)", n)
 	}
 	f.pub(t, streams.RequestSubject("m"), schemas.RequestEvent{RequestID: "t3", SessionID: "s", TokenIDs: prompt,
 		ReceivedAtMs: time.Now().UnixMilli()})

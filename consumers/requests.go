@@ -102,12 +102,20 @@ func (c *RequestConsumer) Handle(msg jetstream.Msg) { c.handle(msg) }
 
 func (c *RequestConsumer) handle(msg jetstream.Msg) {
 	c.counters.Inc("requests.received")
-	req, err := c.cfg.Limits.DecodeRequest(msg.Data(), msg.Headers().Get("Content-Type"))
+	err := c.cfg.Limits.CheckHeaders("request", msg.Headers())
+	var req *schemas.RequestEvent
+	if err == nil {
+		req, err = c.cfg.Limits.DecodeRequest(msg.Data(), msg.Headers().Get("Content-Type"))
+	}
 	if err != nil {
 		c.rej.reject(msg, err)
 		return
 	}
-	if c.pins != nil {
+	wakeup := isWakeup(req.Headers)
+	// A wake-up announces a turn, it is not one: it must neither release
+	// the session's pin (the real request may land on another worker and
+	// need the pinned pages from L3) nor end the tool's observed time early.
+	if c.pins != nil && !wakeup {
 		if err := c.pins.onRequest(msg, req); err != nil {
 			// The index must hold the request before it is acked, or a
 			// tool-call response could find nothing to pin.
@@ -117,7 +125,7 @@ func (c *RequestConsumer) handle(msg jetstream.Msg) {
 			return
 		}
 	}
-	if !isWakeup(req.Headers) {
+	if !wakeup {
 		c.counters.Inc("requests.plain")
 		ack(msg, c.counters, "requests", c.log)
 		return
@@ -138,6 +146,11 @@ func (c *RequestConsumer) prefetch(msg jetstream.Msg, req *schemas.RequestEvent)
 		base = time.UnixMilli(req.ReceivedAtMs)
 	} else if md, err := msg.Metadata(); err == nil {
 		base = md.Timestamp
+	}
+	// A time stamped ahead of our clock (skew, or hostile) must not stretch
+	// the hint's life: the sender retries it until its deadline.
+	if now := c.now(); base.After(now) {
+		base = now
 	}
 	expires := base.Add(c.cfg.PrefetchTTL)
 	if !c.now().Before(expires) {

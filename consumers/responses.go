@@ -70,7 +70,11 @@ func (c *ResponseConsumer) Handle(msg jetstream.Msg) { c.handle(msg) }
 
 func (c *ResponseConsumer) handle(msg jetstream.Msg) {
 	c.counters.Inc("responses.received")
-	resp, err := c.cfg.Limits.DecodeResponse(msg.Data(), msg.Headers().Get("Content-Type"))
+	err := c.cfg.Limits.CheckHeaders("response", msg.Headers())
+	var resp *schemas.ResponseEvent
+	if err == nil {
+		resp, err = c.cfg.Limits.DecodeResponse(msg.Data(), msg.Headers().Get("Content-Type"))
+	}
 	if err != nil {
 		c.rej.reject(msg, err)
 		return

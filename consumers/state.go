@@ -44,6 +44,7 @@ type StateConsumer struct {
 	dlq      *DeadLetter
 	counters *metrics.Counters
 	log      *slog.Logger
+	received string // counter name, built once: it is bumped per message
 
 	dispatched atomic.Uint64 // last stream sequence handed to a shard
 	inflight   atomic.Int64  // handed to a shard, not yet applied
@@ -51,8 +52,19 @@ type StateConsumer struct {
 	mu     sync.Mutex
 	cc     jetstream.ConsumeContext
 	shards []chan jetstream.Msg
-	closed bool
-	wg     sync.WaitGroup
+	closed bool // Stop has begun: no new consume context
+	// shardsClosed: the shard queues are closed; dispatch drops.
+	shardsClosed bool
+	wg           sync.WaitGroup
+
+	// streamCreated identifies the stream being read: one deleted and
+	// created again restarts its sequences, which an ordered consumer
+	// (resuming after the last sequence it saw) would skip.
+	streamCreated time.Time
+	resetting     atomic.Bool
+	stopping      chan struct{} // closed by Stop
+	stopOnce      sync.Once
+	resets        sync.WaitGroup
 }
 
 // NewStateConsumer wires a consumer; Start begins consuming.
@@ -62,7 +74,7 @@ func NewStateConsumer(js jetstream.JetStream, cfg StateConfig, apply ApplyFunc,
 		log = slog.Default()
 	}
 	return &StateConsumer{js: js, cfg: cfg, apply: apply, dlq: dlq, counters: counters,
-		log: log.With("consumer", cfg.Kind)}
+		log: log.With("consumer", cfg.Kind), received: cfg.Kind + ".received"}
 }
 
 // shardQueue bounds each shard's backlog; a full queue makes the consumer
@@ -78,10 +90,12 @@ func (c *StateConsumer) Start(ctx context.Context) error {
 		// replay, the consumer is caught up at once.
 		c.dispatched.Store(c.cfg.StartSeq - 1)
 	}
-	cons, err := c.js.OrderedConsumer(ctx, c.cfg.Stream, occ)
+	st, err := c.js.Stream(ctx, c.cfg.Stream)
 	if err != nil {
 		return fmt.Errorf("%s consumer on %s: %w", c.cfg.Kind, c.cfg.Stream, err)
 	}
+	c.streamCreated = st.CachedInfo().Created
+	c.stopping = make(chan struct{})
 	if c.cfg.Shards > 1 {
 		c.shards = make([]chan jetstream.Msg, c.cfg.Shards)
 		for i := range c.shards {
@@ -97,21 +111,99 @@ func (c *StateConsumer) Start(ctx context.Context) error {
 			}()
 		}
 	}
+	return c.consume(ctx, occ)
+}
+
+func (c *StateConsumer) consume(ctx context.Context, occ jetstream.OrderedConsumerConfig) error {
+	cons, err := c.js.OrderedConsumer(ctx, c.cfg.Stream, occ)
+	if err != nil {
+		return fmt.Errorf("%s consumer on %s: %w", c.cfg.Kind, c.cfg.Stream, err)
+	}
 	h, err := cons.Consume(c.dispatch, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+			errors.Is(err, jetstream.ErrStreamNotFound) {
+			// Usually a server restart (nats.go recreates the consumer),
+			// but it may be the stream itself that went.
+			c.log.Debug("consume", "err", err)
+			c.checkRecreated()
+			return
+		}
 		c.log.Warn("consume", "err", err)
 	}))
 	if err != nil {
 		return fmt.Errorf("%s consumer: %w", c.cfg.Kind, err)
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		h.Stop()
+		return errors.New("stopped")
+	}
 	c.cc = h
-	c.mu.Unlock()
 	return nil
 }
 
-// Stop stops consuming and waits until every dispatched message has been
-// applied.
-func (c *StateConsumer) Stop() {
+// checkRecreated starts (once at a time) a watch for the stream coming
+// back as a new stream.
+func (c *StateConsumer) checkRecreated() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || !c.resetting.CompareAndSwap(false, true) {
+		return
+	}
+	c.resets.Add(1)
+	go c.watchRecreated()
+}
+
+// watchRecreated waits until the stream exists; if it is a new one, the
+// consumer starts over from its first message.
+func (c *StateConsumer) watchRecreated() {
+	defer c.resets.Done()
+	defer c.resetting.Store(false)
+	wait := 50 * time.Millisecond
+	for {
+		select {
+		case <-c.stopping:
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := c.js.Stream(ctx, c.cfg.Stream)
+		cancel()
+		if err != nil {
+			continue // absent (or unreachable) yet
+		}
+		created := st.CachedInfo().Created
+		if created.Equal(c.streamCreated) {
+			return // the same stream: nats.go carries on by itself
+		}
+		if c.restart(created) {
+			return
+		}
+	}
+}
+
+// restart replaces the ordered consumer by one reading the new stream
+// from its start.
+func (c *StateConsumer) restart(created time.Time) bool {
+	c.stopConsume()
+	c.dispatched.Store(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	occ := jetstream.OrderedConsumerConfig{FilterSubjects: c.cfg.Filter, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if err := c.consume(ctx, occ); err != nil {
+		c.log.Debug("not restarted yet", "err", err)
+		return false
+	}
+	c.streamCreated = created
+	c.log.Info("the stream was recreated; reading it from its first message", "stream", c.cfg.Stream)
+	return true
+}
+
+// stopConsume stops the ordered consumer, if any, and waits until its
+// callback has returned.
+func (c *StateConsumer) stopConsume() {
 	c.mu.Lock()
 	h := c.cc
 	c.cc = nil
@@ -120,9 +212,22 @@ func (c *StateConsumer) Stop() {
 		h.Stop()
 		<-h.Closed()
 	}
+}
+
+// Stop stops consuming and waits until every dispatched message has been
+// applied.
+func (c *StateConsumer) Stop() {
+	if c.stopping != nil {
+		c.stopOnce.Do(func() { close(c.stopping) })
+	}
 	c.mu.Lock()
-	if !c.closed {
-		c.closed = true
+	c.closed = true // no new consumer from a watch
+	c.mu.Unlock()
+	c.resets.Wait()
+	c.stopConsume()
+	c.mu.Lock()
+	if !c.shardsClosed {
+		c.shardsClosed = true
 		for _, ch := range c.shards {
 			close(ch)
 		}
@@ -199,7 +304,7 @@ func (c *StateConsumer) dispatch(msg jetstream.Msg) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if c.shardsClosed {
 		return
 	}
 	c.inflight.Add(1)
@@ -218,7 +323,7 @@ func shardOf(subject string, n int) int {
 }
 
 func (c *StateConsumer) process(msg jetstream.Msg) {
-	c.counters.Inc(c.cfg.Kind + ".received")
+	c.counters.Inc(c.received)
 	err := c.apply(msg)
 	if err == nil {
 		return

@@ -88,7 +88,9 @@ func TestReplayMatchesLive(t *testing.T) {
 		Model: model, WorkerID: 1, FinishReason: "tool_calls", ToolCalls: []schemas.ToolCall{{Name: "search"}},
 		OutputTokenIDs: vec.Tokens[40:], CompletedAtMs: time.Now().UnixMilli()})
 	natstest.Eventually(t, 10*time.Second, func() bool { d, _ := pin.counts(); return d == 1 }, "the pin")
+	// The next turn: its wake-up prefetches, the turn itself releases the pin.
 	publishRequest(t, ctx, js, wake("r-4", "c", prompt))
+	publishRequest(t, ctx, js, schemas.RequestEvent{RequestID: "r-5", SessionID: "c", Model: model, TokenIDs: prompt})
 	natstest.Eventually(t, 10*time.Second, func() bool {
 		d1, _ := w1.counts()
 		d2, _ := w2.counts()

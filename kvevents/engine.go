@@ -203,12 +203,9 @@ func (d *batchDecoder) readDpRank(b []byte) ([]byte, error) {
 }
 
 func (d *batchDecoder) events(b []byte) ([]byte, error) {
-	n, b, err := readArrayLen(b, "events")
+	n, b, err := readArrayLenMax(b, "events", MaxEngineBatchEvents)
 	if err != nil {
 		return nil, err
-	}
-	if n > MaxEngineBatchEvents {
-		return nil, malformed("too many events", nil)
 	}
 	d.out = make([]Event, 0, min(n, len(b)/minEventBytes))
 	for i := range n {
@@ -490,12 +487,9 @@ func tierOf(medium []byte) (schemas.StorageTier, error) {
 }
 
 func (d *batchDecoder) readHashes(ev *rawEvent, b []byte) ([]byte, error) {
-	n, b, err := readArrayLen(b, "block_hashes")
+	n, b, err := readArrayLenMax(b, "block_hashes", d.lim.MaxTokens)
 	if err != nil {
 		return nil, err
-	}
-	if n > d.lim.MaxTokens {
-		return nil, malformed("too many block_hashes", nil)
 	}
 	ev.hashes = nil
 	if n > 0 {
@@ -526,12 +520,9 @@ func (ev *rawEvent) readParent(b []byte) ([]byte, error) {
 // readTokens reads token_ids into d.tokens; each must be a u32, as in
 // Dynamo's Vec<u32>. (EAGLE's [[a, b], ...] bigram form is not accepted.)
 func (d *batchDecoder) readTokens(ev *rawEvent, b []byte) ([]byte, error) {
-	n, b, err := readArrayLen(b, "token_ids")
+	n, b, err := readArrayLenMax(b, "token_ids", d.lim.MaxTokens)
 	if err != nil {
 		return nil, err
-	}
-	if n > d.lim.MaxTokens {
-		return nil, malformed("too many token_ids", nil)
 	}
 	// n <= len(b) (readArrayLen), so this grows by at most 4 bytes per
 	// input byte.

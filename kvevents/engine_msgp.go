@@ -35,6 +35,22 @@ func readArrayLen(b []byte, field string) (int, []byte, error) {
 	return int(n), rest, nil
 }
 
+// readArrayLenMax is readArrayLen for an array bounded by max: a longer
+// claim is "too many <field>" whether or not the bytes could back it.
+func readArrayLenMax(b []byte, field string, max int) (int, []byte, error) {
+	n, rest, err := msgp.ReadArrayHeaderBytes(b)
+	if err != nil {
+		return 0, nil, readErr(field, err)
+	}
+	if uint64(n) > uint64(max) {
+		return 0, nil, malformed("too many "+field, nil)
+	}
+	if uint64(n) > uint64(len(rest)) {
+		return 0, nil, readErr(field, msgp.ErrShortBytes)
+	}
+	return int(n), rest, nil
+}
+
 func readMapLen(b []byte, field string) (int, []byte, error) {
 	n, rest, err := msgp.ReadMapHeaderBytes(b)
 	if err != nil {
@@ -129,31 +145,57 @@ func skipNumber(b []byte, field string) ([]byte, error) {
 	return nil, malformed("wrong type for "+field, nil)
 }
 
+// maxSkipDepth bounds the nesting of a skipped value (extra_keys,
+// unknown fields), as schemas.Limits.MaxDepth bounds our own events'.
+const maxSkipDepth = 32
+
+// errTooDeep is skipValue's error for nesting past maxSkipDepth.
+var errTooDeep = errors.New("nested too deeply")
+
 // skipValue skips one msgpack object of any shape. Unlike msgp.Skip it
-// does not recurse, so nesting depth costs no stack, and it rejects a
-// container that claims more elements than bytes remain.
+// does not recurse, so nesting depth costs no stack; it rejects a
+// container that claims more elements than bytes remain, and nesting
+// deeper than maxSkipDepth.
 func skipValue(b []byte) ([]byte, error) {
+	var left [maxSkipDepth + 1]int // objects still to skip, per level
+	depth := 0
+	left[0] = 1
 	pending := 1 // objects still to skip, at every nesting level
 	for pending > 0 {
+		for left[depth] == 0 {
+			depth--
+		}
 		if len(b) == 0 {
 			return nil, msgp.ErrShortBytes
 		}
+		left[depth]--
 		pending--
 		var (
 			n   uint32
 			err error
 		)
 		switch lead := b[0]; {
-		case isArrayLead(lead):
-			if n, b, err = msgp.ReadArrayHeaderBytes(b); err != nil {
+		case isArrayLead(lead), isMapLead(lead):
+			if isArrayLead(lead) {
+				n, b, err = msgp.ReadArrayHeaderBytes(b)
+			} else {
+				n, b, err = msgp.ReadMapHeaderBytes(b)
+			}
+			if err != nil {
 				return nil, err
 			}
-			pending += int(min(uint64(n), uint64(len(b))+1))
-		case isMapLead(lead):
-			if n, b, err = msgp.ReadMapHeaderBytes(b); err != nil {
-				return nil, err
+			k := min(uint64(n), uint64(len(b))+1)
+			if isMapLead(lead) {
+				k = min(2*uint64(n), uint64(len(b))+1)
 			}
-			pending += int(min(2*uint64(n), uint64(len(b))+1))
+			if k > 0 {
+				if depth == maxSkipDepth {
+					return nil, errTooDeep
+				}
+				depth++
+				left[depth] = int(k)
+				pending += int(k)
+			}
 		default: // scalars, str, bin, ext: msgp.Skip does not recurse
 			if b, err = msgp.Skip(b); err != nil {
 				return nil, err
@@ -176,6 +218,9 @@ func malformed(reason string, err error) error {
 // readErr names a msgp error for a field; the reason stays a short,
 // bounded label.
 func readErr(field string, err error) error {
+	if errors.Is(err, errTooDeep) {
+		return malformed("msgpack nested too deeply", fmt.Errorf("%s: %w", field, err))
+	}
 	if errors.Is(err, msgp.ErrShortBytes) {
 		return malformed("truncated msgpack", fmt.Errorf("%s: %w", field, err))
 	}

@@ -593,11 +593,15 @@ func TestDecodeEngineBatchHugeHeaders(t *testing.T) {
 	if perCall > 4<<10 {
 		t.Fatalf("hostile headers allocated %d bytes per call", perCall)
 	}
-	// Deep nesting in a skipped value costs no recursion.
-	deep := append(bytes.Repeat([]byte{0x91}, 1<<20), 0xc0)
-	if _, err := DecodeEngineBatch(engBatch(engArr{"AllBlocksCleared", engRaw(deep)}), 1, 1, schemas.Limits{}); err != nil {
-		t.Fatalf("deeply nested skipped value: %v", err)
+	// Nesting in a skipped value costs no recursion; past maxSkipDepth it
+	// is refused with its reason rather than walked.
+	nested := append(bytes.Repeat([]byte{0x91}, maxSkipDepth), 0xc0)
+	if _, err := DecodeEngineBatch(engBatch(engArr{"AllBlocksCleared", engRaw(nested)}), 1, 1, schemas.Limits{}); err != nil {
+		t.Fatalf("skipped value nested %d deep: %v", maxSkipDepth, err)
 	}
+	deep := append(bytes.Repeat([]byte{0x91}, 1<<20), 0xc0)
+	_, err := DecodeEngineBatch(engBatch(engArr{"AllBlocksCleared", engRaw(deep)}), 1, 1, schemas.Limits{})
+	wantMalformed(t, err, "msgpack nested too deeply")
 }
 
 func TestDecodeEngineBatchLimits(t *testing.T) {

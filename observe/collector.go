@@ -72,7 +72,7 @@ type collector struct {
 	indexBlocks, indexWorkers, indexStale, indexHashes *prometheus.Desc
 	indexCounters                                      []indexCounter
 
-	sent, retried, dropped, queueDepth, sendSeconds, sendMax *prometheus.Desc
+	sent, retried, released, dropped, queueDepth, sendSeconds, sendMax *prometheus.Desc
 
 	pending, latency *prometheus.Desc
 }
@@ -110,6 +110,7 @@ func NewCollector(s Sources) prometheus.Collector {
 	}
 	c.sent = d("hints_sent_total", "Hints ZeroMQ accepted, by endpoint.", "endpoint")
 	c.retried = d("hints_retried_total", "Hint send attempts repeated, by endpoint.", "endpoint")
+	c.released = d("hints_released_early_total", "Hints whose trigger was acked when queued, because their endpoint already held --sender-max-held, by endpoint.", "endpoint")
 	c.dropped = d("hints_dropped_total", "Hints dropped by the sender, by endpoint and reason.", "endpoint", "reason")
 	c.queueDepth = d("sender_queue_depth", "Hints queued for an endpoint.", "endpoint")
 	c.sendSeconds = d("hint_send_seconds", "Time from enqueuing a hint to ZeroMQ accepting it.", "endpoint")
@@ -155,6 +156,7 @@ func (c *collector) collectEndpoints(ch chan<- prometheus.Metric) {
 	for ep, st := range c.src.Endpoints() {
 		emit(ch, c.sent, prometheus.CounterValue, float64(st.Sent), ep)
 		emit(ch, c.retried, prometheus.CounterValue, float64(st.Retried), ep)
+		emit(ch, c.released, prometheus.CounterValue, float64(st.Released), ep)
 		for reason, n := range st.Dropped {
 			emit(ch, c.dropped, prometheus.CounterValue, float64(n), ep, reason)
 		}

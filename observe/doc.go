@@ -32,6 +32,7 @@
 //	hintstream_index_{gaps,out_of_order,unknown_parent,unknown_removals,cleared,dropped_full}_total  counter
 //	hintstream_hints_sent_total{endpoint}                  counter
 //	hintstream_hints_retried_total{endpoint}               counter
+//	hintstream_hints_released_early_total{endpoint}        counter
 //	hintstream_hints_dropped_total{endpoint,reason}        counter
 //	hintstream_sender_queue_depth{endpoint}                gauge
 //	hintstream_hint_send_seconds{endpoint}                 summary (count and sum only)

@@ -241,6 +241,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		{"hintstream_index_unknown_parent_total", C, nil, 0},
 		{"hintstream_hints_sent_total", C, []string{"endpoint", ep}, 1},
 		{"hintstream_hints_retried_total", C, []string{"endpoint", ep}, 0},
+		{"hintstream_hints_released_early_total", C, []string{"endpoint", ep}, 0},
 		{"hintstream_hints_dropped_total", C, []string{"endpoint", ep, "reason", "expired"}, 1},
 		{"hintstream_sender_queue_depth", G, []string{"endpoint", ep}, 0},
 		{"hintstream_consumer_pending", G, []string{"consumer", "requests"}, 7},

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/hintstream/hintstream/kvevents"
@@ -14,6 +15,16 @@ type LoadTable struct {
 	m  map[kvevents.WorkerKey]schemas.ActiveLoad
 }
 
+// MaxLoadEntries bounds the (worker, dp rank) pairs a LoadTable keeps:
+// anyone who can publish on kv.load.> could otherwise grow it without end.
+// 65,536 is 4,096 workers of 16 dp ranks each. Departed workers' entries
+// are dropped (RemoveWorker), so the bound is on workers alive at once.
+const MaxLoadEntries = 1 << 16
+
+// ErrLoadTableFull is returned by Update for a new (worker, dp rank) when
+// the table already holds MaxLoadEntries.
+var ErrLoadTableFull = errors.New("routing: load table full")
+
 // NewLoadTable returns an empty table.
 func NewLoadTable() *LoadTable {
 	return &LoadTable{m: map[kvevents.WorkerKey]schemas.ActiveLoad{}}
@@ -21,12 +32,16 @@ func NewLoadTable() *LoadTable {
 
 // Update merges a report: counters it does not carry keep their previous
 // value, because workers and schedulers report different halves of
-// Dynamo's ActiveLoad.
-func (t *LoadTable) Update(l schemas.ActiveLoad) {
+// Dynamo's ActiveLoad. A new pair past MaxLoadEntries is refused with
+// ErrLoadTableFull.
+func (t *LoadTable) Update(l schemas.ActiveLoad) error {
 	k := kvevents.WorkerKey{WorkerID: l.WorkerID, DpRank: l.DpRank}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	prev := t.m[k]
+	prev, known := t.m[k]
+	if !known && len(t.m) >= MaxLoadEntries {
+		return ErrLoadTableFull
+	}
 	if l.ActiveDecodeBlocks == nil {
 		l.ActiveDecodeBlocks = prev.ActiveDecodeBlocks
 	}
@@ -37,6 +52,7 @@ func (t *LoadTable) Update(l schemas.ActiveLoad) {
 		l.KvUsedBlocks = prev.KvUsedBlocks
 	}
 	t.m[k] = l
+	return nil
 }
 
 // Get returns the load of k (zero when unknown).

@@ -255,3 +255,30 @@ func TestLoadTableMergesHalves(t *testing.T) {
 		t.Fatal("RemoveWorker left entries")
 	}
 }
+
+// TestLoadTableBounded: a flood of reports from made-up workers stops at
+// MaxLoadEntries, while known workers keep updating.
+func TestLoadTableBounded(t *testing.T) {
+	lt := NewLoadTable()
+	for i := range MaxLoadEntries {
+		if err := lt.Update(schemas.ActiveLoad{WorkerID: uint64(i + 1), ActiveDecodeBlocks: u64(1)}); err != nil {
+			t.Fatalf("report %d: %v", i, err)
+		}
+	}
+	if err := lt.Update(schemas.ActiveLoad{WorkerID: MaxLoadEntries + 1}); !errors.Is(err, ErrLoadTableFull) {
+		t.Fatalf("new worker past the bound: err %v, want ErrLoadTableFull", err)
+	}
+	if err := lt.Update(schemas.ActiveLoad{WorkerID: 1, ActiveDecodeBlocks: u64(9)}); err != nil {
+		t.Fatalf("known worker refused: %v", err)
+	}
+	if got := lt.Get(kvevents.WorkerKey{WorkerID: 1}).ActiveDecodeBlocks; got == nil || *got != 9 {
+		t.Fatalf("worker 1 load %v, want 9", got)
+	}
+	lt.RemoveWorker(2)
+	if err := lt.Update(schemas.ActiveLoad{WorkerID: MaxLoadEntries + 1}); err != nil {
+		t.Fatalf("room freed by a departure not reused: %v", err)
+	}
+	if lt.Len() != MaxLoadEntries {
+		t.Fatalf("len %d, want %d", lt.Len(), MaxLoadEntries)
+	}
+}

@@ -36,11 +36,18 @@ type Limits struct {
 	MaxTokens  int // token_ids and output_token_ids, each; default 1,048,576
 	MaxHeaders int // entries in headers; default 256
 	MaxString  int // any one string (ids, header values); default 64 KiB
+	// MaxDepth bounds the nesting of JSON and msgpack containers; default
+	// 32 (our events and worker records nest at most 6 deep).
+	MaxDepth int
+	// MaxHeaderBytes bounds a NATS message's header names and values
+	// together (CheckHeaders); default 16 KiB.
+	MaxHeaderBytes int
 }
 
 // DefaultLimits returns the limits used when a field of Limits is zero.
 func DefaultLimits() Limits {
-	return Limits{MaxBytes: 16 << 20, MaxTokens: 1 << 20, MaxHeaders: 256, MaxString: 64 << 10}
+	return Limits{MaxBytes: 16 << 20, MaxTokens: 1 << 20, MaxHeaders: 256, MaxString: 64 << 10, MaxDepth: 32,
+		MaxHeaderBytes: 16 << 10}
 }
 
 func (l Limits) withDefaults() Limits {
@@ -56,6 +63,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxString <= 0 {
 		l.MaxString = d.MaxString
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = d.MaxDepth
+	}
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = d.MaxHeaderBytes
 	}
 	return l
 }
@@ -96,11 +109,20 @@ func DecodeResponse(data []byte, contentType string) (*ResponseEvent, error) {
 
 // DecodeRequest decodes and validates a request event (JSON or msgpack).
 func (l Limits) DecodeRequest(data []byte, contentType string) (*RequestEvent, error) {
+	return l.decodeRequest(data, contentType, true)
+}
+
+// decodeRequest is DecodeRequest; fast=false skips the fast paths, for
+// tests that hold the two to the same answers.
+func (l Limits) decodeRequest(data []byte, contentType string, fast bool) (*RequestEvent, error) {
 	const kind = "request"
 	l = l.withDefaults()
 	var ev RequestEvent
-	if err := l.decode(kind, data, contentType, &ev); err != nil {
-		return nil, err
+	if !fast || !l.fastJSON(data, contentType, &ev) && !l.fastMsgpack(data, contentType, &ev) {
+		ev = RequestEvent{} // the checked decoders would keep what a fast path set
+		if err := l.decode(kind, data, contentType, &ev); err != nil {
+			return nil, err
+		}
 	}
 	if ev.RequestID == "" {
 		return nil, malformed(kind, "missing request_id", nil)
@@ -110,6 +132,9 @@ func (l Limits) DecodeRequest(data []byte, contentType string) (*RequestEvent, e
 	}
 	if len(ev.Headers) > l.MaxHeaders {
 		return nil, malformed(kind, "too many headers", nil)
+	}
+	if !validTimestamp(ev.ReceivedAtMs) {
+		return nil, malformed(kind, "received_at_ms out of range", nil)
 	}
 	strs := []string{ev.RequestID, ev.SessionID, ev.Model, ev.LoraName, ev.CacheSalt}
 	for k, v := range ev.Headers {
@@ -135,6 +160,9 @@ func (l Limits) DecodeResponse(data []byte, contentType string) (*ResponseEvent,
 	if len(ev.OutputTokenIDs) > l.MaxTokens {
 		return nil, malformed(kind, "too many output_token_ids", nil)
 	}
+	if !validTimestamp(ev.CompletedAtMs) {
+		return nil, malformed(kind, "completed_at_ms out of range", nil)
+	}
 	strs := []string{ev.RequestID, ev.SessionID, ev.Model, ev.FinishReason}
 	for _, tc := range ev.ToolCalls {
 		strs = append(strs, tc.Name)
@@ -157,11 +185,20 @@ func (l Limits) DecodeLoad(data []byte, contentType string) (*ActiveLoad, error)
 
 // DecodeRouterEvent decodes a Dynamo RouterEvent (JSON).
 func (l Limits) DecodeRouterEvent(data []byte) (*RouterEvent, error) {
+	return l.decodeRouterEvent(data, true)
+}
+
+// decodeRouterEvent is DecodeRouterEvent; fast=false skips the fast path,
+// for tests that hold the two to the same answers.
+func (l Limits) decodeRouterEvent(data []byte, fast bool) (*RouterEvent, error) {
 	const kind = "router_event"
 	l = l.withDefaults()
 	var ev RouterEvent
-	if err := l.decodeJSON(kind, data, &ev); err != nil {
-		return nil, err
+	if !fast || !l.fastRouterJSON(data, &ev) {
+		ev = RouterEvent{} // encoding/json would keep what the fast path set
+		if err := l.decodeJSON(kind, data, &ev); err != nil {
+			return nil, err
+		}
 	}
 	if ev.Event.Data.Kind == 0 {
 		return nil, malformed(kind, "missing event data", nil)
@@ -209,7 +246,10 @@ func (l Limits) decode(kind string, data []byte, contentType string, v msgpDecod
 	data = bytes.TrimLeft(data, " \t\r\n")
 	// The generated decoders allocate a claimed array before reading its
 	// elements; checkMsgpack rejects claims the bytes cannot back first.
-	if err := checkMsgpack(data); err != nil {
+	if err := checkMsgpackLimits(data, l); err != nil {
+		if se := (*shapeError)(nil); errors.As(err, &se) {
+			return malformed(kind, se.reason, nil)
+		}
 		return malformed(kind, msgpReason(err), err)
 	}
 	rest, err := v.UnmarshalMsg(data)
@@ -229,7 +269,16 @@ func (l Limits) decodeJSON(kind string, data []byte, v any) error {
 	if !utf8.Valid(data) {
 		return malformed(kind, "invalid UTF-8", nil)
 	}
+	// encoding/json grows a slice or map element by element; a 16 MiB
+	// message of "0," would cost 64 MiB before any length check. The
+	// shape walk rejects such input first, without allocating.
+	if reason := l.checkJSON(data); reason != "" {
+		return malformed(kind, reason, nil)
+	}
 	if err := json.Unmarshal(data, v); err != nil {
+		if re := (*reasonError)(nil); errors.As(err, &re) {
+			return malformed(kind, re.reason, err)
+		}
 		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
 		switch {
@@ -262,6 +311,10 @@ func (l Limits) checkStrings(ss ...string) string {
 }
 
 func msgpReason(err error) string {
+	var se *shapeError
+	if errors.As(err, &se) {
+		return se.reason
+	}
 	switch {
 	case errors.Is(err, msgp.ErrShortBytes):
 		return "truncated msgpack"
@@ -285,4 +338,34 @@ func msgpReason(err error) string {
 		return "number overflows its field"
 	}
 	return "invalid msgpack"
+}
+
+// maxTimestampMs is 9999-12-31T23:59:59.999Z: a time past it overflows
+// time.Time's UnixMilli and is no one's clock.
+const maxTimestampMs = 253402300799999
+
+// validTimestamp accepts 0 (absent) and any time from 1970 to 9999.
+func validTimestamp(ms int64) bool { return ms >= 0 && ms <= maxTimestampMs }
+
+// CheckHeaders checks a NATS message's headers against the limits: at
+// most MaxHeaders values, and MaxHeaderBytes of names and values in all.
+// A violation is a *DecodeError of kind with reason "too many NATS
+// headers" or "NATS headers too large". h is a nats.Header. (JetStream
+// itself refuses headers over 64 KiB; these bounds are tighter.)
+func (l Limits) CheckHeaders(kind string, h map[string][]string) error {
+	l = l.withDefaults()
+	n, size := 0, 0
+	for k, vs := range h {
+		n += len(vs)
+		for _, v := range vs {
+			size += len(k) + len(v)
+		}
+	}
+	switch {
+	case n > l.MaxHeaders:
+		return malformed(kind, "too many NATS headers", nil)
+	case size > l.MaxHeaderBytes:
+		return malformed(kind, "NATS headers too large", nil)
+	}
+	return nil
 }

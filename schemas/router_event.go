@@ -114,7 +114,7 @@ func (h *BlockHash) UnmarshalJSON(b []byte) error {
 	}
 	i, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return fmt.Errorf("block hash %.40s is not a 64-bit integer", s)
+		return &reasonError{"block hash not a 64-bit integer", fmt.Sprintf("block hash %.40s is not a 64-bit integer", s)}
 	}
 	*h = BlockHash(uint64(i))
 	return nil
@@ -129,7 +129,7 @@ func (d *KvCacheEventData) UnmarshalJSON(b []byte) error {
 			return err
 		}
 		if s != "cleared" {
-			return fmt.Errorf("unknown event data variant %q", s)
+			return &reasonError{"unknown event tag", fmt.Sprintf("unknown event data variant %.40q", s)}
 		}
 		*d = KvCacheEventData{Kind: KindCleared}
 		return nil
@@ -158,7 +158,7 @@ func (d *KvCacheEventData) UnmarshalJSON(b []byte) error {
 		case "cleared":
 			*d = KvCacheEventData{Kind: KindCleared}
 		default:
-			return fmt.Errorf("unknown event data variant %q", k)
+			return &reasonError{"unknown event tag", fmt.Sprintf("unknown event data variant %.40q", k)}
 		}
 	}
 	return nil
@@ -182,3 +182,9 @@ func (d KvCacheEventData) MarshalJSON() ([]byte, error) {
 	}
 	return nil, fmt.Errorf("unknown event kind %d", d.Kind)
 }
+
+// reasonError is an error of a custom UnmarshalJSON that names its own
+// DecodeError reason, which encoding/json's errors cannot carry.
+type reasonError struct{ reason, detail string }
+
+func (e *reasonError) Error() string { return e.detail }

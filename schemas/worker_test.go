@@ -169,7 +169,7 @@ func TestDecodeWorkerRecordErrors(t *testing.T) {
 		{name: "unterminated JSON", json: `{"worker_id":7,` + ok, reason: "invalid JSON"},
 		{name: "invalid UTF-8", json: rec(ok + `,"x":"` + "\xff" + `"`), reason: "invalid UTF-8"},
 		{name: "too large", lim: Limits{MaxBytes: 16}, json: rec(ok), reason: "message too large"},
-		{name: "deep nesting", json: `{"worker_id":7,"x":` + strings.Repeat("[", 100_000), reason: "invalid JSON"},
+		{name: "deep nesting", json: `{"worker_id":7,"x":` + strings.Repeat("[", 100_000), reason: "JSON nested too deeply"},
 		{name: "empty", json: ``, reason: "invalid JSON"},
 	}
 	for _, c := range cases {

@@ -59,6 +59,9 @@ type Config struct {
 	MaxAckPending    int
 	DeadLetterPrefix string // default "hintstream.dlq"
 	SenderQueue      int    // per endpoint; default 1024
+	// SenderMaxHeld bounds the triggers one endpoint's waiting hints keep
+	// unacked (actions.WithMaxHeld); default 64, negative: no bound.
+	SenderMaxHeld int
 
 	// Routing is the worker choice; nil means routing.DefaultConfig()
 	// (Dynamo's defaults: weight 1, temperature 0, no spreading).
@@ -125,6 +128,9 @@ func (c Config) Defaults() Config {
 	}
 	if c.DeadLetterPrefix == "" {
 		c.DeadLetterPrefix = "hintstream.dlq"
+	}
+	if c.SenderMaxHeld == 0 {
+		c.SenderMaxHeld = 64
 	}
 	if c.SenderQueue <= 0 {
 		c.SenderQueue = 1024

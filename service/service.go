@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +55,16 @@ type Service struct {
 	lastSnapshot    atomic.Uint64 // KV stream sequence the last saved snapshot covers
 	snapshotDone    chan struct{}
 	snapshotStopped chan struct{}
+
+	// streamsSub watches for our streams being deleted (see watchStreams);
+	// recreations run under watchCtx, cancelled by Stop.
+	streamsSub  *nats.Subscription
+	watchCtx    context.Context
+	watchCancel context.CancelFunc
+	watchMu     sync.Mutex // guards watchStop, recreating and watchWG.Add
+	watchStop   bool
+	recreating  map[string]bool // stream names being recreated
+	watchWG     sync.WaitGroup
 
 	http    *observe.Server
 	latency *observe.Histogram
@@ -131,12 +142,16 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		streams.WithUpdate(s.cfg.UpdateStreams), streams.WithLogger(s.log)); err != nil {
 		return err
 	}
+	if err := s.watchStreams(); err != nil {
+		return err
+	}
 
 	// Before anything holds the index: a snapshot that fails to load
 	// leaves a fresh one in its place.
 	startSeq := s.loadSnapshot(ctx)
 	s.latency = &observe.Histogram{}
 	popts := []actions.PoolOption{actions.WithQueueSize(s.cfg.SenderQueue), actions.WithLogger(s.log),
+		actions.WithMaxHeld(max(s.cfg.SenderMaxHeld, 0)),
 		actions.WithCurve(s.curveServerKey), actions.WithSentHook(s.latency.Observe)}
 	if s.cfg.CurveClientPublicKey != "" {
 		popts = append(popts, actions.WithCurveClientKeys(s.cfg.CurveClientPublicKey, s.cfg.CurveClientSecretKey))
@@ -332,6 +347,14 @@ func (s *Service) Stop(ctx context.Context) {
 				s.log.Warn("shutdown snapshot not saved", "err", err)
 			}
 		}
+		if s.streamsSub != nil {
+			_ = s.streamsSub.Unsubscribe()
+			s.watchMu.Lock()
+			s.watchStop = true
+			s.watchMu.Unlock()
+			s.watchCancel()
+			s.watchWG.Wait()
+		}
 		if s.registry != nil {
 			s.registry.Stop()
 		}
@@ -354,6 +377,113 @@ func (s *Service) Stop(ctx context.Context) {
 		}
 	})
 }
+
+// watchStreams recreates a stream of ours that is deleted while we run,
+// as start-up would have: publishers keep somewhere to publish, and the
+// consumers reattach to it by themselves (the durable ones from the new
+// stream's start). What the old stream held is gone; that is the
+// deleter's decision, said once in the log.
+func (s *Service) watchStreams() error {
+	st := s.cfg.Streams
+	ours := map[string]streams.Config{}
+	for _, c := range []streams.Config{st.Requests, st.Responses, st.KVEvents, st.Load, st.DeadLetter} {
+		if c.Name != "" {
+			ours[c.Name] = c
+		}
+	}
+	s.watchCtx, s.watchCancel = context.WithCancel(context.Background())
+	s.recreating = map[string]bool{}
+	sub, err := s.nc.Subscribe("$JS.EVENT.ADVISORY.STREAM.DELETED.*", func(m *nats.Msg) {
+		if cfg, ok := ours[m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]]; ok {
+			s.recreate(cfg)
+		}
+	})
+	if err != nil {
+		s.watchCancel()
+		return fmt.Errorf("watch stream deletions: %w", err)
+	}
+	s.streamsSub = sub
+	// The server sends the advisory from the dying stream's own queue and
+	// may drop it: look for missing streams now and then as well.
+	s.watchWG.Add(1)
+	go func() {
+		defer s.watchWG.Done()
+		tick := time.NewTicker(streamCheckInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.watchCtx.Done():
+				return
+			case <-tick.C:
+			}
+			for name, cfg := range ours {
+				ctx, cancel := context.WithTimeout(s.watchCtx, 5*time.Second)
+				_, err := s.js.Stream(ctx, name)
+				cancel()
+				if errors.Is(err, jetstream.ErrStreamNotFound) {
+					s.recreate(cfg)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// streamCheckInterval is how often watchStreams looks for a deleted
+// stream whose advisory it missed.
+const streamCheckInterval = 3 * time.Second
+
+// recreate starts recreating cfg's stream unless that is under way.
+func (s *Service) recreate(cfg streams.Config) {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	if s.watchStop || s.recreating[cfg.Name] {
+		return
+	}
+	s.recreating[cfg.Name] = true
+	s.watchWG.Add(1)
+	go s.recreateStream(cfg)
+}
+
+// recreateStream creates cfg's stream again, retrying until Stop: the
+// server announces a deletion before it has finished removing the store,
+// and refuses a new stream of that name meanwhile.
+func (s *Service) recreateStream(cfg streams.Config) {
+	defer s.watchWG.Done()
+	defer func() {
+		s.watchMu.Lock()
+		delete(s.recreating, cfg.Name)
+		s.watchMu.Unlock()
+	}()
+	wait := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(s.watchCtx, 5*time.Second)
+		_, outcome, err := streams.Ensure(ctx, s.js, cfg, streams.WithLogger(discardLogger))
+		cancel()
+		if err == nil && outcome != streams.Created {
+			// Still there (the advisory can precede the removal), or someone
+			// else recreated it; the periodic check catches a late removal.
+			return
+		}
+		if err == nil {
+			s.Counters.Inc("streams.recreated")
+			s.log.Warn("stream was deleted; recreated it empty, consumers resume on it", "stream", cfg.Name)
+			return
+		}
+		if attempt == 20 { // about 10 s: say so once, keep trying
+			s.log.Error("stream was deleted and cannot be recreated yet; consumers wait for it",
+				"stream", cfg.Name, "err", err)
+		}
+		select {
+		case <-s.watchCtx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+var discardLogger = slog.New(slog.DiscardHandler)
 
 // onWorkerChange keeps the index, loads and senders in step with the
 // registry: a departed worker's blocks must not attract hints, and its

@@ -37,7 +37,9 @@ const MaxNameLen = 256
 // so Config{} and DefaultConfig() behave the same.
 type Config struct {
 	// Default is the expected tool time until a tool (or, failing that, the
-	// "" any-tool bucket) has MinSamples observations. Default 30s; > 0.
+	// "" any-tool bucket) has MinSamples observations; once anything was
+	// observed, the estimate is never below what was (Provisional).
+	// Default 30s; > 0.
 	Default time.Duration
 	// Percentile of the window taken as the estimate, nearest-rank. A high
 	// one, so most tool calls finish within the pin. Default 0.9; in (0, 1].

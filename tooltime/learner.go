@@ -20,6 +20,13 @@ const (
 	// AnyTool: the tool had too few observations (or was untracked), so the
 	// "" bucket, which sees every observation, was used.
 	AnyTool
+	// Provisional: no bucket had MinSamples yet, but some tool time was
+	// observed: the larger of Default and the "" bucket's percentile so
+	// far (with under 10 observations, p90 is their maximum). A cold
+	// start pins at least as long as anything seen, because a pin that
+	// lapses costs a recompute while one that outlives its tool only
+	// holds L3 a little longer.
+	Provisional
 )
 
 func (s Source) String() string {
@@ -30,6 +37,8 @@ func (s Source) String() string {
 		return "learned"
 	case AnyTool:
 		return "any_tool"
+	case Provisional:
+		return "provisional"
 	}
 	return "unknown"
 }
@@ -129,17 +138,15 @@ func (l *Learner) push(b *bucket, gap time.Duration) {
 // Expected returns the expected tool time for a response that called tools:
 // the largest of the tools' estimates, since the conversation waits for all
 // of them. A tool with fewer than MinSamples observations falls back to the
-// "" bucket if that has MinSamples, else to Config.Default. No tools (the
+// "" bucket if that has MinSamples, else to the larger of Config.Default
+// and what the "" bucket has so far (Provisional), else to Config.Default. No tools (the
 // response announced a tool call without naming it) gives the "" bucket or
 // Default. The Source is that of the largest estimate. The cost is a map
 // lookup and an index per tool: windows are kept sorted by Observe.
 func (l *Learner) Expected(tools []string) (time.Duration, Source) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fallback, fbSrc := l.cfg.Default, Default
-	if len(l.any.ring) >= l.cfg.MinSamples {
-		fallback, fbSrc = l.any.at(l.cfg.Percentile), AnyTool
-	}
+	fallback, fbSrc := l.fallbackLocked()
 	if len(tools) == 0 {
 		return fallback, fbSrc
 	}
@@ -155,6 +162,17 @@ func (l *Learner) Expected(tools []string) (time.Duration, Source) {
 		}
 	}
 	return best, src
+}
+
+// fallbackLocked is the estimate of a tool without MinSamples of its own.
+func (l *Learner) fallbackLocked() (time.Duration, Source) {
+	switch n := len(l.any.ring); {
+	case n >= l.cfg.MinSamples:
+		return l.any.at(l.cfg.Percentile), AnyTool
+	case n > 0:
+		return max(l.cfg.Default, l.any.at(l.cfg.Percentile)), Provisional
+	}
+	return l.cfg.Default, Default
 }
 
 // nearestRank is the nearest-rank percentile of sorted: the smallest value
@@ -178,11 +196,7 @@ func (l *Learner) Snapshot() []ToolStats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]ToolStats, 0, len(l.tools)+1)
-	anyOK := len(l.any.ring) >= l.cfg.MinSamples
-	fallback, fbSrc := l.cfg.Default, Default
-	if anyOK {
-		fallback, fbSrc = l.any.at(l.cfg.Percentile), AnyTool
-	}
+	fallback, fbSrc := l.fallbackLocked()
 	out = append(out, ToolStats{Tool: "", Samples: len(l.any.ring),
 		P50: l.any.at(0.5), P90: l.any.at(0.9), Estimate: fallback, Source: fbSrc})
 	for name, b := range l.tools {

@@ -109,10 +109,11 @@ func TestFallbackChain(t *testing.T) {
 			t.Fatalf("empty learner Expected(%q) = %v %v, want 30s default", tools, d, src)
 		}
 	}
-	// 4 observations of a: neither a nor "" has MinSamples.
+	// 4 observations of a: neither a nor "" has MinSamples. Provisional:
+	// Default, since nothing observed (at most 4s) was longer.
 	observeAll(t, l, "a", seconds(1, 4)...)
-	if d, src := l.Expected([]string{"a"}); d != 30*time.Second || src != Default {
-		t.Fatalf("below MinSamples: %v %v, want default", d, src)
+	if d, src := l.Expected([]string{"a"}); d != 30*time.Second || src != Provisional {
+		t.Fatalf("below MinSamples: %v %v, want 30s provisional", d, src)
 	}
 	// A 5th observation, of b: "" has 5 (1,2,3,4,100s; p90 rank 5 = 100s),
 	// a has 4 and b has 1, so both fall back to the any-tool bucket.
@@ -136,6 +137,27 @@ func TestFallbackChain(t *testing.T) {
 	observeAll(t, l, "c", time.Minute) // c = 1..5s, 60s; p90 = 60s
 	if d, src := l.Expected([]string{"a", "c"}); d != time.Minute || src != Learned {
 		t.Fatalf("Expected(a,c) = %v %v, want 1m learned", d, src)
+	}
+}
+
+// TestProvisionalNeverBelowObserved: before MinSamples, a tool time
+// longer than Default already seen lifts the estimate to it (with under 10
+// observations, p90 is the maximum); a short one never lowers it.
+func TestProvisionalNeverBelowObserved(t *testing.T) {
+	l := New(cfg(20, 256))
+	observeAll(t, l, "run", 5*time.Second)
+	if d, src := l.Expected([]string{"run"}); d != 30*time.Second || src != Provisional {
+		t.Fatalf("after one short call: %v %v, want 30s provisional", d, src)
+	}
+	observeAll(t, l, "run", 100*time.Second, 7*time.Second)
+	if d, src := l.Expected([]string{"run"}); d != 100*time.Second || src != Provisional {
+		t.Fatalf("after a 100s call: %v %v, want 100s provisional", d, src)
+	}
+	if d, src := l.Expected(nil); d != 100*time.Second || src != Provisional {
+		t.Fatalf("unnamed: %v %v, want 100s provisional", d, src)
+	}
+	if got := Provisional.String(); got != "provisional" {
+		t.Fatalf("String() = %q", got)
 	}
 }
 

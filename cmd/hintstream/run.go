@@ -13,6 +13,7 @@ import (
 	"github.com/hintstream/hintstream/internal/demo"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service"
 	"github.com/hintstream/hintstream/tooltime"
 )
@@ -36,7 +37,13 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		deliverAll   = fs.Bool("requests-deliver-all", false, "a newly created requests consumer starts at the stream's beginning instead of its end")
 		update       = fs.Bool("update-streams", false, "add missing subjects to existing streams (otherwise a mismatch stops start-up)")
 		senderQueue  = fs.Int("sender-queue", 1024, "hints queued per endpoint before new ones are dropped")
+		senderHeld   = fs.Int("sender-max-held", 64, "triggers one endpoint's waiting hints may keep unacked; past it they are acked when queued, so a slow worker cannot take every --max-ack-pending slot (0: no bound)")
 		maxTokens    = fs.Int("max-tokens", 1<<20, "largest token_ids accepted in an event")
+		maxBytes     = fs.Int("max-message-bytes", 16<<20, "largest event accepted, in bytes (larger ones are dead-lettered)")
+		maxHeaders   = fs.Int("max-headers", 256, "most entries in a request's headers map, and most NATS header values on any event")
+		maxString    = fs.Int("max-string", 64<<10, "longest id, model, header or tool name accepted, in bytes")
+		maxDepth     = fs.Int("max-depth", 32, "deepest JSON or msgpack nesting accepted in an event")
+		maxHdrBytes  = fs.Int("max-header-bytes", 16<<10, "most bytes of NATS headers accepted on one event")
 		weight       = fs.Float64("overlap-score-weight", routing.DefaultOverlapScoreWeight, "weight of prefill cost in the worker choice, as Dynamo's --kv-overlap-score-weight")
 		temperature  = fs.Float64("router-temperature", routing.DefaultTemperature, "softmax temperature of the worker choice, as Dynamo's --router-temperature (0: lowest cost)")
 		spread       = fs.Bool("spread-wakeups", false, "burst spreading: each wake-up adds decaying virtual load to its chosen worker (departs from the router on purpose)")
@@ -100,10 +107,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		NATSURL: *natsURL, EmbeddedDir: *dataDir, EmbeddedPort: *port,
 		Streams: set, UpdateStreams: *update,
 		RegistryBucket: *bucket, RequestsDurable: *durable, RequestsDeliverAll: *deliverAll,
-		PrefetchTTL: *ttl, DeadLetterPrefix: dlqPrefix, SenderQueue: *senderQueue,
+		PrefetchTTL: *ttl, DeadLetterPrefix: dlqPrefix, SenderQueue: *senderQueue, SenderMaxHeld: heldOrNone(*senderHeld),
 		Logger: log,
 	}
-	cfg.Limits.MaxTokens = *maxTokens
+	cfg.Limits = schemas.Limits{MaxBytes: *maxBytes, MaxTokens: *maxTokens, MaxHeaders: *maxHeaders,
+		MaxString: *maxString, MaxDepth: *maxDepth, MaxHeaderBytes: *maxHdrBytes}
 	rc := routing.Config{OverlapScoreWeight: *weight, Temperature: *temperature,
 		Spread: routing.SpreadConfig{Enabled: *spread, HalfLife: *spreadHL}}
 	if err := rc.Validate(); err != nil {
@@ -202,4 +210,12 @@ func split(s string) []string {
 		}
 	}
 	return out
+}
+
+// heldOrNone maps the flag's 0 (no bound) to the config's negative.
+func heldOrNone(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
