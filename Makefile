@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/hintstream
 export CGO_ENABLED := 1
 
-.PHONY: all deps build run test check vet fmt-check race bench fuzz generate clean
+.PHONY: all deps build run test check vet fmt-check race bench fuzz generate clean loadtest reliability
 
 all: build
 
@@ -44,7 +44,7 @@ FUZZTIME ?= 20s
 # Minimizing a new input can outlast a short -fuzztime (default 60s) and
 # end the run with "context deadline exceeded": keep it short.
 FUZZMINTIME ?= 2s
-FUZZPKGS := ./schemas/ ./kvevents/
+FUZZPKGS := ./schemas/ ./kvevents/ ./bridge/ ./streams/ ./registry/
 fuzz: deps
 	@for p in $(FUZZPKGS); do \
 	  for t in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
@@ -58,3 +58,18 @@ generate:
 
 clean:
 	rm -rf bin .hintstream
+
+## loadtest: the 60-second load profile (latency vs the floor, ingestion vs
+## nats bench, hint value vs an oracle); report in loadtest/out/summary.md.
+## The committed loadtest/RESULTS.md was made with
+##   make loadtest LOADTEST_ARGS='--out loadtest/results --results loadtest/RESULTS.md'
+LOADTEST_ARGS ?=
+loadtest: deps
+	$(GO) run ./loadtest/cmd/loadtest $(LOADTEST_ARGS)
+
+## reliability: the fault and hostile-input tests alone, with their figures
+## (they also run in `make test`); see RELIABILITY.md
+reliability: deps
+	@out=$$($(GO) test -race -count=1 -v -run 'Fault' ./e2e/ 2>&1); rc=$$?; \
+	echo "$$out" | grep -E 'FIGURE|^(--- |ok|FAIL)'; exit $$rc
+	$(GO) test -race -count=1 -run 'Hostile|Huge|DeadLetterCopy|TenMillion|DeepNesting|JSONShape|CheckHeaders|Timestamps|LoadTableBounded' ./consumers/ ./schemas/ ./routing/

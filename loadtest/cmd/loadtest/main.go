@@ -1,0 +1,185 @@
+// Command loadtest is `make loadtest`: it measures hintstream beside its
+// yardsticks, in one run on one machine, and writes a report directory
+// (summary.md and SVG charts):
+//
+//   - hint latency at --rate wake-ups/s, hintstream against the floor
+//     (loadtest/cmd/floor), alternated rounds on one embedded server;
+//   - KV-event ingestion, hintstream against `nats bench js ordered`
+//     reading the same stream just before and after;
+//   - the prefill hints save on the Mooncake trace and on synthetic
+//     agentic sessions: no hints, hintstream and an oracle.
+//
+// The default profile is 60 s of load (--duration 20 s per latency target,
+// about 10 s of ingestion, the two simulations about 30 s); builds, the
+// natscli install and start-ups come on top.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hintstream/hintstream/loadtest/speed"
+	"github.com/hintstream/hintstream/loadtest/value"
+	"github.com/hintstream/hintstream/loadtest/workload"
+)
+
+type options struct {
+	out, results, trace, bin string
+	rate                     float64
+	duration                 time.Duration
+	rounds                   int
+	ingestEvents             int
+	skipValue, skipSpeed     bool
+}
+
+func main() {
+	var o options
+	fs := flag.NewFlagSet("loadtest", flag.ExitOnError)
+	fs.StringVar(&o.out, "out", "loadtest/out", "report directory (summary.md and charts)")
+	fs.StringVar(&o.results, "results", "", "also write the report as this markdown file, its chart links pointing into --out (e.g. loadtest/RESULTS.md)")
+	fs.StringVar(&o.trace, "trace", "", "Mooncake-format trace (default ../shared/data/mooncake_synthetic_trace.jsonl beside the repo)")
+	fs.StringVar(&o.bin, "bin", "bin", "where the binaries and natscli are built")
+	fs.Float64Var(&o.rate, "rate", 2000, "wake-ups per second of the latency runs")
+	fs.DurationVar(&o.duration, "duration", 20*time.Second, "measured time of each latency target, split over --rounds")
+	fs.IntVar(&o.rounds, "rounds", 2, "alternated floor/hintstream rounds, so spells of contention fall on both")
+	fs.IntVar(&o.ingestEvents, "ingest-events", 300000, "KV events pre-filled for the ingestion run")
+	fs.BoolVar(&o.skipValue, "skip-value", false, "leave out the hint-value simulations")
+	fs.BoolVar(&o.skipSpeed, "skip-speed", false, "leave out the latency and ingestion runs")
+	_ = fs.Parse(os.Args[1:])
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		os.Exit(1)
+	}
+}
+
+// results gathers what the report shows.
+type results struct {
+	started            time.Time
+	loadBefore, after  string
+	floor, hintstream  speed.LatencyResult
+	ingest             speed.IngestResult
+	trace, synthetic   value.Result
+	haveSpeed, haveVal bool
+	command            string
+}
+
+func run(ctx context.Context, o options, progress io.Writer) error {
+	root, err := speed.RepoRoot()
+	if err != nil {
+		return err
+	}
+	if err := os.Chdir(root); err != nil {
+		return err
+	}
+	if o.trace == "" {
+		o.trace = filepath.Join(root, "..", "shared", "data", "mooncake_synthetic_trace.jsonl")
+	}
+	r := results{started: time.Now(), loadBefore: loadAvg(), command: "go run ./loadtest/cmd/loadtest " + strings.Join(os.Args[1:], " ")}
+	if !o.skipSpeed {
+		if err := runSpeed(ctx, o, progress, &r); err != nil {
+			return err
+		}
+	}
+	if !o.skipValue {
+		if err := runValue(ctx, o, progress, &r); err != nil {
+			return err
+		}
+	}
+	r.after = loadAvg()
+	return write(o, r)
+}
+
+func runSpeed(ctx context.Context, o options, progress io.Writer, r *results) error {
+	fmt.Fprintln(progress, "loadtest: building hintstream and the floor; installing natscli", speed.NatsCLIVersion)
+	bins, err := speed.Build(ctx, o.bin)
+	if err != nil {
+		return err
+	}
+	cli, err := speed.EnsureNatsCLI(ctx, o.bin)
+	if err != nil {
+		return err
+	}
+	srv, err := speed.StartServer("")
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	per := o.duration / time.Duration(max(o.rounds, 1))
+	for i := range max(o.rounds, 1) {
+		for _, t := range []speed.Target{speed.TargetFloor, speed.TargetHintstream} {
+			bin := bins.Hintstream
+			if t == speed.TargetFloor {
+				bin = bins.Floor
+			}
+			fmt.Fprintf(progress, "loadtest: latency round %d/%d, %s at %.0f wake-ups/s for %v\n", i+1, o.rounds, t, o.rate, per)
+			res, err := speed.Latency(ctx, speed.LatencyConfig{Target: t, Binary: bin, NATSURL: srv.URL(),
+				Rate: o.rate, Duration: per, Progress: progress, ProgressEvery: 5 * time.Second})
+			if err != nil {
+				return err
+			}
+			if t == speed.TargetFloor {
+				r.floor = r.floor.Merge(res)
+			} else {
+				r.hintstream = r.hintstream.Merge(res)
+			}
+		}
+	}
+	fmt.Fprintf(progress, "loadtest: ingestion of %d KV events, beside nats bench js ordered\n", o.ingestEvents)
+	r.ingest, err = speed.Ingest(ctx, speed.IngestConfig{Binary: bins.Hintstream, NATSURL: srv.URL(),
+		Events: o.ingestEvents, NatsCLI: cli, Progress: progress, ProgressEvery: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	r.haveSpeed = true
+	return nil
+}
+
+func runValue(ctx context.Context, o options, progress io.Writer, r *results) error {
+	fmt.Fprintln(progress, "loadtest: hint value on the Mooncake trace (three runs: no hints, hintstream, oracle)")
+	w, err := workload.LoadTrace(o.trace, workload.TraceOptions{})
+	if err != nil {
+		return err
+	}
+	if r.trace, err = value.Run(ctx, value.Config{Workload: w}); err != nil {
+		return fmt.Errorf("value on the trace: %w", err)
+	}
+	fmt.Fprintf(progress, "loadtest: trace: hintstream recovers %.1f%% of the oracle's saving\n", 100*r.trace.Recovered)
+	fmt.Fprintln(progress, "loadtest: hint value on synthetic agentic sessions")
+	sw, err := workload.Generate(workload.SyntheticConfig{Seed: 1})
+	if err != nil {
+		return err
+	}
+	if r.synthetic, err = value.Run(ctx, value.Config{Workload: sw}); err != nil {
+		return fmt.Errorf("value on synthetic sessions: %w", err)
+	}
+	fmt.Fprintf(progress, "loadtest: synthetic: hintstream recovers %.1f%% of the oracle's saving\n", 100*r.synthetic.Recovered)
+	r.haveVal = true
+	return nil
+}
+
+// loadAvg is /proc/loadavg's first three fields: other programs' load
+// is the first suspect when latency figures swing between runs.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+var errNothing = errors.New("nothing measured: both --skip-speed and --skip-value")

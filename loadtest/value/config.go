@@ -1,0 +1,143 @@
+package value
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/hintstream/hintstream/loadtest/sim"
+	"github.com/hintstream/hintstream/loadtest/workload"
+	"github.com/hintstream/hintstream/service"
+)
+
+// Defaults of Config.
+const (
+	DefaultAlpha        = 0.25
+	DefaultDeviceBlocks = sim.DefaultDeviceBlocks // 1024
+	DefaultL3Blocks     = sim.DefaultL3Blocks     // 6144
+	DefaultHintTimeout  = 30 * time.Second
+)
+
+// ErrConfig marks an unusable Config.
+var ErrConfig = errors.New("value: invalid config")
+
+// Mode is one of the three runs.
+type Mode string
+
+// The runs, in the order Run plays them.
+const (
+	ModeNoHints    Mode = "no hints"
+	ModeHintstream Mode = "hintstream"
+	ModeOracle     Mode = "oracle"
+)
+
+// Config describes a comparison. Zero fields take the defaults.
+type Config struct {
+	// Workload to play (required): see workload.LoadTrace and
+	// workload.Generate.
+	Workload *workload.Workload
+	// Workers (default 4), DeviceBlocks per worker (default 1024) and
+	// L3Blocks (default 6144) size the cluster, in 512-token blocks for a
+	// Mooncake trace.
+	Workers, DeviceBlocks, L3Blocks int
+	// Alpha is the prefill cost of a token loaded from L3 relative to a
+	// recomputed one (default 0.25; see the package documentation).
+	Alpha float64
+	// AnnounceToolTime puts each tool call's true tool time in
+	// x-dynamo-experimental-sim-tool-call; off by default, so hintstream
+	// must learn tool times as it would in production.
+	AnnounceToolTime bool
+	// Service adjusts the hintstream instance's configuration after Run
+	// has filled in the bus, pin endpoint and logger.
+	Service func(*service.Config)
+	// HintTimeout bounds the wait for hintstream to finish one event
+	// (default 30s); reaching it fails the run.
+	HintTimeout time.Duration
+	Logger      *slog.Logger // default: discard
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Workload == nil || len(c.Workload.Requests) == 0 {
+		return c, fmt.Errorf("%w: no workload", ErrConfig)
+	}
+	if c.Workers <= 0 {
+		c.Workers = sim.DefaultWorkers
+	}
+	if c.DeviceBlocks <= 0 {
+		c.DeviceBlocks = DefaultDeviceBlocks
+	}
+	if c.L3Blocks <= 0 {
+		c.L3Blocks = DefaultL3Blocks
+	}
+	if c.Alpha == 0 {
+		c.Alpha = DefaultAlpha
+	}
+	if math.IsNaN(c.Alpha) || c.Alpha < 0 || c.Alpha > 1 {
+		return c, fmt.Errorf("%w: alpha %v (want 0..1)", ErrConfig, c.Alpha)
+	}
+	if c.HintTimeout <= 0 {
+		c.HintTimeout = DefaultHintTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c, nil
+}
+
+// ModeResult is what one run measured.
+type ModeResult struct {
+	Mode     Mode
+	Requests int
+	// Prompt tokens by where they came from.
+	PromptTokens, DeviceHitTokens, L3HitTokens, RecomputedTokens int64
+	// Cost is RecomputedTokens + Alpha*L3HitTokens; Saving is the no-hints
+	// run's Cost minus this one's.
+	Cost, Saving float64
+	// Wakeups played; Prefetches applied by workers, PrefetchedBlocks
+	// they loaded from L3, PrefetchAccurate those whose request was then
+	// routed to the prefetching worker.
+	Wakeups, Prefetches, PrefetchAccurate int
+	PrefetchedBlocks                      int64
+	// PrefetchAccuracy is PrefetchAccurate / Prefetches (NaN without any).
+	PrefetchAccuracy float64
+	// SelectionAgreement (hintstream only) counts prefetches sent to the
+	// worker the router model picked at the wake-up, from the same state.
+	SelectionAgreement int
+	// Pins and Releases are pin actions applied by the L3 store.
+	Pins, Releases int
+	L3             sim.L3Stats
+	// PinsHonoured is the share of (slot, page) pins not broken by an
+	// eviction (NaN without pins).
+	PinsHonoured    float64
+	DeviceEvictions int64
+	// Hint delivery (hintstream only): envelopes dropped as duplicates,
+	// undecodable, or prefetches past expires_at_ms.
+	DuplicateHints, BadHints, ExpiredPrefetches int
+	// Counters are the hintstream instance's counters at the end.
+	Counters map[string]uint64
+	Elapsed  time.Duration
+}
+
+// Result is the comparison.
+type Result struct {
+	Workload                        workload.Stats
+	Workers, DeviceBlocks, L3Blocks int
+	BlockSize                       int
+	Alpha                           float64
+	AnnounceToolTime                bool
+	NoHints, Hintstream, Oracle     ModeResult
+	// Recovered is (cost_nohints - cost_hintstream) / (cost_nohints -
+	// cost_oracle): the share of the oracle's saving hintstream gets (NaN
+	// when the oracle saves nothing).
+	Recovered float64
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}

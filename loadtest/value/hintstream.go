@@ -1,0 +1,300 @@
+package value
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hintstream/hintstream/internal/natsembed"
+	"github.com/hintstream/hintstream/loadtest/sim"
+	"github.com/hintstream/hintstream/service"
+	"github.com/hintstream/hintstream/streams"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/tinylib/msgp/msgp"
+)
+
+// epochLead puts the simulated clock's epoch this far ahead of the wall
+// clock. Events carry simulated times (received_at_ms, completed_at_ms),
+// so hintstream learns tool times in simulated time. But it judges a
+// wake-up's freshness on its own wall clock, clamping a received_at_ms
+// from the future to now (consumers/requests.go): stamped a day ahead,
+// every wake-up is fresh when it arrives however slowly the simulation
+// runs, and expires_at_ms is wall time. The worker checks it against the
+// wall clock when the hint arrives, which is what it bounds in a live
+// system too: the hint's delivery delay. The prefetch itself happens at
+// the wake-up's simulated time.
+const epochLead = 24 * time.Hour
+
+// hintstreamRun is the hintstream mode: a real instance on an embedded
+// JetStream server, fed by the simulation, sending real hints over ZMQ.
+type hintstreamRun struct {
+	p     *player
+	srv   *server.Server
+	dir   string
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	svc   *service.Service
+	ep    *sim.Endpoints
+	epoch time.Time
+	// reqPub and respPub count events published; applied envelopes taken
+	// from the sockets.
+	reqPub, respPub, applied int
+	seen                     map[string]bool
+	chosen                   map[int]int // wake-up → router model's choice at that moment
+}
+
+func startHintstream(ctx context.Context, p *player) (_ *hintstreamRun, err error) {
+	h := &hintstreamRun{p: p, epoch: time.Now().Add(epochLead).Truncate(time.Millisecond),
+		seen: map[string]bool{}, chosen: map[int]int{}}
+	defer func() {
+		if err != nil {
+			h.close()
+		}
+	}()
+	if h.dir, err = os.MkdirTemp("", "hintstream-value-"); err != nil {
+		return nil, err
+	}
+	// Prompts of the longest traces exceed the default 1 MiB payload.
+	if h.srv, err = natsembed.Start(natsembed.Options{StoreDir: h.dir, MaxPayload: 8 << 20}); err != nil {
+		return nil, err
+	}
+	if h.nc, err = nats.Connect(h.srv.ClientURL(), nats.Timeout(10*time.Second)); err != nil {
+		return nil, err
+	}
+	if h.js, err = jetstream.New(h.nc); err != nil {
+		return nil, err
+	}
+	if h.ep, err = sim.Listen(p.cfg.Workers); err != nil {
+		return nil, err
+	}
+	cc := clusterConfig(p.cfg)
+	cc.Endpoints = h.ep.WorkerEndpoints()
+	cc.Sink = &sim.JetStreamSink{Ctx: ctx, JS: h.js}
+	if p.cl, err = sim.NewCluster(cc); err != nil {
+		return nil, err
+	}
+	// Memory streams: this bus lives for one run, and disk would only
+	// slow it down.
+	st := streams.DefaultSet()
+	for _, c := range []*streams.Config{&st.Requests, &st.Responses, &st.KVEvents, &st.Load, &st.DeadLetter} {
+		c.Storage = jetstream.MemoryStorage
+	}
+	scfg := service.Config{NATSURL: h.srv.ClientURL(), PinEndpoint: h.ep.PinEndpoint(), Streams: st,
+		SnapshotInterval: -1, Logger: p.cfg.Logger}
+	if p.cfg.Service != nil {
+		p.cfg.Service(&scfg)
+	}
+	h.svc = service.New(scfg)
+	if err = h.svc.Start(ctx); err != nil {
+		return nil, err
+	}
+	if err = p.cl.Register(ctx, h.js, scfg.RegistryBucket); err != nil {
+		return nil, err
+	}
+	err = h.until(ctx, func() bool { return len(h.svc.Registry().Workers()) == p.cfg.Workers }, "workers registered")
+	return h, err
+}
+
+func (h *hintstreamRun) wakeup(ctx context.Context, i int) error {
+	// hintstream decides from the bus: give it the loads of this moment
+	// and let it apply every KV event so far, as a live instance would
+	// have within the wake-up's lead time.
+	if err := h.p.cl.PublishLoads(); err != nil {
+		return err
+	}
+	if err := h.svc.WaitCaughtUp(ctx); err != nil {
+		return err
+	}
+	pr, err := h.p.pr.get(i)
+	if err != nil {
+		return err
+	}
+	if h.chosen[i], _, err = h.p.cl.Route(pr); err != nil {
+		return err
+	}
+	h.reqPub++
+	return h.publish(ctx, streams.RequestSubject(h.p.w.Model), h.p.w.WakeupEvent(i, h.epoch))
+}
+
+func (h *hintstreamRun) request(ctx context.Context, i, _ int) error {
+	h.reqPub++
+	return h.publish(ctx, streams.RequestSubject(h.p.w.Model), h.p.w.RequestEvent(i, h.epoch, h.p.cfg.AnnounceToolTime))
+}
+
+func (h *hintstreamRun) response(ctx context.Context, i, worker int) error {
+	h.respPub++
+	wid := h.p.cl.Workers[worker].Record.WorkerID
+	return h.publish(ctx, streams.ResponseSubject(h.p.w.Model), h.p.w.ResponseEvent(i, wid, h.epoch))
+}
+
+// publish sends one event and waits until hintstream has finished with
+// it and every hint it caused has been applied.
+func (h *hintstreamRun) publish(ctx context.Context, subject string, m msgp.Marshaler) error {
+	data, err := m.MarshalMsg(nil)
+	if err != nil {
+		return err
+	}
+	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{"Content-Type": []string{"application/msgpack"}}}
+	if _, err := h.js.PublishMsg(ctx, msg); err != nil {
+		return err
+	}
+	return h.settle(ctx)
+}
+
+// settle waits, applying hints as they arrive, until hintstream has
+// finished every event published and every hint it sent was applied.
+func (h *hintstreamRun) settle(ctx context.Context) error {
+	return h.until(ctx, func() bool {
+		for {
+			select {
+			case hint := <-h.ep.Hints():
+				h.apply(hint)
+				continue
+			default:
+			}
+			break
+		}
+		return h.settled()
+	}, "hintstream to finish the event")
+}
+
+// settled is the condition on hintstream's own counters (see the
+// package documentation, "Waiting for hintstream").
+func (h *hintstreamRun) settled() bool {
+	c := h.svc.Counters
+	reqDone := c.Get("requests.plain") + c.Get("requests.malformed") + c.Get("hints.prefetch.skipped") +
+		c.Get("hints.prefetch.dropped") + c.Get("hints.prefetch.queued")
+	respDone := c.Get("responses.no_pin") + c.Get("responses.malformed") + c.Get("hints.pin.skipped") +
+		c.Get("hints.pin.dropped") + c.Get("hints.pin.queued")
+	if reqDone < uint64(h.reqPub) || respDone < uint64(h.respPub) {
+		return false
+	}
+	// Every hint queued has been sent or dropped by its sender...
+	var sent, dropped uint64
+	for _, st := range h.svc.Pool().Stats() {
+		sent += st.Sent
+		for _, n := range st.Dropped {
+			dropped += n
+		}
+	}
+	want := uint64(0)
+	for _, kind := range []string{"prefetch", "pin", "release"} {
+		want += c.Get("hints."+kind+".queued") + c.Get("hints."+kind+".dropped|expired") +
+			c.Get("hints."+kind+".dropped|queue_full")
+	}
+	// ...and every one sent has been applied.
+	return sent+dropped == want && uint64(h.applied) == sent
+}
+
+// until polls cond, waking early when a hint arrives, for at most the
+// configured HintTimeout.
+func (h *hintstreamRun) until(ctx context.Context, cond func() bool, what string) error {
+	deadline := time.Now().Add(h.p.cfg.HintTimeout)
+	wait := 20 * time.Microsecond
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waiting for %s: not done within %v (published %d requests, %d responses; applied %d hints; counters %v)",
+				what, h.p.cfg.HintTimeout, h.reqPub, h.respPub, h.applied, h.svc.Counters.Snapshot(""))
+		}
+		t.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case hint := <-h.ep.Hints():
+			h.apply(hint)
+		case <-t.C:
+			wait = min(wait*2, 2*time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// apply does what a worker scheduler (prefetch) or the Mooncake master
+// (pin) does with a hint, at the current simulated time.
+func (h *hintstreamRun) apply(hint sim.Hint) {
+	h.applied++
+	res := &h.p.res
+	if hint.Err != nil {
+		res.BadHints++
+		h.p.cfg.Logger.Warn("value: undecodable hint", "err", hint.Err)
+		return
+	}
+	if h.seen[hint.MessageID] {
+		res.DuplicateHints++
+		return
+	}
+	h.seen[hint.MessageID] = true
+	now := h.p.cl.Now()
+	for _, pf := range hint.Prefetches {
+		if hint.Socket == sim.PinSocket {
+			res.BadHints++
+			continue
+		}
+		// expires_at_ms is on hintstream's (wall) clock: see epochLead.
+		if pf.ExpiresAtMs <= time.Now().UnixMilli() {
+			res.ExpiredPrefetches++
+			continue
+		}
+		i, err := strconv.Atoi(strings.TrimPrefix(pf.RequestID, "wake-"))
+		if err != nil || i < 0 || i >= len(h.p.w.Requests) {
+			res.BadHints++
+			continue
+		}
+		pr, err := h.p.cl.Prompt(pf.TokenIDs)
+		if err == nil {
+			err = h.p.prefetch(i, hint.Socket, pr)
+		}
+		if err != nil {
+			res.BadHints++
+			h.p.cfg.Logger.Warn("value: prefetch not applied", "request_id", pf.RequestID, "err", err)
+			continue
+		}
+		if c, ok := h.chosen[i]; ok && c == hint.Socket {
+			res.SelectionAgreement++
+		}
+	}
+	for _, pin := range hint.Pins {
+		if hint.Socket != sim.PinSocket {
+			res.BadHints++
+			continue
+		}
+		h.p.cl.L3.Pin(pin.Slot, pin.Keys, time.Duration(pin.TTLMs)*time.Millisecond, now)
+		if pin.TTLMs > 0 {
+			res.Pins++
+		} else {
+			res.Releases++
+		}
+	}
+}
+
+func (h *hintstreamRun) finish(res *ModeResult) {
+	res.Counters = h.svc.Counters.Snapshot("")
+}
+
+func (h *hintstreamRun) close() {
+	if h.svc != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		h.svc.Stop(ctx)
+		cancel()
+	}
+	if h.ep != nil {
+		h.ep.Close()
+	}
+	if h.nc != nil {
+		h.nc.Close()
+	}
+	if h.srv != nil {
+		h.srv.Shutdown()
+		h.srv.WaitForShutdown()
+	}
+	if h.dir != "" {
+		_ = os.RemoveAll(h.dir)
+	}
+}

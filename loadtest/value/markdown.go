@@ -1,0 +1,81 @@
+package value
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Markdown renders the comparison as a table with a one-line verdict and
+// the setting, ready to paste into a report.
+func (r Result) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| run | device-hit tokens | L3-hit tokens | recomputed tokens | prefill cost | saving vs no hints | prefetches (accurate) | pins (pages honoured) |\n")
+	fmt.Fprintf(&b, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, m := range []ModeResult{r.NoHints, r.Hintstream, r.Oracle} {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", m.Mode,
+			share(m.DeviceHitTokens, m.PromptTokens), share(m.L3HitTokens, m.PromptTokens),
+			share(m.RecomputedTokens, m.PromptTokens), group(int64(math.Round(m.Cost))),
+			saving(m.Saving, r.NoHints.Cost), prefetches(m), pins(m))
+	}
+	fmt.Fprintf(&b, "\nhintstream recovers **%s** of the oracle's saved prefill (target ≥ 80%%).\n", percent(r.Recovered))
+	s := r.Workload
+	fmt.Fprintf(&b, "\nSetting: %d requests (%d conversations, %d next turns, %d wake-ups, %d tool calls) over %.0f s; "+
+		"%d workers × %d device blocks, L3 %d pages, %d tokens per block; prefill cost = recomputed + %.2f × L3-loaded tokens; "+
+		"tool times %s.\n", s.Requests, s.Sessions, s.NextTurns, s.Wakeups, s.ToolCalls, s.Duration.Seconds(),
+		r.Workers, r.DeviceBlocks, r.L3Blocks, r.BlockSize, r.Alpha, map[bool]string{true: "announced in the request header", false: "learned by hintstream"}[r.AnnounceToolTime])
+	return b.String()
+}
+
+func share(n, total int64) string {
+	if total == 0 {
+		return group(n)
+	}
+	return fmt.Sprintf("%s (%.1f%%)", group(n), 100*float64(n)/float64(total))
+}
+
+func saving(s, base float64) string {
+	if base == 0 {
+		return group(int64(math.Round(s)))
+	}
+	return fmt.Sprintf("%s (%.1f%%)", group(int64(math.Round(s))), 100*s/base)
+}
+
+func prefetches(m ModeResult) string {
+	if m.Prefetches == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%d (%s)", m.Prefetches, percent(m.PrefetchAccuracy))
+}
+
+func pins(m ModeResult) string {
+	if m.Pins == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%d (%s)", m.Pins, percent(m.PinsHonoured))
+}
+
+func percent(f float64) string {
+	if math.IsNaN(f) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f%%", 100*f)
+}
+
+// group writes n with thin thousands separators.
+func group(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

@@ -1,0 +1,56 @@
+package value
+
+import "context"
+
+// oracle acts on the same triggers as hintstream, knowing the future: at
+// a wake-up it loads the announced request's L3-resident pages into the
+// worker the router picks; at a tool call it pins exactly the pages the
+// conversation's next request reuses, until that request arrives.
+type oracle struct{ p *player }
+
+func (o *oracle) wakeup(_ context.Context, i int) error {
+	pr, err := o.p.pr.get(i)
+	if err != nil {
+		return err
+	}
+	wk, _, err := o.p.cl.Route(pr)
+	if err != nil {
+		return err
+	}
+	return o.p.prefetch(i, wk, pr)
+}
+
+func (o *oracle) request(context.Context, int, int) error { return nil }
+
+func (o *oracle) response(_ context.Context, i, _ int) error {
+	r := &o.p.w.Requests[i]
+	if !r.ToolCall {
+		return nil
+	}
+	next := &o.p.w.Requests[r.Next]
+	ttl := next.At - o.p.cl.Now()
+	if ttl <= 0 {
+		return nil
+	}
+	mine, err := o.p.pr.get(i)
+	if err != nil {
+		return err
+	}
+	theirs, err := o.p.pr.get(r.Next)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for n < len(mine.Keys) && n < len(theirs.Keys) && mine.Keys[n] == theirs.Keys[n] {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	o.p.cl.L3.Pin("session:"+r.Session, mine.Keys[:n], ttl, o.p.cl.Now())
+	o.p.res.Pins++
+	return nil
+}
+
+func (o *oracle) finish(*ModeResult) {}
+func (o *oracle) close()             {}

@@ -1,0 +1,214 @@
+package value
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hintstream/hintstream/loadtest/sim"
+	"github.com/hintstream/hintstream/loadtest/workload"
+)
+
+// Run plays cfg.Workload three times on identical clusters — without
+// hints, with an in-process hintstream, and with the oracle — and
+// compares where their prompt tokens came from.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return Result{}, err
+	}
+	w := cfg.Workload
+	res := Result{Workload: w.Stats(), Workers: cfg.Workers, DeviceBlocks: cfg.DeviceBlocks,
+		L3Blocks: cfg.L3Blocks, BlockSize: w.BlockSize, Alpha: cfg.Alpha, AnnounceToolTime: cfg.AnnounceToolTime}
+	pr, err := newPrompts(cfg)
+	if err != nil {
+		return res, err
+	}
+	for _, m := range []struct {
+		mode Mode
+		out  *ModeResult
+	}{{ModeNoHints, &res.NoHints}, {ModeOracle, &res.Oracle}, {ModeHintstream, &res.Hintstream}} {
+		cfg.Logger.Info("value: run", "mode", m.mode, "requests", len(w.Requests))
+		r, err := runMode(ctx, cfg, pr, m.mode)
+		if err != nil {
+			return res, fmt.Errorf("value: %s run: %w", m.mode, err)
+		}
+		*m.out = r
+	}
+	for _, m := range []*ModeResult{&res.NoHints, &res.Hintstream, &res.Oracle} {
+		m.Saving = res.NoHints.Cost - m.Cost
+	}
+	res.Recovered = ratio(res.Hintstream.Saving, res.Oracle.Saving)
+	return res, nil
+}
+
+// clusterConfig is the cluster every run starts from.
+func clusterConfig(cfg Config) sim.Config {
+	return sim.Config{Workers: cfg.Workers, DeviceBlocks: cfg.DeviceBlocks, L3Blocks: cfg.L3Blocks,
+		BlockSize: cfg.Workload.BlockSize, Model: cfg.Workload.Model}
+}
+
+// prompts hashes each request's prompt once for all runs; tokens are
+// made again when needed (they are cheap, and large).
+type prompts struct {
+	w      *workload.Workload
+	hasher *sim.Cluster
+	seq    [][]uint64
+	keys   [][]string
+}
+
+func newPrompts(cfg Config) (*prompts, error) {
+	h, err := sim.NewCluster(clusterConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	n := len(cfg.Workload.Requests)
+	return &prompts{w: cfg.Workload, hasher: h, seq: make([][]uint64, n), keys: make([][]string, n)}, nil
+}
+
+func (p *prompts) get(i int) (*sim.Prompt, error) {
+	tokens := p.w.PromptTokens(i)
+	if p.seq[i] == nil {
+		pr, err := p.hasher.Prompt(tokens)
+		if err != nil {
+			return nil, err
+		}
+		p.seq[i], p.keys[i] = pr.Seq, pr.Keys
+		return pr, nil
+	}
+	return &sim.Prompt{Tokens: tokens, Seq: p.seq[i], Keys: p.keys[i]}, nil
+}
+
+// hooks is what a mode adds to the common play: the hints.
+type hooks interface {
+	wakeup(ctx context.Context, i int) error
+	request(ctx context.Context, i, worker int) error
+	response(ctx context.Context, i, worker int) error
+	finish(res *ModeResult)
+	close()
+}
+
+// player holds one run's state.
+type player struct {
+	cfg          Config
+	w            *workload.Workload
+	pr           *prompts
+	cl           *sim.Cluster
+	res          ModeResult
+	routed       []int
+	prefetchedTo map[int]int // request → worker a prefetch for it went to
+}
+
+func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode) (ModeResult, error) {
+	start := time.Now()
+	p := &player{cfg: cfg, w: cfg.Workload, pr: pr, res: ModeResult{Mode: mode},
+		routed: make([]int, len(cfg.Workload.Requests)), prefetchedTo: map[int]int{}}
+	var h hooks
+	var err error
+	switch mode {
+	case ModeNoHints:
+		p.cl, err = sim.NewCluster(clusterConfig(cfg))
+		h = noHints{}
+	case ModeOracle:
+		p.cl, err = sim.NewCluster(clusterConfig(cfg))
+		h = &oracle{p: p}
+	case ModeHintstream:
+		h, err = startHintstream(ctx, p)
+	}
+	if err != nil {
+		return p.res, err
+	}
+	defer h.close()
+	if err := p.play(ctx, h); err != nil {
+		return p.res, err
+	}
+	h.finish(&p.res)
+	p.summarise()
+	p.res.Elapsed = time.Since(start)
+	return p.res, nil
+}
+
+func (p *player) play(ctx context.Context, h hooks) error {
+	for _, ev := range p.w.Events {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p.cl.Advance(ev.At)
+		i := ev.Request
+		var err error
+		switch ev.Kind {
+		case workload.KindWakeup:
+			p.res.Wakeups++
+			err = h.wakeup(ctx, i)
+		case workload.KindRequest:
+			var wk int
+			if wk, err = p.serve(i); err == nil {
+				err = h.request(ctx, i, wk)
+			}
+		case workload.KindResponse:
+			err = h.response(ctx, i, p.routed[i])
+		}
+		if err != nil {
+			return fmt.Errorf("%s of request %d at %v: %w", ev.Kind, i, ev.At, err)
+		}
+	}
+	return nil
+}
+
+// serve routes request i with the router model and runs it.
+func (p *player) serve(i int) (int, error) {
+	r := &p.w.Requests[i]
+	pr, err := p.pr.get(i)
+	if err != nil {
+		return 0, err
+	}
+	wk, _, err := p.cl.Route(pr)
+	if err != nil {
+		return 0, err
+	}
+	out, err := p.cl.Serve(wk, pr, r.InputLength, p.w.Service.PrefillTime(r.InputLength), r.ResponseAt)
+	if err != nil {
+		return 0, err
+	}
+	p.routed[i] = wk
+	p.res.Requests++
+	p.res.PromptTokens += int64(r.InputLength)
+	p.res.DeviceHitTokens += int64(out.DeviceTokens)
+	p.res.L3HitTokens += int64(out.L3Tokens)
+	p.res.RecomputedTokens += int64(out.RecomputedTokens)
+	if to, ok := p.prefetchedTo[i]; ok && to == wk {
+		p.res.PrefetchAccurate++
+	}
+	return wk, nil
+}
+
+// prefetch applies a prefetch for request i on worker wk.
+func (p *player) prefetch(i, wk int, pr *sim.Prompt) error {
+	n, err := p.cl.Prefetch(wk, pr)
+	if err != nil {
+		return err
+	}
+	p.res.Prefetches++
+	p.res.PrefetchedBlocks += int64(n)
+	p.prefetchedTo[i] = wk
+	return nil
+}
+
+func (p *player) summarise() {
+	r := &p.res
+	r.Cost = float64(r.RecomputedTokens) + p.cfg.Alpha*float64(r.L3HitTokens)
+	r.PrefetchAccuracy = ratio(float64(r.PrefetchAccurate), float64(r.Prefetches))
+	r.L3 = p.cl.L3.Stats()
+	r.PinsHonoured = ratio(float64(r.L3.PinnedKeys-r.L3.PinsBroken), float64(r.L3.PinnedKeys))
+	for _, wk := range p.cl.Workers {
+		r.DeviceEvictions += wk.Cache.Evictions()
+	}
+}
+
+type noHints struct{}
+
+func (noHints) wakeup(context.Context, int) error        { return nil }
+func (noHints) request(context.Context, int, int) error  { return nil }
+func (noHints) response(context.Context, int, int) error { return nil }
+func (noHints) finish(*ModeResult)                       {}
+func (noHints) close()                                   {}

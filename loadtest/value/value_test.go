@@ -1,0 +1,124 @@
+package value
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/internal/testvectors"
+	"github.com/hintstream/hintstream/loadtest/workload"
+)
+
+// tracePath finds the Mooncake trace beside the shared vectors; a test
+// that needs it fails when it is missing.
+func tracePath(tb testing.TB) string {
+	tb.Helper()
+	p := filepath.Join(testvectors.Dir(tb), "..", "data", "mooncake_synthetic_trace.jsonl")
+	if _, err := os.Stat(p); err != nil {
+		tb.Fatalf("Mooncake trace: %v", err)
+	}
+	return p
+}
+
+// The slice of the trace with the most conversations inside it
+// (requests 3775..3974: 14 next turns, within 32 s of their previous
+// turn), on a cluster small enough to be under pressure.
+func TestRunOnATraceSlice(t *testing.T) {
+	w, err := workload.LoadTrace(tracePath(t), workload.TraceOptions{Skip: 3775, Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	res, err := Run(ctx, Config{Workload: w, DeviceBlocks: 512, L3Blocks: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + res.Markdown())
+	stats := w.Stats()
+	if stats.NextTurns != 14 {
+		t.Fatalf("slice has %d next turns, want 14", stats.NextTurns)
+	}
+	for _, m := range []ModeResult{res.NoHints, res.Hintstream, res.Oracle} {
+		if m.Requests != 200 || m.DeviceHitTokens+m.L3HitTokens+m.RecomputedTokens != m.PromptTokens {
+			t.Fatalf("%s: %d requests, tokens %d+%d+%d of %d", m.Mode, m.Requests,
+				m.DeviceHitTokens, m.L3HitTokens, m.RecomputedTokens, m.PromptTokens)
+		}
+	}
+	if res.NoHints.RecomputedTokens*4 < res.NoHints.PromptTokens {
+		t.Fatalf("no cache pressure: only %d of %d tokens recomputed", res.NoHints.RecomputedTokens, res.NoHints.PromptTokens)
+	}
+	hs, or := res.Hintstream, res.Oracle
+	if hs.Saving <= 0 {
+		t.Fatalf("hintstream saves %v prefill tokens over no hints", hs.Saving)
+	}
+	if or.Saving < hs.Saving {
+		t.Fatalf("oracle saves %v < hintstream's %v", or.Saving, hs.Saving)
+	}
+	// Every wake-up became a prefetch, sent where the router model,
+	// looking at the caches themselves, would have sent it: the index
+	// hintstream built from the KV events agrees with the caches.
+	if hs.Prefetches != stats.Wakeups || hs.SelectionAgreement != hs.Prefetches {
+		t.Fatalf("%d wake-ups, %d prefetches, %d where the router model would go", stats.Wakeups, hs.Prefetches, hs.SelectionAgreement)
+	}
+	if hs.Pins != stats.ToolCalls || hs.BadHints+hs.DuplicateHints+hs.ExpiredPrefetches != 0 {
+		t.Fatalf("pins %d of %d tool calls; bad %d duplicate %d expired %d", hs.Pins, stats.ToolCalls,
+			hs.BadHints, hs.DuplicateHints, hs.ExpiredPrefetches)
+	}
+	if res.Recovered <= 0 || res.Recovered > 1 || !strings.Contains(res.Markdown(), "hintstream recovers") {
+		t.Fatalf("recovered %v", res.Recovered)
+	}
+}
+
+func TestConfigIsChecked(t *testing.T) {
+	if _, err := Run(context.Background(), Config{}); !errors.Is(err, ErrConfig) {
+		t.Fatalf("no workload: %v", err)
+	}
+	w, err := workload.Generate(workload.SyntheticConfig{Sessions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), Config{Workload: w, Alpha: 2}); !errors.Is(err, ErrConfig) {
+		t.Fatalf("alpha 2: %v", err)
+	}
+	if ratio(1, 0) == ratio(1, 0) || !math.IsNaN(ratio(0, 0)) {
+		t.Fatal("a ratio over nothing is NaN")
+	}
+}
+
+// BenchmarkValue runs the whole Mooncake trace (or its first
+// HINTSTREAM_VALUE_REQUESTS requests) through the three runs and reports
+// the share of the oracle's saved prefill that hintstream recovers.
+// HINTSTREAM_VALUE_ANNOUNCE=1 announces tool times in the request header.
+//
+//	go test -run '^$' -bench Value -benchtime 1x -timeout 20m ./loadtest/value/
+func BenchmarkValue(b *testing.B) {
+	n, _ := strconv.Atoi(os.Getenv("HINTSTREAM_VALUE_REQUESTS"))
+	w, err := workload.LoadTrace(tracePath(b), workload.TraceOptions{Limit: n})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := Config{Workload: w, AnnounceToolTime: os.Getenv("HINTSTREAM_VALUE_ANNOUNCE") == "1"}
+	var res Result
+	for b.Loop() {
+		if res, err = Run(context.Background(), cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(100*res.Recovered, "recovered-%")
+	b.ReportMetric(res.Hintstream.Saving, "hintstream-saved-tokens")
+	b.ReportMetric(res.Oracle.Saving, "oracle-saved-tokens")
+	b.ReportMetric(100*res.Hintstream.PrefetchAccuracy, "prefetch-accuracy-%")
+	b.ReportMetric(float64(res.Hintstream.L3.PinsLapsed), "hintstream-pins-lapsed")
+	b.Logf("hintstream: %d of %d pins lapsed before the next turn; %d used the default tool time, %d a provisional one; learned tool time at the end %d ms",
+		res.Hintstream.L3.PinsLapsed, res.Hintstream.Pins, res.Hintstream.Counters["pins.expected_from|default"],
+		res.Hintstream.Counters["pins.expected_from|provisional"],
+		res.Hintstream.Counters["tooltime.expected_ms|"+workload.ToolName])
+	b.Log("\n" + res.Markdown())
+}

@@ -1,0 +1,182 @@
+package workload
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// TraceOptions configure ReadTrace.
+type TraceOptions struct {
+	// Skip drops the first Skip requests; Limit keeps the next Limit (0:
+	// all). A turn whose previous turn was skipped starts a conversation.
+	Skip, Limit int
+	// BlockSize of the hash_ids; default 512 (Mooncake's).
+	BlockSize int
+	// WakeupLead is how long before a next turn its wake-up comes;
+	// default 1s, negative: 0.
+	WakeupLead time.Duration
+	Service    ServiceModel
+	Model      string // default DefaultModel
+}
+
+func (o TraceOptions) withDefaults() TraceOptions {
+	if o.BlockSize <= 0 {
+		o.BlockSize = DefaultBlockSize
+	}
+	if o.WakeupLead == 0 {
+		o.WakeupLead = time.Second
+	}
+	o.WakeupLead = max(o.WakeupLead, 0)
+	return o
+}
+
+// traceLine is one line of a Mooncake trace.
+type traceLine struct {
+	Timestamp    *int64   `json:"timestamp"`
+	InputLength  int      `json:"input_length"`
+	OutputLength int      `json:"output_length"`
+	HashIDs      []uint64 `json:"hash_ids"`
+}
+
+// maxTraceLine bounds one JSON line (a 1M-token prompt's ids fit).
+const maxTraceLine = 64 << 20
+
+// LoadTrace reads the Mooncake-format trace at path (see ReadTrace).
+func LoadTrace(path string, o TraceOptions) (*Workload, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("workload: %w", err)
+	}
+	defer f.Close()
+	return ReadTrace(f, o)
+}
+
+// ReadTrace reads a Mooncake-format trace: one JSON object per line with
+// timestamp (ms), input_length, output_length and hash_ids. Blank lines
+// are skipped. A line that is not such an object, a timestamp earlier
+// than the previous one, a negative length or hash_ids that do not cover
+// input_length fails with an error naming the line (wrapping ErrInvalid).
+func ReadTrace(r io.Reader, o TraceOptions) (*Workload, error) {
+	o = o.withDefaults()
+	w := &Workload{Model: o.Model, BlockSize: o.BlockSize}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), maxTraceLine)
+	var last int64
+	skipped := 0
+	// Requests by their full blocks: a candidate previous turn of any
+	// later request whose ids start with them.
+	byFull := map[uint64][]int{}
+	var hasNext []bool
+	for line := 1; sc.Scan(); line++ {
+		if o.Limit > 0 && len(w.Requests) == o.Limit {
+			break
+		}
+		b := sc.Bytes()
+		if len(trimSpace(b)) == 0 {
+			continue
+		}
+		var tl traceLine
+		if err := json.Unmarshal(b, &tl); err != nil {
+			return nil, fmt.Errorf("%w: trace line %d: %v", ErrInvalid, line, err)
+		}
+		if err := tl.check(o.BlockSize, last); err != nil {
+			return nil, fmt.Errorf("%w: trace line %d: %v", ErrInvalid, line, err)
+		}
+		last = *tl.Timestamp
+		if skipped < o.Skip {
+			skipped++
+			continue
+		}
+		req := Request{At: time.Duration(last) * time.Millisecond, InputLength: tl.InputLength,
+			OutputLength: tl.OutputLength, HashIDs: tl.HashIDs, Prev: -1}
+		i := len(w.Requests)
+		keys := prefixKeys(req.HashIDs)
+		req.Prev = findPrev(w, byFull, hasNext, keys, &req)
+		if req.Prev >= 0 {
+			hasNext[req.Prev] = true
+		}
+		w.Requests = append(w.Requests, req)
+		hasNext = append(hasNext, false)
+		if full := req.InputLength / o.BlockSize; full > 0 {
+			byFull[keys[full-1]] = append(byFull[keys[full-1]], i)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("workload: reading trace: %w", err)
+	}
+	if err := w.finish(o.Service, o.WakeupLead, true); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (tl *traceLine) check(blockSize int, last int64) error {
+	switch {
+	case tl.Timestamp == nil:
+		return fmt.Errorf("no timestamp")
+	case *tl.Timestamp < last:
+		return fmt.Errorf("timestamp %d before the previous %d", *tl.Timestamp, last)
+	case tl.InputLength < 0 || tl.OutputLength < 0:
+		return fmt.Errorf("negative length")
+	case len(tl.HashIDs)*blockSize < tl.InputLength:
+		return fmt.Errorf("%d hash_ids cannot hold %d tokens", len(tl.HashIDs), tl.InputLength)
+	}
+	return nil
+}
+
+// findPrev returns the request r is the next turn of, or -1: the longest
+// earlier full-block prefix of r's ids whose request r can follow (see
+// the package documentation), the latest such one without a next turn.
+// keys[l-1] is the key of r's first l ids.
+func findPrev(w *Workload, byFull map[uint64][]int, hasNext []bool, keys []uint64, r *Request) int {
+	for l := len(r.HashIDs); l > 0; l-- {
+		cands := byFull[keys[l-1]]
+		for k := len(cands) - 1; k >= 0; k-- {
+			e := &w.Requests[cands[k]]
+			if e.InputLength/w.BlockSize != l || !equalIDs(e.HashIDs[:l], r.HashIDs[:l]) {
+				continue // a key collision
+			}
+			if r.InputLength >= e.InputLength+e.OutputLength && !hasNext[cands[k]] {
+				return cands[k]
+			}
+		}
+	}
+	return -1
+}
+
+// prefixKeys returns a key for every prefix of ids (keys[l-1] for the
+// first l); equal prefixes give equal keys, and candidates are checked
+// id by id, so collisions cost time, not correctness.
+func prefixKeys(ids []uint64) []uint64 {
+	out := make([]uint64, len(ids))
+	var k uint64 = 0x9e3779b97f4a7c15
+	for i, id := range ids {
+		k ^= id + 0x9e3779b97f4a7c15 + k<<6 + k>>2
+		k *= 0xbf58476d1ce4e5b9
+		out[i] = k
+	}
+	return out
+}
+
+func equalIDs(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
+		b = b[1:]
+	}
+	return b
+}
