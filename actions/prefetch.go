@@ -54,32 +54,71 @@ func PrefetchMessageID(requestID string) string {
 // RequestID is empty, ExpiresAt is zero, or a string is not valid UTF-8
 // (msgspec would reject it on the worker).
 func NewPrefetchEnvelope(p Prefetch) (*schemas.KvHintsEnvelope, error) {
+	payload, err := prefetchPayload(p)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := payload.MarshalMsg(make([]byte, 0, payload.Msgsize()))
+	if err != nil {
+		return nil, fmt.Errorf("actions: encode prefetch payload: %w", err)
+	}
+	env := prefetchEnvelope(PrefetchMessageID(p.RequestID))
+	env.Actions[0].Payload = raw
+	return env, nil
+}
+
+// EncodePrefetch is EncodeEnvelope(NewPrefetchEnvelope(p)), byte for byte,
+// in one pass: the payload is written straight into the envelope instead
+// of being encoded, copied, and checked again (for a 2,048-token wake-up
+// that was a fifth of hintstream's CPU per hint). It also returns the
+// message id.
+func EncodePrefetch(p Prefetch) (body []byte, messageID string, err error) {
+	payload, err := prefetchPayload(p)
+	if err != nil {
+		return nil, "", err
+	}
+	messageID = PrefetchMessageID(p.RequestID)
+	env := prefetchEnvelope(messageID)
+	// The payload is the last field of the action, the action the last
+	// element of actions, and actions the last field of the envelope: so
+	// an empty-map placeholder is the final byte of the encoding, and the
+	// real payload can take its place.
+	env.Actions[0].Payload = msgp.Raw{0x80}
+	b, err := env.MarshalMsg(make([]byte, 0, env.Msgsize()+payload.Msgsize()))
+	if err == nil {
+		b, err = payload.MarshalMsg(b[:len(b)-1])
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("actions: encode prefetch %s: %w", messageID, err)
+	}
+	return b, messageID, nil
+}
+
+func prefetchPayload(p Prefetch) (schemas.PrefetchPayload, error) {
 	if p.RequestID == "" {
-		return nil, fmt.Errorf("%w: prefetch without request_id", ErrInvalidHint)
+		return schemas.PrefetchPayload{}, fmt.Errorf("%w: prefetch without request_id", ErrInvalidHint)
 	}
 	if p.ExpiresAt.IsZero() {
-		return nil, fmt.Errorf("%w: prefetch %s without expiry", ErrInvalidHint, p.RequestID)
+		return schemas.PrefetchPayload{}, fmt.Errorf("%w: prefetch %s without expiry", ErrInvalidHint, p.RequestID)
 	}
 	for _, f := range [...]struct{ name, s string }{
 		{"request_id", p.RequestID}, {"session_id", p.SessionID}, {"model", p.Model},
 	} {
 		if !utf8.ValidString(f.s) {
-			return nil, fmt.Errorf("%w: prefetch %s is not valid UTF-8", ErrInvalidHint, f.name)
+			return schemas.PrefetchPayload{}, fmt.Errorf("%w: prefetch %s is not valid UTF-8", ErrInvalidHint, f.name)
 		}
 	}
-	payload := schemas.PrefetchPayload{
+	return schemas.PrefetchPayload{
 		RequestID:   p.RequestID,
 		SessionID:   p.SessionID,
 		Model:       p.Model,
 		TokenIDs:    p.TokenIDs,
 		DpRank:      p.DpRank,
 		ExpiresAtMs: p.ExpiresAt.UnixMilli(),
-	}
-	raw, err := payload.MarshalMsg(make([]byte, 0, payload.Msgsize()))
-	if err != nil {
-		return nil, fmt.Errorf("actions: encode prefetch payload: %w", err)
-	}
-	id := PrefetchMessageID(p.RequestID)
+	}, nil
+}
+
+func prefetchEnvelope(id string) *schemas.KvHintsEnvelope {
 	return &schemas.KvHintsEnvelope{
 		ProtocolVersion: schemas.ProtocolVersion,
 		MessageID:       id,
@@ -87,9 +126,8 @@ func NewPrefetchEnvelope(p Prefetch) (*schemas.KvHintsEnvelope, error) {
 			ActionID:      actionID(id, 0),
 			ActionType:    ActionPrefetch,
 			ActionVersion: PrefetchVersion,
-			Payload:       raw,
 		}},
-	}, nil
+	}
 }
 
 // actionID names the i-th action of message id, unique within the message.

@@ -200,3 +200,67 @@ func BenchmarkPrefetchEncode(b *testing.B) {
 		}
 	}
 }
+
+// TestEncodePrefetchIsEncodeEnvelope: the one-pass encoder writes exactly
+// the bytes of the two-step one (which the vector and the Python peer
+// pin), for empty, small and long prompts and odd strings.
+func TestEncodePrefetchIsEncodeEnvelope(t *testing.T) {
+	long := make([]uint32, 70000) // past msgpack's array16
+	for i := range long {
+		long[i] = uint32(i * 2654435761)
+	}
+	exp := time.UnixMilli(1_764_000_000_123)
+	for _, p := range []actions.Prefetch{
+		{RequestID: "r", ExpiresAt: exp},
+		{RequestID: "req-1", SessionID: "s", Model: "Qwen/Qwen3-8B", TokenIDs: []uint32{1, 2, 1 << 31}, DpRank: 3, ExpiresAt: exp},
+		{RequestID: "ünïcode", Model: "m", TokenIDs: long, DpRank: 1 << 20, ExpiresAt: exp},
+	} {
+		env, err := actions.NewPrefetchEnvelope(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := actions.EncodeEnvelope(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, id, err := actions.EncodePrefetch(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id != env.MessageID || !bytes.Equal(got, want) {
+			t.Fatalf("%s: one-pass encoding differs (id %s vs %s, %d vs %d bytes)", p.RequestID, id, env.MessageID, len(got), len(want))
+		}
+	}
+	if _, _, err := actions.EncodePrefetch(actions.Prefetch{RequestID: "r"}); !errors.Is(err, actions.ErrInvalidHint) {
+		t.Fatalf("no expiry: err %v, want ErrInvalidHint", err)
+	}
+}
+
+// BenchmarkEncodePrefetch compares the one-pass encoder with the two-step
+// one on a 2,048-token wake-up:
+//
+//	go test -run '^$' -bench EncodePrefetch -cpu 1 ./actions/
+func BenchmarkEncodePrefetch(b *testing.B) {
+	p := actions.Prefetch{RequestID: "bench", Model: "m", TokenIDs: make([]uint32, 2048), ExpiresAt: time.Now()}
+	for i := range p.TokenIDs {
+		p.TokenIDs[i] = uint32(i * 7919 % 152064)
+	}
+	b.Run("one-pass", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := actions.EncodePrefetch(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("two-step", func(b *testing.B) {
+		for b.Loop() {
+			env, err := actions.NewPrefetchEnvelope(p)
+			if err == nil {
+				_, err = actions.EncodeEnvelope(env)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -163,20 +163,16 @@ func (c *RequestConsumer) prefetch(msg jetstream.Msg, req *schemas.RequestEvent)
 		c.log.Debug("no worker for wake-up", "request_id", req.RequestID, "model", req.Model)
 		return false
 	}
-	env, err := actions.NewPrefetchEnvelope(actions.Prefetch{
+	body, id, err := actions.EncodePrefetch(actions.Prefetch{
 		RequestID: req.RequestID, SessionID: req.SessionID, Model: req.Model,
 		TokenIDs: req.TokenIDs, DpRank: cand.Worker.DpRank, ExpiresAt: expires,
 	})
-	var body []byte
-	if err == nil {
-		body, err = actions.EncodeEnvelope(env)
-	}
 	if err != nil {
 		c.counters.IncLabel("hints.prefetch.skipped", "encode")
 		c.log.Error("encode prefetch", "request_id", req.RequestID, "err", err)
 		return false
 	}
-	err = c.sender.Send(cand.Endpoint, actions.Hint{MessageID: env.MessageID, Body: body, Deadline: expires,
+	err = c.sender.Send(cand.Endpoint, actions.Hint{MessageID: id, Body: body, Deadline: expires,
 		Done: func(bool) { ack(msg, c.counters, "requests", c.log) }})
 	if err != nil {
 		c.counters.IncLabel("hints.prefetch.dropped", dropReason(err))

@@ -179,12 +179,9 @@ func envelope(msg jetstream.Msg, lim schemas.Limits, ttl time.Duration) ([]byte,
 	if req.ReceivedAtMs > 0 {
 		base = time.UnixMilli(req.ReceivedAtMs)
 	}
-	env, err := actions.NewPrefetchEnvelope(actions.Prefetch{RequestID: req.RequestID, SessionID: req.SessionID,
+	body, _, err := actions.EncodePrefetch(actions.Prefetch{RequestID: req.RequestID, SessionID: req.SessionID,
 		Model: req.Model, TokenIDs: req.TokenIDs, ExpiresAt: base.Add(ttl)})
-	if err != nil {
-		return nil, err
-	}
-	return actions.EncodeEnvelope(env)
+	return body, err
 }
 
 func isWakeup(h map[string]string) bool {
