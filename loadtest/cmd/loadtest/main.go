@@ -33,12 +33,12 @@ import (
 )
 
 type options struct {
-	out, results, trace, bin string
-	rate                     float64
-	duration                 time.Duration
-	rounds                   int
-	ingestEvents             int
-	skipValue, skipSpeed     bool
+	out, results, trace, bin, notes string
+	rate                            float64
+	duration                        time.Duration
+	rounds                          int
+	ingestEvents                    int
+	skipValue, skipSpeed            bool
 }
 
 func main() {
@@ -48,6 +48,7 @@ func main() {
 	fs.StringVar(&o.results, "results", "", "also write the report as this markdown file, its chart links pointing into --out (e.g. loadtest/RESULTS.md)")
 	fs.StringVar(&o.trace, "trace", "", "Mooncake-format trace (default ../shared/data/mooncake_synthetic_trace.jsonl beside the repo)")
 	fs.StringVar(&o.bin, "bin", "bin", "where the binaries and natscli are built")
+	fs.StringVar(&o.notes, "notes", "loadtest/NOTES.md", "markdown appended to the report: why the figures are what they are (empty: none)")
 	fs.Float64Var(&o.rate, "rate", 2000, "wake-ups per second of the latency runs")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "measured time of each latency target, split over --rounds")
 	fs.IntVar(&o.rounds, "rounds", 2, "alternated floor/hintstream rounds, so spells of contention fall on both")

@@ -39,6 +39,13 @@ func write(o options, r results) error {
 		rep.Sections = append(rep.Sections, hintValue("Hint value: Mooncake trace", "value-trace.svg", r.trace),
 			hintValue("Hint value: synthetic agentic sessions", "value-synthetic.svg", r.synthetic))
 	}
+	if o.notes != "" {
+		b, err := os.ReadFile(o.notes)
+		if err != nil {
+			return err
+		}
+		rep.Sections = append(rep.Sections, report.Section{Markdown: string(b)})
+	}
 	if err := report.Write(o.out, rep); err != nil {
 		return err
 	}

@@ -38,7 +38,11 @@ func TestReportJudgesTargets(t *testing.T) {
 		haveSpeed: true, haveVal: true}
 	out := filepath.Join(dir, "results")
 	resultsFile := filepath.Join(dir, "RESULTS.md")
-	if err := write(options{out: out, results: resultsFile}, r); err != nil {
+	notes := filepath.Join(dir, "NOTES.md")
+	if err := os.WriteFile(notes, []byte("## Why\n\nBecause."), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(options{out: out, results: resultsFile, notes: notes}, r); err != nil {
 		t.Fatal(err)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "summary.md"))
@@ -52,6 +56,7 @@ func TestReportJudgesTargets(t *testing.T) {
 		"**no**, 45%, short by 45 points",
 		"**no**, short by 10.9 points",
 		"](latency-cdf.svg)",
+		"## Why\n\nBecause.",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary.md lacks %q", want)
