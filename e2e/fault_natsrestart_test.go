@@ -52,17 +52,17 @@ func TestFaultNATSRestartUnderLoad(t *testing.T) {
 	prompt := seq(11, 64)
 	retries := 0
 	publish := func(from, to int) {
-		todo := make([]int, 0, to-from)
+		unacked := make([]int, 0, to-from)
 		for i := from; i < to; i++ {
-			todo = append(todo, i)
+			unacked = append(unacked, i)
 		}
-		for len(todo) > 0 {
+		for len(unacked) > 0 {
 			if ctx.Err() != nil {
 				t.Errorf("publishing: %v", ctx.Err())
 				return
 			}
-			futs := make([]jetstream.PubAckFuture, len(todo))
-			for k, i := range todo {
+			futs := make([]jetstream.PubAckFuture, len(unacked))
+			for k, i := range unacked {
 				id := fmt.Sprintf("r-%d", i)
 				f, err := js.PublishAsync(streams.RequestSubject(model), wakeBody(t, id, prompt), jetstream.WithMsgID(id))
 				if err != nil {
@@ -73,15 +73,15 @@ func TestFaultNATSRestartUnderLoad(t *testing.T) {
 			var again []int
 			for k, f := range futs {
 				if f == nil {
-					again = append(again, todo[k])
+					again = append(again, unacked[k])
 					continue
 				}
 				select {
 				case <-f.Ok():
 				case <-f.Err():
-					again = append(again, todo[k])
+					again = append(again, unacked[k])
 				case <-time.After(5 * time.Second):
-					again = append(again, todo[k])
+					again = append(again, unacked[k])
 				}
 			}
 			if len(again) > 0 {
@@ -91,7 +91,7 @@ func TestFaultNATSRestartUnderLoad(t *testing.T) {
 				case <-time.After(50 * time.Millisecond): // a publisher's retry pace
 				}
 			}
-			todo = again
+			unacked = again
 		}
 	}
 	// Wake-ups flow from a goroutine while the main one restarts the server.
