@@ -161,7 +161,11 @@ func (p *Pool) Err() error {
 // endpoint's queue is full, ErrClosed after Close, ErrInvalidHint for an
 // empty body and ErrEndpoint when the endpoint cannot be connected (also
 // with ErrCurveKey when WithCurve gave it a malformed key). The
-// first two count as dropped hints.
+// first two count as dropped hints. When nothing is pending for the
+// endpoint and its peer takes the hint without waiting, Send sends it
+// itself and h.Done runs before Send returns; otherwise the endpoint's
+// sender goroutine delivers it. Hints to one endpoint go out in the
+// order Send accepted them.
 func (p *Pool) Send(endpoint string, h Hint) error {
 	if len(h.Body) == 0 {
 		return fmt.Errorf("%w: hint %q has no body", ErrInvalidHint, h.MessageID)
@@ -216,6 +220,10 @@ func (p *Pool) Send(endpoint string, h Hint) error {
 // enqueue runs under p.mu (read or write), so it cannot race with Remove
 // or Close deciding that a queue is final.
 func (p *Pool) enqueue(s *sender, h Hint) error {
+	q := queued{Hint: h, at: time.Now()}
+	if s.trySendNow(q) {
+		return nil
+	}
 	var release func(bool)
 	if done := h.Done; done != nil && p.opts.maxHeld > 0 {
 		if s.held.Load() >= int64(p.opts.maxHeld) {
@@ -228,14 +236,17 @@ func (p *Pool) enqueue(s *sender, h Hint) error {
 			}
 		}
 	}
+	q.Hint = h
+	s.pending.Add(1)
 	select {
-	case s.queue <- queued{Hint: h, at: time.Now()}:
+	case s.queue <- q:
 		if release != nil {
 			s.stats.released.Add(1)
 			release(false)
 		}
 		return nil
 	default:
+		s.pending.Add(-1)
 		if release == nil && h.Done != nil && p.opts.maxHeld > 0 {
 			s.held.Add(-1)
 		}

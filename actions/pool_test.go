@@ -310,3 +310,57 @@ func TestPoolMaxHeld(t *testing.T) {
 		return len(done) == 10 && done[0] && done[1] && done[2]
 	}, "the 3 held hints settled as sent")
 }
+
+// TestPoolSendsInlineWhenIdle: to an idle endpoint with a connected peer,
+// Send hands the hint to ZMQ itself and Done has run when it returns.
+func TestPoolSendsInlineWhenIdle(t *testing.T) {
+	ep, ch := puller(t, "tcp://127.0.0.1:*")
+	p := newPool(t)
+	// The first hint waits for the connection, on the sender goroutine.
+	if err := p.Send(ep, hint(0, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	receive(t, ch, 1, 5*time.Second)
+	natstest.Eventually(t, 5*time.Second, func() bool { return p.Stats()[ep].QueueDepth == 0 }, "queue drained")
+	inline := 0
+	for i := 1; i <= 20; i++ {
+		done := false
+		h := hint(i, 5*time.Second)
+		h.Done = func(sent bool) { done = sent }
+		if err := p.Send(ep, h); err != nil {
+			t.Fatal(err)
+		}
+		if done { // written by Send's own goroutine, or not yet at all
+			inline++
+		}
+		receive(t, ch, 1, 5*time.Second)
+	}
+	// Each Send found the endpoint idle: the previous hint was received.
+	if inline != 20 {
+		t.Fatalf("%d of 20 hints to an idle endpoint were sent inline", inline)
+	}
+}
+
+// TestPoolKeepsOrderAcrossInlineAndQueued: hints queued while the peer
+// was down go out before any sent after it came back.
+func TestPoolKeepsOrderAcrossInlineAndQueued(t *testing.T) {
+	ep := downEndpoint(t)
+	p := newPool(t)
+	for i := range 5 {
+		if err := p.Send(ep, hint(i, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, ch := puller(t, ep)
+	for i := 5; i < 50; i++ {
+		if err := p.Send(ep, hint(i, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := receive(t, ch, 50, 10*time.Second)
+	for i, id := range got {
+		if want := fmt.Sprintf("h-%d", i); id != want {
+			t.Fatalf("hint %d received was %s, want %s (order %v)", i, id, want, got)
+		}
+	}
+}

@@ -19,7 +19,9 @@ type Hint struct {
 	Deadline  time.Time // past it the hint is dropped, never sent; required
 	// Done, when set, is called once a hint that Send accepted is settled:
 	// true when ZMQ took it, false when it was dropped. It runs on the
-	// endpoint's sender goroutine and must be quick. Consumers ack their
+	// endpoint's sender goroutine, or within Send itself when the hint
+	// went out at once (see Pool.Send), and must be quick and must not
+	// take a lock the caller of Send holds. Consumers ack their
 	// message there, so a crash before the hint leaves loses no trigger.
 	// Exception: past WithMaxHeld waiting hints on one endpoint, Send
 	// itself calls Done(false) once the hint is queued.
@@ -94,11 +96,17 @@ func (c *counters) drop(reason string) {
 	}
 }
 
-// sender owns one PUSH socket; only its run goroutine touches the socket
-// after newSender returns, since ZMQ sockets are not goroutine-safe.
+// sender owns one PUSH socket. ZMQ sockets are not goroutine-safe: every
+// use after newSender is under mu, which also gives the full memory
+// barrier ZMQ asks for when a socket moves between threads. The run
+// goroutine delivers what is queued; Pool.Send may send inline while
+// nothing is pending.
 type sender struct {
 	endpoint string
+	mu       sync.Mutex
 	sock     *zmq.Socket
+	closed   bool         // the socket is closed (under mu)
+	pending  atomic.Int64 // enqueued and not yet delivered or dropped
 	queue    chan queued
 	stats    *counters
 	log      *slog.Logger
@@ -175,6 +183,7 @@ func (s *sender) run() {
 			return
 		case h := <-s.queue:
 			s.deliver(h)
+			s.pending.Add(-1)
 		case <-s.drain:
 			// Nothing is enqueued any more: the pool is closed.
 			for {
@@ -184,6 +193,7 @@ func (s *sender) run() {
 					return
 				case h := <-s.queue:
 					s.deliver(h)
+					s.pending.Add(-1)
 				default:
 					return
 				}
@@ -193,6 +203,9 @@ func (s *sender) run() {
 }
 
 func (s *sender) closeSocket() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
 	select {
 	case <-s.abort:
 		// Whatever ZMQ still buffers is abandoned with the rest.
@@ -209,6 +222,7 @@ func (s *sender) dropQueued() {
 		select {
 		case q := <-s.queue:
 			s.dropHint(q.Hint, s.abortReason)
+			s.pending.Add(-1)
 		default:
 			return
 		}
@@ -245,14 +259,11 @@ func (s *sender) deliver(q queued) {
 			s.dropHint(h, DropExpired)
 			return
 		}
+		s.mu.Lock()
 		_, err := s.sock.SendBytes(h.Body, 0)
+		s.mu.Unlock()
 		if err == nil {
-			d := time.Since(q.at)
-			s.stats.sentAfter(d)
-			if s.onSent != nil {
-				s.onSent(s.endpoint, d)
-			}
-			h.finish(true)
+			s.sent(q)
 			return
 		}
 		if !retryable(err) {
@@ -282,6 +293,36 @@ func (s *sender) deliver(q queued) {
 			return
 		}
 	}
+}
+
+func (s *sender) sent(q queued) {
+	d := time.Since(q.at)
+	s.stats.sentAfter(d)
+	if s.onSent != nil {
+		s.onSent(s.endpoint, d)
+	}
+	q.Hint.finish(true)
+}
+
+// trySendNow sends q on the caller's goroutine when nothing is pending
+// (so hints to one endpoint keep their order), the socket is free, and
+// ZMQ takes it without waiting; it reports whether it did. This spares
+// the common case, an idle endpoint with a connected peer, the hand-off
+// to the run goroutine and back.
+func (s *sender) trySendNow(q queued) bool {
+	if s.pending.Load() != 0 || !s.mu.TryLock() {
+		return false
+	}
+	ok := false
+	if !s.closed && s.pending.Load() == 0 {
+		_, err := s.sock.SendBytes(q.Body, zmq.DONTWAIT)
+		ok = err == nil
+	}
+	s.mu.Unlock()
+	if ok {
+		s.sent(q)
+	}
+	return ok
 }
 
 // retryable: EAGAIN is "no connected peer or peer at its HWM" after
