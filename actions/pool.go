@@ -347,6 +347,7 @@ type EndpointStats struct {
 	Sent       uint64
 	Retried    uint64
 	Released   uint64 // hints whose Done ran at Send, past WithMaxHeld
+	Inline     uint64 // of Sent, those Send sent itself (the endpoint was idle)
 	Dropped    map[string]uint64
 	QueueDepth int
 
@@ -366,6 +367,7 @@ func (p *Pool) Stats() map[string]EndpointStats {
 			Sent:     c.sent.Load(),
 			Retried:  c.retried.Load(),
 			Released: c.released.Load(),
+			Inline:   c.inline.Load(),
 			Dropped:  make(map[string]uint64),
 
 			LatencyCount: c.latCount.Load(),

@@ -60,8 +60,8 @@ var dropReasons = [...]string{DropExpired, DropQueueFull, DropRemoved, DropClose
 // counters outlive the sender of an endpoint, so that stats stay monotonic
 // across Remove and a later re-creation.
 type counters struct {
-	sent, retried, released atomic.Uint64
-	dropped                 [len(dropReasons)]atomic.Uint64
+	sent, retried, released, inline atomic.Uint64
+	dropped                         [len(dropReasons)]atomic.Uint64
 
 	// Send latency of sent hints, from enqueue to ZMQ accepting them, in ns.
 	latCount       atomic.Uint64
@@ -320,6 +320,7 @@ func (s *sender) trySendNow(q queued) bool {
 	}
 	s.mu.Unlock()
 	if ok {
+		s.stats.inline.Add(1)
 		s.sent(q)
 	}
 	return ok
