@@ -27,19 +27,9 @@ const fastRouterDepth = 6
 func fastRouterEventJSON(data []byte, maxTokens int, ev *RouterEvent) bool {
 	p := jsonScan{b: data}
 	p.ws()
-	if !p.eat('{') {
-		return false
-	}
-	var seen uint8
-	for first := true; ; first = false {
-		key, done, ok := p.member(first)
-		if !ok {
-			return false
-		}
-		if done {
-			break
-		}
-		var bit uint8
+	// Without event data the slow path fails with "missing event data".
+	return p.object(func(key []byte) (bit uint8, ok bool) {
+		ok = true // a case that reads nothing (a null) has read its value
 		switch string(key) {
 		case "worker_id":
 			bit = 1
@@ -58,29 +48,13 @@ func fastRouterEventJSON(data []byte, maxTokens int, ev *RouterEvent) bool {
 			s, ok = p.plainBytes()
 			ok = ok && utf8.Valid(s)
 		}
-		if !ok || bit == 0 || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-	}
-	// Without event data the slow path fails with "missing event data".
-	return ev.Event.Data.Kind != 0 && p.end()
+		return bit, ok
+	}) && ev.Event.Data.Kind != 0 && p.end()
 }
 
 func (p *jsonScan) kvCacheEvent(maxTokens int, e *KvCacheEvent) bool {
-	if !p.eat('{') {
-		return false
-	}
-	var seen uint8
-	for first := true; ; first = false {
-		key, done, ok := p.member(first)
-		if !ok {
-			return false
-		}
-		if done {
-			return true
-		}
-		var bit uint8
+	return p.object(func(key []byte) (bit uint8, ok bool) {
+		ok = true // a case that reads nothing (a null) has read its value
 		switch string(key) {
 		case "event_id":
 			bit = 1
@@ -95,11 +69,8 @@ func (p *jsonScan) kvCacheEvent(maxTokens int, e *KvCacheEvent) bool {
 			ok = ok && v <= 1<<32-1
 			e.DpRank = uint32(v)
 		}
-		if !ok || bit == 0 || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-	}
+		return bit, ok
+	})
 }
 
 // eventData reads serde's externally tagged variant.
@@ -145,19 +116,8 @@ func (p *jsonScan) eventData(maxTokens int, d *KvCacheEventData) bool {
 }
 
 func (p *jsonScan) storeData(maxTokens int, s *KvCacheStoreData) bool {
-	if !p.eat('{') {
-		return false
-	}
-	var seen uint8
-	for first := true; ; first = false {
-		key, done, ok := p.member(first)
-		if !ok {
-			return false
-		}
-		if done {
-			return true
-		}
-		var bit uint8
+	return p.object(func(key []byte) (bit uint8, ok bool) {
+		ok = true // a case that reads nothing (a null) has read its value
 		switch string(key) {
 		case "parent_hash":
 			bit = 1
@@ -179,11 +139,8 @@ func (p *jsonScan) storeData(maxTokens int, s *KvCacheStoreData) bool {
 			bit = 4
 			s.Blocks, ok = p.storedBlocks(maxTokens)
 		}
-		if !ok || bit == 0 || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-	}
+		return bit, ok
+	})
 }
 
 func (p *jsonScan) storedBlocks(maxTokens int) ([]StoredBlock, bool) {
@@ -208,19 +165,8 @@ func (p *jsonScan) storedBlocks(maxTokens int) ([]StoredBlock, bool) {
 }
 
 func (p *jsonScan) storedBlock(b *StoredBlock) bool {
-	if !p.eat('{') {
-		return false
-	}
-	var seen uint8
-	for first := true; ; first = false {
-		key, done, ok := p.member(first)
-		if !ok {
-			return false
-		}
-		if done {
-			return true
-		}
-		var bit uint8
+	return p.object(func(key []byte) (bit uint8, ok bool) {
+		ok = true // a case that reads nothing (a null) has read its value
 		switch string(key) {
 		case "block_hash":
 			bit = 1
@@ -234,11 +180,8 @@ func (p *jsonScan) storedBlock(b *StoredBlock) bool {
 			bit = 4
 			ok = p.lit("null")
 		}
-		if !ok || bit == 0 || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-	}
+		return bit, ok
+	})
 }
 
 func (p *jsonScan) removeData(maxTokens int, r *KvCacheRemoveData) bool {
@@ -296,6 +239,31 @@ func (p *jsonScan) member(first bool) (key []byte, done, ok bool) {
 	}
 	p.ws()
 	return key, false, true
+}
+
+// object reads an object, '{' included, handing each member's key to
+// field, which reads the value and returns the member's bit (0: a key we
+// do not take) and whether the value was read. An unknown or repeated key
+// or a bad value gives false: the slow path decides those.
+func (p *jsonScan) object(field func(key []byte) (bit uint8, ok bool)) bool {
+	if !p.eat('{') {
+		return false
+	}
+	var seen uint8
+	for first := true; ; first = false {
+		key, done, ok := p.member(first)
+		if !ok {
+			return false
+		}
+		if done {
+			return true
+		}
+		bit, ok := field(key)
+		if !ok || bit == 0 || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+	}
 }
 
 // element steps to the next element of an array whose '[' is read, or
