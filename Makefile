@@ -39,19 +39,14 @@ bench: deps
 	$(GO) test -run '^$$' -bench WakeupToHint -benchtime 1000x ./loadtest/
 	$(GO) test -run '^$$' -bench BurstSpreading -benchtime 1x ./loadtest/
 
-## fuzz: each fuzz target for FUZZTIME (default 20s)
+## fuzz: each fuzz target for FUZZTIME (default 20s); see scripts/fuzz.sh
 FUZZTIME ?= 20s
 # Minimizing a new input can outlast a short -fuzztime (default 60s) and
 # end the run with "context deadline exceeded": keep it short.
 FUZZMINTIME ?= 2s
 FUZZPKGS := ./schemas/ ./kvevents/ ./bridge/ ./streams/ ./registry/
 fuzz: deps
-	@for p in $(FUZZPKGS); do \
-	  for t in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
-	    echo "fuzz $$p $$t for $(FUZZTIME)"; \
-	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) $$p || exit 1; \
-	  done; \
-	done
+	@GO="$(GO)" FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME) ./scripts/fuzz.sh $(FUZZPKGS)
 
 generate:
 	$(GO) generate ./...
