@@ -1,6 +1,7 @@
 package kvevents
 
 import (
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"runtime"
@@ -190,24 +191,62 @@ func BenchmarkApplyStoredSteady(b *testing.B) {
 		})
 		b.Run(size.name+"/store", func(b *testing.B) {
 			ix, cws := fill(b, 2*size.entries)
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				c := cws[i%benchWorkers]
-				if i%benchWorkers == 0 && c.next%perWorker == 0 && c.next > perWorker {
-					// Every worker holds twice its share: the headroom is used.
-					b.StopTimer()
-					for _, c := range cws {
-						for from := c.next - 2*perWorker; from < c.next-perWorker; from += benchEvent {
-							applyB(b, ix, c.removed(from, benchEvent))
-						}
-					}
-					b.StartTimer()
+			storeSteady(b, cws, perWorker, func(ev *Event) { applyB(b, ix, ev) })
+		})
+	}
+}
+
+// storeSteady is the store steady state of BenchmarkApplyStoredSteady
+// for an applier already holding perWorker blocks of each of cws: each
+// op stores 32 new blocks for a worker, and once every worker holds
+// twice its share, the timer stops while each worker's oldest blocks are
+// removed down to its share.
+func storeSteady(b *testing.B, cws []*chainWorker, perWorker uint64, apply func(*Event)) {
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		c := cws[i%benchWorkers]
+		if i%benchWorkers == 0 && c.next%perWorker == 0 && c.next > perWorker {
+			// Every worker holds twice its share: the headroom is used.
+			b.StopTimer()
+			for _, c := range cws {
+				for from := c.next - 2*perWorker; from < c.next-perWorker; from += benchEvent {
+					apply(c.removed(from, benchEvent))
 				}
-				i++
-				applyB(b, ix, c.stored(benchEvent))
 			}
-			reportBlocks(b, benchEvent)
+			b.StartTimer()
+		}
+		i++
+		apply(c.stored(benchEvent))
+	}
+	reportBlocks(b, benchEvent)
+}
+
+// BenchmarkBaselineRadixTree runs the store steady state of
+// BenchmarkApplyStoredSteady on radixTree, Dynamo's first index redone in
+// Go: the baseline the stored-block target is set against ("Dynamo's
+// first radix tree did about 4M ops/s"; the target is 2.5 times that).
+func BenchmarkBaselineRadixTree(b *testing.B) {
+	for _, size := range benchSizes {
+		perWorker := uint64(size.entries / benchWorkers)
+		b.Run(size.name+"/store", func(b *testing.B) {
+			t := newRadixTree()
+			cws := make([]*chainWorker, benchWorkers)
+			apply := func(ev *Event) {
+				if err := t.apply(ev); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for w := range cws {
+				cws[w] = &chainWorker{key: WorkerKey{WorkerID: uint64(w)}, salt: uint64(w), chainLen: benchChainLen}
+				for cws[w].next < perWorker {
+					apply(cws[w].stored(benchEvent))
+				}
+			}
+			if got := t.entries(); got != size.entries {
+				b.Fatalf("entries %d, want %d", got, size.entries)
+			}
+			storeSteady(b, cws, perWorker, apply)
 		})
 	}
 }
@@ -247,7 +286,7 @@ func BenchmarkBaselineMapInsert(b *testing.B) {
 // leading parts of it, workers 8-23 the system prompt and then another
 // conversation, workers 24-63 other system prompts and conversations;
 // every worker also holds unrelated chains up to 1M/64 entries.
-func overlapPrompt(tb testing.TB) (*Index, []uint64, map[WorkerKey]int) {
+func overlapPrompt(tb testing.TB, opts ...IndexOption) (*Index, []uint64, map[WorkerKey]int) {
 	const prompt, sys, perWorker = 2048, 128, 1 << 20 / benchWorkers
 	r := rand.New(rand.NewPCG(42, 42))
 	randLocal := func(n int) []uint64 {
@@ -262,7 +301,7 @@ func overlapPrompt(tb testing.TB) (*Index, []uint64, map[WorkerKey]int) {
 	seq := SequenceHashes(local)
 	depths := []int{prompt, 1536, 1024, 700, 512, 300, 200, 129}
 
-	ix := NewIndex()
+	ix := NewIndex(opts...)
 	want := map[WorkerKey]int{}
 	for w := range benchWorkers {
 		k := WorkerKey{WorkerID: uint64(100 + w)}
@@ -313,7 +352,7 @@ func overlapPrompt(tb testing.TB) (*Index, []uint64, map[WorkerKey]int) {
 // So each prompt is held whole by one worker and for 128 blocks by all.
 // Looking the prompts up in turn touches some 16 MB of table lines
 // between two lookups of one prompt: more than this machine caches.
-func overlapRotation(tb testing.TB) (*Index, [][]uint64) {
+func overlapRotation(tb testing.TB, opts ...IndexOption) (*Index, [][]uint64) {
 	const prompts, prompt, sys, perWorker = 128, 2048, 128, 1 << 20 / benchWorkers
 	r := rand.New(rand.NewPCG(43, 43))
 	randLocal := func(n int) []uint64 {
@@ -330,7 +369,7 @@ func overlapRotation(tb testing.TB) (*Index, [][]uint64) {
 		locals[p] = append(append([]uint64{}, system...), randLocal(prompt-sys)...)
 		seqs[p] = SequenceHashes(locals[p])
 	}
-	ix := NewIndex()
+	ix := NewIndex(opts...)
 	for w := range benchWorkers {
 		k := WorkerKey{WorkerID: uint64(w)}
 		ext := uint64(w) << 32
@@ -383,30 +422,35 @@ func overlapRotation(tb testing.TB) (*Index, [][]uint64) {
 // hashes (hashing the prompt is BenchmarkPromptHashes), among 64 workers
 // holding 1M device entries. hot: the prompt of overlapPrompt, every op
 // (its table lines stay cached, as for a popular prompt); cold: the
-// prompts of overlapRotation in turn.
+// prompts of overlapRotation in turn. jump=32 is the default (probes
+// every 32nd block, see WithJump); jump=1 looks up every block.
 func BenchmarkOverlap(b *testing.B) {
-	b.Run("hot", func(b *testing.B) {
-		ix, seq, want := overlapPrompt(b)
-		b.ReportAllocs()
-		for b.Loop() {
-			if len(ix.Overlap(seq)) != len(want) {
-				b.Fatal("wrong overlap")
+	for _, jump := range []int{DefaultJump, 1} {
+		opt := WithJump(jump)
+		name := fmt.Sprintf("jump=%d", jump)
+		b.Run(name+"/hot", func(b *testing.B) {
+			ix, seq, want := overlapPrompt(b, opt)
+			b.ReportAllocs()
+			for b.Loop() {
+				if len(ix.Overlap(seq)) != len(want) {
+					b.Fatal("wrong overlap")
+				}
 			}
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(seq)), "ns/block")
-	})
-	b.Run("cold", func(b *testing.B) {
-		ix, seqs := overlapRotation(b)
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			if len(ix.Overlap(seqs[i%len(seqs)])) != benchWorkers {
-				b.Fatal("wrong overlap")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(seq)), "ns/block")
+		})
+		b.Run(name+"/cold", func(b *testing.B) {
+			ix, seqs := overlapRotation(b, opt)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if len(ix.Overlap(seqs[i%len(seqs)])) != benchWorkers {
+					b.Fatal("wrong overlap")
+				}
+				i++
 			}
-			i++
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(seqs[0])), "ns/block")
-	})
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(seqs[0])), "ns/block")
+		})
+	}
 }
 
 // BenchmarkBaselineMapLookup looks up 2,048 present keys per op in a Go

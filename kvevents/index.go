@@ -42,6 +42,7 @@ type indexOptions struct {
 	excludeStale bool
 	maxBlocks    int64
 	capacity     int64
+	jump         int
 }
 
 // IndexOption configures NewIndex.
@@ -75,6 +76,19 @@ func WithLogger(l *slog.Logger) IndexOption {
 // still routes to the worker, and hints must follow the router's choice.
 func WithExcludeStale(exclude bool) IndexOption {
 	return func(o *indexOptions) { o.excludeStale = exclude }
+}
+
+// WithJump sets Overlap's probe stride: it looks up a prompt's first
+// block and every n-th block after it, and scans the blocks between two
+// probes only when the later one lost workers, as Dynamo's positional
+// indexer does (its jump search). That assumes each worker's device
+// blocks are prefix-closed, as engines that evict leaves first keep
+// them and as Dynamo's RadixTree.find_matches also assumes; a worker
+// missing a block between two probes that find it is credited through
+// that hole. n <= 1 looks up every block, so each worker stops at its
+// first missing block even past a hole. Default DefaultJump.
+func WithJump(n int) IndexOption {
+	return func(o *indexOptions) { o.jump = max(n, 1) }
 }
 
 // WithMaxBlocks bounds the device (block, worker) entries of the index;
@@ -123,9 +137,10 @@ type Stats struct {
 // Layout: (worker, dp rank) pairs get slots; each 64 slots form a page,
 // whose lookup is an open-addressing table from sequence hash to a 64-bit
 // bitmap of the slots holding it. Overlap walks the prompt once per page
-// with a bitmap of surviving slots, issuing batches of independent
-// lookups so that their cache misses overlap, and stops once no slot
-// survives. Each pair also keeps a table from the engine's external hash
+// with a bitmap of surviving slots, probing every 32nd block (WithJump)
+// and scanning between probes only where slots were lost, issuing
+// batches of independent lookups so that their cache misses overlap, and
+// stops once no slot survives. Each pair also keeps a table from the engine's external hash
 // to the sequence hash (for parent lookup and removals), so cleared
 // events and RemoveWorker cost O(that pair's blocks), not O(index).
 // Tables resize by 1.5x and stay 53-80% full: a device (block, worker)
@@ -158,6 +173,7 @@ type Stats struct {
 type Index struct {
 	log          *slog.Logger
 	excludeStale bool
+	jump         int // Overlap's probe stride (WithJump)
 	maxBlocks    int64
 	shardBits    uint8
 	pageFloor    int // home slots of each page shard (WithCapacity)
@@ -205,13 +221,14 @@ type workerState struct {
 
 // NewIndex returns an empty Index.
 func NewIndex(opts ...IndexOption) *Index {
-	o := indexOptions{shardBits: uint8(bits.Len(DefaultShards - 1)), logger: slog.Default()}
+	o := indexOptions{shardBits: uint8(bits.Len(DefaultShards - 1)), logger: slog.Default(), jump: DefaultJump}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	ix := &Index{
 		log:          o.logger,
 		excludeStale: o.excludeStale,
+		jump:         o.jump,
 		maxBlocks:    o.maxBlocks,
 		shardBits:    o.shardBits,
 		workers:      make(map[WorkerKey]*workerState),
@@ -348,8 +365,10 @@ func (ix *Index) worker(k WorkerKey) (*workerState, error) {
 // Overlap returns, for each (worker, dp rank) holding the prompt's first
 // block on device, how many leading blocks of seqHashes (the prompt's
 // sequence hashes, e.g. from PromptHashes, whose cost is separate) it
-// holds: the count stops at its first missing block. Workers holding no
-// leading block are absent; an empty prompt gives an empty map.
+// holds: the count stops at its first missing block (with the default
+// WithJump, at the first one a probe or a scan finds: see WithJump).
+// Workers holding no leading block are absent; an empty prompt gives an
+// empty map.
 func (ix *Index) Overlap(seqHashes []uint64) map[WorkerKey]int {
 	out := map[WorkerKey]int{}
 	if len(seqHashes) == 0 {
@@ -371,7 +390,7 @@ func (ix *Index) Overlap(seqHashes []uint64) map[WorkerKey]int {
 				out[keys[bits.TrailingZeros64(b)]] = depth
 			}
 		}
-		record(pg.walk(seqHashes, alive, record), len(seqHashes))
+		record(pg.walk(seqHashes, alive, ix.jump, record), len(seqHashes))
 	}
 	return out
 }

@@ -168,6 +168,55 @@ func (m *refModel) overlap(seq []uint64) map[WorkerKey]int {
 	return out
 }
 
+// overlapJump is overlap as Overlap computes it with probe stride jump
+// (WithJump), spelled out per page of slots: probes at blocks 0, jump-1,
+// 2*jump-1, ... and the last; the blocks since the previous probe are
+// checked one by one only when a probe loses a worker still alive.
+func (m *refModel) overlapJump(seq []uint64, jump int, slotOf func(WorkerKey) int) map[WorkerKey]int {
+	if jump <= 1 || len(seq) <= 2 {
+		return m.overlap(seq)
+	}
+	probes := []int{0}
+	for q := jump - 1; q < len(seq)-1; q += jump {
+		probes = append(probes, q)
+	}
+	probes = append(probes, len(seq)-1)
+	pages := map[int][]WorkerKey{}
+	for k := range m.workers {
+		p := slotOf(k) / pageSlots
+		pages[p] = append(pages[p], k)
+	}
+	out := map[WorkerKey]int{}
+	for _, ks := range pages {
+		alive := map[WorkerKey]bool{}
+		for _, k := range ks {
+			if m.workers[k].held[seq[0]] {
+				alive[k] = true
+			}
+		}
+		from := 1
+		for _, q := range probes[1:] {
+			lost := false
+			for k := range alive {
+				lost = lost || !m.workers[k].held[seq[q]]
+			}
+			for d := from; lost && d <= q; d++ {
+				for k := range alive {
+					if !m.workers[k].held[seq[d]] {
+						out[k] = d
+						delete(alive, k)
+					}
+				}
+			}
+			from = q + 1
+		}
+		for k := range alive {
+			out[k] = len(seq)
+		}
+	}
+	return out
+}
+
 // stats returns the model's Stats; Hashes counts distinct held hashes
 // per page of slots, which needs the index's slot assignment (slotOf).
 func (m *refModel) stats(slotOf func(WorkerKey) int) Stats {
@@ -311,21 +360,27 @@ func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // chaining, re-stores, removals, clears on two tiers, worker removals)
 // into the Index and the model, comparing Overlap of random prompts and
 // Stats as it goes; with 130 workers (three pages of slots) and with a
-// bound on entries.
+// bound on entries; with Overlap probing every block, every third block
+// and every DefaultJump-th block (the removals leave holes, which the
+// strides credit as the model says).
 func TestIndexMatchesModel(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		workers   int
 		events    int
 		maxBlocks int64
+		jump      int
 	}{
-		{"16 workers", 16, 6000, 0},
-		{"130 workers", 130, 6000, 0},
-		{"bounded", 12, 4000, 120},
+		{"16 workers", 16, 6000, 0, 1},
+		{"130 workers", 130, 6000, 0, 1},
+		{"bounded", 12, 4000, 120, 1},
+		{"16 workers jump 3", 16, 6000, 0, 3},
+		{"130 workers jump 3", 130, 6000, 0, 3},
+		{"16 workers default jump", 16, 6000, 0, DefaultJump},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(tc.workers), uint64(tc.maxBlocks)))
-			ix := NewIndex(WithShards(4), WithMaxBlocks(tc.maxBlocks), WithLogger(discardLogger()))
+			ix := NewIndex(WithShards(4), WithMaxBlocks(tc.maxBlocks), WithLogger(discardLogger()), WithJump(tc.jump))
 			g := &modelGen{r: r, ref: newRefModel(tc.maxBlocks), ids: map[WorkerKey]uint64{}}
 			for w := range tc.workers {
 				g.workers = append(g.workers, WorkerKey{WorkerID: uint64(w / 2), DpRank: uint32(w % 2)})
@@ -345,7 +400,7 @@ func TestIndexMatchesModel(t *testing.T) {
 				}
 				if i%7 == 0 {
 					seq := g.prompt()
-					got, want := ix.Overlap(seq), g.ref.overlap(seq)
+					got, want := ix.Overlap(seq), g.ref.overlapJump(seq, tc.jump, slotOf(ix))
 					if !maps.Equal(got, want) {
 						t.Fatalf("after event %d: Overlap = %v, want %v", i, got, want)
 					}

@@ -195,15 +195,24 @@ func TestOverlapPerWorkerPrefix(t *testing.T) {
 	wantOverlap(t, ix, nil, map[WorkerKey]int{})
 }
 
+// TestOverlapGap: a worker missing a middle block stops there when every
+// block is looked up (WithJump(1)), and is credited through the hole when
+// the hole lies between two probes that find the worker (the default
+// stride, whose probes here are blocks 0 and 3).
 func TestOverlapGap(t *testing.T) {
 	local, seq := randomPrompt(7, 4)
 	w := WorkerKey{WorkerID: 1}
-	ix := NewIndex()
-	mustApply(t, ix, storeRange(w, 1, local, 0, 4, 100))
-	mustApply(t, ix, Event{Worker: w, EventID: 2, Kind: schemas.KindRemoved, Removed: []uint64{102}})
-	wantOverlap(t, ix, seq, map[WorkerKey]int{w: 2}) // holds 0, 1, 3
-	if st := ix.Stats(); st.DeviceBlocks != 3 {
-		t.Fatalf("DeviceBlocks = %d, want 3", st.DeviceBlocks)
+	for _, tc := range []struct {
+		jump int
+		want int
+	}{{1, 2}, {DefaultJump, 4}} {
+		ix := NewIndex(WithJump(tc.jump))
+		mustApply(t, ix, storeRange(w, 1, local, 0, 4, 100))
+		mustApply(t, ix, Event{Worker: w, EventID: 2, Kind: schemas.KindRemoved, Removed: []uint64{102}})
+		wantOverlap(t, ix, seq, map[WorkerKey]int{w: tc.want}) // holds 0, 1, 3
+		if st := ix.Stats(); st.DeviceBlocks != 3 {
+			t.Fatalf("DeviceBlocks = %d, want 3", st.DeviceBlocks)
+		}
 	}
 }
 

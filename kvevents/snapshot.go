@@ -201,25 +201,15 @@ func (e *snapEncoder) device(b []byte, st *workerState) []byte {
 	})
 	e.es = es
 	unheld := e.unheld[:0]
-	var (
-		arrs  [prefetchKeys]*bitSlots
-		homes [prefetchKeys]int
-		ptrs  [2 * prefetchKeys]*uint64
-	)
+	var keys, got [walkBatch]uint64
 	pg, bit := st.page, st.bit
-	for chunk := range slices.Chunk(es, prefetchKeys) {
-		pp := ptrs[:0]
+	for chunk := range slices.Chunk(es, walkBatch) {
 		for j, x := range chunk {
-			t, h := pg.table(x.val)
-			arrs[j] = t.cur.Load()
-			if d := arrs[j]; d != nil {
-				homes[j] = homeSlot(h, d.n)
-				pp = append(pp, &d.s[homes[j]].key, &d.s[min(homes[j]+lookahead, d.n)].key)
-			}
+			keys[j] = x.val
 		}
-		loadAll(pp)
+		pg.lookupMany(keys[:len(chunk)], got[:len(chunk)])
 		for j, x := range chunk {
-			if arrs[j].lookupFrom(x.val, homes[j])&bit == 0 {
+			if got[j]&bit == 0 {
 				unheld = append(unheld, x)
 				continue
 			}

@@ -50,6 +50,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		spreadHL     = fs.Duration("spread-half-life", routing.DefaultSpreadHalfLife, "half-life of burst spreading's virtual load")
 		kvShards     = fs.Int("kv-apply-shards", 4, "KV events of different workers applied in parallel on this many goroutines")
 		maxBlocks    = fs.Int64("index-max-blocks", 0, "bound on indexed (block, worker) device entries; new blocks past it are dropped and counted (0: unbounded)")
+		overlapJump  = fs.Int("overlap-jump", kvevents.DefaultJump, "overlap probes every n-th prompt block and scans between probes only where workers were lost (Dynamo's jump search; assumes each worker's blocks are prefix-closed); 1 looks up every block")
 		excludeStale = fs.Bool("exclude-stale", false, "leave workers with an event-id gap out of the overlap until they resynchronise (default: keep them, as the router does)")
 		logFormat    = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
 		logLevel     = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
@@ -129,7 +130,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := cfg.ToolTime.Validate(); err != nil {
 		return err
 	}
-	cfg.IndexOptions = []kvevents.IndexOption{kvevents.WithMaxBlocks(*maxBlocks), kvevents.WithExcludeStale(*excludeStale)}
+	if *overlapJump < 1 {
+		return fmt.Errorf("--overlap-jump must be at least 1, got %d", *overlapJump)
+	}
+	cfg.IndexOptions = []kvevents.IndexOption{kvevents.WithMaxBlocks(*maxBlocks), kvevents.WithExcludeStale(*excludeStale), kvevents.WithJump(*overlapJump)}
 	cfg.HTTPAddr, cfg.Pprof = *httpAddr, *pprofOn
 	cfg.AckWait, cfg.MaxAckPending = *ackWait, *maxAckPend
 	cfg.SnapshotInterval, cfg.SnapshotBucket = *snapEvery, *snapBucket
