@@ -92,7 +92,7 @@ func TestConcurrentWritersMatchModel(t *testing.T) {
 	deep := 0
 	for range 300 {
 		seq := q.prompt()
-		got, want := ix.Overlap(seq), all.overlap(seq)
+		got, want := ix.Overlap(seq), all.overlapJump(seq, ix.jump, slotOf(ix))
 		if !maps.Equal(got, want) {
 			t.Fatalf("Overlap = %v, want %v", got, want)
 		}

@@ -80,7 +80,7 @@ func sameIndex(t *testing.T, when string, a, b *Index, g *modelGen, n int) {
 	}
 	for range n {
 		seq := g.prompt()
-		oa, ob, om := a.Overlap(seq), b.Overlap(seq), g.ref.overlap(seq)
+		oa, ob, om := a.Overlap(seq), b.Overlap(seq), g.ref.overlapJump(seq, a.jump, slotOf(a))
 		if !maps.Equal(oa, ob) || !maps.Equal(oa, om) {
 			t.Fatalf("%s: Overlap = %v, want %v (model %v)", when, ob, oa, om)
 		}
