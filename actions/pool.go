@@ -29,6 +29,7 @@ type Pool struct {
 	stats   map[string]*counters
 	closed  bool
 	wg      sync.WaitGroup
+	settle  *settler // nil: Done(true) at once (WithSettleDelay(0))
 }
 
 // PoolOption configures a Pool.
@@ -43,6 +44,7 @@ type poolOptions struct {
 	curve       curveOptions
 	onSent      func(endpoint string, latency time.Duration)
 	maxHeld     int
+	settleDelay time.Duration
 }
 
 // WithMaxHeld bounds the hints per endpoint whose Done is still to come
@@ -127,6 +129,7 @@ func NewPool(opts ...PoolOption) *Pool {
 		sendTimeout: 100 * time.Millisecond,
 		linger:      100 * time.Millisecond,
 		maxHeld:     64,
+		settleDelay: DefaultSettleDelay,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -142,6 +145,9 @@ func NewPool(opts ...PoolOption) *Pool {
 		p.own = p.err == nil
 	}
 	p.cerr = p.opts.curve.resolve()
+	if o.settleDelay > 0 {
+		p.settle = newSettler(o.settleDelay)
+	}
 	return p
 }
 
@@ -163,8 +169,8 @@ func (p *Pool) Err() error {
 // with ErrCurveKey when WithCurve gave it a malformed key). The
 // first two count as dropped hints. When nothing is pending for the
 // endpoint and its peer takes the hint without waiting, Send sends it
-// itself and h.Done runs before Send returns; otherwise the endpoint's
-// sender goroutine delivers it. Hints to one endpoint go out in the
+// itself; otherwise the endpoint's sender goroutine delivers it. Either
+// way h.Done(true) follows by the settle delay (WithSettleDelay). Hints to one endpoint go out in the
 // order Send accepted them.
 func (p *Pool) Send(endpoint string, h Hint) error {
 	if len(h.Body) == 0 {
@@ -220,6 +226,7 @@ func (p *Pool) Send(endpoint string, h Hint) error {
 // enqueue runs under p.mu (read or write), so it cannot race with Remove
 // or Close deciding that a queue is final.
 func (p *Pool) enqueue(s *sender, h Hint) error {
+	h.Done = p.settle.wrap(h.Done)
 	q := queued{Hint: h, at: time.Now()}
 	if s.trySendNow(q) {
 		return nil
@@ -327,6 +334,7 @@ func (p *Pool) Close(ctx context.Context) error {
 		}
 		<-flushed
 	}
+	p.settle.close()
 	if p.own {
 		if terr := p.zctx.Term(); terr != nil && err == nil {
 			err = fmt.Errorf("actions: terminate zmq context: %w", terr)

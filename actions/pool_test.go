@@ -314,10 +314,11 @@ func TestPoolMaxHeld(t *testing.T) {
 }
 
 // TestPoolSendsInlineWhenIdle: to an idle endpoint with a connected peer,
-// Send hands the hint to ZMQ itself and Done has run when it returns.
+// Send hands the hint to ZMQ itself and, with no settle delay, Done has
+// run when it returns.
 func TestPoolSendsInlineWhenIdle(t *testing.T) {
 	ep, ch := puller(t, "tcp://127.0.0.1:*")
-	p := newPool(t)
+	p := newPool(t, actions.WithSettleDelay(0))
 	n := 0
 	send := func(done func(bool)) {
 		h := hint(n, 5*time.Second)

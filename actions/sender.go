@@ -18,13 +18,15 @@ type Hint struct {
 	Body      []byte    // the encoded envelope; not modified by the caller after Send
 	Deadline  time.Time // past it the hint is dropped, never sent; required
 	// Done, when set, is called once a hint that Send accepted is settled:
-	// true when ZMQ took it, false when it was dropped. It runs on the
-	// endpoint's sender goroutine, or within Send itself when the hint
-	// went out at once (see Pool.Send), and must be quick and must not
-	// take a lock the caller of Send holds. Consumers ack their
-	// message there, so a crash before the hint leaves loses no trigger.
-	// Exception: past WithMaxHeld waiting hints on one endpoint, Send
-	// itself calls Done(false) once the hint is queued.
+	// true once ZMQ took it and the settle delay passed (WithSettleDelay),
+	// false when it was dropped. Done(true) runs on the pool's settle
+	// goroutine (or, with no settle delay, on the endpoint's sender
+	// goroutine or within Send itself), Done(false) on the sender
+	// goroutine or within Send; it must be quick and must not take a lock
+	// the caller of Send holds. Consumers ack their message there, so a
+	// crash before the hint leaves loses no trigger. Exception: past
+	// WithMaxHeld waiting hints on one endpoint, Send itself calls
+	// Done(false) once the hint is queued.
 	Done func(sent bool)
 }
 

@@ -38,6 +38,9 @@ type RequestStore interface {
 type SlotStore interface {
 	Put(ctx context.Context, session string, r PinRecord) error
 	Take(ctx context.Context, session string) (PinRecord, bool, error)
+	// Renew sets the expiry of the session's pin if its record is still
+	// the pin of trigger, and reports whether it was.
+	Renew(ctx context.Context, session, trigger string, expiresAtMs int64) (bool, error)
 }
 
 // Pinning derives tool-call pins. It is shared by the request consumer
@@ -54,9 +57,14 @@ type Pinning struct {
 	// ReleaseOnNextTurn sends a TTL-0 pin for the session's slot when its
 	// next request arrives: the new turn loads the pages itself.
 	ReleaseOnNextTurn bool
-	Counters          *metrics.Counters
-	Log               *slog.Logger
-	Now               func() time.Time
+	// RenewMax is how long a tool call's pin is kept by renewals (see
+	// renew.go), counted from the response; 0: pins are never renewed.
+	RenewMax time.Duration
+	Counters *metrics.Counters
+	Log      *slog.Logger
+	Now      func() time.Time
+
+	renew renewals
 }
 
 func (p *Pinning) now() time.Time {
@@ -130,6 +138,7 @@ const (
 // call (or its request announced one). For pinQueued, settled is called
 // once the pin has left or was dropped.
 func (p *Pinning) onResponse(msg jetstream.Msg, resp *schemas.ResponseEvent, settled func(bool)) pinResult {
+	p.Tick(eventTime(msg, resp.CompletedAtMs))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	toolCall := resp.FinishReason == "tool_calls" || len(resp.ToolCalls) > 0
@@ -187,19 +196,17 @@ func (p *Pinning) onResponse(msg jetstream.Msg, resp *schemas.ResponseEvent, set
 	if session != "" {
 		slot = "session:" + session
 	}
-	queued := p.send(actions.Pin{Trigger: resp.RequestID, Slot: slot, Keys: keys, TTL: ttl,
-		Priority: actions.Priority(pageTokens), Tokens: pageTokens}, "pin", p.TTL.Deadline(ttl), settled)
+	pin := actions.Pin{Trigger: resp.RequestID, Slot: slot, Keys: keys, TTL: ttl,
+		Priority: actions.Priority(pageTokens), Tokens: pageTokens}
+	queued := p.send(pin, "pin", p.TTL.Deadline(ttl), settled)
 	if session != "" {
-		completed := time.UnixMilli(resp.CompletedAtMs)
-		if resp.CompletedAtMs <= 0 {
-			if md, err := msg.Metadata(); err == nil {
-				completed = md.Timestamp
-			}
-		}
+		completed := eventTime(msg, resp.CompletedAtMs)
 		rec := PinRecord{Slot: slot, Trigger: resp.RequestID, Tools: tools, CompletedAtMs: completed.UnixMilli(),
 			ExpiresAtMs: p.now().Add(ttl).UnixMilli()}
 		if err := p.Slots.Put(ctx, session, rec); err != nil {
 			p.Log.Warn("pin slot not recorded", "session", session, "err", err)
+		} else if queued {
+			p.schedule(session, pin, tools, completed, ttl)
 		}
 	}
 	if queued {

@@ -43,7 +43,7 @@ type pinFixture struct {
 	pins     <-chan schemas.PinPayload
 }
 
-func setupPins(t *testing.T, workers workerMap) *pinFixture {
+func setupPins(t *testing.T, workers workerMap, mods ...func(*Pinning)) *pinFixture {
 	t.Helper()
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
@@ -71,6 +71,9 @@ func setupPins(t *testing.T, workers workerMap) *pinFixture {
 	p := &Pinning{Endpoint: ep, Index: idx, Slots: slots, Learner: tooltime.New(tooltime.DefaultConfig()),
 		TTL: actions.DefaultTTLConfig(), Workers: workers, Sender: pool, ReleaseOnNextTurn: true,
 		Counters: f.counters, Log: discard()}
+	for _, m := range mods {
+		m(p)
+	}
 	dlq := NewDeadLetter(js, "")
 	var recs staticWorkers
 	for _, w := range workers {

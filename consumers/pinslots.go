@@ -85,3 +85,33 @@ func (p *PinSlots) Take(ctx context.Context, session string) (PinRecord, bool, e
 	}
 	return r, true, nil
 }
+
+// Renew sets the expiry of the session's pin to expiresAtMs if its record
+// is still the pin of trigger; false if the record is gone (the session's
+// next turn took it) or names a newer pin. It is conditional on the
+// revision read, so a Take between the read and the write wins.
+func (p *PinSlots) Renew(ctx context.Context, session, trigger string, expiresAtMs int64) (bool, error) {
+	e, err := p.kv.Get(ctx, slotKey(session))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var r PinRecord
+	if json.Unmarshal(e.Value(), &r) != nil || r.Trigger != trigger {
+		return false, nil
+	}
+	r.ExpiresAtMs = expiresAtMs
+	b, err := json.Marshal(r)
+	if err != nil {
+		return false, err
+	}
+	if _, err := p.kv.Update(ctx, slotKey(session), b, e.Revision()); err != nil {
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}

@@ -125,6 +125,11 @@ func (c *RequestConsumer) handle(msg jetstream.Msg) {
 			return
 		}
 	}
+	if c.pins != nil {
+		// After onRequest: a session's next turn takes its slot before
+		// its pin could be renewed.
+		c.pins.Tick(eventTime(msg, req.ReceivedAtMs))
+	}
 	if !wakeup {
 		c.counters.Inc("requests.plain")
 		ack(msg, c.counters, "requests", c.log)

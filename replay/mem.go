@@ -63,6 +63,18 @@ func (m *memSlots) Put(_ context.Context, session string, r consumers.PinRecord)
 	return nil
 }
 
+func (m *memSlots) Renew(_ context.Context, session, trigger string, expiresAtMs int64) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.slots[session]
+	if !ok || r.Trigger != trigger {
+		return false, nil
+	}
+	r.ExpiresAtMs = expiresAtMs
+	m.slots[session] = r
+	return true, nil
+}
+
 func (m *memSlots) Take(_ context.Context, session string) (consumers.PinRecord, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

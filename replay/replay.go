@@ -55,14 +55,17 @@ type Options struct {
 	PinTTL         actions.TTLConfig
 	ToolTime       tooltime.Config
 	KeepPinOnNext  bool
-	Limits         schemas.Limits
-	Logger         *slog.Logger
+	// PinRenewMax renews pins on the events' clock, as run does on its
+	// (consumers.Pinning.RenewMax); 0: never.
+	PinRenewMax time.Duration
+	Limits      schemas.Limits
+	Logger      *slog.Logger
 }
 
 // Summary counts what a replay saw and did.
 type Summary struct {
 	Events map[string]uint64 // by kind: kv_events, load, requests, responses
-	Hints  map[string]uint64 // queued (or written) by kind: prefetch, pin, release
+	Hints  map[string]uint64 // queued (or written) by kind: prefetch, pin, release, renew
 	Errors map[string]uint64 // malformed and skipped, by reason
 }
 
@@ -98,7 +101,7 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	if o.PinEndpoint != "" {
 		pins = &consumers.Pinning{Endpoint: o.PinEndpoint, Index: newMemRequests(), Slots: newMemSlots(),
 			Learner: tooltime.New(o.ToolTime), TTL: o.PinTTL, Workers: reg, Sender: sender,
-			ReleaseOnNextTurn: !o.KeepPinOnNext, Counters: counters, Log: o.Logger, Now: clock.now}
+			ReleaseOnNextTurn: !o.KeepPinOnNext, RenewMax: o.PinRenewMax, Counters: counters, Log: o.Logger, Now: clock.now}
 	}
 	handlers := map[string]func(jetstream.Msg){
 		"kv_events": applier(consumers.ApplyKVEvents(ix, o.Limits, counters), counters, "kv_events"),
@@ -232,6 +235,8 @@ func summarize(c *metrics.Counters) Summary {
 			s.Hints["pin"] = v
 		case name == "hints.release.queued":
 			s.Hints["release"] = v
+		case name == "hints.renew.queued":
+			s.Hints["renew"] = v
 		case containsAny(name, ".malformed|", ".skipped|", ".dropped|", "apply_errors", "unknown_parent"):
 			s.Errors[name] = v
 		}

@@ -16,13 +16,17 @@ import (
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/hintstream/hintstream/tooltime"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
-func TestFromSeqAndUntil(t *testing.T) {
+// setup starts a server with the default streams and registers worker
+// 1 (model "m", 16-token blocks) with layout, which may be nil.
+func setup(t *testing.T, layout *schemas.ObjectLayout) (context.Context, jetstream.JetStream, streams.Set) {
+	t.Helper()
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	set := streams.DefaultSet()
 	if _, err := streams.EnsureSet(ctx, js, set); err != nil {
 		t.Fatal(err)
@@ -32,9 +36,14 @@ func TestFromSeqAndUntil(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: 1, Model: "m", KvBlockSize: 16,
-		HintEndpoints: []string{"tcp://127.0.0.1:9"}}); err != nil {
+		HintEndpoints: []string{"tcp://127.0.0.1:9"}, ObjectLayout: layout}); err != nil {
 		t.Fatal(err)
 	}
+	return ctx, js, set
+}
+
+func TestFromSeqAndUntil(t *testing.T) {
+	ctx, js, set := setup(t, nil)
 	var seqs []uint64
 	var times []time.Time
 	for i := range 4 {
@@ -102,5 +111,58 @@ func TestProgressBar(t *testing.T) {
 		if got := bar(t0, t0.Add(c.at), t0.Add(100*time.Second)); got != c.want {
 			t.Errorf("at %v: %q, want %q", c.at, got, c.want)
 		}
+	}
+}
+
+// TestReplayRenewsPinsOnEventTime: a tool call whose session is still out
+// when a later event (another session's request stamped 40 s on) is
+// replayed gets its pin renewed, on the events' clock, however fast the
+// replay runs; without PinRenewMax it does not.
+func TestReplayRenewsPinsOnEventTime(t *testing.T) {
+	ctx, js, set := setup(t, &schemas.ObjectLayout{PageSize: 16, HicacheObjectLayout: schemas.HicacheObjectLayout{KeyPrefix: "p",
+		Pools: []schemas.LayoutPool{{Pool: "kv", Suffixes: []string{"_k"}, HitPolicy: "all_pages"}}}})
+	t0 := time.Now().Truncate(time.Millisecond)
+	pub := func(subject string, v any) {
+		b, _ := json.Marshal(v)
+		if _, err := js.Publish(ctx, subject, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pub(streams.RequestSubject("m"), schemas.RequestEvent{RequestID: "s1", SessionID: "s", Model: "m",
+		TokenIDs: make([]uint32, 32), ReceivedAtMs: t0.UnixMilli()})
+	pub(streams.ResponseSubject("m"), schemas.ResponseEvent{RequestID: "s1", SessionID: "s", WorkerID: 1,
+		FinishReason: "tool_calls", CompletedAtMs: t0.Add(time.Second).UnixMilli()})
+	pub(streams.RequestSubject("m"), schemas.RequestEvent{RequestID: "o1", SessionID: "o", Model: "m",
+		TokenIDs: make([]uint32, 32), ReceivedAtMs: t0.Add(41 * time.Second).UnixMilli()})
+
+	run := func(renewMax time.Duration) (Summary, []schemas.PinPayload) {
+		t.Helper()
+		var out bytes.Buffer
+		sum, err := Run(ctx, js, Options{Streams: set, DryRun: true, Out: &out, Routing: routing.DefaultConfig(),
+			PrefetchTTL: time.Minute, PinEndpoint: "tcp://127.0.0.1:9", PinTTL: actions.DefaultTTLConfig(),
+			ToolTime: tooltime.DefaultConfig(), PinRenewMax: renewMax, Since: t0.Add(-time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pins []schemas.PinPayload
+		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			var r actions.HintRecord
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatal(err)
+			}
+			var p schemas.PinPayload
+			if r.ActionType == actions.ActionPin && json.Unmarshal(r.Payload, &p) == nil {
+				pins = append(pins, p)
+			}
+		}
+		return sum, pins
+	}
+	sum, pins := run(10 * time.Minute)
+	if sum.Hints["pin"] != 1 || sum.Hints["renew"] != 1 || len(pins) != 2 ||
+		pins[0].Slot != "session:s" || pins[1].Slot != "session:s" || pins[1].TTLMs != 50000 {
+		t.Fatalf("with renewals: hints %v, pins %+v", sum.Hints, pins)
+	}
+	if sum, pins := run(0); sum.Hints["renew"] != 0 || len(pins) != 1 {
+		t.Fatalf("without renewals: hints %v, pins %+v", sum.Hints, pins)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/registry"
@@ -62,6 +63,10 @@ type Config struct {
 	// SenderMaxHeld bounds the triggers one endpoint's waiting hints keep
 	// unacked (actions.WithMaxHeld); default 64, negative: no bound.
 	SenderMaxHeld int
+	// SenderSettleDelay is how long after ZMQ took a hint its trigger is
+	// acked (actions.WithSettleDelay); default
+	// actions.DefaultSettleDelay, negative: at once.
+	SenderSettleDelay time.Duration
 
 	// Routing is the worker choice; nil means routing.DefaultConfig()
 	// (Dynamo's defaults: weight 1, temperature 0, no spreading).
@@ -89,6 +94,11 @@ type Config struct {
 	// RequestIndexTTL is how long a response may trail its request and
 	// still be pinned; default 1h.
 	RequestIndexTTL time.Duration
+	// PinRenewMax is how long a tool call's pin is renewed while its
+	// session has not come back, counted from the response (see
+	// consumers/renew.go). Default consumers.DefaultPinRenewMax;
+	// negative: pins are never renewed.
+	PinRenewMax time.Duration
 
 	// SnapshotInterval saves the index to the object store this often, and
 	// at shutdown; start-up loads the latest snapshot and replays only the
@@ -129,6 +139,9 @@ func (c Config) Defaults() Config {
 	if c.DeadLetterPrefix == "" {
 		c.DeadLetterPrefix = "hintstream.dlq"
 	}
+	if c.SenderSettleDelay == 0 {
+		c.SenderSettleDelay = actions.DefaultSettleDelay
+	}
 	if c.SenderMaxHeld == 0 {
 		c.SenderMaxHeld = 64
 	}
@@ -162,6 +175,9 @@ func (c Config) Defaults() Config {
 	}
 	if c.RequestIndexTTL <= 0 {
 		c.RequestIndexTTL = time.Hour
+	}
+	if c.PinRenewMax == 0 {
+		c.PinRenewMax = consumers.DefaultPinRenewMax
 	}
 	return c
 }

@@ -71,6 +71,8 @@ type Service struct {
 	ready   atomic.Bool
 
 	stopOnce sync.Once
+	// renewStop ends the pin renewal ticker, which closes renewDone.
+	renewStop, renewDone chan struct{}
 }
 
 // New returns a Service; Start connects and begins consuming.
@@ -151,7 +153,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	startSeq := s.loadSnapshot(ctx)
 	s.latency = &observe.Histogram{}
 	popts := []actions.PoolOption{actions.WithQueueSize(s.cfg.SenderQueue), actions.WithLogger(s.log),
-		actions.WithMaxHeld(max(s.cfg.SenderMaxHeld, 0)),
+		actions.WithMaxHeld(max(s.cfg.SenderMaxHeld, 0)), actions.WithSettleDelay(max(s.cfg.SenderSettleDelay, 0)),
 		actions.WithCurve(s.curveServerKey), actions.WithSentHook(s.latency.Observe)}
 	if s.cfg.CurveClientPublicKey != "" {
 		popts = append(popts, actions.WithCurveClientKeys(s.cfg.CurveClientPublicKey, s.cfg.CurveClientSecretKey))
@@ -241,6 +243,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		if err := s.responses.Start(ctx); err != nil {
 			return err
 		}
+		s.startRenewals(pins)
 	}
 	if s.cfg.SnapshotInterval > 0 {
 		s.snapshotDone, s.snapshotStopped = make(chan struct{}), make(chan struct{})
@@ -307,7 +310,7 @@ func (s *Service) pinning(ctx context.Context, sender actions.Sender) (*consumer
 	s.log.Info("tool-call pins on", "endpoint", s.cfg.PinEndpoint)
 	return &consumers.Pinning{Endpoint: s.cfg.PinEndpoint, Index: idx, Slots: slots, Learner: s.Learner,
 		TTL: s.cfg.PinTTL, Workers: s.registry, Sender: sender, ReleaseOnNextTurn: !s.cfg.KeepPinOnNextTurn,
-		Counters: s.Counters, Log: s.log}, nil
+		RenewMax: max(s.cfg.PinRenewMax, 0), Counters: s.Counters, Log: s.log}, nil
 }
 
 // WaitCaughtUp waits until the KV-event and load streams, as they are at
@@ -332,6 +335,7 @@ func (s *Service) Stop(ctx context.Context) {
 		if s.responses != nil {
 			s.responses.Stop()
 		}
+		s.stopRenewals()
 		if s.snapshotDone != nil {
 			close(s.snapshotDone)
 			<-s.snapshotStopped

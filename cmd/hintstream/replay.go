@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/replay"
 	"github.com/hintstream/hintstream/routing"
@@ -36,6 +37,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		temp       = fs.Float64("router-temperature", routing.DefaultTemperature, "as in run")
 		pinEP      = fs.String("pin-endpoint", env("DYN_KVM_PIN_ENDPOINT", ""), "as in run (env DYN_KVM_PIN_ENDPOINT); empty: no pins")
 		keepPin    = fs.Bool("keep-pin-on-next-turn", false, "as in run")
+		renewMax   = fs.Duration("pin-renew-max", consumers.DefaultPinRenewMax, "as in run")
 		bucket     = fs.String("registry-bucket", "hintstream_workers", "worker registry bucket (its current entries are used)")
 		reqStream  = fs.String("requests-stream", def.Requests.Name, "as in run")
 		respStream = fs.String("responses-stream", def.Responses.Name, "as in run")
@@ -69,7 +71,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	o := replay.Options{Streams: def, FromSeq: *fromSeq, DryRun: *dryRun, RegistryBucket: *bucket,
 		Routing:     routing.Config{OverlapScoreWeight: *weight, Temperature: *temp},
 		PrefetchTTL: *ttl, PinEndpoint: *pinEP, PinTTL: actions.DefaultTTLConfig(), ToolTime: tooltime.DefaultConfig(),
-		KeepPinOnNext: *keepPin, Logger: log}
+		KeepPinOnNext: *keepPin, PinRenewMax: max(*renewMax, 0), Logger: log}
 	o.Streams.Requests.Name, o.Streams.Responses.Name, o.Streams.Load.Name = *reqStream, *respStream, *loadStream
 	o.Streams.KVEvents.Name, o.Streams.KVEvents.Subjects = *kvStream, split(*kvSubj)
 	if o.Since, err = parseWhen(*since); err != nil {

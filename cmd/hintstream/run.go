@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/internal/demo"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/routing"
@@ -37,6 +38,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		deliverAll   = fs.Bool("requests-deliver-all", false, "a newly created requests consumer starts at the stream's beginning instead of its end")
 		update       = fs.Bool("update-streams", false, "add missing subjects to existing streams (otherwise a mismatch stops start-up)")
 		senderQueue  = fs.Int("sender-queue", 1024, "hints queued per endpoint before new ones are dropped")
+		settleDelay  = fs.Duration("sender-settle-delay", actions.DefaultSettleDelay, "ack a trigger this long after ZMQ took its hint, so a crash before ZMQ wrote it out loses no trigger (0: at once)")
 		senderHeld   = fs.Int("sender-max-held", 64, "triggers one endpoint's waiting hints may keep unacked; past it they are acked when queued, so a slow worker cannot take every --max-ack-pending slot (0: no bound)")
 		maxTokens    = fs.Int("max-tokens", 1<<20, "largest token_ids accepted in an event")
 		maxBytes     = fs.Int("max-message-bytes", 16<<20, "largest event accepted, in bytes (larger ones are dead-lettered)")
@@ -62,6 +64,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		toolDefault  = fs.Duration("tool-time-default", 30*time.Second, "expected tool time until enough have been observed")
 		toolPct      = fs.Float64("tool-time-percentile", 0.9, "percentile of observed tool times used as the expected one")
 		toolMin      = fs.Int("tool-time-min-samples", 20, "observations of a tool needed before its own percentile is used")
+		pinRenewMax  = fs.Duration("pin-renew-max", consumers.DefaultPinRenewMax, "renew a tool call's pin while its session has not come back, until the call has lasted this long (0: never renew)")
 		keepPin      = fs.Bool("keep-pin-on-next-turn", false, "leave a session's pin when its next request arrives (default: release the slot)")
 		reqIndexTTL  = fs.Duration("request-index-ttl", time.Hour, "how long a response may trail its request and still be pinned")
 		respDurable  = fs.String("responses-durable", "", "durable consumer name for response events (default <group>-responses)")
@@ -108,7 +111,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		NATSURL: *natsURL, EmbeddedDir: *dataDir, EmbeddedPort: *port,
 		Streams: set, UpdateStreams: *update,
 		RegistryBucket: *bucket, RequestsDurable: *durable, RequestsDeliverAll: *deliverAll,
-		PrefetchTTL: *ttl, DeadLetterPrefix: dlqPrefix, SenderQueue: *senderQueue, SenderMaxHeld: heldOrNone(*senderHeld),
+		PrefetchTTL: *ttl, DeadLetterPrefix: dlqPrefix, SenderQueue: *senderQueue, SenderMaxHeld: heldOrNone(*senderHeld), SenderSettleDelay: *settleDelay,
 		Logger: log,
 	}
 	cfg.Limits = schemas.Limits{MaxBytes: *maxBytes, MaxTokens: *maxTokens, MaxHeaders: *maxHeaders,
@@ -122,6 +125,19 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg.KVApplyShards = *kvShards
 	cfg.PinEndpoint, cfg.ResponsesDurable, cfg.KeepPinOnNextTurn, cfg.RequestIndexTTL = *pinEndpoint, *respDurable, *keepPin, *reqIndexTTL
 	cfg.PinTTL = actions.TTLConfig{Headroom: *pinHeadroom, Slack: *pinSlack, Min: *pinMin, Max: *pinMax}
+	cfg.PinRenewMax = *pinRenewMax
+	if *settleDelay < 0 {
+		return fmt.Errorf("--sender-settle-delay must not be negative, got %v", *settleDelay)
+	}
+	if *settleDelay == 0 {
+		cfg.SenderSettleDelay = -1 // 0 means "at once" on the command line
+	}
+	switch {
+	case *pinRenewMax < 0:
+		return fmt.Errorf("--pin-renew-max must not be negative, got %v", *pinRenewMax)
+	case *pinRenewMax == 0:
+		cfg.PinRenewMax = -1 // 0 means "never" on the command line
+	}
 	if err := cfg.PinTTL.Validate(); err != nil {
 		return err
 	}

@@ -106,9 +106,10 @@ type ModeResult struct {
 	// SelectionAgreement (hintstream only) counts prefetches sent to the
 	// worker the router model picked at the wake-up, from the same state.
 	SelectionAgreement int
-	// Pins and Releases are pin actions applied by the L3 store.
-	Pins, Releases int
-	L3             sim.L3Stats
+	// Pins and Releases are pin actions applied by the L3 store, and
+	// Renewals (hintstream only) the pins that renewed a slot's pin.
+	Pins, Releases, Renewals int
+	L3                       sim.L3Stats
 	// PinsHonoured is the share of (slot, page) pins not broken by an
 	// eviction (NaN without pins).
 	PinsHonoured    float64

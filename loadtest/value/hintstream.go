@@ -183,7 +183,7 @@ func (h *hintstreamRun) settled() bool {
 		}
 	}
 	want := uint64(0)
-	for _, kind := range []string{"prefetch", "pin", "release"} {
+	for _, kind := range []string{"prefetch", "pin", "release", "renew"} {
 		want += c.Get("hints."+kind+".queued") + c.Get("hints."+kind+".dropped|expired") +
 			c.Get("hints."+kind+".dropped|queue_full")
 	}
@@ -276,6 +276,11 @@ func (h *hintstreamRun) apply(hint sim.Hint) {
 
 func (h *hintstreamRun) finish(res *ModeResult) {
 	res.Counters = h.svc.Counters.Snapshot("")
+	// A renewal is a pin of a slot already pinned: the L3 store cannot
+	// tell it from a new one, hintstream's counters can.
+	res.Renewals = int(res.Counters["hints.renew.queued"] - res.Counters["hints.renew.dropped|expired"] -
+		res.Counters["hints.renew.dropped|queue_full"])
+	res.Pins -= res.Renewals
 }
 
 func (h *hintstreamRun) close() {

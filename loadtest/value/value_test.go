@@ -116,8 +116,8 @@ func BenchmarkValue(b *testing.B) {
 	b.ReportMetric(res.Oracle.Saving, "oracle-saved-tokens")
 	b.ReportMetric(100*res.Hintstream.PrefetchAccuracy, "prefetch-accuracy-%")
 	b.ReportMetric(float64(res.Hintstream.L3.PinsLapsed), "hintstream-pins-lapsed")
-	b.Logf("hintstream: %d of %d pins lapsed before the next turn; %d used the default tool time, %d a provisional one; learned tool time at the end %d ms",
-		res.Hintstream.L3.PinsLapsed, res.Hintstream.Pins, res.Hintstream.Counters["pins.expected_from|default"],
+	b.Logf("hintstream: %d of %d pins (and %d renewals) lapsed before the next turn; %d used the default tool time, %d a provisional one; learned tool time at the end %d ms",
+		res.Hintstream.L3.PinsLapsed, res.Hintstream.Pins, res.Hintstream.Renewals, res.Hintstream.Counters["pins.expected_from|default"],
 		res.Hintstream.Counters["pins.expected_from|provisional"],
 		res.Hintstream.Counters["tooltime.expected_ms|"+workload.ToolName])
 	b.Log("\n" + res.Markdown())

@@ -1,0 +1,125 @@
+package actions
+
+import (
+	"sync"
+	"time"
+)
+
+// DefaultSettleDelay is the default WithSettleDelay.
+const DefaultSettleDelay = 25 * time.Millisecond
+
+// WithSettleDelay delays Done(true) by d after ZMQ took a hint (default
+// DefaultSettleDelay; 0: at once). ZMQ takes a hint into its own
+// in-process queue and its I/O thread writes it to the connection a
+// moment later, more than a moment on a loaded machine: a process killed
+// in between loses the hint, so its trigger must not be acked yet. With
+// the delay, a SIGKILL loses a hint only if ZMQ held it longer than d
+// (seen: up to about 100 hints, 8 ms of sending, on a loaded 2-core
+// machine), and re-sends (duplicates) the ones sent within d before it.
+// The delay holds consumer acks, not hints: a consumer's MaxAckPending
+// must cover its hint rate times d. Done(false) is never delayed.
+func WithSettleDelay(d time.Duration) PoolOption {
+	return func(o *poolOptions) { o.settleDelay = max(d, 0) }
+}
+
+// settler calls Done(true) functions once their delay has passed, in the
+// order they were handed over, on its own goroutine.
+type settler struct {
+	delay time.Duration
+
+	mu      sync.Mutex
+	q       []settling
+	stopped bool
+	wake    chan struct{} // capacity 1
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+type settling struct {
+	due  time.Time
+	done func(bool)
+}
+
+func newSettler(delay time.Duration) *settler {
+	s := &settler{delay: delay, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go s.run()
+	return s
+}
+
+// wrap returns done delayed as the settler delays it; nil stays nil.
+func (s *settler) wrap(done func(bool)) func(bool) {
+	if s == nil || done == nil {
+		return done
+	}
+	return func(sent bool) {
+		if !sent || !s.add(done) {
+			done(sent)
+		}
+	}
+}
+
+// add queues done; false once the settler is stopped (call it at once).
+func (s *settler) add(done func(bool)) bool {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return false
+	}
+	s.q = append(s.q, settling{time.Now().Add(s.delay), done})
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (s *settler) run() {
+	defer close(s.done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		var due []settling
+		now := time.Now()
+		i := 0
+		for i < len(s.q) && !s.q[i].due.After(now) {
+			i++
+		}
+		due = append(due, s.q[:i]...)
+		s.q = append(s.q[:0], s.q[i:]...)
+		wait := time.Hour
+		if len(s.q) > 0 {
+			wait = time.Until(s.q[0].due)
+		}
+		s.mu.Unlock()
+		for _, x := range due {
+			x.done(true)
+		}
+		timer.Reset(wait)
+		select {
+		case <-s.stop:
+			return
+		case <-s.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// close settles everything still waiting at once (the pool has flushed
+// or given up on its sockets) and stops the goroutine.
+func (s *settler) close() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.stopped = true
+	rest := s.q
+	s.q = nil
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.done
+	for _, x := range rest {
+		x.done(true)
+	}
+}

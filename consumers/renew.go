@@ -1,0 +1,159 @@
+package consumers
+
+import (
+	"container/heap"
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hintstream/hintstream/actions"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Renewal: a tool call that outlasts its expected time would lose its
+// pin, and with it, under L3 pressure, its pages. So a member keeps the
+// pins it sent in a queue and, once half of a pin's TTL has passed
+// without the session's next turn, pins the slot again for the tool time
+// expected now (which grows as longer tool times are observed), until the
+// tool call has lasted Pinning.RenewMax. The renewal clock is the later of
+// Pinning's clock and the newest event time seen (a request's
+// received_at_ms, a response's completed_at_ms), and Tick advances it, so
+// a replay renews exactly where the live run did. Renewals live in the
+// member that pinned: if it dies, its pins lapse as they would without
+// renewal.
+
+// DefaultPinRenewMax is the default Pinning.RenewMax: tool calls of up to
+// 10 minutes keep their pages pinned however short the expected time was;
+// a session that never comes back holds its pin that long.
+const DefaultPinRenewMax = 10 * time.Minute
+
+// renewal is one pin awaiting its session's next turn.
+type renewal struct {
+	due       time.Time
+	session   string
+	pin       actions.Pin // as first sent; Trigger is the response's request id
+	tools     []string
+	completed time.Time // when the tool call began
+	n         int       // renewals so far
+}
+
+type renewQueue []*renewal
+
+func (q renewQueue) Len() int           { return len(q) }
+func (q renewQueue) Less(i, j int) bool { return q[i].due.Before(q[j].due) }
+func (q renewQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *renewQueue) Push(x any)        { *q = append(*q, x.(*renewal)) }
+func (q *renewQueue) Pop() any {
+	old := *q
+	r := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return r
+}
+
+// renewals is Pinning's queue and clock.
+type renewals struct {
+	mu    sync.Mutex
+	q     renewQueue
+	clock time.Time
+}
+
+// eventTime is the time an event stamps itself with, or else its
+// JetStream timestamp.
+func eventTime(msg jetstream.Msg, ms int64) time.Time {
+	if ms > 0 {
+		return time.UnixMilli(ms)
+	}
+	if md, err := msg.Metadata(); err == nil {
+		return md.Timestamp
+	}
+	return time.Time{}
+}
+
+// schedule queues pin, just sent with ttl, for renewal once half of ttl
+// has passed on the renewal clock.
+func (p *Pinning) schedule(session string, pin actions.Pin, tools []string, completed time.Time, ttl time.Duration) {
+	if p.RenewMax <= 0 || session == "" {
+		return
+	}
+	r := &p.renew
+	r.mu.Lock()
+	now := r.clock
+	if t := p.now(); t.After(now) {
+		now = t
+	}
+	heap.Push(&r.q, &renewal{due: now.Add(ttl / 2), session: session, pin: pin, tools: tools, completed: completed})
+	r.mu.Unlock()
+}
+
+// Pending returns the number of pins awaiting renewal or their
+// session's next turn.
+func (p *Pinning) Pending() int {
+	p.renew.mu.Lock()
+	defer p.renew.mu.Unlock()
+	return len(p.renew.q)
+}
+
+// Tick advances the renewal clock to at (if later) and renews the pins
+// due by then. Safe for concurrent use; the live service calls it every
+// second, the consumers with each event's time.
+func (p *Pinning) Tick(at time.Time) {
+	if p.RenewMax <= 0 {
+		return
+	}
+	r := &p.renew
+	r.mu.Lock()
+	if now := p.now(); now.After(r.clock) {
+		r.clock = now
+	}
+	if at.After(r.clock) {
+		r.clock = at
+	}
+	now := r.clock
+	var due []*renewal
+	for len(r.q) > 0 && !r.q[0].due.After(now) {
+		due = append(due, heap.Pop(&r.q).(*renewal))
+	}
+	r.mu.Unlock()
+	for _, x := range due {
+		if p.renewOne(x, now) {
+			r.mu.Lock()
+			heap.Push(&r.q, x)
+			r.mu.Unlock()
+		}
+	}
+}
+
+// renewOne pins x's slot again at now, unless its session came back (the
+// slot record is gone or names a newer pin) or the tool call has lasted
+// RenewMax; it reports whether x stays queued.
+func (p *Pinning) renewOne(x *renewal, now time.Time) bool {
+	left := x.completed.Add(p.RenewMax).Sub(now)
+	if left <= 0 {
+		p.Counters.Inc("pins.renewal_ended")
+		return false
+	}
+	expected, _ := p.Learner.Expected(x.tools)
+	ttl := min(p.TTL.TTL(expected), left)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ok, err := p.Slots.Renew(ctx, x.session, x.pin.Trigger, now.Add(ttl).UnixMilli())
+	if err != nil {
+		// Try again on a later tick rather than renew a slot that may
+		// have been released.
+		p.Log.Warn("pin renewal not recorded", "session", x.session, "err", err)
+		x.due = now.Add(time.Second)
+		return true
+	}
+	if !ok {
+		return false // the next turn (or a newer pin) took the slot
+	}
+	x.n++
+	pin := x.pin
+	pin.Trigger = x.pin.Trigger + "/renew-" + strconv.Itoa(x.n) // its own message id
+	pin.TTL = ttl
+	p.send(pin, "renew", p.TTL.Deadline(ttl), nil)
+	x.due = now.Add(ttl / 2)
+	return true
+}
