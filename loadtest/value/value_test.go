@@ -95,12 +95,17 @@ func TestConfigIsChecked(t *testing.T) {
 // BenchmarkValue runs the whole Mooncake trace (or its first
 // HINTSTREAM_VALUE_REQUESTS requests) through the three runs and reports
 // the share of the oracle's saved prefill that hintstream recovers.
+// HINTSTREAM_VALUE_TRACE names another Mooncake-format trace;
 // HINTSTREAM_VALUE_ANNOUNCE=1 announces tool times in the request header.
 //
 //	go test -run '^$' -bench Value -benchtime 1x -timeout 20m ./loadtest/value/
 func BenchmarkValue(b *testing.B) {
 	n, _ := strconv.Atoi(os.Getenv("HINTSTREAM_VALUE_REQUESTS"))
-	w, err := workload.LoadTrace(tracePath(b), workload.TraceOptions{Limit: n})
+	path := os.Getenv("HINTSTREAM_VALUE_TRACE")
+	if path == "" {
+		path = tracePath(b)
+	}
+	w, err := workload.LoadTrace(path, workload.TraceOptions{Limit: n})
 	if err != nil {
 		b.Fatal(err)
 	}
