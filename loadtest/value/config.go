@@ -24,15 +24,24 @@ const (
 // ErrConfig marks an unusable Config.
 var ErrConfig = errors.New("value: invalid config")
 
-// Mode is one of the three runs.
+// Mode is one of the runs.
 type Mode string
 
 // The runs, in the order Run plays them.
 const (
-	ModeNoHints    Mode = "no hints"
+	ModeNoHints Mode = "no hints"
+	// ModeOracle is the next-turn oracle: perfect knowledge of each
+	// conversation's next request acting through hintstream's own
+	// triggers and worker choice (oracle.go). It is not an upper bound.
+	ModeOracle     Mode = "next-turn oracle"
 	ModeHintstream Mode = "hintstream"
-	ModeOracle     Mode = "oracle"
+	// ModeBound is the clairvoyant bound (bound.go): no run can cost less.
+	ModeBound Mode = "clairvoyant bound"
 )
+
+// ErrBoundBeaten reports a run that cost less than the clairvoyant bound:
+// a bug in the bound or in the simulation, never a result.
+var ErrBoundBeaten = errors.New("value: a run beat the clairvoyant bound")
 
 // Config describes a comparison. Zero fields take the defaults.
 type Config struct {
@@ -120,6 +129,9 @@ type ModeResult struct {
 	// Counters are the hintstream instance's counters at the end.
 	Counters map[string]uint64
 	Elapsed  time.Duration
+	// PerRequestCost is each request's prefill cost, for the lost-savings
+	// breakdown.
+	PerRequestCost []float64 `json:"-"`
 }
 
 // Result is the comparison.
@@ -130,9 +142,15 @@ type Result struct {
 	Alpha                           float64
 	AnnounceToolTime                bool
 	NoHints, Hintstream, Oracle     ModeResult
+	// Bound is the clairvoyant bound on the same workload and capacities.
+	Bound ModeResult
+	// OfBound is saving(hintstream) / saving(bound): the share of what is
+	// possible hintstream gets (NaN when the bound saves nothing).
+	OfBound float64
 	// Recovered is (cost_nohints - cost_hintstream) / (cost_nohints -
-	// cost_oracle): the share of the oracle's saving hintstream gets (NaN
-	// when the oracle saves nothing).
+	// cost_oracle): the share of the next-turn oracle's saving hintstream
+	// gets (NaN when the oracle saves nothing). It can pass 100%: the
+	// oracle is not a bound.
 	Recovered float64
 }
 

@@ -1,20 +1,27 @@
 // Package value measures what hintstream's hints are worth: the prefill
 // they save. Run plays one workload (a Mooncake trace or synthetic
 // agentic sessions, package workload) three times on identical simulated
-// clusters (package sim):
+// clusters (package sim), and computes a bound:
 //
 //   - no hints: requests are routed and served, nothing else;
 //   - hintstream: a real hintstream (service.New) on an embedded
 //     JetStream server sees the workers' KV events, loads and registry
 //     records and the frontend's requests, wake-ups and responses, and
 //     its hints reach the workers' and the L3 store's real ZMQ sockets;
-//   - oracle: knows each conversation's next request. At a wake-up it
-//     loads exactly that request's L3-resident pages into the worker the
-//     router picks at that moment; at a tool call it pins exactly the
-//     pages the next request reuses, until that request arrives. It acts
-//     on the same triggers as hintstream and picks a prefetch's worker by
-//     the same rule, so what it shows is what perfect knowledge of the
-//     future conversation is worth, not a better router.
+//   - next-turn oracle: knows each conversation's next request. At a
+//     wake-up it loads exactly that request's L3-resident pages into the
+//     worker the router picks at that moment; at a tool call it pins
+//     exactly the pages the next request reuses, until that request
+//     arrives. It acts on the same triggers as hintstream and picks a
+//     prefetch's worker by the same rule, so what it shows is what
+//     knowing the next turn is worth through hintstream's mechanisms. It
+//     is not an upper bound: a run can beat it (a pin held longer keeps
+//     pages another conversation reuses);
+//   - clairvoyant bound (bound.go): knows every future request, evicts by
+//     Belady's rule and has every turn's reusable pages on its worker when
+//     it arrives, with the same capacities. No run can cost less; Run
+//     fails with ErrBoundBeaten if one does, and bound_test.go checks it
+//     against an exhaustive search of every policy on small workloads.
 //
 // # Cost
 //
@@ -24,8 +31,8 @@
 // 128 KiB of KV per token) at 25 GB/s, about 5 µs against 20–40 µs of
 // prefill compute, and higher with smaller pages and slower links; 0.25
 // is a middle value, configurable. A run's saving is the no-hints run's
-// cost minus its own, and Recovered = saving(hintstream) /
-// saving(oracle).
+// cost minus its own; OfBound = saving(hintstream) / saving(bound) and
+// Recovered = saving(hintstream) / saving(next-turn oracle).
 //
 // # Simulated time
 //

@@ -2,7 +2,8 @@ package value
 
 import "context"
 
-// oracle acts on the same triggers as hintstream, knowing the future: at
+// oracle is the next-turn oracle (ModeOracle). It acts on the same
+// triggers as hintstream, knowing each conversation's next turn: at
 // a wake-up it loads the announced request's L3-resident pages into the
 // worker the router picks; at a tool call it pins exactly the pages the
 // conversation's next request reuses, until that request arrives.

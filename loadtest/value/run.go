@@ -10,8 +10,9 @@ import (
 )
 
 // Run plays cfg.Workload three times on identical clusters — without
-// hints, with an in-process hintstream, and with the oracle — and
-// compares where their prompt tokens came from.
+// hints, with the next-turn oracle and with an in-process hintstream —
+// computes the clairvoyant bound, and compares where their prompt tokens
+// came from. A run that beats the bound fails Run with ErrBoundBeaten.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -35,10 +36,21 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		*m.out = r
 	}
-	for _, m := range []*ModeResult{&res.NoHints, &res.Hintstream, &res.Oracle} {
+	if res.Bound, err = boundMode(cfg, pr); err != nil {
+		return res, err
+	}
+	for _, m := range []*ModeResult{&res.NoHints, &res.Hintstream, &res.Oracle, &res.Bound} {
 		m.Saving = res.NoHints.Cost - m.Cost
 	}
 	res.Recovered = ratio(res.Hintstream.Saving, res.Oracle.Saving)
+	res.OfBound = ratio(res.Hintstream.Saving, res.Bound.Saving)
+	// The bound's cost has no L3 term and is a whole number of tokens; a
+	// run's is within float rounding of its own sum.
+	for _, m := range []ModeResult{res.NoHints, res.Hintstream, res.Oracle} {
+		if m.Cost < res.Bound.Cost-1e-6*max(1, res.Bound.Cost) {
+			return res, fmt.Errorf("%w: %s costs %.0f, the bound %.0f", ErrBoundBeaten, m.Mode, m.Cost, res.Bound.Cost)
+		}
+	}
 	return res, nil
 }
 
@@ -101,7 +113,8 @@ type player struct {
 
 func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode) (ModeResult, error) {
 	start := time.Now()
-	p := &player{cfg: cfg, w: cfg.Workload, pr: pr, res: ModeResult{Mode: mode},
+	p := &player{cfg: cfg, w: cfg.Workload, pr: pr,
+		res:    ModeResult{Mode: mode, PerRequestCost: make([]float64, len(cfg.Workload.Requests))},
 		routed: make([]int, len(cfg.Workload.Requests)), prefetchedTo: map[int]int{}}
 	var h hooks
 	var err error
@@ -176,6 +189,7 @@ func (p *player) serve(i int) (int, error) {
 	p.res.DeviceHitTokens += int64(out.DeviceTokens)
 	p.res.L3HitTokens += int64(out.L3Tokens)
 	p.res.RecomputedTokens += int64(out.RecomputedTokens)
+	p.res.PerRequestCost[i] = float64(out.RecomputedTokens) + p.cfg.Alpha*float64(out.L3Tokens)
 	if to, ok := p.prefetchedTo[i]; ok && to == wk {
 		p.res.PrefetchAccurate++
 	}

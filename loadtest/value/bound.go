@@ -1,0 +1,164 @@
+package value
+
+import (
+	"container/heap"
+	"math"
+)
+
+// The clairvoyant bound: the least prefill cost any policy can reach on
+// a workload with the run's capacities, whatever it routes, prefetches,
+// pins or evicts, knowing every future request.
+//
+// It plays the rules literally where they are provable and
+// relaxes them where a rule would only be a heuristic:
+//
+//   - It knows every future request, so every access's next use.
+//   - Every turn's reusable pages are on its worker when it arrives: a
+//     prefetch before every turn, free and instant (no transfer time).
+//     Then a page kept anywhere, on any device or in L3, is a device hit
+//     when its turn comes, so device caches and L3 together act as one
+//     store of Workers×DeviceBlocks + L3Blocks pages. (The bound does not
+//     cap a turn's hits at one worker's DeviceBlocks; that only makes it
+//     lower, so still a bound.)
+//   - That store evicts by Belady's rule, furthest next use first, and
+//     keeps a page only while it has a next use. Keeping the most reuse
+//     intervals with at most C of them overlapping is k-track interval
+//     scheduling with unit weights (every page is one block of the same
+//     size), and the greedy by start time that drops the interval ending
+//     last is optimal for it (Carlisle & Lloyd 1995; it is Belady's
+//     MIN with bypass). So no policy keeps more pages for their next use.
+//   - Anything a real run gets is a page it kept somewhere since the
+//     page's last use: a block enters a device or L3 only when a request
+//     holding it is served (a prefetch copies from L3). Real runs also
+//     pay Alpha for L3 loads, lose hits to prefix order and routing, and
+//     hold pages without a next use; the bound pays none of that.
+//
+// Requests at the same instant are played in their order, each seeing
+// the pages of the ones before it (a real run serves them so), and a
+// page's interval ends before the intervals that start at that instant
+// are counted (half-open), which again can only lower the bound.
+//
+// The cost it gives is therefore at most any run's cost, with or without
+// transfer time (which only delays what a run gets). Run checks that no
+// run beats it (ErrBoundBeaten); bound_test.go checks it on small
+// workloads against an exhaustive search over every routing, prefetch
+// and eviction choice.
+
+// boundResult is the bound's outcome per request: blocks kept for it.
+type boundResult struct {
+	hits []int // per request: full blocks found kept
+}
+
+// clairvoyant computes the bound for seqs (each request's full blocks, by
+// block identity, in play order), at (each request's time) and a store of
+// capacity pages.
+func clairvoyant(seqs [][]uint64, at []int64, capacity int) boundResult {
+	n := len(seqs)
+	res := boundResult{hits: make([]int, n)}
+	// next[i][k]: the next request holding seqs[i][k], or n (never).
+	next := make([][]int32, n)
+	last := map[uint64]int32{}
+	for i := n - 1; i >= 0; i-- {
+		next[i] = make([]int32, len(seqs[i]))
+		for k, h := range seqs[i] {
+			if j, ok := last[h]; ok {
+				next[i][k] = j
+			} else {
+				next[i][k] = int32(n)
+			}
+			last[h] = int32(i)
+		}
+	}
+	kept := map[uint64]int32{} // page → its next use
+	h := &farthest{}
+	for i := 0; i < n; {
+		// One instant: requests i..j-1.
+		j := i + 1
+		for j < n && at[j] == at[i] {
+			j++
+		}
+		produced := map[uint64]bool{}
+		for r := i; r < j; r++ {
+			for _, b := range seqs[r] {
+				if _, ok := kept[b]; ok || produced[b] {
+					res.hits[r]++
+				}
+			}
+			for _, b := range seqs[r] {
+				produced[b] = true
+			}
+		}
+		// The instant's intervals end, and its new ones start.
+		for r := i; r < j; r++ {
+			for k, b := range seqs[r] {
+				nu := next[r][k]
+				if nu >= int32(j) || nu == int32(n) {
+					// The latest access at this instant sets the page's
+					// next use; earlier ones at this instant point inside it.
+					if nu == int32(n) {
+						delete(kept, b)
+						continue
+					}
+					kept[b] = nu
+					heap.Push(h, item{page: b, next: nu})
+				}
+			}
+		}
+		for len(kept) > capacity {
+			it := heap.Pop(h).(item)
+			if nu, ok := kept[it.page]; ok && nu == it.next {
+				delete(kept, it.page)
+			}
+		}
+		i = j
+	}
+	return res
+}
+
+type item struct {
+	page uint64
+	next int32
+}
+
+// farthest is a max-heap on next use; entries whose page was re-used
+// (a newer next use) or dropped are skipped when popped.
+type farthest []item
+
+func (f farthest) Len() int           { return len(f) }
+func (f farthest) Less(a, b int) bool { return f[a].next > f[b].next }
+func (f farthest) Swap(a, b int)      { f[a], f[b] = f[b], f[a] }
+func (f *farthest) Push(x any)        { *f = append(*f, x.(item)) }
+func (f *farthest) Pop() any {
+	old := *f
+	it := old[len(old)-1]
+	*f = old[:len(old)-1]
+	return it
+}
+
+// boundMode plays the bound for the run's workload and capacities.
+func boundMode(cfg Config, pr *prompts) (ModeResult, error) {
+	w := cfg.Workload
+	seqs := make([][]uint64, len(w.Requests))
+	at := make([]int64, len(w.Requests))
+	for i := range w.Requests {
+		p, err := pr.get(i)
+		if err != nil {
+			return ModeResult{}, err
+		}
+		seqs[i], at[i] = p.Seq, int64(w.Requests[i].At)
+	}
+	b := clairvoyant(seqs, at, cfg.Workers*cfg.DeviceBlocks+cfg.L3Blocks)
+	res := ModeResult{Mode: ModeBound, PrefetchAccuracy: math.NaN(), PinsHonoured: math.NaN()}
+	res.PerRequestCost = make([]float64, len(w.Requests))
+	for i := range w.Requests {
+		r := &w.Requests[i]
+		hit := int64(min(b.hits[i]*w.BlockSize, r.InputLength))
+		res.Requests++
+		res.PromptTokens += int64(r.InputLength)
+		res.DeviceHitTokens += hit
+		res.RecomputedTokens += int64(r.InputLength) - hit
+		res.PerRequestCost[i] = float64(int64(r.InputLength) - hit)
+	}
+	res.Cost = float64(res.RecomputedTokens)
+	return res, nil
+}
