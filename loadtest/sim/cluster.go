@@ -46,6 +46,13 @@ type Config struct {
 	// inproc placeholders, for runs without hints.
 	Endpoints []string
 	Sink      EventSink
+	// KVBytesPerToken and L3Bandwidth (bytes/s), both set, give an L3 →
+	// device load of t tokens t × KVBytesPerToken ÷ L3Bandwidth: a
+	// prefetch's pages become usable one by one as they land, each
+	// worker's link loading one prefetch after another. Zero: loads are
+	// instant.
+	KVBytesPerToken int
+	L3Bandwidth     float64
 }
 
 // DefaultLayout is one pool with one object per page under key prefix
@@ -87,6 +94,10 @@ type Worker struct {
 	eventID   uint64
 	active    []active
 	published *schemas.ActiveLoad
+	// readyAt holds the blocks a prefetch is still loading: usable from
+	// that time. linkFree is when the worker's L3 link is next idle.
+	readyAt  map[uint64]time.Duration
+	linkFree time.Duration
 }
 
 type active struct {
@@ -125,7 +136,7 @@ func NewCluster(cfg Config) (*Cluster, error) {
 		records[i] = schemas.WorkerRecord{WorkerID: uint64(i + 1), Model: cfg.Model,
 			KvBlockSize: uint32(cfg.BlockSize), HintEndpoints: []string{ep}, ObjectLayout: cfg.Layout}
 		caches[i] = NewDeviceCache(cfg.DeviceBlocks)
-		c.Workers = append(c.Workers, &Worker{Record: records[i], Cache: caches[i]})
+		c.Workers = append(c.Workers, &Worker{Record: records[i], Cache: caches[i], readyAt: map[uint64]time.Duration{}})
 	}
 	c.Router = NewRouter(records, caches, *cfg.Routing)
 	return c, nil
@@ -177,6 +188,38 @@ func (c *Cluster) Route(p *Prompt) (int, routing.Candidate, error) {
 // Outcome is where a request's prompt tokens came from.
 type Outcome struct {
 	DeviceTokens, L3Tokens, RecomputedTokens int
+	// UnreadyTokens are tokens held on the device that a prefetch had not
+	// finished loading when the request came (counted in L3Tokens or
+	// RecomputedTokens instead).
+	UnreadyTokens int
+}
+
+// readyPrefix is how many leading blocks of seq w holds and can use now,
+// and how many it holds (ready or still loading).
+func (c *Cluster) readyPrefix(wk *Worker, seq []uint64) (ready, held int) {
+	held = wk.Cache.Prefix(seq)
+	ready = held
+	for i, h := range seq[:held] {
+		if at, ok := wk.readyAt[h]; ok && at > c.now {
+			ready = i
+			break
+		}
+	}
+	return ready, held
+}
+
+// transfer is the time to load n blocks from L3 (0 without transfer time).
+func (c *Cluster) transfer(n int) time.Duration {
+	if c.cfg.KVBytesPerToken <= 0 || c.cfg.L3Bandwidth <= 0 {
+		return 0
+	}
+	return time.Duration(float64(n*c.cfg.BlockSize*c.cfg.KVBytesPerToken) / c.cfg.L3Bandwidth * float64(time.Second))
+}
+
+func (wk *Worker) forget(evicted []uint64) {
+	for _, h := range evicted {
+		delete(wk.readyAt, h)
+	}
 }
 
 // Serve runs p (inputLength tokens) on worker w now: its leading blocks
@@ -187,12 +230,16 @@ type Outcome struct {
 func (c *Cluster) Serve(w int, p *Prompt, inputLength int, prefill, end time.Duration) (Outcome, error) {
 	wk := c.Workers[w]
 	bs := c.cfg.BlockSize
-	d := wk.Cache.Prefix(p.Seq)
+	d, held := c.readyPrefix(wk, p.Seq)
 	l := c.L3.Run(p.Keys, d)
 	c.L3.Touch(p.Keys[d : d+l])
-	out := Outcome{DeviceTokens: d * bs, L3Tokens: l * bs}
+	out := Outcome{DeviceTokens: d * bs, L3Tokens: l * bs, UnreadyTokens: (held - d) * bs}
 	out.RecomputedTokens = max(inputLength-out.DeviceTokens-out.L3Tokens, 0)
-	if err := c.emit(wk, p, wk.Cache.Admit(p.Seq)); err != nil {
+	a := wk.Cache.Admit(p.Seq)
+	wk.forget(a.Evicted)
+	// What the request did not find ready it computed or loaded itself.
+	wk.forget(p.Seq)
+	if err := c.emit(wk, p, a); err != nil {
 		return out, err
 	}
 	c.L3.Put(p.Keys, c.now)
@@ -212,7 +259,20 @@ func (c *Cluster) Prefetch(w int, p *Prompt) (int, error) {
 		return 0, nil
 	}
 	c.L3.Touch(p.Keys[d : d+l])
-	return l, c.emit(wk, p, wk.Cache.Admit(p.Seq[:d+l]))
+	a := wk.Cache.Admit(p.Seq[:d+l])
+	wk.forget(a.Evicted)
+	if per := c.transfer(1); per > 0 {
+		// The pages land in prompt order, after the link's earlier loads.
+		at := max(c.now, wk.linkFree)
+		for _, r := range a.Stored {
+			for j := r.Start; j < r.End; j++ {
+				at += per
+				wk.readyAt[p.Seq[j]] = at
+			}
+		}
+		wk.linkFree = at
+	}
+	return l, c.emit(wk, p, a)
 }
 
 // Load is worker w's load now: active_prefill_tokens of requests still

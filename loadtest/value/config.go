@@ -19,6 +19,11 @@ const (
 	DefaultDeviceBlocks = sim.DefaultDeviceBlocks // 1024
 	DefaultL3Blocks     = sim.DefaultL3Blocks     // 6144
 	DefaultHintTimeout  = 30 * time.Second
+	// DefaultKVBytesPerToken is an 8B model's KV (32 layers × 8 KV heads
+	// × 128 dims × 2 (K and V) × 2 bytes).
+	DefaultKVBytesPerToken = 131072
+	// DefaultL3Bandwidth is the L3 → device link, in bytes/s (25 GB/s).
+	DefaultL3Bandwidth = 25e9
 )
 
 // ErrConfig marks an unusable Config.
@@ -59,6 +64,13 @@ type Config struct {
 	// x-dynamo-experimental-sim-tool-call; off by default, so hintstream
 	// must learn tool times as it would in production.
 	AnnounceToolTime bool
+	// TransferTime makes an L3 → device load of t tokens take t ×
+	// KVBytesPerToken ÷ L3Bandwidth (defaults 131072 and 25 GB/s): a
+	// prefetch helps only with the part loaded when its turn arrives. Off:
+	// prefetches land at once.
+	TransferTime    bool
+	KVBytesPerToken int
+	L3Bandwidth     float64
 	// Service adjusts the hintstream instance's configuration after Run
 	// has filled in the bus, pin endpoint and logger.
 	Service func(*service.Config)
@@ -87,6 +99,15 @@ func (c Config) withDefaults() (Config, error) {
 	if math.IsNaN(c.Alpha) || c.Alpha < 0 || c.Alpha > 1 {
 		return c, fmt.Errorf("%w: alpha %v (want 0..1)", ErrConfig, c.Alpha)
 	}
+	if c.KVBytesPerToken <= 0 {
+		c.KVBytesPerToken = DefaultKVBytesPerToken
+	}
+	if c.L3Bandwidth == 0 {
+		c.L3Bandwidth = DefaultL3Bandwidth
+	}
+	if math.IsNaN(c.L3Bandwidth) || math.IsInf(c.L3Bandwidth, 0) || c.L3Bandwidth < 0 {
+		return c, fmt.Errorf("%w: L3 bandwidth %v bytes/s", ErrConfig, c.L3Bandwidth)
+	}
 	if c.HintTimeout <= 0 {
 		c.HintTimeout = DefaultHintTimeout
 	}
@@ -102,6 +123,9 @@ type ModeResult struct {
 	Requests int
 	// Prompt tokens by where they came from.
 	PromptTokens, DeviceHitTokens, L3HitTokens, RecomputedTokens int64
+	// UnreadyTokens were on the device but still loading when their turn
+	// came (transfer time only).
+	UnreadyTokens int64
 	// Cost is RecomputedTokens + Alpha*L3HitTokens; Saving is the no-hints
 	// run's Cost minus this one's.
 	Cost, Saving float64
@@ -141,7 +165,11 @@ type Result struct {
 	BlockSize                       int
 	Alpha                           float64
 	AnnounceToolTime                bool
-	NoHints, Hintstream, Oracle     ModeResult
+	// TransferTime, KVBytesPerToken and L3Bandwidth as configured.
+	TransferTime                bool
+	KVBytesPerToken             int
+	L3Bandwidth                 float64
+	NoHints, Hintstream, Oracle ModeResult
 	// Bound is the clairvoyant bound on the same workload and capacities.
 	Bound ModeResult
 	// OfBound is saving(hintstream) / saving(bound): the share of what is

@@ -23,9 +23,17 @@ func (r Result) Markdown() string {
 	s := r.Workload
 	fmt.Fprintf(&b, "\nSetting: %d requests (%d conversations, %d next turns, %d wake-ups, %d tool calls) over %.0f s; "+
 		"%d workers × %d device blocks, L3 %d pages, %d tokens per block; prefill cost = recomputed + %.2f × L3-loaded tokens; "+
-		"tool times %s.\n", s.Requests, s.Sessions, s.NextTurns, s.Wakeups, s.ToolCalls, s.Duration.Seconds(),
-		r.Workers, r.DeviceBlocks, r.L3Blocks, r.BlockSize, r.Alpha, map[bool]string{true: "announced in the request header", false: "learned by hintstream"}[r.AnnounceToolTime])
+		"tool times %s; %s.\n", s.Requests, s.Sessions, s.NextTurns, s.Wakeups, s.ToolCalls, s.Duration.Seconds(),
+		r.Workers, r.DeviceBlocks, r.L3Blocks, r.BlockSize, r.Alpha, map[bool]string{true: "announced in the request header", false: "learned by hintstream"}[r.AnnounceToolTime],
+		r.transferSetting())
 	return b.String()
+}
+
+func (r Result) transferSetting() string {
+	if !r.TransferTime {
+		return "prefetches land at once (no transfer time)"
+	}
+	return fmt.Sprintf("L3 → device loads take %d bytes per token at %.0f GB/s", r.KVBytesPerToken, r.L3Bandwidth/1e9)
 }
 
 func share(n, total int64) string {

@@ -20,7 +20,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	w := cfg.Workload
 	res := Result{Workload: w.Stats(), Workers: cfg.Workers, DeviceBlocks: cfg.DeviceBlocks,
-		L3Blocks: cfg.L3Blocks, BlockSize: w.BlockSize, Alpha: cfg.Alpha, AnnounceToolTime: cfg.AnnounceToolTime}
+		L3Blocks: cfg.L3Blocks, BlockSize: w.BlockSize, Alpha: cfg.Alpha, AnnounceToolTime: cfg.AnnounceToolTime,
+		TransferTime: cfg.TransferTime, KVBytesPerToken: cfg.KVBytesPerToken, L3Bandwidth: cfg.L3Bandwidth}
 	pr, err := newPrompts(cfg)
 	if err != nil {
 		return res, err
@@ -56,8 +57,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 // clusterConfig is the cluster every run starts from.
 func clusterConfig(cfg Config) sim.Config {
-	return sim.Config{Workers: cfg.Workers, DeviceBlocks: cfg.DeviceBlocks, L3Blocks: cfg.L3Blocks,
+	c := sim.Config{Workers: cfg.Workers, DeviceBlocks: cfg.DeviceBlocks, L3Blocks: cfg.L3Blocks,
 		BlockSize: cfg.Workload.BlockSize, Model: cfg.Workload.Model}
+	if cfg.TransferTime {
+		c.KVBytesPerToken, c.L3Bandwidth = cfg.KVBytesPerToken, cfg.L3Bandwidth
+	}
+	return c
 }
 
 // prompts hashes each request's prompt once for all runs; tokens are
@@ -189,6 +194,7 @@ func (p *player) serve(i int) (int, error) {
 	p.res.DeviceHitTokens += int64(out.DeviceTokens)
 	p.res.L3HitTokens += int64(out.L3Tokens)
 	p.res.RecomputedTokens += int64(out.RecomputedTokens)
+	p.res.UnreadyTokens += int64(out.UnreadyTokens)
 	p.res.PerRequestCost[i] = float64(out.RecomputedTokens) + p.cfg.Alpha*float64(out.L3Tokens)
 	if to, ok := p.prefetchedTo[i]; ok && to == wk {
 		p.res.PrefetchAccurate++

@@ -99,7 +99,8 @@ func TestConfigIsChecked(t *testing.T) {
 // the share of the clairvoyant bound's (and the next-turn oracle's) saved
 // prefill that hintstream gets.
 // HINTSTREAM_VALUE_TRACE names another Mooncake-format trace;
-// HINTSTREAM_VALUE_ANNOUNCE=1 announces tool times in the request header.
+// HINTSTREAM_VALUE_ANNOUNCE=1 announces tool times in the request header;
+// HINTSTREAM_VALUE_TRANSFER=1 gives L3 → device loads their transfer time.
 //
 //	go test -run '^$' -bench Value -benchtime 1x -timeout 20m ./loadtest/value/
 func BenchmarkValue(b *testing.B) {
@@ -112,7 +113,8 @@ func BenchmarkValue(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := Config{Workload: w, AnnounceToolTime: os.Getenv("HINTSTREAM_VALUE_ANNOUNCE") == "1"}
+	cfg := Config{Workload: w, AnnounceToolTime: os.Getenv("HINTSTREAM_VALUE_ANNOUNCE") == "1",
+		TransferTime: os.Getenv("HINTSTREAM_VALUE_TRANSFER") == "1"}
 	var res Result
 	for b.Loop() {
 		if res, err = Run(context.Background(), cfg); err != nil {
