@@ -50,6 +50,8 @@ type RequestConfig struct {
 	// Clock is the time expiry is judged by; default time.Now (a replay
 	// gives each event's own time).
 	Clock func() time.Time
+	// Affinity, if set, is told each queued prefetch's worker (affinity.go).
+	Affinity AffinityRecorder
 }
 
 // RequestConsumer consumes request events and sends a kv.prefetch for
@@ -185,6 +187,7 @@ func (c *RequestConsumer) prefetch(msg jetstream.Msg, req *schemas.RequestEvent)
 		return false
 	}
 	c.counters.Inc("hints.prefetch.queued")
+	c.recordAffinity(req, cand, expires)
 	c.log.Debug("prefetch queued", "request_id", req.RequestID, "worker", cand.Worker.WorkerID,
 		"dp_rank", cand.Worker.DpRank, "overlap_blocks", cand.Overlap, "endpoint", cand.Endpoint)
 	return true

@@ -117,6 +117,14 @@ type Config struct {
 
 	Limits schemas.Limits
 	Logger *slog.Logger
+
+	// Prefetch affinity (issue 16). AffinityBucket is the JetStream KV
+	// bucket where each queued prefetch's worker is recorded under its
+	// session (schemas.AffinityRecord), for frontends to pass to the
+	// router (client.PreferredWorker); default "hintstream_affinity",
+	// created when absent. NoAffinity turns the records off.
+	AffinityBucket string
+	NoAffinity     bool
 }
 
 // Defaults fills zero fields with their defaults.
@@ -132,6 +140,9 @@ func (c Config) Defaults() Config {
 	}
 	if c.RequestsDurable == "" {
 		c.RequestsDurable = "hintstream-requests"
+	}
+	if c.AffinityBucket == "" {
+		c.AffinityBucket = schemas.DefaultAffinityBucket
 	}
 	if c.PrefetchTTL <= 0 {
 		c.PrefetchTTL = 2 * time.Second

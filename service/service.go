@@ -47,6 +47,7 @@ type Service struct {
 	kv       *consumers.StateConsumer
 	load     *consumers.StateConsumer
 	requests *consumers.RequestConsumer
+	affinity *consumers.AffinityWriter // issue 16: nil when off
 	// responses is nil when pins are off.
 	responses *consumers.ResponseConsumer
 	// Learner holds the learned tool times (nil when pins are off).
@@ -214,10 +215,14 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	aff, err := s.startAffinity(ctx)
+	if err != nil {
+		return err
+	}
 	s.requests = consumers.NewRequestConsumer(s.js, consumers.RequestConfig{
 		Stream: st.Requests.Name, Durable: s.cfg.RequestsDurable, Filter: st.Requests.Subjects,
 		DeliverNew: !s.cfg.RequestsDeliverAll, PrefetchTTL: s.cfg.PrefetchTTL, Limits: s.cfg.Limits,
-		AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
+		AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending, Affinity: aff,
 	}, s.Selector, sender, pins, dlq, s.Counters, s.log)
 	if pins != nil {
 		s.responses = consumers.NewResponseConsumer(s.js, consumers.ResponseConfig{
@@ -332,6 +337,7 @@ func (s *Service) Stop(ctx context.Context) {
 		if s.requests != nil {
 			s.requests.Stop()
 		}
+		s.stopAffinity()
 		if s.responses != nil {
 			s.responses.Stop()
 		}

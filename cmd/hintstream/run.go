@@ -82,6 +82,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		stopDeadline = fs.Duration("shutdown-timeout", 3*time.Second, "how long shutdown may spend flushing queued hints")
 	)
 	natsCfg := natsFlags(fs, "hintstream")
+	applyAffinity := affinityFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
@@ -122,6 +123,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	cfg.Routing = &rc
+	applyAffinity(&cfg)
 	cfg.KVApplyShards = *kvShards
 	cfg.PinEndpoint, cfg.ResponsesDurable, cfg.KeepPinOnNextTurn, cfg.RequestIndexTTL = *pinEndpoint, *respDurable, *keepPin, *reqIndexTTL
 	cfg.PinTTL = actions.TTLConfig{Headroom: *pinHeadroom, Slack: *pinSlack, Min: *pinMin, Max: *pinMax}

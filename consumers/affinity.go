@@ -1,0 +1,138 @@
+package consumers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// AffinityRecorder is told each wake-up's choice: the session's next
+// request should go where its prefetch went, until the prefetch expires.
+// It must not block the consumer.
+type AffinityRecorder interface {
+	RecordAffinity(session string, rec schemas.AffinityRecord)
+}
+
+// recordAffinity hands a queued prefetch's choice to the recorder, if any.
+func (c *RequestConsumer) recordAffinity(req *schemas.RequestEvent, cand routing.Candidate, expires time.Time) {
+	if c.cfg.Affinity == nil {
+		return
+	}
+	c.cfg.Affinity.RecordAffinity(req.SessionID, schemas.AffinityRecord{WorkerID: cand.Worker.WorkerID,
+		DpRank: cand.Worker.DpRank, ExpiresAtMs: expires.UnixMilli(), RequestID: req.RequestID})
+}
+
+// Defaults of the affinity bucket.
+const (
+	// DefaultAffinityMaxAge is how long the bucket keeps an entry. A record
+	// is useful only until its expires_at_ms (the prefetch TTL, 2 s by
+	// default); the age only bounds the bucket: at 2,000 wake-ups/s of
+	// distinct sessions it holds about 120,000 entries of ~100 bytes.
+	DefaultAffinityMaxAge = time.Minute
+	// DefaultAffinityQueue bounds the records waiting to be written;
+	// past it new ones are dropped (counted), never waited for.
+	DefaultAffinityQueue = 4096
+)
+
+// AffinityWriter writes affinity records to a JetStream KV bucket from
+// one goroutine, off the consumer's path. Counters:
+// affinity.written, affinity.skipped|no_session (empty or over-long
+// session id), affinity.dropped|queue_full, affinity.dropped|error.
+type AffinityWriter struct {
+	kv       jetstream.KeyValue
+	counters *metrics.Counters
+	log      *slog.Logger
+	queue    chan affinityPut
+	wg       sync.WaitGroup
+	once     sync.Once
+}
+
+type affinityPut struct {
+	key string
+	rec schemas.AffinityRecord
+}
+
+// OpenAffinityBucket attaches to the bucket, creating it (memory storage,
+// history 1, entries kept DefaultAffinityMaxAge) when absent. It fails
+// when the bucket can be neither found nor created, e.g. for lack of
+// permission: turn affinity records off (--affinity-bucket "") then.
+func OpenAffinityBucket(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
+	if bucket == "" {
+		bucket = schemas.DefaultAffinityBucket
+	}
+	kv, err := js.KeyValue(ctx, bucket)
+	if err == nil {
+		return kv, nil
+	}
+	if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("affinity: attach bucket %q: %w", bucket, err)
+	}
+	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket,
+		Description: "hintstream prefetch affinity: key = base64url(session id), value = {worker_id, dp_rank, expires_at_ms} JSON",
+		History:     1, TTL: DefaultAffinityMaxAge, Storage: jetstream.MemoryStorage})
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = js.KeyValue(ctx, bucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("affinity: create bucket %q: %w", bucket, err)
+	}
+	return kv, nil
+}
+
+// NewAffinityWriter starts the writer; Close stops it.
+func NewAffinityWriter(kv jetstream.KeyValue, counters *metrics.Counters, log *slog.Logger) *AffinityWriter {
+	if log == nil {
+		log = slog.Default()
+	}
+	w := &AffinityWriter{kv: kv, counters: counters, log: log.With("bucket", kv.Bucket()),
+		queue: make(chan affinityPut, DefaultAffinityQueue)}
+	w.wg.Add(1)
+	go w.run()
+	return w
+}
+
+// RecordAffinity implements AffinityRecorder: it queues the record and
+// returns at once.
+func (w *AffinityWriter) RecordAffinity(session string, rec schemas.AffinityRecord) {
+	key := schemas.AffinityKey(session)
+	if key == "" {
+		w.counters.IncLabel("affinity.skipped", "no_session")
+		return
+	}
+	select {
+	case w.queue <- affinityPut{key: key, rec: rec}:
+	default:
+		w.counters.IncLabel("affinity.dropped", "queue_full")
+	}
+}
+
+func (w *AffinityWriter) run() {
+	defer w.wg.Done()
+	for p := range w.queue {
+		// A record outlives its use within seconds; a slow bus must not
+		// hold the queue for longer than that.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := w.kv.Put(ctx, p.key, p.rec.Encode())
+		cancel()
+		if err != nil {
+			w.counters.IncLabel("affinity.dropped", "error")
+			w.log.Debug("affinity record not written", "worker_id", p.rec.WorkerID, "dp_rank", p.rec.DpRank, "err", err)
+			continue
+		}
+		w.counters.Inc("affinity.written")
+	}
+}
+
+// Close writes what is queued and stops; safe to call twice.
+func (w *AffinityWriter) Close() {
+	w.once.Do(func() { close(w.queue) })
+	w.wg.Wait()
+}

@@ -1,0 +1,82 @@
+package schemas
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+)
+
+// DefaultAffinityBucket is the JetStream KV bucket where hintstream
+// records each wake-up's worker choice, for a frontend to hand to the
+// router as the session's next request's worker (client.PreferredWorker).
+const DefaultAffinityBucket = "hintstream_affinity"
+
+// MaxAffinitySession bounds the session ids that get a record: a key is
+// the id's base64 (4/3 longer), and NATS subjects should stay short.
+const MaxAffinitySession = 512
+
+// AffinityRecord is one entry of the affinity bucket, JSON under
+// AffinityKey(session_id): the worker (and dp rank) a wake-up's prefetch
+// went to, until the prefetch's own expires_at_ms. After that the
+// prefetched pages may be gone and the router should choose freely.
+type AffinityRecord struct {
+	WorkerID    uint64 `json:"worker_id"`
+	DpRank      uint32 `json:"dp_rank"`
+	ExpiresAtMs int64  `json:"expires_at_ms"`
+	// RequestID is the wake-up's request_id (for tracing).
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// AffinityKey is session's key in the affinity bucket: its unpadded
+// URL-safe base64, which uses only characters NATS KV keys allow
+// (A-Z a-z 0-9 - _), so any session id maps to a valid key and distinct
+// ids to distinct keys. It returns "" for an empty id or one longer than
+// MaxAffinitySession bytes: such sessions get no record.
+func AffinityKey(session string) string {
+	if session == "" || len(session) > MaxAffinitySession {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(session))
+}
+
+// SessionOfAffinityKey inverts AffinityKey; ok is false for a key no
+// session maps to.
+func SessionOfAffinityKey(key string) (string, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(key)
+	if err != nil || len(b) == 0 || len(b) > MaxAffinitySession {
+		return "", false
+	}
+	return string(b), true
+}
+
+// DecodeAffinityRecord decodes an affinity bucket entry. It fails with a
+// *DecodeError (errors.Is ErrMalformed) on anything but one JSON object
+// with a non-zero worker_id and a positive expires_at_ms; unknown fields
+// are ignored (newer writers may add some).
+func DecodeAffinityRecord(data []byte) (*AffinityRecord, error) {
+	const kind = "affinity"
+	if len(data) > 4096 {
+		return nil, malformed(kind, "too large", nil)
+	}
+	var r AffinityRecord
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&r); err != nil {
+		return nil, malformed(kind, "invalid JSON", err)
+	}
+	if dec.More() {
+		return nil, malformed(kind, "trailing data", nil)
+	}
+	switch {
+	case r.WorkerID == 0:
+		return nil, malformed(kind, "missing worker_id", nil)
+	case r.ExpiresAtMs <= 0:
+		return nil, malformed(kind, "missing expires_at_ms", nil)
+	}
+	return &r, nil
+}
+
+// Encode is the record's JSON.
+func (r AffinityRecord) Encode() []byte {
+	b, _ := json.Marshal(r) // cannot fail: numbers and a string
+	return b
+}

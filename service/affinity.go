@@ -1,0 +1,30 @@
+package service
+
+import (
+	"context"
+
+	"github.com/hintstream/hintstream/consumers"
+)
+
+// startAffinity opens the affinity bucket and starts its writer, unless
+// affinity records are off (Config.NoAffinity). The nil interface it
+// returns when off keeps the request consumer's hook a no-op.
+func (s *Service) startAffinity(ctx context.Context) (consumers.AffinityRecorder, error) {
+	if s.cfg.NoAffinity {
+		return nil, nil
+	}
+	kv, err := consumers.OpenAffinityBucket(ctx, s.js, s.cfg.AffinityBucket)
+	if err != nil {
+		return nil, err
+	}
+	s.affinity = consumers.NewAffinityWriter(kv, s.Counters, s.log)
+	s.log.Info("recording prefetch affinity", "bucket", kv.Bucket())
+	return s.affinity, nil
+}
+
+// stopAffinity writes what is queued; after the request consumer stopped.
+func (s *Service) stopAffinity() {
+	if s.affinity != nil {
+		s.affinity.Close()
+	}
+}
