@@ -185,6 +185,15 @@ func (s *L3Store) Pin(slotName string, keys []string, ttl, now time.Duration) {
 	s.slots[slotName] = sl
 }
 
+// SlotUntil is when slotName's pin lapses (ok false: no such pin).
+func (s *L3Store) SlotUntil(slotName string) (until time.Duration, ok bool) {
+	sl, ok := s.slots[slotName]
+	if !ok {
+		return 0, false
+	}
+	return sl.until, true
+}
+
 // Release drops slotName's pin, if any, at now.
 func (s *L3Store) Release(slotName string, now time.Duration) {
 	s.stats.Releases++

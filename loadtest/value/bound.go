@@ -136,14 +136,15 @@ func (f *farthest) Pop() any {
 }
 
 // boundMode plays the bound for the run's workload and capacities.
-func boundMode(cfg Config, pr *prompts) (ModeResult, error) {
+// It also returns the blocks it keeps for each request.
+func boundMode(cfg Config, pr *prompts) (ModeResult, []int, error) {
 	w := cfg.Workload
 	seqs := make([][]uint64, len(w.Requests))
 	at := make([]int64, len(w.Requests))
 	for i := range w.Requests {
 		p, err := pr.get(i)
 		if err != nil {
-			return ModeResult{}, err
+			return ModeResult{}, nil, err
 		}
 		seqs[i], at[i] = p.Seq, int64(w.Requests[i].At)
 	}
@@ -160,5 +161,5 @@ func boundMode(cfg Config, pr *prompts) (ModeResult, error) {
 		res.PerRequestCost[i] = float64(int64(r.InputLength) - hit)
 	}
 	res.Cost = float64(res.RecomputedTokens)
-	return res, nil
+	return res, b.hits, nil
 }

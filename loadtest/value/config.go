@@ -71,6 +71,13 @@ type Config struct {
 	TransferTime    bool
 	KVBytesPerToken int
 	L3Bandwidth     float64
+	// Affinity makes the simulated frontend pass each turn's preferred
+	// worker to the router, which then takes it (Dynamo's pinned worker;
+	// see client/affinity.go): for hintstream, the worker its wake-up's
+	// prefetch went to, read with client.Affinity.PreferredWorker from
+	// the instance's affinity bucket; for the next-turn oracle, the worker
+	// its prefetch went to. Off: the router chooses freely.
+	Affinity bool
 	// Service adjusts the hintstream instance's configuration after Run
 	// has filled in the bus, pin endpoint and logger.
 	Service func(*service.Config)
@@ -136,6 +143,8 @@ type ModeResult struct {
 	PrefetchedBlocks                      int64
 	// PrefetchAccuracy is PrefetchAccurate / Prefetches (NaN without any).
 	PrefetchAccuracy float64
+	// Pinned counts requests routed to their preferred worker (affinity).
+	Pinned int
 	// SelectionAgreement (hintstream only) counts prefetches sent to the
 	// worker the router model picked at the wake-up, from the same state.
 	SelectionAgreement int
@@ -156,6 +165,12 @@ type ModeResult struct {
 	// PerRequestCost is each request's prefill cost, for the lost-savings
 	// breakdown.
 	PerRequestCost []float64 `json:"-"`
+	// causes and extent are per request: what went wrong with its
+	// prefetch, and how many leading blocks its worker held after it.
+	causes []cause
+	extent []int
+	// Lost is the saving missed against the bound, by cause (hint runs).
+	Lost Lost
 }
 
 // Result is the comparison.
@@ -165,6 +180,7 @@ type Result struct {
 	BlockSize                       int
 	Alpha                           float64
 	AnnounceToolTime                bool
+	Affinity                        bool
 	// TransferTime, KVBytesPerToken and L3Bandwidth as configured.
 	TransferTime                bool
 	KVBytesPerToken             int

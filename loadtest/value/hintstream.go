@@ -2,12 +2,14 @@ package value
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/internal/natsembed"
 	"github.com/hintstream/hintstream/loadtest/sim"
 	"github.com/hintstream/hintstream/service"
@@ -46,6 +48,7 @@ type hintstreamRun struct {
 	reqPub, respPub, applied int
 	seen                     map[string]bool
 	chosen                   map[int]int // wake-up → router model's choice at that moment
+	aff                      *client.Affinity
 }
 
 func startHintstream(ctx context.Context, p *player) (_ *hintstreamRun, err error) {
@@ -85,7 +88,7 @@ func startHintstream(ctx context.Context, p *player) (_ *hintstreamRun, err erro
 		c.Storage = jetstream.MemoryStorage
 	}
 	scfg := service.Config{NATSURL: h.srv.ClientURL(), PinEndpoint: h.ep.PinEndpoint(), Streams: st,
-		SnapshotInterval: -1, Logger: p.cfg.Logger}
+		SnapshotInterval: -1, Logger: p.cfg.Logger, NoAffinity: !p.cfg.Affinity}
 	if p.cfg.Service != nil {
 		p.cfg.Service(&scfg)
 	}
@@ -96,8 +99,43 @@ func startHintstream(ctx context.Context, p *player) (_ *hintstreamRun, err erro
 	if err = p.cl.Register(ctx, h.js, scfg.RegistryBucket); err != nil {
 		return nil, err
 	}
-	err = h.until(ctx, func() bool { return len(h.svc.Registry().Workers()) == p.cfg.Workers }, "workers registered")
+	if err = h.until(ctx, func() bool { return len(h.svc.Registry().Workers()) == p.cfg.Workers }, "workers registered"); err != nil {
+		return h, err
+	}
+	if p.cfg.Affinity {
+		h.aff, err = client.OpenAffinity(ctx, h.js, scfg.AffinityBucket)
+	}
 	return h, err
+}
+
+// preferred is what a frontend does with affinity on: look the session
+// up in hintstream's bucket and pin the turn to that worker. A record is
+// honoured only if this turn's own wake-up wrote it: the record's
+// expires_at_ms is on hintstream's wall clock, which in a simulation runs
+// far slower than simulated time, so it cannot tell an old record from a
+// fresh one (a wake-up precedes its turn by at most its lead, 1 s, well
+// inside the 2 s prefetch TTL).
+func (h *hintstreamRun) preferred(ctx context.Context, i int) (int, bool, error) {
+	if h.aff == nil {
+		return 0, false, nil
+	}
+	r := &h.p.w.Requests[i]
+	pref, err := h.aff.PreferredWorker(ctx, r.Session)
+	if errors.Is(err, client.ErrNoPreference) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	if !r.HasWakeup || pref.RequestID != h.p.w.WakeupID(i) {
+		return 0, false, nil
+	}
+	for k, wk := range h.p.cl.Workers {
+		if wk.Record.WorkerID == pref.WorkerID {
+			return k, true, nil
+		}
+	}
+	return 0, false, nil
 }
 
 func (h *hintstreamRun) wakeup(ctx context.Context, i int) error {
@@ -187,7 +225,12 @@ func (h *hintstreamRun) settled() bool {
 		want += c.Get("hints."+kind+".queued") + c.Get("hints."+kind+".dropped|expired") +
 			c.Get("hints."+kind+".dropped|queue_full")
 	}
-	// ...and every one sent has been applied.
+	// ...and every one sent has been applied, and every queued
+	// prefetch's affinity record is written (or dropped).
+	if h.p.cfg.Affinity && c.Get("affinity.written")+c.Get("affinity.dropped|queue_full")+
+		c.Get("affinity.dropped|error")+c.Get("affinity.skipped|no_session") < c.Get("hints.prefetch.queued") {
+		return false
+	}
 	return sent+dropped == want && uint64(h.applied) == sent
 }
 

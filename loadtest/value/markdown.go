@@ -20,12 +20,14 @@ func (r Result) Markdown() string {
 	}
 	fmt.Fprintf(&b, "\nhintstream gets **%s** of the clairvoyant bound's saved prefill (%s of the next-turn oracle's, which is no bound).\n",
 		percent(r.OfBound), percent(r.Recovered))
+	fmt.Fprintf(&b, "\n%s", r.Hintstream.Lost.Markdown("hintstream"))
 	s := r.Workload
 	fmt.Fprintf(&b, "\nSetting: %d requests (%d conversations, %d next turns, %d wake-ups, %d tool calls) over %.0f s; "+
 		"%d workers × %d device blocks, L3 %d pages, %d tokens per block; prefill cost = recomputed + %.2f × L3-loaded tokens; "+
-		"tool times %s; %s.\n", s.Requests, s.Sessions, s.NextTurns, s.Wakeups, s.ToolCalls, s.Duration.Seconds(),
+		"tool times %s; %s; %s.\n", s.Requests, s.Sessions, s.NextTurns, s.Wakeups, s.ToolCalls, s.Duration.Seconds(),
 		r.Workers, r.DeviceBlocks, r.L3Blocks, r.BlockSize, r.Alpha, map[bool]string{true: "announced in the request header", false: "learned by hintstream"}[r.AnnounceToolTime],
-		r.transferSetting())
+		r.transferSetting(), map[bool]string{true: "affinity on: each turn goes to the worker its wake-up's prefetch went to",
+			false: "affinity off: the router chooses each turn's worker"}[r.Affinity])
 	return b.String()
 }
 

@@ -7,7 +7,11 @@ import "context"
 // a wake-up it loads the announced request's L3-resident pages into the
 // worker the router picks; at a tool call it pins exactly the pages the
 // conversation's next request reuses, until that request arrives.
-type oracle struct{ p *player }
+// With affinity on, the turn goes where its prefetch went.
+type oracle struct {
+	p      *player
+	pinned map[int]int // request → its prefetch's worker (affinity on)
+}
 
 func (o *oracle) wakeup(_ context.Context, i int) error {
 	pr, err := o.p.pr.get(i)
@@ -18,7 +22,15 @@ func (o *oracle) wakeup(_ context.Context, i int) error {
 	if err != nil {
 		return err
 	}
+	if o.p.cfg.Affinity {
+		o.pinned[i] = wk
+	}
 	return o.p.prefetch(i, wk, pr)
+}
+
+func (o *oracle) preferred(_ context.Context, i int) (int, bool, error) {
+	wk, ok := o.pinned[i]
+	return wk, ok, nil
 }
 
 func (o *oracle) request(context.Context, int, int) error { return nil }

@@ -20,7 +20,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	w := cfg.Workload
 	res := Result{Workload: w.Stats(), Workers: cfg.Workers, DeviceBlocks: cfg.DeviceBlocks,
-		L3Blocks: cfg.L3Blocks, BlockSize: w.BlockSize, Alpha: cfg.Alpha, AnnounceToolTime: cfg.AnnounceToolTime,
+		L3Blocks: cfg.L3Blocks, BlockSize: w.BlockSize, Alpha: cfg.Alpha, AnnounceToolTime: cfg.AnnounceToolTime, Affinity: cfg.Affinity,
 		TransferTime: cfg.TransferTime, KVBytesPerToken: cfg.KVBytesPerToken, L3Bandwidth: cfg.L3Bandwidth}
 	pr, err := newPrompts(cfg)
 	if err != nil {
@@ -37,7 +37,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		*m.out = r
 	}
-	if res.Bound, err = boundMode(cfg, pr); err != nil {
+	var boundHits []int
+	if res.Bound, boundHits, err = boundMode(cfg, pr); err != nil {
 		return res, err
 	}
 	for _, m := range []*ModeResult{&res.NoHints, &res.Hintstream, &res.Oracle, &res.Bound} {
@@ -45,6 +46,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res.Recovered = ratio(res.Hintstream.Saving, res.Oracle.Saving)
 	res.OfBound = ratio(res.Hintstream.Saving, res.Bound.Saving)
+	res.Hintstream.Lost = lostSavings(res.Hintstream, res.Bound, boundHits)
+	res.Oracle.Lost = lostSavings(res.Oracle, res.Bound, boundHits)
 	// The bound's cost has no L3 term and is a whole number of tokens; a
 	// run's is within float rounding of its own sum.
 	for _, m := range []ModeResult{res.NoHints, res.Hintstream, res.Oracle} {
@@ -96,9 +99,12 @@ func (p *prompts) get(i int) (*sim.Prompt, error) {
 	return &sim.Prompt{Tokens: tokens, Seq: p.seq[i], Keys: p.keys[i]}, nil
 }
 
-// hooks is what a mode adds to the common play: the hints.
+// hooks is what a mode adds to the common play: the hints, and with
+// affinity on the worker the frontend passes to the router.
 type hooks interface {
 	wakeup(ctx context.Context, i int) error
+	// preferred is the worker request i is pinned to, if any.
+	preferred(ctx context.Context, i int) (worker int, ok bool, err error)
 	request(ctx context.Context, i, worker int) error
 	response(ctx context.Context, i, worker int) error
 	finish(res *ModeResult)
@@ -114,13 +120,25 @@ type player struct {
 	res          ModeResult
 	routed       []int
 	prefetchedTo map[int]int // request → worker a prefetch for it went to
+	// extent is how many leading blocks of request i its prefetch's worker
+	// held right after the prefetch; served what each request found.
+	extent map[int]int
+	served []servedInfo
+}
+
+// servedInfo is what a request found, for the lost-savings breakdown.
+type servedInfo struct {
+	held, unready int  // leading blocks held on its worker; those still loading
+	pinLapsed     bool // its previous turn's pin had lapsed when it came
 }
 
 func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode) (ModeResult, error) {
 	start := time.Now()
 	p := &player{cfg: cfg, w: cfg.Workload, pr: pr,
-		res:    ModeResult{Mode: mode, PerRequestCost: make([]float64, len(cfg.Workload.Requests))},
-		routed: make([]int, len(cfg.Workload.Requests)), prefetchedTo: map[int]int{}}
+		res: ModeResult{Mode: mode, PerRequestCost: make([]float64, len(cfg.Workload.Requests)),
+			causes: make([]cause, len(cfg.Workload.Requests)), extent: make([]int, len(cfg.Workload.Requests))},
+		routed: make([]int, len(cfg.Workload.Requests)), prefetchedTo: map[int]int{}, extent: map[int]int{},
+		served: make([]servedInfo, len(cfg.Workload.Requests))}
 	var h hooks
 	var err error
 	switch mode {
@@ -129,7 +147,7 @@ func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode) (ModeResul
 		h = noHints{}
 	case ModeOracle:
 		p.cl, err = sim.NewCluster(clusterConfig(cfg))
-		h = &oracle{p: p}
+		h = &oracle{p: p, pinned: map[int]int{}}
 	case ModeHintstream:
 		h, err = startHintstream(ctx, p)
 	}
@@ -141,6 +159,9 @@ func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode) (ModeResul
 		return p.res, err
 	}
 	h.finish(&p.res)
+	for i, n := range p.extent {
+		p.res.extent[i] = n
+	}
 	p.summarise()
 	p.res.Elapsed = time.Since(start)
 	return p.res, nil
@@ -160,7 +181,7 @@ func (p *player) play(ctx context.Context, h hooks) error {
 			err = h.wakeup(ctx, i)
 		case workload.KindRequest:
 			var wk int
-			if wk, err = p.serve(i); err == nil {
+			if wk, err = p.serve(ctx, h, i); err == nil {
 				err = h.request(ctx, i, wk)
 			}
 		case workload.KindResponse:
@@ -173,17 +194,27 @@ func (p *player) play(ctx context.Context, h hooks) error {
 	return nil
 }
 
-// serve routes request i with the router model and runs it.
-func (p *player) serve(i int) (int, error) {
+// serve routes request i with the router model, or to the worker it is
+// pinned to, and runs it.
+func (p *player) serve(ctx context.Context, h hooks, i int) (int, error) {
 	r := &p.w.Requests[i]
 	pr, err := p.pr.get(i)
 	if err != nil {
 		return 0, err
 	}
-	wk, _, err := p.cl.Route(pr)
+	wk, pinned, err := h.preferred(ctx, i)
 	if err != nil {
 		return 0, err
 	}
+	if !pinned {
+		if wk, _, err = p.cl.Route(pr); err != nil {
+			return 0, err
+		}
+	} else {
+		p.res.Pinned++
+	}
+	p.served[i].held = p.cl.Workers[wk].Cache.Prefix(pr.Seq)
+	p.served[i].pinLapsed = p.pinLapsed(i)
 	out, err := p.cl.Serve(wk, pr, r.InputLength, p.w.Service.PrefillTime(r.InputLength), r.ResponseAt)
 	if err != nil {
 		return 0, err
@@ -195,6 +226,8 @@ func (p *player) serve(i int) (int, error) {
 	p.res.L3HitTokens += int64(out.L3Tokens)
 	p.res.RecomputedTokens += int64(out.RecomputedTokens)
 	p.res.UnreadyTokens += int64(out.UnreadyTokens)
+	p.served[i].unready = out.UnreadyTokens / p.w.BlockSize
+	p.res.causes[i] = p.classify(i, wk)
 	p.res.PerRequestCost[i] = float64(out.RecomputedTokens) + p.cfg.Alpha*float64(out.L3Tokens)
 	if to, ok := p.prefetchedTo[i]; ok && to == wk {
 		p.res.PrefetchAccurate++
@@ -211,7 +244,24 @@ func (p *player) prefetch(i, wk int, pr *sim.Prompt) error {
 	p.res.Prefetches++
 	p.res.PrefetchedBlocks += int64(n)
 	p.prefetchedTo[i] = wk
+	p.extent[i] = p.cl.Workers[wk].Cache.Prefix(pr.Seq)
 	return nil
+}
+
+// pinLapsed says request i's previous turn was pinned (by hintstream's
+// slot, "request:<id>", or the oracle's, "session:<id>") and the pin had
+// run out by now.
+func (p *player) pinLapsed(i int) bool {
+	r := &p.w.Requests[i]
+	if r.Prev < 0 {
+		return false
+	}
+	for _, slot := range []string{"request:" + p.w.Requests[r.Prev].ID, "session:" + r.Session} {
+		if until, ok := p.cl.L3.SlotUntil(slot); ok {
+			return until <= p.cl.Now()
+		}
+	}
+	return false
 }
 
 func (p *player) summarise() {
@@ -227,7 +277,10 @@ func (p *player) summarise() {
 
 type noHints struct{}
 
-func (noHints) wakeup(context.Context, int) error        { return nil }
+func (noHints) wakeup(context.Context, int) error { return nil }
+func (noHints) preferred(context.Context, int) (int, bool, error) {
+	return 0, false, nil
+}
 func (noHints) request(context.Context, int, int) error  { return nil }
 func (noHints) response(context.Context, int, int) error { return nil }
 func (noHints) finish(*ModeResult)                       {}

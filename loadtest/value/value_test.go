@@ -100,7 +100,8 @@ func TestConfigIsChecked(t *testing.T) {
 // prefill that hintstream gets.
 // HINTSTREAM_VALUE_TRACE names another Mooncake-format trace;
 // HINTSTREAM_VALUE_ANNOUNCE=1 announces tool times in the request header;
-// HINTSTREAM_VALUE_TRANSFER=1 gives L3 → device loads their transfer time.
+// HINTSTREAM_VALUE_TRANSFER=1 gives L3 → device loads their transfer time;
+// HINTSTREAM_VALUE_AFFINITY=1 routes each turn to its prefetch's worker.
 //
 //	go test -run '^$' -bench Value -benchtime 1x -timeout 20m ./loadtest/value/
 func BenchmarkValue(b *testing.B) {
@@ -114,7 +115,7 @@ func BenchmarkValue(b *testing.B) {
 		b.Fatal(err)
 	}
 	cfg := Config{Workload: w, AnnounceToolTime: os.Getenv("HINTSTREAM_VALUE_ANNOUNCE") == "1",
-		TransferTime: os.Getenv("HINTSTREAM_VALUE_TRANSFER") == "1"}
+		TransferTime: os.Getenv("HINTSTREAM_VALUE_TRANSFER") == "1", Affinity: os.Getenv("HINTSTREAM_VALUE_AFFINITY") == "1"}
 	var res Result
 	for b.Loop() {
 		if res, err = Run(context.Background(), cfg); err != nil {
@@ -124,6 +125,7 @@ func BenchmarkValue(b *testing.B) {
 	b.ReportMetric(100*res.OfBound, "of-bound-%")
 	b.ReportMetric(100*res.Recovered, "of-next-turn-oracle-%")
 	b.ReportMetric(res.Bound.Saving, "bound-saved-tokens")
+	b.Logf("wall time %v (hintstream run %v)", res.NoHints.Elapsed+res.Oracle.Elapsed+res.Hintstream.Elapsed, res.Hintstream.Elapsed)
 	b.ReportMetric(res.Hintstream.Saving, "hintstream-saved-tokens")
 	b.ReportMetric(res.Oracle.Saving, "oracle-saved-tokens")
 	b.ReportMetric(100*res.Hintstream.PrefetchAccuracy, "prefetch-accuracy-%")
@@ -133,4 +135,31 @@ func BenchmarkValue(b *testing.B) {
 		res.Hintstream.Counters["pins.expected_from|provisional"],
 		res.Hintstream.Counters["tooltime.expected_ms|"+workload.ToolName])
 	b.Log("\n" + res.Markdown())
+}
+
+// With affinity on, every turn with a prefetch goes where the prefetch
+// went (read back from hintstream's real affinity bucket), so every
+// prefetch is accurate; and the lost-savings rows add up to the gap.
+func TestAffinityMakesPrefetchesAccurate(t *testing.T) {
+	w, err := workload.LoadTrace(tracePath(t), workload.TraceOptions{Skip: 3775, Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+	res, err := Run(ctx, Config{Workload: w, DeviceBlocks: 512, L3Blocks: 1024, Affinity: true, TransferTime: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + res.Markdown())
+	for _, m := range []ModeResult{res.Hintstream, res.Oracle} {
+		if m.Prefetches != 14 || m.PrefetchAccurate != m.Prefetches || m.Pinned != m.Prefetches {
+			t.Fatalf("%s: %d prefetches, %d accurate, %d turns pinned", m.Mode, m.Prefetches, m.PrefetchAccurate, m.Pinned)
+		}
+		l := m.Lost
+		sum := l.NoWakeup + l.WrongWorker + l.LoadNotFinished + l.EvictedBeforeUse + l.PinLapsed + l.Rest
+		if l.WrongWorker != 0 || math.Abs(sum-l.Total) > 1e-6*l.Total || math.Abs(l.Total-(res.Bound.Saving-m.Saving)) > 1e-6*l.Total {
+			t.Fatalf("%s: lost %+v (rows add to %v), bound's saving − run's %v", m.Mode, l, sum, res.Bound.Saving-m.Saving)
+		}
+	}
 }
