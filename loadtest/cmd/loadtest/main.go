@@ -6,8 +6,11 @@
 //     (loadtest/cmd/floor), alternated rounds on one embedded server;
 //   - KV-event ingestion, hintstream against `nats bench js ordered`
 //     reading the same stream just before and after;
-//   - the prefill hints save on the Mooncake trace and on synthetic
-//     agentic sessions: no hints, hintstream and an oracle.
+//   - the prefill hints save on the Mooncake trace (--trace) and on
+//     synthetic agentic sessions: no hints, hintstream and the next-turn
+//     oracle against the clairvoyant bound, each with and without prefetch
+//     affinity and with and without transfer time (--kv-bytes-per-token,
+//     --l3-bandwidth).
 //
 // The default profile is 60 s of load (--duration 20 s per latency target,
 // about 10 s of ingestion, the two simulations about 30 s); builds, the
@@ -39,6 +42,8 @@ type options struct {
 	rounds                          int
 	ingestEvents                    int
 	skipValue, skipSpeed            bool
+	kvBytesPerToken                 int
+	l3Bandwidth                     float64 // GB/s
 }
 
 func main() {
@@ -55,6 +60,8 @@ func main() {
 	fs.IntVar(&o.ingestEvents, "ingest-events", 300000, "KV events pre-filled for the ingestion run")
 	fs.BoolVar(&o.skipValue, "skip-value", false, "leave out the hint-value simulations")
 	fs.BoolVar(&o.skipSpeed, "skip-speed", false, "leave out the latency and ingestion runs")
+	fs.IntVar(&o.kvBytesPerToken, "kv-bytes-per-token", value.DefaultKVBytesPerToken, "KV bytes per token for L3 → device transfer time (default: an 8B model)")
+	fs.Float64Var(&o.l3Bandwidth, "l3-bandwidth", value.DefaultL3Bandwidth/1e9, "L3 → device link bandwidth in GB/s, for transfer time")
 	_ = fs.Parse(os.Args[1:])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -66,11 +73,14 @@ func main() {
 
 // results gathers what the report shows.
 type results struct {
-	started            time.Time
-	loadBefore, after  string
-	floor, hintstream  speed.LatencyResult
-	ingest             speed.IngestResult
-	trace, synthetic   value.Result
+	started           time.Time
+	loadBefore, after string
+	floor, hintstream speed.LatencyResult
+	ingest            speed.IngestResult
+	// trace and synthetic are the value runs, one per variant (see
+	// variants); the headline is affinity and transfer time on.
+	trace, synthetic   []value.Result
+	valueWall          [2]time.Duration
 	haveSpeed, haveVal bool
 	command            string
 }
@@ -146,25 +156,42 @@ func runSpeed(ctx context.Context, o options, progress io.Writer, r *results) er
 	return nil
 }
 
+// variants are the value runs of each workload: affinity off and on,
+// each without and with transfer time. The last is the headline.
+var variants = []struct{ affinity, transfer bool }{{false, false}, {false, true}, {true, false}, {true, true}}
+
 func runValue(ctx context.Context, o options, progress io.Writer, r *results) error {
-	fmt.Fprintln(progress, "loadtest: hint value on the Mooncake trace (three runs: no hints, hintstream, oracle)")
+	if o.kvBytesPerToken <= 0 || o.l3Bandwidth <= 0 {
+		return fmt.Errorf("--kv-bytes-per-token and --l3-bandwidth must be positive")
+	}
 	w, err := workload.LoadTrace(o.trace, workload.TraceOptions{})
 	if err != nil {
 		return err
 	}
-	if r.trace, err = value.Run(ctx, value.Config{Workload: w}); err != nil {
-		return fmt.Errorf("value on the trace: %w", err)
-	}
-	fmt.Fprintf(progress, "loadtest: trace: hintstream recovers %.1f%% of the oracle's saving\n", 100*r.trace.Recovered)
-	fmt.Fprintln(progress, "loadtest: hint value on synthetic agentic sessions")
 	sw, err := workload.Generate(workload.SyntheticConfig{Seed: 1})
 	if err != nil {
 		return err
 	}
-	if r.synthetic, err = value.Run(ctx, value.Config{Workload: sw}); err != nil {
-		return fmt.Errorf("value on synthetic sessions: %w", err)
+	for k, wl := range []struct {
+		name string
+		w    *workload.Workload
+		out  *[]value.Result
+	}{{"trace " + filepath.Base(o.trace), w, &r.trace}, {"synthetic sessions", sw, &r.synthetic}} {
+		start := time.Now()
+		for _, v := range variants {
+			fmt.Fprintf(progress, "loadtest: hint value on the %s (%d requests), affinity %v, transfer time %v\n",
+				wl.name, len(wl.w.Requests), v.affinity, v.transfer)
+			res, err := value.Run(ctx, value.Config{Workload: wl.w, Affinity: v.affinity, TransferTime: v.transfer,
+				KVBytesPerToken: o.kvBytesPerToken, L3Bandwidth: o.l3Bandwidth * 1e9})
+			if err != nil {
+				return fmt.Errorf("value on the %s: %w", wl.name, err)
+			}
+			fmt.Fprintf(progress, "loadtest: %s: hintstream gets %.1f%% of the clairvoyant bound's saving, prefetches %.1f%% accurate (%v)\n",
+				wl.name, 100*res.OfBound, 100*res.Hintstream.PrefetchAccuracy, res.Hintstream.Elapsed.Round(time.Second))
+			*wl.out = append(*wl.out, res)
+		}
+		r.valueWall[k] = time.Since(start)
 	}
-	fmt.Fprintf(progress, "loadtest: synthetic: hintstream recovers %.1f%% of the oracle's saving\n", 100*r.synthetic.Recovered)
 	r.haveVal = true
 	return nil
 }
