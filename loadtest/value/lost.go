@@ -42,15 +42,26 @@ const (
 type Lost struct {
 	NoWakeup, WrongWorker, LoadNotFinished, EvictedBeforeUse, PinLapsed, Rest float64
 	Total                                                                     float64
+	// Announced counts the turns a wake-up announced; AnnouncedBound and
+	// AnnouncedRun are the bound's and the run's savings on them alone
+	// (what wake-up hints can reach).
+	Announced                    int
+	AnnouncedBound, AnnouncedRun float64
 }
 
 // lostSavings charges m's shortfall against the bound per request.
-func lostSavings(m, bound ModeResult, boundHits []int) Lost {
+func lostSavings(m, bound, none ModeResult, boundHits []int, announced func(i int) bool) Lost {
 	var l Lost
-	if len(m.PerRequestCost) != len(bound.PerRequestCost) || len(m.causes) != len(m.PerRequestCost) {
+	if len(m.PerRequestCost) != len(bound.PerRequestCost) || len(m.causes) != len(m.PerRequestCost) ||
+		len(none.PerRequestCost) != len(m.PerRequestCost) {
 		return l
 	}
 	for i, c := range m.PerRequestCost {
+		if announced(i) {
+			l.Announced++
+			l.AnnouncedBound += none.PerRequestCost[i] - bound.PerRequestCost[i]
+			l.AnnouncedRun += none.PerRequestCost[i] - c
+		}
 		gap := c - bound.PerRequestCost[i]
 		l.Total += gap
 		if gap <= 0 {
@@ -111,6 +122,8 @@ func (l Lost) Markdown(run string) string {
 		{"**total** (bound's saving − " + run + "'s)", l.Total}} {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", row.name, group(int64(row.v+0.5*sign(row.v))), percent(ratio(row.v, l.Total)))
 	}
+	fmt.Fprintf(&b, "\nOn the %d turns a wake-up announced, the bound saves %s and %s %s (%s of it).\n", l.Announced,
+		group(int64(l.AnnouncedBound+0.5)), run, group(int64(l.AnnouncedRun+0.5)), percent(ratio(l.AnnouncedRun, l.AnnouncedBound)))
 	return b.String()
 }
 

@@ -46,8 +46,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res.Recovered = ratio(res.Hintstream.Saving, res.Oracle.Saving)
 	res.OfBound = ratio(res.Hintstream.Saving, res.Bound.Saving)
-	res.Hintstream.Lost = lostSavings(res.Hintstream, res.Bound, boundHits)
-	res.Oracle.Lost = lostSavings(res.Oracle, res.Bound, boundHits)
+	announced := func(i int) bool { return w.Requests[i].HasWakeup }
+	res.Hintstream.Lost = lostSavings(res.Hintstream, res.Bound, res.NoHints, boundHits, announced)
+	res.Oracle.Lost = lostSavings(res.Oracle, res.Bound, res.NoHints, boundHits, announced)
 	// The bound's cost has no L3 term and is a whole number of tokens; a
 	// run's is within float rounding of its own sum.
 	for _, m := range []ModeResult{res.NoHints, res.Hintstream, res.Oracle} {
