@@ -49,6 +49,7 @@ type hintstreamRun struct {
 	seen                     map[string]bool
 	chosen                   map[int]int // wake-up → router model's choice at that moment
 	aff                      *client.Affinity
+	last                     [3]uint64 // sent, dropped, queued-or-dropped at the last check
 }
 
 func startHintstream(ctx context.Context, p *player) (_ *hintstreamRun, err error) {
@@ -225,6 +226,7 @@ func (h *hintstreamRun) settled() bool {
 		want += c.Get("hints."+kind+".queued") + c.Get("hints."+kind+".dropped|expired") +
 			c.Get("hints."+kind+".dropped|queue_full")
 	}
+	h.last = [3]uint64{sent, dropped, want}
 	// ...and every one sent has been applied, and every queued
 	// prefetch's affinity record is written (or dropped).
 	if h.p.cfg.Affinity && c.Get("affinity.written")+c.Get("affinity.dropped|queue_full")+
@@ -243,8 +245,8 @@ func (h *hintstreamRun) until(ctx context.Context, cond func() bool, what string
 	defer t.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("waiting for %s: not done within %v (published %d requests, %d responses; applied %d hints; counters %v)",
-				what, h.p.cfg.HintTimeout, h.reqPub, h.respPub, h.applied, h.svc.Counters.Snapshot(""))
+			return fmt.Errorf("waiting for %s: not done within %v (published %d requests, %d responses; applied %d hints; senders sent %d, dropped %d of %d handed to them; counters %v)",
+				what, h.p.cfg.HintTimeout, h.reqPub, h.respPub, h.applied, h.last[0], h.last[1], h.last[2], h.svc.Counters.Snapshot(""))
 		}
 		t.Reset(wait)
 		select {
