@@ -233,7 +233,12 @@ func (h *hintstreamRun) settled() bool {
 		c.Get("affinity.dropped|error")+c.Get("affinity.skipped|no_session") < c.Get("hints.prefetch.queued") {
 		return false
 	}
-	return sent+dropped == want && uint64(h.applied) == sent
+	// At least as many as were sent: a socket's port may be one another
+	// process's PULL socket had a moment ago, and its PUSH peers reconnect
+	// and deliver their hints here too (ZMQ reconnects by itself). Such a
+	// stray envelope is applied (and counted bad, or duplicate) without
+	// being one of ours; waiting for equality would then never end.
+	return sent+dropped == want && uint64(h.applied) >= sent
 }
 
 // until polls cond, waking early when a hint arrives, for at most the
