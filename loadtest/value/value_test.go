@@ -101,7 +101,9 @@ func TestConfigIsChecked(t *testing.T) {
 // HINTSTREAM_VALUE_TRACE names another Mooncake-format trace;
 // HINTSTREAM_VALUE_ANNOUNCE=1 announces tool times in the request header;
 // HINTSTREAM_VALUE_TRANSFER=1 gives L3 → device loads their transfer time;
-// HINTSTREAM_VALUE_AFFINITY=1 routes each turn to its prefetch's worker.
+// HINTSTREAM_VALUE_AFFINITY=1 routes each turn to its prefetch's worker;
+// HINTSTREAM_VALUE_WAKE_FIRST=1 announces first turns too (a wake-up 1 s
+// before each).
 //
 //	go test -run '^$' -bench Value -benchtime 1x -timeout 20m ./loadtest/value/
 func BenchmarkValue(b *testing.B) {
@@ -113,6 +115,9 @@ func BenchmarkValue(b *testing.B) {
 	w, err := workload.LoadTrace(path, workload.TraceOptions{Limit: n})
 	if err != nil {
 		b.Fatal(err)
+	}
+	if os.Getenv("HINTSTREAM_VALUE_WAKE_FIRST") == "1" {
+		w.WakeFirstTurns(time.Second)
 	}
 	cfg := Config{Workload: w, AnnounceToolTime: os.Getenv("HINTSTREAM_VALUE_ANNOUNCE") == "1",
 		TransferTime: os.Getenv("HINTSTREAM_VALUE_TRANSFER") == "1", Affinity: os.Getenv("HINTSTREAM_VALUE_AFFINITY") == "1"}
