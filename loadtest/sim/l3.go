@@ -17,6 +17,14 @@ type L3Store struct {
 	slots      map[string]*slot
 	stats      L3Stats
 	gen        uint64 // marks the pages one Put must not evict
+	// scan is where the next eviction of Put number scanGen resumes its
+	// walk from the tail (scanned: set). Everything between the tail and
+	// it was skipped (pinned, or held by the Put) and still is: within one
+	// Put pins and times do not change and new pages go to the front. So
+	// a Put of k pages walks past the pinned tail once, not k times.
+	scan    *page
+	scanGen uint64
+	scanned bool
 }
 
 type page struct {
@@ -119,22 +127,32 @@ func (s *L3Store) Put(keys []string, now time.Duration) int {
 // that the current Put does not hold, else the least recently used one
 // the Put does not hold.
 func (s *L3Store) evict(now time.Duration) {
-	var fallback *page
-	for p := s.tail; p != nil; p = p.prev {
-		if p.keep == s.gen {
+	start := s.tail
+	if s.scanned && s.scanGen == s.gen {
+		start = s.scan
+	}
+	for p := start; p != nil; p = p.prev {
+		if p.keep == s.gen || p.until > now {
 			continue
 		}
-		if p.until > now {
-			if fallback == nil {
-				fallback = p
-			}
-			continue
-		}
+		s.scan, s.scanGen, s.scanned = p.prev, s.gen, true
 		s.remove(p, now)
 		return
 	}
+	// Every page is pinned or held: the least recently used pinned one
+	// the Put does not hold goes (rare; a full walk).
+	var fallback *page
+	for p := s.tail; p != nil; p = p.prev {
+		if p.keep != s.gen {
+			fallback = p
+			break
+		}
+	}
 	if fallback == nil {
 		fallback = s.tail // unreachable: a Put holds at most Cap-1 resident keys here
+	}
+	if fallback == s.scan {
+		s.scanned = false // the walk would resume from a page no longer listed
 	}
 	s.remove(fallback, now)
 }
