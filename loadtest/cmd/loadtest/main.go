@@ -12,9 +12,10 @@
 //     affinity and with and without transfer time (--kv-bytes-per-token,
 //     --l3-bandwidth).
 //
-// The default profile is 60 s of load (--duration 20 s per latency target,
-// about 10 s of ingestion, the two simulations about 30 s); builds, the
-// natscli install and start-ups come on top.
+// The default profile is 60 s of load (--duration 20 s per latency
+// target, about 10 s of ingestion) and about 2 min of value runs (four
+// variants of each workload); builds, the natscli install and start-ups
+// come on top.
 package main
 
 import (

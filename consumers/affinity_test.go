@@ -1,0 +1,57 @@
+package consumers
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/internal/natstest"
+	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The writer puts each record under the session's key, skips sessions
+// that cannot have a key, and a second open attaches to the bucket the
+// first created (memory storage, entries aged out).
+func TestAffinityWriter(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	kv, err := OpenAffinityBucket(ctx, js, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Bucket() != schemas.DefaultAffinityBucket || st.TTL() != DefaultAffinityMaxAge ||
+		st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Storage != jetstream.MemoryStorage {
+		t.Fatalf("bucket %s, ttl %v", st.Bucket(), st.TTL())
+	}
+	if _, err := OpenAffinityBucket(ctx, js, schemas.DefaultAffinityBucket); err != nil {
+		t.Fatalf("second open: %v", err)
+	}
+	counters := &metrics.Counters{}
+	w := NewAffinityWriter(kv, counters, nil)
+	rec := schemas.AffinityRecord{WorkerID: 3, DpRank: 1, ExpiresAtMs: 1700000000000, RequestID: "wake-9"}
+	w.RecordAffinity("s 9", rec)
+	w.RecordAffinity("", rec)
+	w.RecordAffinity(strings.Repeat("x", schemas.MaxAffinitySession+1), rec)
+	w.Close()
+	w.Close() // safe twice
+	if counters.Get("affinity.written") != 1 || counters.Get("affinity.skipped|no_session") != 2 {
+		t.Fatalf("counters %v", counters.Snapshot("affinity"))
+	}
+	e, err := kv.Get(ctx, schemas.AffinityKey("s 9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := schemas.DecodeAffinityRecord(e.Value())
+	if err != nil || *got != rec {
+		t.Fatalf("stored %+v %v", got, err)
+	}
+}
