@@ -121,8 +121,9 @@ type Config struct {
 	// Prefetch affinity (issue 16). AffinityBucket is the JetStream KV
 	// bucket where each queued prefetch's worker is recorded under its
 	// session (schemas.AffinityRecord), for frontends to pass to the
-	// router (client.PreferredWorker); default "hintstream_affinity",
-	// created when absent. NoAffinity turns the records off.
+	// router (client.Affinity.PreferredWorker); default
+	// "hintstream_affinity", created when absent. NoAffinity turns the
+	// records off.
 	AffinityBucket string
 	NoAffinity     bool
 }
