@@ -40,19 +40,28 @@ const (
 	// DefaultAffinityQueue bounds the records waiting to be written;
 	// past it new ones are dropped (counted), never waited for.
 	DefaultAffinityQueue = 4096
+	// affinityCloseGrace is how long Close lets queued records be written
+	// (records are worth seconds; a shutdown with the bus down must not
+	// wait for every one's put to time out).
+	affinityCloseGrace = 500 * time.Millisecond
 )
 
 // AffinityWriter writes affinity records to a JetStream KV bucket from
 // one goroutine, off the consumer's path. Counters:
 // affinity.written, affinity.skipped|no_session (empty or over-long
-// session id), affinity.dropped|queue_full, affinity.dropped|error.
+// session id), affinity.dropped|queue_full, affinity.dropped|error, and
+// affinity.dropped|closed (still queued when Close's grace ran out).
 type AffinityWriter struct {
 	kv       jetstream.KeyValue
 	counters *metrics.Counters
 	log      *slog.Logger
 	queue    chan affinityPut
+	ctx      context.Context // cancelled affinityCloseGrace after Close
+	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	once     sync.Once
+	mu       sync.RWMutex // closed and sends on queue
+	closed   bool
 }
 
 type affinityPut struct {
@@ -94,6 +103,7 @@ func NewAffinityWriter(kv jetstream.KeyValue, counters *metrics.Counters, log *s
 	}
 	w := &AffinityWriter{kv: kv, counters: counters, log: log.With("bucket", kv.Bucket()),
 		queue: make(chan affinityPut, DefaultAffinityQueue)}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.wg.Add(1)
 	go w.run()
 	return w
@@ -107,6 +117,12 @@ func (w *AffinityWriter) RecordAffinity(session string, rec schemas.AffinityReco
 		w.counters.IncLabel("affinity.skipped", "no_session")
 		return
 	}
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		w.counters.IncLabel("affinity.dropped", "closed")
+		return
+	}
 	select {
 	case w.queue <- affinityPut{key: key, rec: rec}:
 	default:
@@ -117,11 +133,19 @@ func (w *AffinityWriter) RecordAffinity(session string, rec schemas.AffinityReco
 func (w *AffinityWriter) run() {
 	defer w.wg.Done()
 	for p := range w.queue {
+		if w.ctx.Err() != nil {
+			w.counters.IncLabel("affinity.dropped", "closed")
+			continue
+		}
 		// A record outlives its use within seconds; a slow bus must not
 		// hold the queue for longer than that.
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(w.ctx, 2*time.Second)
 		_, err := w.kv.Put(ctx, p.key, p.rec.Encode())
 		cancel()
+		if err != nil && w.ctx.Err() != nil {
+			w.counters.IncLabel("affinity.dropped", "closed")
+			continue
+		}
 		if err != nil {
 			w.counters.IncLabel("affinity.dropped", "error")
 			w.log.Debug("affinity record not written", "worker_id", p.rec.WorkerID, "dp_rank", p.rec.DpRank, "err", err)
@@ -131,8 +155,19 @@ func (w *AffinityWriter) run() {
 	}
 }
 
-// Close writes what is queued and stops; safe to call twice.
+// Close writes what is queued within a short grace (half a second),
+// drops the rest (counted) and stops; safe to call twice. Records given
+// after Close are dropped.
 func (w *AffinityWriter) Close() {
-	w.once.Do(func() { close(w.queue) })
+	w.once.Do(func() {
+		w.mu.Lock()
+		w.closed = true
+		close(w.queue)
+		w.mu.Unlock()
+		t := time.AfterFunc(affinityCloseGrace, w.cancel)
+		defer t.Stop()
+		w.wg.Wait()
+		w.cancel()
+	})
 	w.wg.Wait()
 }

@@ -2,6 +2,7 @@ package consumers
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +54,35 @@ func TestAffinityWriter(t *testing.T) {
 	got, err := schemas.DecodeAffinityRecord(e.Value())
 	if err != nil || *got != rec {
 		t.Fatalf("stored %+v %v", got, err)
+	}
+}
+
+// With the bus gone, Close does not wait for every queued put to time
+// out: it gives up after its grace and counts what it dropped.
+func TestAffinityWriterCloseIsBounded(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	kv, err := OpenAffinityBucket(ctx, js, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counters := &metrics.Counters{}
+	w := NewAffinityWriter(kv, counters, nil)
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	for i := range 50 {
+		w.RecordAffinity(fmt.Sprint("s-", i), schemas.AffinityRecord{WorkerID: 1, ExpiresAtMs: 1})
+	}
+	start := time.Now()
+	w.Close()
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("Close took %v with the bus down", d)
+	}
+	w.RecordAffinity("late", schemas.AffinityRecord{WorkerID: 1, ExpiresAtMs: 1})
+	c := counters.Snapshot("affinity")
+	if c["affinity.written"] != 0 || c["affinity.dropped"] != 51 || c["affinity.dropped|closed"] == 0 {
+		t.Fatalf("counters %v", c)
 	}
 }
