@@ -141,6 +141,8 @@ func hostileCases() []hostileCase {
 	validResp := []byte(`{"request_id":"h","finish_reason":"stop"}`)
 	validKV := []byte(`{"worker_id":1,"event":{"event_id":1,"data":"cleared"}}`)
 	validLoad := []byte(`{"worker_id":1,"kv_used_blocks":1}`)
+	// One byte past the default --max-string (64 KiB).
+	longName := strings.Repeat("a", schemas.DefaultLimits().MaxString+1)
 	return []hostileCase{
 		// requests
 		{"truncated msgpack", "requests", []byte{0x83, 0xaa, 'r', 'e', 'q'}, mpCT, nil, "truncated msgpack"},
@@ -161,6 +163,8 @@ func hostileCases() []hostileCase {
 		{"received_at_ms 2^64+1", "requests", []byte(`{"request_id":"a","received_at_ms":18446744073709551617}`), "", nil, "received_at_ms"},
 		{"received_at_ms max int64", "requests", mp(mpMap{"request_id", "a", "received_at_ms", int64(1<<63 - 1)}), mpCT, nil, "received_at_ms out of range"},
 		{"token id 2^32", "requests", mp(mpMap{"request_id", "a", "token_ids", mpArr{uint64(1 << 32)}}), mpCT, nil, "overflows"},
+		{"lora_name over --max-string", "requests", []byte(`{"request_id":"a","lora_name":"` + longName + `"}`), "", nil, "lora_name too long"},
+		{"cache_salt over --max-string", "requests", mp(mpMap{"request_id", "a", "cache_salt", longName}), mpCT, nil, "cache_salt too long"},
 
 		// responses
 		{"truncated msgpack", "responses", mp(mpMap{"request_id", "a", "worker_id", 1})[:8], mpCT, nil, "truncated msgpack"},
@@ -181,6 +185,8 @@ func hostileCases() []hostileCase {
 
 		// kv.events, Dynamo RouterEvent JSON
 		{"truncated JSON", "kv_events", []byte(`{"worker_id":1,"event":{"event_id":1,"data":`), "", nil, "invalid JSON"},
+		{"lora_name over --max-string", "kv_events", mp(mpArr{1.5, mpArr{mpArr{"BlockStored", mpArr{1}, nil, mpArr{1, 2, 3, 4}, 4, nil, "GPU", longName}}, 0}),
+			mpCT, nil, "lora_name too long"},
 		{"wrong type", "kv_events", []byte(`{"worker_id":"one","event":{"event_id":1,"data":"cleared"}}`), "", nil, "worker_id"},
 		{"blocks over limit", "kv_events", []byte(`{"worker_id":1,"event":{"event_id":1,"data":{"stored":{"blocks":[` +
 			strings.Repeat("{},", 100_000) + `{}]}}}}`), "", nil, "too many blocks"},

@@ -136,6 +136,14 @@ func (l Limits) decodeRequest(data []byte, contentType string, fast bool) (*Requ
 	if !validTimestamp(ev.ReceivedAtMs) {
 		return nil, malformed(kind, "received_at_ms out of range", nil)
 	}
+	// The two strings that choose the block seed (kvevents.BlockSeed) get
+	// their own reasons: a dead-lettered one says which field it was.
+	if len(ev.LoraName) > l.MaxString {
+		return nil, malformed(kind, "lora_name too long", nil)
+	}
+	if len(ev.CacheSalt) > l.MaxString {
+		return nil, malformed(kind, "cache_salt too long", nil)
+	}
 	strs := []string{ev.RequestID, ev.SessionID, ev.Model, ev.LoraName, ev.CacheSalt}
 	for k, v := range ev.Headers {
 		strs = append(strs, k, v)
