@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/tinylib/msgp/msgp"
 
@@ -55,8 +56,10 @@ func IsEngineBatch(data []byte) bool {
 //     two's complement (SGLang sends i64), or bytes, folded to their last 8
 //     bytes big-endian;
 //   - medium maps to a tier as Dynamo's StorageTier::from_kv_medium; nil or
-//     absent is the device tier (Event.Tier ""); an unknown medium is
-//     malformed (Dynamo would default it to device);
+//     absent is the device tier (Event.Tier ""); an unknown medium gives
+//     the tier "medium:<name>", which the index counts and ignores
+//     (ErrUnknownTier; Dynamo would default it to device); a medium that is
+//     not UTF-8 is malformed;
 //   - BlockStored needs block_size > 0 and at least len(block_hashes) *
 //     block_size token_ids (extra trailing tokens are ignored); fewer is
 //     malformed (Dynamo would keep the covered prefix). LocalHash is
@@ -494,7 +497,14 @@ func tierOf(medium []byte) (schemas.StorageTier, error) {
 	case "EXTERNAL", "NETWORK", "REMOTE", "SHARED":
 		return schemas.TierExternal, nil
 	}
-	return "", malformed("unknown medium", fmt.Errorf("medium %.40q", medium))
+	// Not malformed: the index counts and ignores an unknown tier
+	// (ErrUnknownTier). Dynamo's from_kv_medium_or_default would take it
+	// for the device tier; crediting unknown blocks as device ones could
+	// send hints where the router does not go, so they are left out.
+	if !utf8.Valid(medium) {
+		return "", malformed("invalid UTF-8 medium", nil)
+	}
+	return schemas.StorageTier("medium:" + string(medium[:min(len(medium), 40)])), nil
 }
 
 func (d *batchDecoder) readHashes(ev *rawEvent, b []byte) ([]byte, error) {

@@ -444,8 +444,17 @@ func TestDecodeEngineBatchMedium(t *testing.T) {
 			t.Errorf("event %d: tier %q, want device", i, ev.Tier)
 		}
 	}
-	wantMalformed(t, decodeErr(engBatch(engArr{"BlockRemoved", engArr{1}, "TPU"})), "unknown medium")
-	wantMalformed(t, decodeErr(engBatch(engArr{"BlockRemoved", engArr{1}, "gpu"})), "unknown medium")
+	// An unknown medium decodes to a tier the index counts and ignores.
+	for _, m := range []string{"TPU", "gpu"} {
+		evs := mustDecode(t, engBatch(engArr{"BlockRemoved", engArr{1}, m}))
+		if evs[0].Tier.Valid() || evs[0].Tier == "" {
+			t.Errorf("medium %q: tier %q, want an unknown one", m, evs[0].Tier)
+		}
+		if err := NewIndex().Apply(evs[0]); !errors.Is(err, ErrUnknownTier) {
+			t.Errorf("medium %q: Apply = %v, want ErrUnknownTier", m, err)
+		}
+	}
+	wantMalformed(t, decodeErr(engBatch(engArr{"BlockRemoved", engArr{1}, string([]byte{0xff})})), "invalid UTF-8 medium")
 	wantMalformed(t, decodeErr(engBatch(engArr{"BlockRemoved", engArr{1}, 3})), "wrong type for medium")
 	wantMalformed(t, decodeErr(engBatch(engArr{"BlockRemoved", engArr{1}, []byte("GPU")})), "wrong type for medium")
 }

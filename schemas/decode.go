@@ -211,8 +211,11 @@ func (l Limits) decodeRouterEvent(data []byte, fast bool) (*RouterEvent, error) 
 	if ev.Event.Data.Kind == 0 {
 		return nil, malformed(kind, "missing event data", nil)
 	}
-	if !ev.Tier().Valid() {
-		return nil, malformed(kind, "unknown storage_tier", nil)
+	// An unknown storage_tier is not malformed: the index counts the event
+	// and ignores it (kvevents.ErrUnknownTier), since a newer Dynamo may
+	// add a tier. It is cut to 64 bytes; no tier name is longer.
+	if len(ev.StorageTier) > 64 {
+		ev.StorageTier = ev.StorageTier[:64]
 	}
 	if s := ev.Event.Data.Stored; s != nil && len(s.Blocks) > l.MaxTokens {
 		return nil, malformed(kind, "too many blocks", nil)
