@@ -2,12 +2,20 @@
 // cost function of Dynamo's KV router (its DefaultWorkerSelector), without
 // admitting the request or booking its load.
 //
-// # The logit
-//
 // Each dp rank of each registered worker serving the request's model is a
-// candidate. With isl the prompt's token count, bs the worker's
-// kv_block_size, overlap the leading prompt blocks it holds on device, and
-// its latest load report (a worker that never reported counts as idle):
+// candidate. Two cost functions (Config.Cost): CostDefault, today's
+// Dynamo, which credits the prompt blocks cached on each storage tier
+// (device, host_pinned, disk, external) against the prefill blocks; its
+// formula and sources are in cost.go. CostClassic, the formula Dynamo's
+// router used before tiers, for older deployments, below. Both hash the
+// prompt with the block seed of its lora_name and cache_salt
+// (kvevents.BlockSeed).
+//
+// # The classic logit
+//
+// With isl the prompt's token count, bs the worker's kv_block_size,
+// overlap the leading prompt blocks it holds on device, and its latest
+// load report (a worker that never reported counts as idle):
 //
 //	prefill_tokens = max(isl - overlap*bs, 0) + active_prefill_tokens
 //	prefill_blocks = prefill_tokens / bs                  (float division)
@@ -43,10 +51,11 @@
 //
 // # The choice
 //
-// Temperature 0 (the default): the lowest logit. Dynamo breaks exact ties
+// Temperature 0 (the default): the lowest logit of either cost. Dynamo
+// breaks exact ties
 // at random (in older versions by the smaller radix tree first); hintstream
 // must give the same answer on every instance and in replay, so it breaks
-// them by the longest overlap, then the lowest worker id, then the lowest
+// them by the longest device overlap, then the lowest worker id, then the lowest
 // dp rank. That is hintstream's one deliberate deviation at temperature 0.
 //
 // Temperature > 0: Dynamo's softmax_sample over the candidates ordered by
@@ -90,6 +99,13 @@ type Overlapper interface {
 	Overlap(seqHashes []uint64) map[kvevents.WorkerKey]int
 }
 
+// LowerOverlapper is the index view of the lower tiers (host_pinned,
+// disk, external) that the default cost credits; *kvevents.Index is one.
+// An Overlapper without it has no lower-tier blocks.
+type LowerOverlapper interface {
+	LowerOverlap(seqHashes []uint64, device map[kvevents.WorkerKey]int) map[kvevents.WorkerKey]kvevents.LowerOverlap
+}
+
 // Candidate is one (worker, dp rank) considered for a prompt, with the
 // terms of its logit.
 type Candidate struct {
@@ -98,15 +114,27 @@ type Candidate struct {
 	BlockSize int
 	// Overlap is the number of leading prompt blocks cached on the device.
 	Overlap int
-	Load    schemas.ActiveLoad
-	// PrefillBlocks is (uncached prompt tokens + active_prefill_tokens) / BlockSize.
+	// HostPinned, Disk and External are the prompt blocks past the device
+	// prefix cached on each lower tier, each continuing the one before
+	// (kvevents.LowerOverlap). The classic cost ignores them.
+	HostPinned, Disk, External int
+	Load                       schemas.ActiveLoad
+	// PrefillBlocks is, for the default cost, Dynamo's raw_prefill_blocks
+	// ((active_prefill_tokens + isl) / BlockSize, before credits); for the
+	// classic cost (uncached prompt tokens + active_prefill_tokens) /
+	// BlockSize.
 	PrefillBlocks float64
+	// OverlapCredit is the default cost's overlap_credit_blocks, the
+	// blocks credited against PrefillBlocks (0 for the classic cost).
+	OverlapCredit float64
 	// DecodeBlocks is active_decode_blocks + the prompt's full blocks +
 	// VirtualBlocks.
 	DecodeBlocks float64
 	// VirtualBlocks is spreading's decayed virtual load (0 when off).
 	VirtualBlocks float64
-	// Logit is OverlapScoreWeight*PrefillBlocks + DecodeBlocks; lower wins.
+	// Logit is the cost; lower wins. Default cost:
+	// PrefillLoadScale*max(PrefillBlocks-OverlapCredit, 0) + DecodeBlocks;
+	// classic: OverlapScoreWeight*PrefillBlocks + DecodeBlocks.
 	Logit float64
 }
 
@@ -115,6 +143,7 @@ type Candidate struct {
 type Selector struct {
 	workers Workers
 	index   Overlapper
+	lower   LowerOverlapper // nil: no lower tiers, or the classic cost
 	loads   *LoadTable
 	cfg     Config
 	now     func() time.Time
@@ -140,6 +169,9 @@ func NewSelector(w Workers, ix Overlapper, loads *LoadTable, opts ...Option) *Se
 		loads = NewLoadTable()
 	}
 	s := &Selector{workers: w, index: ix, loads: loads, cfg: cfg, now: o.now, sample: o.sampler}
+	if lo, ok := ix.(LowerOverlapper); ok && cfg.Cost != CostClassic {
+		s.lower = lo
+	}
 	if cfg.Spread.Enabled {
 		s.spread = newVirtualLoads(cfg.Spread.HalfLife)
 	}
@@ -181,7 +213,14 @@ func (s *Selector) Select(req *schemas.RequestEvent) (Candidate, error) {
 func (s *Selector) candidates(req *schemas.RequestEvent, now time.Time) []Candidate {
 	var out []Candidate
 	isl := len(req.TokenIDs)
-	overlaps := map[uint32]map[kvevents.WorkerKey]int{} // per block size
+	// The request's LoRA adapter and cache namespace choose the block seed,
+	// as in Dynamo's compute_block_hash_for_seq (see kvevents.BlockSeed).
+	seed := kvevents.BlockSeed(req.LoraName, req.CacheSalt)
+	type tierOverlaps struct {
+		device map[kvevents.WorkerKey]int
+		lower  map[kvevents.WorkerKey]kvevents.LowerOverlap
+	}
+	overlaps := map[uint32]tierOverlaps{} // per block size
 	for _, w := range s.workers.Workers() {
 		if req.Model != "" && w.Model != "" && w.Model != req.Model {
 			continue
@@ -192,24 +231,46 @@ func (s *Selector) candidates(req *schemas.RequestEvent, now time.Time) []Candid
 		bs := int(w.KvBlockSize)
 		ov, ok := overlaps[w.KvBlockSize]
 		if !ok {
-			ov = s.index.Overlap(kvevents.PromptHashes(req.TokenIDs, bs))
+			seq := kvevents.PromptHashesSeeded(req.TokenIDs, bs, seed)
+			ov.device = s.index.Overlap(seq)
+			if s.lower != nil {
+				ov.lower = s.lower.LowerOverlap(seq, ov.device)
+			}
 			overlaps[w.KvBlockSize] = ov
 		}
 		for rank, ep := range w.HintEndpoints {
 			k := kvevents.WorkerKey{WorkerID: w.WorkerID, DpRank: uint32(rank)}
-			c := Candidate{Worker: k, Endpoint: ep, BlockSize: bs, Overlap: ov[k], Load: s.loads.Get(k)}
+			lo := ov.lower[k]
+			c := Candidate{Worker: k, Endpoint: ep, BlockSize: bs, Overlap: ov.device[k],
+				HostPinned: lo.HostPinned, Disk: lo.Disk, External: lo.External, Load: s.loads.Get(k)}
 			if s.spread != nil {
 				c.VirtualBlocks = s.spread.get(k, now)
 			}
-			s.score(&c, isl)
 			out = append(out, c)
 		}
+	}
+	if s.cfg.Cost == CostClassic {
+		for i := range out {
+			s.score(&out[i], isl)
+		}
+		return out
+	}
+	var minActive uint64 // Dynamo: min over the eligible candidates, 0 if none
+	if s.cfg.OverlapScoreCreditDecay > 0 && len(out) > 0 {
+		minActive = out[0].Load.PrefillTokens()
+		for _, c := range out[1:] {
+			minActive = min(minActive, c.Load.PrefillTokens())
+		}
+	}
+	for i := range out {
+		s.defaultCost(&out[i], isl, minActive)
 	}
 	return out
 }
 
-// score fills in the logit terms. Counts are summed as float64: exact up
-// to 2^53 like Dynamo's usize sums, and no overflow on absurd reports.
+// score fills in the classic cost's logit terms. Counts are summed as
+// float64: exact up to 2^53 like Dynamo's usize sums, and no overflow on
+// absurd reports.
 func (s *Selector) score(c *Candidate, isl int) {
 	newTokens := max(isl-c.Overlap*c.BlockSize, 0)
 	c.PrefillBlocks = (float64(newTokens) + float64(c.Load.PrefillTokens())) / float64(c.BlockSize)
