@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/hintstream/hintstream/bridge"
+	"github.com/hintstream/hintstream/eventplane"
 
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
@@ -32,7 +33,11 @@ func ApplyKVEvents(ix *kvevents.Index, lim schemas.Limits, counters *metrics.Cou
 	for _, k := range []schemas.EventKind{schemas.KindStored, schemas.KindRemoved, schemas.KindCleared} {
 		applied[k] = "kv_events.applied|" + k.String()
 	}
+	ep := newEventPlaneKV(ix, lim, counters) // Dynamo's event plane (issue 13)
 	return func(msg jetstream.Msg) error {
+		if eventplane.IsKVEventsSubject(msg.Subject()) {
+			return ep.apply(msg)
+		}
 		evs, err := decodeKVEvents(msg, lim)
 		if err != nil {
 			return err
@@ -101,6 +106,9 @@ func decodeKVEvents(msg jetstream.Msg, lim schemas.Limits) ([]kvevents.Event, er
 // a worker id takes the one in its subject.
 func ApplyLoad(t *routing.LoadTable, lim schemas.Limits) ApplyFunc {
 	return func(msg jetstream.Msg) error {
+		if eventplane.IsLoadSubject(msg.Subject()) { // Dynamo's event plane (issue 13)
+			return applyEventPlaneLoad(t, lim, msg)
+		}
 		if err := lim.CheckHeaders("load", msg.Headers()); err != nil {
 			return err
 		}

@@ -44,6 +44,7 @@ func streamsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("streams", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	streamSet := streamSetFlags(fs)
+	streamSet = dynamoFlags(fs, streamSet)
 	var (
 		natsURL   = fs.String("nats-url", env("HINTSTREAM_NATS_URL", nats.DefaultURL), "NATS server URL (env HINTSTREAM_NATS_URL)")
 		update    = fs.Bool("update-streams", false, "create: add missing subjects to existing streams (otherwise a mismatch fails)")
