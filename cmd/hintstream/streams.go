@@ -31,6 +31,12 @@ captures <stream>.* and keeps 10 minutes. For namespace "dynamo", component
 
 "check" then reports its max_age as a difference (exit status 0): hintstream
 never changes a stream it did not create.
+
+Dynamo's event plane (current default path, with DYN_EVENT_PLANE=nats) is a
+plain core-NATS publish per event; have the KV-events and load streams
+capture it (here and in "run") with:
+
+  --dynamo-namespace dynamo --dynamo-component backend
 `
 
 // streamsCmd creates, checks or describes the streams hintstream uses.

@@ -16,6 +16,8 @@ hintstream's Go decoder:
 
   dynamo_frames.py samples DIR   writes DIR/*.msgpack and DIR/samples.json
   dynamo_frames.py frame         JSON spec on stdin -> one frame on stdout
+  dynamo_frames.py frames        JSON list of specs on stdin -> JSON list of
+                                 {"subject", "hex"} on stdout
 """
 import json
 import os
@@ -182,5 +184,12 @@ if __name__ == "__main__":
         write_samples(sys.argv[2])
     elif sys.argv[1:2] == ["frame"]:
         sys.stdout.buffer.write(frame(json.load(sys.stdin)))
+    elif sys.argv[1:2] == ["frames"]:
+        out = []
+        for sp in json.load(sys.stdin):
+            topic = "kv_metrics" if sp["kind"] == "load" else "kv-events"
+            out.append({"subject": subject(sp["namespace"], sp["component"], topic, sp.get("endpoint")),
+                        "hex": frame(sp).hex()})
+        json.dump(out, sys.stdout)
     else:
         sys.exit(__doc__)
