@@ -43,12 +43,15 @@ func (a *eventPlaneKV) apply(msg jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
-	if fr.Ignored != "" {
-		a.counters.IncLabel("kv_events.event_plane_ignored", fr.Ignored)
-		return nil
-	}
 	ev := kvevents.FromRouterEvent(fr.Event)
 	ev.EventID = a.seq.EventID(ev.Worker, fr.Envelope, a.ix.LastEventID)
+	if fr.Ignored != "" {
+		// Its sequence still counts, or the next frame would look like a
+		// gap: an empty removal on the device tier records the id and
+		// changes nothing.
+		a.counters.IncLabel("kv_events.event_plane_ignored", fr.Ignored)
+		return a.ix.Apply(kvevents.Event{Worker: ev.Worker, EventID: ev.EventID, Kind: schemas.KindRemoved})
+	}
 	switch err := a.ix.Apply(ev); {
 	case err == nil:
 		a.counters.Inc("kv_events.applied|" + ev.Kind.String())

@@ -120,10 +120,10 @@ func DecodeEnvelope(data []byte, lim schemas.Limits) (Envelope, error) {
 // KVFrame is one decoded kv-events frame.
 type KVFrame struct {
 	Envelope Envelope
-	// Event is nil when Ignored is set.
-	Event *schemas.RouterEvent
+	Event    *schemas.RouterEvent
 	// Ignored says why a well-formed frame holds nothing to index; it is
-	// one of the Ignore* constants (bounded, for a metric label).
+	// one of the Ignore* constants (bounded, for a metric label). Event
+	// is set all the same (its worker, dp rank and tier are meaningful).
 	Ignored string
 }
 

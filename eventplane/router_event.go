@@ -22,9 +22,10 @@ import (
 // Hashes are msgpack integers, negative ones taken as two's complement.
 // Arrays hold at most lim.MaxTokens entries.
 //
-// A well-formed event that hintstream does not index returns a nil event
-// and a non-empty reason (one of the Ignore* constants): a cache-owner
-// residency domain, or an unknown storage tier.
+// A well-formed event that hintstream does not index comes with a
+// non-empty reason (one of the Ignore* constants): a cache-owner residency
+// domain, or an unknown storage tier. Its worker and dp rank are still
+// set, so that the caller can account for its place in the sequence.
 func DecodeRouterEvent(payload []byte, lim schemas.Limits) (*schemas.RouterEvent, string, error) {
 	return decodeRouterEvent(payload, fill(lim))
 }
@@ -78,12 +79,12 @@ func decodeRouterEvent(b []byte, lim schemas.Limits) (*schemas.RouterEvent, stri
 	case len(b) != 0:
 		return nil, "", d.bad("trailing bytes after router event", nil)
 	}
-	if domain != nil && string(domain) != "worker" {
-		return nil, IgnoreResidencyDomain, nil
-	}
 	ev.StorageTier = schemas.StorageTier(tier)
-	if !ev.Tier().Valid() {
-		return nil, IgnoreTier, nil
+	switch {
+	case domain != nil && string(domain) != "worker":
+		return &ev, IgnoreResidencyDomain, nil
+	case !ev.Tier().Valid():
+		return &ev, IgnoreTier, nil
 	}
 	return &ev, "", nil
 }
