@@ -64,6 +64,10 @@ func ApplyKVEvents(ix *kvevents.Index, lim schemas.Limits, counters *metrics.Cou
 				counters.Inc(name)
 			case errors.Is(err, kvevents.ErrUnknownParent):
 				counters.Inc("kv_events.unknown_parent")
+			case errors.Is(err, kvevents.ErrUnknownTier):
+				// Counted and ignored, not dead-lettered: a newer engine
+				// or Dynamo may name a tier this version does not rank.
+				counters.Inc("kv_events.unknown_tier")
 			case errors.Is(err, kvevents.ErrBadEvent):
 				return &schemas.DecodeError{Kind: "kv_event", Reason: "invalid event", Err: err}
 			default:

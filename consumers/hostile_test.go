@@ -141,6 +141,8 @@ func hostileCases() []hostileCase {
 	validResp := []byte(`{"request_id":"h","finish_reason":"stop"}`)
 	validKV := []byte(`{"worker_id":1,"event":{"event_id":1,"data":"cleared"}}`)
 	validLoad := []byte(`{"worker_id":1,"kv_used_blocks":1}`)
+	// One byte past the default --max-string (64 KiB).
+	longName := strings.Repeat("a", schemas.DefaultLimits().MaxString+1)
 	return []hostileCase{
 		// requests
 		{"truncated msgpack", "requests", []byte{0x83, 0xaa, 'r', 'e', 'q'}, mpCT, nil, "truncated msgpack"},
@@ -161,6 +163,8 @@ func hostileCases() []hostileCase {
 		{"received_at_ms 2^64+1", "requests", []byte(`{"request_id":"a","received_at_ms":18446744073709551617}`), "", nil, "received_at_ms"},
 		{"received_at_ms max int64", "requests", mp(mpMap{"request_id", "a", "received_at_ms", int64(1<<63 - 1)}), mpCT, nil, "received_at_ms out of range"},
 		{"token id 2^32", "requests", mp(mpMap{"request_id", "a", "token_ids", mpArr{uint64(1 << 32)}}), mpCT, nil, "overflows"},
+		{"lora_name over --max-string", "requests", []byte(`{"request_id":"a","lora_name":"` + longName + `"}`), "", nil, "lora_name too long"},
+		{"cache_salt over --max-string", "requests", mp(mpMap{"request_id", "a", "cache_salt", longName}), mpCT, nil, "cache_salt too long"},
 
 		// responses
 		{"truncated msgpack", "responses", mp(mpMap{"request_id", "a", "worker_id", 1})[:8], mpCT, nil, "truncated msgpack"},
@@ -181,6 +185,8 @@ func hostileCases() []hostileCase {
 
 		// kv.events, Dynamo RouterEvent JSON
 		{"truncated JSON", "kv_events", []byte(`{"worker_id":1,"event":{"event_id":1,"data":`), "", nil, "invalid JSON"},
+		{"lora_name over --max-string", "kv_events", mp(mpArr{1.5, mpArr{mpArr{"BlockStored", mpArr{1}, nil, mpArr{1, 2, 3, 4}, 4, nil, "GPU", longName}}, 0}),
+			mpCT, nil, "lora_name too long"},
 		{"wrong type", "kv_events", []byte(`{"worker_id":"one","event":{"event_id":1,"data":"cleared"}}`), "", nil, "worker_id"},
 		{"blocks over limit", "kv_events", []byte(`{"worker_id":1,"event":{"event_id":1,"data":{"stored":{"blocks":[` +
 			strings.Repeat("{},", 100_000) + `{}]}}}}`), "", nil, "too many blocks"},
@@ -203,7 +209,7 @@ func hostileCases() []hostileCase {
 		{"engine tokens over limit", "kv_events", engineEvent(storedEvent("token_ids", mpRaw(zerosMsgpack(100_001)))), "", nil, "too many token_ids"},
 		{"engine deep msgpack", "kv_events", mp(mpMap{"ts", 1.5, "events", mpArr{}, "x", nestedMsgpack}), "", nil, "nested too deeply"},
 		{"engine invalid UTF-8 tag", "kv_events", engineEvent(mpMap{"type", mpStr{0xff, 'B'}}), "", nil, "unknown event tag"},
-		{"engine invalid UTF-8 medium", "kv_events", engineEvent(storedEvent("medium", mpStr{0xff})), "", nil, "unknown medium"},
+		{"engine invalid UTF-8 medium", "kv_events", engineEvent(storedEvent("medium", mpStr{0xff})), "", nil, "invalid UTF-8 medium"},
 		{"engine NATS header of 60 KiB", "kv_events", engineEvent(mpMap{"type", "AllBlocksCleared"}), "", big, "NATS headers too large"},
 		{"engine unknown event tag", "kv_events", engineEvent(mpMap{"type", "BlockMoved"}), "", nil, "unknown event tag"},
 		{"engine unknown array tag", "kv_events", mp(mpArr{1.5, mpArr{mpArr{"BlockMoved", 1}}}), "", nil, "unknown event tag"},
@@ -544,5 +550,34 @@ func TestHostileRegistryEntriesCountedAndIgnored(t *testing.T) {
 		"the valid record after the hostile ones")
 	if r.Invalid() != uint64(len(hostile)) {
 		t.Fatalf("Invalid() = %d, want %d", r.Invalid(), len(hostile))
+	}
+}
+
+// A KV event of a storage tier none of Dynamo's (a RouterEvent's
+// storage_tier, an engine's medium) is counted and ignored: not
+// malformed, not dead-lettered, and the events after it are applied.
+func TestUnknownTierCountedAndIgnored(t *testing.T) {
+	h := newHostileRig(t)
+	tg := h.targets["kv_events"]
+	for i, data := range [][]byte{
+		[]byte(`{"worker_id":1,"storage_tier":"tape","event":{"event_id":1,"data":{"stored":{"parent_hash":null,"blocks":[{"block_hash":1,"tokens_hash":2}]}}}}`),
+		mp(mpArr{1.5, mpArr{mpArr{"BlockStored", mpArr{1}, nil, mpArr{1, 2, 3, 4}, 4, nil, "TAPE", nil}}, 0}),
+	} {
+		h.publish(t, tg.subject, data, "", nil)
+		h.publish(t, tg.subject, tg.valid(i+1), "", nil)
+		natstest.Eventually(t, 10*time.Second, func() bool { return tg.handled(h, i+1) }, "the event after the unknown tier applied")
+		if got := h.counters.Get("kv_events.unknown_tier"); got != uint64(i+1) {
+			t.Fatalf("kv_events.unknown_tier = %d, want %d", got, i+1)
+		}
+	}
+	if got := h.counters.Get("kv_events.malformed"); got != 0 {
+		t.Fatalf("kv_events.malformed = %d, want 0", got)
+	}
+	dlq, err := h.js.Stream(context.Background(), streams.DefaultSet().DeadLetter.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dlq.GetLastMsgForSubject(context.Background(), "hintstream.dlq.kv_events"); err == nil {
+		t.Fatal("an unknown-tier event was dead-lettered")
 	}
 }

@@ -287,6 +287,13 @@ func BenchmarkBaselineMapInsert(b *testing.B) {
 // conversation, workers 24-63 other system prompts and conversations;
 // every worker also holds unrelated chains up to 1M/64 entries.
 func overlapPrompt(tb testing.TB, opts ...IndexOption) (*Index, []uint64, map[WorkerKey]int) {
+	ix, seq, want, _ := overlapPromptLocal(tb, opts...)
+	return ix, seq, want
+}
+
+// overlapPromptLocal is overlapPrompt, also returning the prompt's local
+// hashes (for BenchmarkOverlapTiers to offload some of it).
+func overlapPromptLocal(tb testing.TB, opts ...IndexOption) (*Index, []uint64, map[WorkerKey]int, []uint64) {
 	const prompt, sys, perWorker = 2048, 128, 1 << 20 / benchWorkers
 	r := rand.New(rand.NewPCG(42, 42))
 	randLocal := func(n int) []uint64 {
@@ -343,7 +350,7 @@ func overlapPrompt(tb testing.TB, opts ...IndexOption) (*Index, []uint64, map[Wo
 	if got := ix.Overlap(seq); !maps.Equal(got, want) {
 		tb.Fatalf("Overlap = %v, want %v", got, want)
 	}
-	return ix, seq, want
+	return ix, seq, want, local
 }
 
 // overlapRotation is the cold Overlap cluster: 128 prompts of 2,048

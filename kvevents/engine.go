@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/tinylib/msgp/msgp"
 
@@ -55,14 +56,20 @@ func IsEngineBatch(data []byte) bool {
 //     two's complement (SGLang sends i64), or bytes, folded to their last 8
 //     bytes big-endian;
 //   - medium maps to a tier as Dynamo's StorageTier::from_kv_medium; nil or
-//     absent is the device tier (Event.Tier ""); an unknown medium is
-//     malformed (Dynamo would default it to device);
+//     absent is the device tier (Event.Tier ""); an unknown medium gives
+//     the tier "medium:<name>", which the index counts and ignores
+//     (ErrUnknownTier; Dynamo would default it to device); a medium that is
+//     not UTF-8 is malformed;
 //   - BlockStored needs block_size > 0 and at least len(block_hashes) *
 //     block_size token_ids (extra trailing tokens are ignored); fewer is
 //     malformed (Dynamo would keep the covered prefix). LocalHash is
-//     LocalBlockHashes of each block's tokens with seed 1337, even when the
-//     event names a LoRA adapter or cache_salt, which newer Dynamo mixes
-//     into the seed;
+//     LocalBlockHashesSeeded of each block's tokens with the block seed
+//     BlockSeed(lora_name, cache_salt), as Dynamo hashes a request naming
+//     them: lora_name is vLLM's (array position 7 or the map key), cache_salt
+//     a map key only (vLLM puts the salt in extra_keys, which Dynamo does not
+//     read either); lora_id alone, all SGLang sends, names no adapter and
+//     hashes with seed 1337. A lora_name or cache_salt longer than
+//     lim.MaxString is malformed;
 //   - as in Dynamo, a BlockStored whose hashes repeat (or repeat the parent)
 //     is dropped, and so is a BlockStored or BlockRemoved of a KV-cache group
 //     other than the main attention one (kv_cache_spec_kind not
@@ -109,6 +116,9 @@ func engineLimits(l schemas.Limits) schemas.Limits {
 	}
 	if l.MaxTokens <= 0 {
 		l.MaxTokens = def.MaxTokens
+	}
+	if l.MaxString <= 0 {
+		l.MaxString = def.MaxString
 	}
 	return l
 }
@@ -234,6 +244,8 @@ type rawEvent struct {
 	blockSize int64
 	hasSize   bool
 	medium    []byte // nil: absent or nil
+	loraName  []byte // nil: absent or nil; chooses the block seed
+	cacheSalt []byte // nil: absent or nil; chooses the block seed
 	groupIdx  *int64
 	specKind  []byte // nil: absent or nil
 }
@@ -298,7 +310,7 @@ func (d *batchDecoder) storedField(ev *rawEvent, pos int, b []byte) ([]byte, err
 	case 6:
 		return ev.readMedium(b)
 	case 7:
-		return readLoraName(b)
+		return d.readSeedString(&ev.loraName, b, "lora_name")
 	case 9, 10, 11:
 		return ev.readTail(b)
 	}
@@ -342,13 +354,15 @@ func (d *batchDecoder) mapEvent(b []byte, ev *rawEvent) ([]byte, error) {
 		case "medium":
 			b, err = ev.readMedium(b)
 		case "lora_name":
-			b, err = readLoraName(b)
+			b, err = d.readSeedString(&ev.loraName, b, "lora_name")
+		case "cache_salt":
+			b, err = d.readSeedString(&ev.cacheSalt, b, "cache_salt")
 		case "group_idx":
 			b, err = ev.readGroupIdx(b)
 		case "kv_cache_spec_kind":
 			ev.specKind, b, err = readOptString(b, "kv_cache_spec_kind")
 		default:
-			// lora_id, extra_keys, cache_salt, ... and future keys.
+			// lora_id, extra_keys, ... and future keys.
 			b, err = skipField(b, "event")
 		}
 		if err != nil {
@@ -417,7 +431,7 @@ func (d *batchDecoder) convert(ev *rawEvent) (out Event, keep bool, err error) {
 	if selfReferencing(ev.parent, ev.hashes) {
 		return Event{}, false, nil
 	}
-	local := LocalBlockHashes(d.tokens[:need], bs)
+	local := LocalBlockHashesSeeded(d.tokens[:need], bs, BlockSeed(string(ev.loraName), string(ev.cacheSalt)))
 	blocks := make([]Block, len(ev.hashes))
 	for i, h := range ev.hashes {
 		blocks[i] = Block{ExternalHash: h, LocalHash: local[i]}
@@ -483,7 +497,14 @@ func tierOf(medium []byte) (schemas.StorageTier, error) {
 	case "EXTERNAL", "NETWORK", "REMOTE", "SHARED":
 		return schemas.TierExternal, nil
 	}
-	return "", malformed("unknown medium", fmt.Errorf("medium %.40q", medium))
+	// Not malformed: the index counts and ignores an unknown tier
+	// (ErrUnknownTier). Dynamo's from_kv_medium_or_default would take it
+	// for the device tier; crediting unknown blocks as device ones could
+	// send hints where the router does not go, so they are left out.
+	if !utf8.Valid(medium) {
+		return "", malformed("invalid UTF-8 medium", nil)
+	}
+	return schemas.StorageTier("medium:" + string(medium[:min(len(medium), 40)])), nil
 }
 
 func (d *batchDecoder) readHashes(ev *rawEvent, b []byte) ([]byte, error) {
@@ -573,10 +594,18 @@ func (ev *rawEvent) readMedium(b []byte) ([]byte, error) {
 	return b, err
 }
 
-// readLoraName checks lora_name's type only; see DecodeEngineBatch.
-func readLoraName(b []byte) ([]byte, error) {
-	_, b, err := readOptString(b, "lora_name")
-	return b, err
+// readSeedString reads lora_name or cache_salt, a str or nil, into *dst;
+// one longer than MaxString is malformed, as a request's would be.
+func (d *batchDecoder) readSeedString(dst *[]byte, b []byte, field string) ([]byte, error) {
+	s, b, err := readOptString(b, field)
+	if err != nil {
+		return nil, err
+	}
+	if len(s) > d.lim.MaxString {
+		return nil, malformed(field+" too long", fmt.Errorf("%d bytes, limit %d", len(s), d.lim.MaxString))
+	}
+	*dst = s
+	return b, nil
 }
 
 func (ev *rawEvent) readGroupIdx(b []byte) ([]byte, error) {

@@ -3,6 +3,7 @@ package kvevents
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tinylib/msgp/msgp"
@@ -44,7 +45,7 @@ func FuzzDecodeEngineBatch(f *testing.F) {
 			if ev.Worker.WorkerID != 3 || ev.EventID != 9 {
 				t.Fatalf("worker/event id not set: %+v", ev)
 			}
-			if ev.Kind < schemas.KindStored || ev.Kind > schemas.KindCleared || ev.Tier != "" && !ev.Tier.Valid() {
+			if ev.Kind < schemas.KindStored || ev.Kind > schemas.KindCleared || ev.Tier != "" && !ev.Tier.Valid() && !strings.HasPrefix(string(ev.Tier), "medium:") {
 				t.Fatalf("bad kind or tier: %+v", ev)
 			}
 		}
@@ -76,18 +77,23 @@ func checkStoredAgainstReference(t *testing.T, data []byte, evs []Event) {
 		hashes []uint64
 		tokens []uint32
 		bs     int
+		seed   uint64
 	}
 	var inputs []stored
 	for _, re := range rawEvents {
-		var tag, hashes, tokens, bs any
+		var tag, hashes, tokens, bs, lora, salt any
 		switch e := re.(type) {
 		case []any:
 			tag = e[0]
 			if len(e) >= 5 {
 				hashes, tokens, bs = e[1], e[3], e[4]
 			}
+			if len(e) >= 8 {
+				lora = e[7]
+			}
 		case map[string]any:
 			tag, hashes, tokens, bs = e["type"], e["block_hashes"], e["token_ids"], e["block_size"]
+			lora, salt = e["lora_name"], e["cache_salt"]
 		}
 		if tag != "BlockStored" {
 			continue
@@ -100,6 +106,9 @@ func checkStoredAgainstReference(t *testing.T, data []byte, evs []Event) {
 			s.tokens = append(s.tokens, uint32(refInt(t, tk)))
 		}
 		s.bs = int(refInt(t, bs))
+		ls, _ := lora.(string)
+		ss, _ := salt.(string)
+		s.seed = BlockSeed(ls, ss)
 		inputs = append(inputs, s)
 	}
 	next := 0
@@ -126,7 +135,7 @@ func checkStoredAgainstReference(t *testing.T, data []byte, evs []Event) {
 		if len(ev.Blocks) == 0 {
 			continue
 		}
-		local := LocalBlockHashes(in.tokens[:need], in.bs)
+		local := LocalBlockHashesSeeded(in.tokens[:need], in.bs, in.seed)
 		for i, b := range ev.Blocks {
 			if b.LocalHash != local[i] {
 				t.Fatalf("block %d: local hash %#x, want %#x", i, b.LocalHash, local[i])

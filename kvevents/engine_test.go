@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hintstream/hintstream/internal/testvectors"
 	"github.com/tinylib/msgp/msgp"
 
 	"github.com/hintstream/hintstream/schemas"
@@ -443,8 +444,17 @@ func TestDecodeEngineBatchMedium(t *testing.T) {
 			t.Errorf("event %d: tier %q, want device", i, ev.Tier)
 		}
 	}
-	wantMalformed(t, decodeErr(engBatch(engArr{"BlockRemoved", engArr{1}, "TPU"})), "unknown medium")
-	wantMalformed(t, decodeErr(engBatch(engArr{"BlockRemoved", engArr{1}, "gpu"})), "unknown medium")
+	// An unknown medium decodes to a tier the index counts and ignores.
+	for _, m := range []string{"TPU", "gpu"} {
+		evs := mustDecode(t, engBatch(engArr{"BlockRemoved", engArr{1}, m}))
+		if evs[0].Tier.Valid() || evs[0].Tier == "" {
+			t.Errorf("medium %q: tier %q, want an unknown one", m, evs[0].Tier)
+		}
+		if err := NewIndex().Apply(evs[0]); !errors.Is(err, ErrUnknownTier) {
+			t.Errorf("medium %q: Apply = %v, want ErrUnknownTier", m, err)
+		}
+	}
+	wantMalformed(t, decodeErr(engBatch(engArr{"BlockRemoved", engArr{1}, string([]byte{0xff})})), "invalid UTF-8 medium")
 	wantMalformed(t, decodeErr(engBatch(engArr{"BlockRemoved", engArr{1}, 3})), "wrong type for medium")
 	wantMalformed(t, decodeErr(engBatch(engArr{"BlockRemoved", engArr{1}, []byte("GPU")})), "wrong type for medium")
 }
@@ -734,15 +744,65 @@ func TestDecodeEngineBatchSelfReferencing(t *testing.T) {
 	}
 }
 
+// TestDecodeEngineBatchLora: a BlockStored naming a LoRA adapter (and, in
+// map form, a cache_salt) hashes its blocks with the block seed Dynamo
+// uses for a request naming them; the expected hashes are the independent
+// salted vectors. lora_id alone names no adapter.
 func TestDecodeEngineBatchLora(t *testing.T) {
-	// lora_name and lora_id are read and checked, but the local hash keeps
-	// seed 1337 (see DecodeEngineBatch).
+	var v saltedVectors
+	if err := json.Unmarshal(testvectors.Read(t, "dynamo_block_hashes_salted.json"), &v); err != nil {
+		t.Fatal(err)
+	}
+	toks := func(n int) engArr {
+		out := make(engArr, n)
+		for i := range out {
+			out[i] = uint64(v.Tokens[i])
+		}
+		return out
+	}
+	checked := 0
+	for _, c := range v.Cases {
+		if c.BlockSize != 16 || c.LoraName == nil {
+			continue
+		}
+		n := len(c.Local)
+		hashes := make(engArr, n)
+		for i := range hashes {
+			hashes[i] = uint64(100 + i)
+		}
+		want := parseHashes(t, c.Local)
+		var ev any
+		if c.CacheSalt == nil {
+			ev = engArr{"BlockStored", hashes, nil, toks(n * 16), 16, 3, "GPU", *c.LoraName}
+		} else {
+			ev = engMap{"type", "BlockStored", "block_hashes", hashes, "parent_block_hash", nil,
+				"token_ids", toks(n * 16), "block_size", 16, "lora_id", 3, "medium", "GPU",
+				"lora_name", *c.LoraName, "cache_salt", *c.CacheSalt}
+		}
+		evs := mustDecode(t, engBatch(ev))
+		for i, b := range evs[0].Blocks {
+			if b.LocalHash != want[i] {
+				t.Fatalf("lora %q salt %v block %d: local hash %d, want %d", *c.LoraName, c.CacheSalt, i, b.LocalHash, want[i])
+			}
+		}
+		checked++
+	}
+	if checked < 3 {
+		t.Fatalf("only %d vector cases checked", checked)
+	}
 	tok := engTokens(4, 0)
-	evs := mustDecode(t, engBatch(engArr{"BlockStored", engArr{1}, nil, tok, 4, 3, "GPU", "adapter-a"}))
+	evs := mustDecode(t, engBatch(engArr{"BlockStored", engArr{1}, nil, tok, 4, 3, "GPU", nil}))
 	if evs[0].Blocks[0].LocalHash != LocalBlockHashes(engU32(4, 0), 4)[0] {
-		t.Error("lora changed the local hash")
+		t.Error("lora_id alone changed the local hash")
 	}
 	wantMalformed(t, decodeErr(engBatch(engArr{"BlockStored", engArr{1}, nil, tok, 4, nil, "GPU", 5})), "wrong type for lora_name")
+	// Longer than --max-string: malformed with its reason, so dead-lettered.
+	lim := schemas.Limits{MaxString: 8}
+	_, err := DecodeEngineBatch(engBatch(engArr{"BlockStored", engArr{1}, nil, tok, 4, nil, "GPU", "adapter-too-long"}), 7, 0, lim)
+	wantMalformed(t, err, "lora_name too long")
+	_, err = DecodeEngineBatch(engBatch(engMap{"type", "BlockStored", "block_hashes", engArr{1}, "token_ids", tok,
+		"block_size", 4, "cache_salt", "tenant-too-long"}), 7, 0, lim)
+	wantMalformed(t, err, "cache_salt too long")
 }
 
 func BenchmarkDecodeEngineBatch(b *testing.B) {

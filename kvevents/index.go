@@ -22,7 +22,7 @@ var (
 	// dropped because the index was full, since the parent is then most
 	// likely one of those).
 	ErrUnknownParent = errors.New("kvevents: parent block unknown")
-	// ErrBadEvent means an Event has no valid kind or an unknown tier.
+	// ErrBadEvent means an Event has no valid kind.
 	ErrBadEvent = errors.New("kvevents: malformed event")
 	// ErrTooManyWorkers means 65,536 (worker, dp rank) pairs are already
 	// tracked; RemoveWorker frees room.
@@ -129,6 +129,7 @@ type Stats struct {
 	OutOfOrder      uint64 // events older than the newest id seen (applied anyway)
 	StaleWorkers    int    // (worker, dp rank) pairs with missing events
 	DroppedFull     uint64 // device blocks not indexed because of WithMaxBlocks
+	UnknownTier     uint64 // events ignored for a storage tier none of Dynamo's
 }
 
 // Index maps Dynamo sequence hashes to the workers holding those blocks
@@ -201,6 +202,7 @@ type Index struct {
 	outOfOrder      atomic.Uint64
 	stale           atomic.Int64
 	droppedFull     atomic.Uint64
+	unknownTier     atomic.Uint64
 }
 
 // workerState is one (worker, dp rank).
@@ -216,7 +218,9 @@ type workerState struct {
 	droppedFull bool // blocks dropped for WithMaxBlocks since the last device clear
 	device      extTable
 	other       map[schemas.StorageTier]*extTable
-	seqs        []uint64 // scratch
+	lower       map[schemas.StorageTier]lowerSeqs // other's sequence hashes, for LowerOverlap
+	lowerN      atomic.Int64                      // external hashes in other; read without mu
+	seqs        []uint64                          // scratch
 }
 
 // NewIndex returns an empty Index.
@@ -248,18 +252,18 @@ func NewIndex(opts ...IndexOption) *Index {
 // ErrUnknownParent. Removing a block the worker does not hold is counted
 // in Stats.UnknownRemovals and otherwise ignored. Cleared drops every
 // block of the worker on the event's tier. Blocks on tiers other than
-// device are tracked (for parent lookup and Stats) but never count toward
-// Overlap. Event ids are checked for order (see Index) but never cause
-// an event to be rejected.
+// device are tracked (for parent lookup, Stats and LowerOverlap) but never
+// count toward Overlap. An event of a tier none of Dynamo's is ignored and
+// returns an error wrapping ErrUnknownTier (counted in Stats.UnknownTier).
+// Event ids are checked for order (see Index) but never cause an event to
+// be rejected.
 func (ix *Index) Apply(ev Event) error {
 	switch ev.Kind {
 	case schemas.KindStored, schemas.KindRemoved, schemas.KindCleared:
 	default:
 		return fmt.Errorf("%w: unknown kind %d", ErrBadEvent, ev.Kind)
 	}
-	if ev.Tier != "" && !ev.Tier.Valid() {
-		return fmt.Errorf("%w: unknown storage tier %q", ErrBadEvent, ev.Tier)
-	}
+	unknownTier := ev.Tier != "" && !ev.Tier.Valid()
 	for {
 		st, err := ix.worker(ev.Worker)
 		if err != nil {
@@ -272,6 +276,14 @@ func (ix *Index) Apply(ev Event) error {
 			continue
 		}
 		ix.checkOrder(st, ev.EventID)
+		if unknownTier {
+			// Its id still counts, or the next event would look like a gap.
+			st.mu.Unlock()
+			ix.unknownTier.Add(1)
+			ix.log.Debug("kvevents: event of an unknown storage tier ignored",
+				"worker_id", ev.Worker.WorkerID, "dp_rank", ev.Worker.DpRank, "tier", string(ev.Tier[:min(len(ev.Tier), 40)]))
+			return fmt.Errorf("%w %.40q", ErrUnknownTier, ev.Tier)
+		}
 		switch ev.Kind {
 		case schemas.KindStored:
 			err = ix.storeLocked(st, &ev)
@@ -501,6 +513,7 @@ func (ix *Index) Stats() Stats {
 		OutOfOrder:      ix.outOfOrder.Load(),
 		StaleWorkers:    int(ix.stale.Load()),
 		DroppedFull:     ix.droppedFull.Load(),
+		UnknownTier:     ix.unknownTier.Load(),
 	}
 	s.DeviceBlocks = s.Entries
 	ix.mu.RLock()

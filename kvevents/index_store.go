@@ -84,7 +84,7 @@ func (ix *Index) storeLocked(st *workerState, ev *Event) error {
 	if !ev.onDevice() {
 		var added int64
 		for i, b := range ev.Blocks {
-			if m.put(b.ExternalHash, seqs[i]) {
+			if st.lowerPut(ev.Tier, m, b.ExternalHash, seqs[i]) {
 				added++
 			}
 		}
@@ -200,6 +200,9 @@ func (ix *Index) removeLocked(st *workerState, ev *Event) {
 	m.shrink()
 	st.seqs = seqs
 	if !ev.onDevice() {
+		for _, seq := range seqs {
+			st.lowerRemoved(ev.Tier, seq)
+		}
 		ix.otherBlocks.Add(-int64(len(seqs)))
 		return
 	}
@@ -250,6 +253,7 @@ func (ix *Index) clearLocked(st *workerState, tier schemas.StorageTier) {
 	for t, m := range st.other {
 		if t == tier || tier == allTiers {
 			ix.otherBlocks.Add(-int64(m.len()))
+			st.lowerCleared(t, m.len())
 			delete(st.other, t)
 		}
 	}

@@ -236,7 +236,6 @@ func TestApplyRejectsBadEvents(t *testing.T) {
 	for _, ev := range []Event{
 		{Kind: 0},
 		{Kind: 9},
-		{Kind: schemas.KindCleared, Tier: "gpu"},
 	} {
 		if err := ix.Apply(ev); !errors.Is(err, ErrBadEvent) {
 			t.Errorf("Apply(%+v) = %v, want ErrBadEvent", ev, err)

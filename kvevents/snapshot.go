@@ -441,6 +441,7 @@ func (ix *Index) readWorker(sr *snapReader, ns *snapState) error {
 			return err
 		}
 	}
+	st.rebuildLower()
 	ns.workers[k] = st
 	sr.pw = append(sr.pw, st)
 	if o.stale {

@@ -105,6 +105,7 @@ func NewCollector(s Sources) prometheus.Collector {
 		{"index_unknown_removals_total", "Removed hashes that were not held.", func(s kvevents.Stats) uint64 { return s.UnknownRemovals }},
 		{"index_cleared_total", "Cleared events applied.", func(s kvevents.Stats) uint64 { return s.Cleared }},
 		{"index_dropped_full_total", "Device blocks not indexed because the index was full.", func(s kvevents.Stats) uint64 { return s.DroppedFull }},
+		{"index_unknown_tier_total", "KV events ignored for a storage tier none of Dynamo's.", func(s kvevents.Stats) uint64 { return s.UnknownTier }},
 	} {
 		c.indexCounters = append(c.indexCounters, indexCounter{d(ic.name, ic.help), ic.get})
 	}

@@ -181,6 +181,9 @@ func (s *Selector) Select(req *schemas.RequestEvent) (Candidate, error) {
 func (s *Selector) candidates(req *schemas.RequestEvent, now time.Time) []Candidate {
 	var out []Candidate
 	isl := len(req.TokenIDs)
+	// The request's LoRA adapter and cache namespace choose the block seed,
+	// as in Dynamo's compute_block_hash_for_seq (see kvevents.BlockSeed).
+	seed := kvevents.BlockSeed(req.LoraName, req.CacheSalt)
 	overlaps := map[uint32]map[kvevents.WorkerKey]int{} // per block size
 	for _, w := range s.workers.Workers() {
 		if req.Model != "" && w.Model != "" && w.Model != req.Model {
@@ -192,7 +195,7 @@ func (s *Selector) candidates(req *schemas.RequestEvent, now time.Time) []Candid
 		bs := int(w.KvBlockSize)
 		ov, ok := overlaps[w.KvBlockSize]
 		if !ok {
-			ov = s.index.Overlap(kvevents.PromptHashes(req.TokenIDs, bs))
+			ov = s.index.Overlap(kvevents.PromptHashesSeeded(req.TokenIDs, bs, seed))
 			overlaps[w.KvBlockSize] = ov
 		}
 		for rank, ep := range w.HintEndpoints {

@@ -136,6 +136,14 @@ func (l Limits) decodeRequest(data []byte, contentType string, fast bool) (*Requ
 	if !validTimestamp(ev.ReceivedAtMs) {
 		return nil, malformed(kind, "received_at_ms out of range", nil)
 	}
+	// The two strings that choose the block seed (kvevents.BlockSeed) get
+	// their own reasons: a dead-lettered one says which field it was.
+	if len(ev.LoraName) > l.MaxString {
+		return nil, malformed(kind, "lora_name too long", nil)
+	}
+	if len(ev.CacheSalt) > l.MaxString {
+		return nil, malformed(kind, "cache_salt too long", nil)
+	}
 	strs := []string{ev.RequestID, ev.SessionID, ev.Model, ev.LoraName, ev.CacheSalt}
 	for k, v := range ev.Headers {
 		strs = append(strs, k, v)
@@ -203,8 +211,11 @@ func (l Limits) decodeRouterEvent(data []byte, fast bool) (*RouterEvent, error) 
 	if ev.Event.Data.Kind == 0 {
 		return nil, malformed(kind, "missing event data", nil)
 	}
-	if !ev.Tier().Valid() {
-		return nil, malformed(kind, "unknown storage_tier", nil)
+	// An unknown storage_tier is not malformed: the index counts the event
+	// and ignores it (kvevents.ErrUnknownTier), since a newer Dynamo may
+	// add a tier. It is cut to 64 bytes; no tier name is longer.
+	if len(ev.StorageTier) > 64 {
+		ev.StorageTier = ev.StorageTier[:64]
 	}
 	if s := ev.Event.Data.Stored; s != nil && len(s.Blocks) > l.MaxTokens {
 		return nil, malformed(kind, "too many blocks", nil)

@@ -8,7 +8,9 @@ import (
 )
 
 // StorageTier names where a block lives, as Dynamo's StorageTier
-// serialises it. Only TierDevice counts toward prefix overlap.
+// serialises it. Each tier counts toward the prefix overlap with its own
+// weight (see routing); a value none of these is kept as read, and the
+// index counts and ignores its events.
 type StorageTier string
 
 // Dynamo's storage tiers; an absent storage_tier means TierDevice.

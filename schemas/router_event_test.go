@@ -165,7 +165,6 @@ func TestDecodeRouterEventErrors(t *testing.T) {
 		name, json, reason string
 		lim                Limits
 	}{
-		{name: "unknown storage_tier", json: `{"worker_id":7,"storage_tier":"gpu","event":{"event_id":1,"data":"cleared"}}`, reason: "unknown storage_tier"},
 		{name: "unknown variant", json: ev(`{"moved":{}}`), reason: "unknown event tag"},
 		{name: "unknown string variant", json: ev(`"moved"`), reason: "unknown event tag"},
 		{name: "two variants", json: ev(`{"cleared":null,"removed":{"block_hashes":[]}}`), reason: "invalid JSON"},
@@ -261,5 +260,19 @@ func TestStorageTierValid(t *testing.T) {
 	var e RouterEvent
 	if e.Tier() != TierDevice {
 		t.Errorf("absent tier = %q", e.Tier())
+	}
+}
+
+// An unknown storage_tier decodes (the index counts and ignores the
+// event), cut to 64 bytes.
+func TestDecodeRouterEventUnknownTier(t *testing.T) {
+	for _, tier := range []string{"gpu", strings.Repeat("t", 200)} {
+		e, err := Limits{}.DecodeRouterEvent([]byte(`{"worker_id":7,"storage_tier":"` + tier + `","event":{"event_id":1,"data":"cleared"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Tier().Valid() || len(e.StorageTier) > 64 || !strings.HasPrefix(tier, string(e.StorageTier)) {
+			t.Fatalf("tier %q decoded as %q", tier, e.StorageTier)
+		}
 	}
 }

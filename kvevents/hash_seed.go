@@ -1,0 +1,103 @@
+package kvevents
+
+import (
+	"math/bits"
+
+	"github.com/zeebo/xxh3"
+)
+
+// BlockSeed returns the XXH3 seed of a block's local hash when a request
+// or engine event names the LoRA adapter loraName and the cache namespace
+// cacheSalt, as today's Dynamo derives it:
+//
+//	seed = 1337 (+) XXH3-64(lora_name, seed 0) (+) XXH3-64(cache_salt, seed 1)
+//
+// where (+) is wrapping 64-bit addition and an empty string adds nothing,
+// so BlockSeed("", "") is HashSeed. Only the block (local) hash takes this
+// seed; sequence hashes always chain with HashSeed.
+//
+// Source: ai-dynamo/dynamo lib/kv-hashing/src/salt.rs compute_salt_hash
+// (the version that starts from CHAIN_XXH3_SEED), called by
+// lib/kv-router/src/protocols.rs block_hash_seed from
+// compute_block_hash_for_seq (commit 038eab23a6b6e9b6391de6640f4f69d4c2726681).
+func BlockSeed(loraName, cacheSalt string) uint64 {
+	seed := uint64(HashSeed)
+	if loraName != "" {
+		seed += xxh3.HashString(loraName) // seed 0 is XXH3's default
+	}
+	if cacheSalt != "" {
+		seed += xxh3.HashStringSeed(cacheSalt, 1)
+	}
+	return seed
+}
+
+// PromptHashesSeeded is PromptHashes with the block seed seed (see
+// BlockSeed); seed HashSeed is exactly PromptHashes. The chain seed stays
+// HashSeed. blockSize <= 0 returns nil.
+func PromptHashesSeeded(tokens []uint32, blockSize int, seed uint64) []uint64 {
+	if seed == HashSeed {
+		return PromptHashes(tokens, blockSize)
+	}
+	local := LocalBlockHashesSeeded(tokens, blockSize, seed)
+	for i := 1; i < len(local); i++ {
+		local[i] = chainHash(local[i-1], local[i])
+	}
+	return local
+}
+
+// LocalBlockHashesSeeded is LocalBlockHashes with the block seed seed;
+// seed HashSeed is exactly LocalBlockHashes.
+func LocalBlockHashesSeeded(tokens []uint32, blockSize int, seed uint64) []uint64 {
+	if seed == HashSeed {
+		return LocalBlockHashes(tokens, blockSize)
+	}
+	if blockSize <= 0 {
+		return nil
+	}
+	n := len(tokens) / blockSize
+	out := make([]uint64, n)
+	if blockSize == 16 {
+		for i := range out {
+			out[i] = hashBlock16Seed(tokens[i*16:], seed)
+		}
+		return out
+	}
+	if nativeLittleEndian && n > 0 {
+		raw := tokenBytes(tokens[:n*blockSize])
+		w := blockSize * 4
+		for i := range out {
+			out[i] = xxh3.HashSeed(raw[i*w:(i+1)*w], seed)
+		}
+		return out
+	}
+	var stack [stackBlockTokens * 4]byte
+	buf := blockBuffer(&stack, blockSize)
+	for i := range out {
+		block := tokens[i*blockSize : (i+1)*blockSize]
+		for j, t := range block {
+			buf[j*4], buf[j*4+1], buf[j*4+2], buf[j*4+3] = byte(t), byte(t>>8), byte(t>>16), byte(t>>24)
+		}
+		out[i] = xxh3.HashSeed(buf, seed)
+	}
+	return out
+}
+
+// hashBlock16Seed is hashBlock16 for any seed: XXH3-64 of 64 bytes adds
+// the seed to, or subtracts it from, each secret word it uses.
+func hashBlock16Seed(t []uint32, seed uint64) uint64 {
+	t = t[:16:16]
+	w := func(i int) uint64 { return uint64(t[2*i]) | uint64(t[2*i+1])<<32 }
+	fold := func(x, y uint64) uint64 {
+		hi, lo := bits.Mul64(x, y)
+		return hi ^ lo
+	}
+	const s = HashSeed // the b16k* constants carry it; take it back out
+	acc := uint64(block16Init)
+	acc += fold(w(0)^(b16k0-s+seed), w(1)^(b16k1+s-seed))
+	acc += fold(w(6)^(b16k2-s+seed), w(7)^(b16k3+s-seed))
+	acc += fold(w(2)^(b16k4-s+seed), w(3)^(b16k5+s-seed))
+	acc += fold(w(4)^(b16k6-s+seed), w(5)^(b16k7+s-seed))
+	acc ^= acc >> 37
+	acc *= 0x165667919e3779f9
+	return acc ^ acc>>32
+}
