@@ -1,6 +1,7 @@
 package eventplane
 
 import (
+	"errors"
 	"unicode/utf8"
 
 	"github.com/tinylib/msgp/msgp"
@@ -40,6 +41,9 @@ func fill(l schemas.Limits) schemas.Limits {
 	}
 	if l.MaxString <= 0 {
 		l.MaxString = def.MaxString
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = def.MaxDepth
 	}
 	return l
 }
@@ -98,7 +102,9 @@ func DecodeEnvelope(data []byte, lim schemas.Limits) (Envelope, error) {
 			bit = fPayload
 			env.Payload, b, err = msgp.ReadBytesZC(b)
 		default:
-			b, err = msgp.Skip(b)
+			if b, err = skipBounded(b, lim.MaxDepth-1); err != nil {
+				return env, malformed(kindEnvelope, skipReason(err), err)
+			}
 		}
 		if err != nil {
 			return env, malformed(kindEnvelope, "envelope field of the wrong type", err)
@@ -181,3 +187,54 @@ func DecodeLoad(data []byte, lim schemas.Limits) (Envelope, *schemas.ActiveLoad,
 }
 
 func isMapLead(c byte) bool { return c >= 0x80 && c <= 0x8f || c == 0xde || c == 0xdf }
+
+// errTooDeep is skipBounded's error past lim.MaxDepth.
+var errTooDeep = errors.New("msgpack nested too deeply")
+
+// skipBounded skips one msgpack value nested at most depth containers
+// deep (schemas.Limits.MaxDepth), where msgp.Skip would recurse up to
+// 100,000 levels. A container claiming more entries than bytes remain is
+// msgp.ErrShortBytes.
+func skipBounded(b []byte, depth int) ([]byte, error) {
+	if len(b) == 0 {
+		return b, msgp.ErrShortBytes
+	}
+	var n uint64
+	switch c := b[0]; {
+	case c >= 0x90 && c <= 0x9f || c == 0xdc || c == 0xdd:
+		m, rest, err := msgp.ReadArrayHeaderBytes(b)
+		if err != nil {
+			return rest, err
+		}
+		n, b = uint64(m), rest
+	case isMapLead(c):
+		m, rest, err := msgp.ReadMapHeaderBytes(b)
+		if err != nil {
+			return rest, err
+		}
+		n, b = 2*uint64(m), rest
+	default: // scalars, str, bin, ext: msgp.Skip does not recurse for them
+		return msgp.Skip(b)
+	}
+	if n > uint64(len(b)) {
+		return b, msgp.ErrShortBytes
+	}
+	if n > 0 && depth <= 0 {
+		return b, errTooDeep
+	}
+	var err error
+	for ; n > 0; n-- {
+		if b, err = skipBounded(b, depth-1); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// skipReason is the DecodeError reason of a failed skip.
+func skipReason(err error) string {
+	if errors.Is(err, errTooDeep) {
+		return "msgpack nested too deeply"
+	}
+	return "truncated msgpack"
+}

@@ -282,6 +282,7 @@ func TestRouterEventShapes(t *testing.T) {
 			kv("data", raw(payload(kv("stored", raw(payload(kv("blocks", raw(append(msgp.AppendArrayHeader(nil, 1),
 				payload(kv("block_hash", u(1)), kv("mm_extra_info", raw([]byte{0xc0})), kv("x_pad", s("0123456789abcdef")))...))))))))))))),
 		},
+		{"deep unknown field", "msgpack nested too deeply", "", payload(kv("worker_id", u(3)), kv("x", raw(deep(40))), kv("event", clearedEvent()))},
 		{"huge block count", "truncated msgpack", "", payload(kv("worker_id", u(3)), kv("event", raw(payload(kv("event_id", u(1)),
 			kv("data", raw(payload(kv("stored", raw(payload(kv("blocks", raw(msgp.AppendArrayHeader(nil, 1<<20))))))))))))),
 		},
@@ -308,5 +309,28 @@ func TestRouterEventShapes(t *testing.T) {
 				t.Fatalf("event %+v", ev)
 			}
 		})
+	}
+}
+
+// deep is n nested one-element arrays around nil.
+func deep(n int) []byte {
+	b := bytes.Repeat([]byte{0x91}, n)
+	return append(b, 0xc0)
+}
+
+func TestEnvelopeDepth(t *testing.T) {
+	b := msgp.AppendMapHeader(nil, 1)
+	b = msgp.AppendString(b, "published_at_ns")
+	b = append(b, deep(40)...)
+	if _, err := DecodeEnvelope(b, schemas.Limits{}); err == nil || reason(t, err) != "msgpack nested too deeply" {
+		t.Fatalf("deep unknown envelope field: %v", err)
+	}
+	// Within the limit an unknown field is skipped (the envelope then
+	// lacks its own fields).
+	b = msgp.AppendMapHeader(nil, 1)
+	b = msgp.AppendString(b, "published_at_ns")
+	b = append(b, deep(8)...)
+	if _, err := DecodeEnvelope(b, schemas.Limits{}); err == nil || reason(t, err) != "envelope field missing" {
+		t.Fatalf("shallow unknown envelope field: %v", err)
 	}
 }

@@ -66,8 +66,8 @@ func decodeRouterEvent(b []byte, lim schemas.Limits) (*schemas.RouterEvent, stri
 				return nil, "", err
 			}
 		default:
-			if b, err = msgp.Skip(b); err != nil {
-				return nil, "", d.bad("truncated msgpack", err)
+			if b, err = d.skip(b); err != nil {
+				return nil, "", d.bad(skipReason(err), err)
 			}
 		}
 	}
@@ -90,6 +90,10 @@ func decodeRouterEvent(b []byte, lim schemas.Limits) (*schemas.RouterEvent, stri
 }
 
 type payloadDecoder struct{ lim schemas.Limits }
+
+// skip skips an unknown field's value; RouterEvent nests at most 6 deep,
+// so MaxDepth bounds what a skipped value may add.
+func (d *payloadDecoder) skip(b []byte) ([]byte, error) { return skipBounded(b, d.lim.MaxDepth) }
 
 func (d *payloadDecoder) bad(reason string, err error) error {
 	return malformed(kindPayload, reason, err)
@@ -134,8 +138,8 @@ func (d *payloadDecoder) event(b []byte, e *schemas.KvCacheEvent) ([]byte, error
 				return b, err
 			}
 		default:
-			if b, err = msgp.Skip(b); err != nil {
-				return b, d.bad("truncated msgpack", err)
+			if b, err = d.skip(b); err != nil {
+				return b, d.bad(skipReason(err), err)
 			}
 		}
 	}
@@ -231,8 +235,8 @@ func (d *payloadDecoder) stored(b []byte, s *schemas.KvCacheStoreData) ([]byte, 
 				return b, err
 			}
 		default:
-			if b, err = msgp.Skip(b); err != nil {
-				return b, d.bad("truncated msgpack", err)
+			if b, err = d.skip(b); err != nil {
+				return b, d.bad(skipReason(err), err)
 			}
 		}
 	}
@@ -300,8 +304,8 @@ func (d *payloadDecoder) block(b []byte, blk *schemas.StoredBlock) ([]byte, erro
 		default:
 			// mm_extra_info among others: the local hash already folds in
 			// the block's multimodal objects.
-			if b, err = msgp.Skip(b); err != nil {
-				return b, d.bad("truncated msgpack", err)
+			if b, err = d.skip(b); err != nil {
+				return b, d.bad(skipReason(err), err)
 			}
 			continue
 		}
@@ -327,8 +331,8 @@ func (d *payloadDecoder) removed(b []byte, r *schemas.KvCacheRemoveData) ([]byte
 			return b, d.bad("key not a string", err)
 		}
 		if string(key) != "block_hashes" {
-			if b, err = msgp.Skip(b); err != nil {
-				return b, d.bad("truncated msgpack", err)
+			if b, err = d.skip(b); err != nil {
+				return b, d.bad(skipReason(err), err)
 			}
 			continue
 		}
