@@ -93,17 +93,22 @@ type (
 	}
 	// CandidateView is routing.Candidate.
 	CandidateView struct {
-		WorkerID      uint64   `json:"worker_id"`
-		DpRank        uint32   `json:"dp_rank"`
-		Endpoint      string   `json:"endpoint"`
-		BlockSize     int      `json:"block_size"`
-		OverlapBlocks int      `json:"overlap_blocks"`
-		PrefillBlocks float64  `json:"prefill_blocks"`
-		DecodeBlocks  float64  `json:"decode_blocks"`
-		VirtualBlocks float64  `json:"virtual_blocks"`
-		Logit         float64  `json:"logit"`
-		Chosen        bool     `json:"chosen"`
-		Load          LoadView `json:"load"`
+		WorkerID      uint64 `json:"worker_id"`
+		DpRank        uint32 `json:"dp_rank"`
+		Endpoint      string `json:"endpoint"`
+		BlockSize     int    `json:"block_size"`
+		OverlapBlocks int    `json:"overlap_blocks"`
+		// Lower-tier blocks past the device prefix (routing.Candidate).
+		HostPinnedBlocks int      `json:"host_pinned_blocks,omitempty"`
+		DiskBlocks       int      `json:"disk_blocks,omitempty"`
+		ExternalBlocks   int      `json:"external_blocks,omitempty"`
+		OverlapCredit    float64  `json:"overlap_credit,omitempty"`
+		PrefillBlocks    float64  `json:"prefill_blocks"`
+		DecodeBlocks     float64  `json:"decode_blocks"`
+		VirtualBlocks    float64  `json:"virtual_blocks"`
+		Logit            float64  `json:"logit"`
+		Chosen           bool     `json:"chosen"`
+		Load             LoadView `json:"load"`
 	}
 	// ToolTimeView answers GET /v1/tooltime; the any-tool bucket ("") first.
 	ToolTimeView struct {
@@ -258,6 +263,7 @@ func (s Sources) overlapView(r *http.Request) (any, error) {
 	for i, c := range cands {
 		out.Candidates[i] = CandidateView{WorkerID: c.Worker.WorkerID, DpRank: c.Worker.DpRank, Endpoint: c.Endpoint,
 			BlockSize: c.BlockSize, OverlapBlocks: c.Overlap, PrefillBlocks: c.PrefillBlocks,
+			HostPinnedBlocks: c.HostPinned, DiskBlocks: c.Disk, ExternalBlocks: c.External, OverlapCredit: c.OverlapCredit,
 			DecodeBlocks: c.DecodeBlocks, VirtualBlocks: c.VirtualBlocks, Logit: c.Logit,
 			Chosen: err == nil && c.Worker == chosen.Worker, Load: loadView(c.Load)}
 	}

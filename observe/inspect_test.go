@@ -173,9 +173,10 @@ func TestInspectOverlap(t *testing.T) {
 			t.Fatalf("overlap = %+v, want worker 1 rank 0 chosen for 70 tokens", v)
 		}
 		want := []CandidateView{
-			{WorkerID: 1, Endpoint: "tcp://127.0.0.1:7001", BlockSize: 16, OverlapBlocks: 1, PrefillBlocks: 3.375, DecodeBlocks: 4, Logit: 7.375, Chosen: true},
+			// Default cost: prefill_blocks before the credit, then the credit.
+			{WorkerID: 1, Endpoint: "tcp://127.0.0.1:7001", BlockSize: 16, OverlapBlocks: 1, PrefillBlocks: 4.375, OverlapCredit: 1, DecodeBlocks: 4, Logit: 7.375, Chosen: true},
 			{WorkerID: 2, Endpoint: "tcp://127.0.0.1:7002", BlockSize: 16, PrefillBlocks: 4.375, DecodeBlocks: 4, Logit: 8.375},
-			{WorkerID: 2, DpRank: 1, Endpoint: "tcp://127.0.0.1:7003", BlockSize: 16, OverlapBlocks: 3, PrefillBlocks: 1.875, DecodeBlocks: 6, Logit: 7.875},
+			{WorkerID: 2, DpRank: 1, Endpoint: "tcp://127.0.0.1:7003", BlockSize: 16, OverlapBlocks: 3, PrefillBlocks: 4.875, OverlapCredit: 3, DecodeBlocks: 6, Logit: 7.875},
 		}
 		if len(v.Candidates) != len(want) {
 			t.Fatalf("candidates = %+v", v.Candidates)

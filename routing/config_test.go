@@ -14,7 +14,11 @@ import (
 
 func TestDefaultConfig(t *testing.T) {
 	s := NewSelector(staticWorkers{}, kvevents.NewIndex(), nil)
-	want := Config{OverlapScoreWeight: 1, Temperature: 0, Spread: SpreadConfig{HalfLife: 2 * time.Second}}
+	// Dynamo's KvRouterConfig::default() (lib/kv-router/src/scheduling/
+	// config.rs @07a6c9ce3bb096cfaf353fe69ee578e105c6a512), spelled out.
+	want := Config{Cost: CostDefault, OverlapScoreCredit: 1, OverlapScoreCreditDecay: 0, PrefillLoadScale: 1,
+		DecodeActiveRequestWeight: 0, HostCacheHitWeight: 0.75, DiskCacheHitWeight: 0.25,
+		OverlapScoreWeight: 1, Temperature: 0, Spread: SpreadConfig{HalfLife: 2 * time.Second}}
 	if got := s.Config(); got != want {
 		t.Fatalf("defaults %+v, want %+v", got, want)
 	}
@@ -36,6 +40,13 @@ func TestConfigValidate(t *testing.T) {
 		{OverlapScoreWeight: 1, Temperature: -0.1},
 		{OverlapScoreWeight: 1, Temperature: math.NaN()},
 		{OverlapScoreWeight: 1, Spread: SpreadConfig{Enabled: true, HalfLife: -time.Second}},
+		{Cost: "fancy"},
+		{HostCacheHitWeight: -0.5},
+		{DiskCacheHitWeight: math.NaN()},
+		{OverlapScoreCredit: math.Inf(1)},
+		{OverlapScoreCreditDecay: -1},
+		{PrefillLoadScale: -2},
+		{DecodeActiveRequestWeight: math.NaN()},
 	} {
 		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%+v: err %v, want ErrInvalidConfig", c, err)

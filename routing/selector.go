@@ -90,6 +90,13 @@ type Overlapper interface {
 	Overlap(seqHashes []uint64) map[kvevents.WorkerKey]int
 }
 
+// LowerOverlapper is the index view of the lower tiers (host_pinned,
+// disk, external) that the default cost credits; *kvevents.Index is one.
+// An Overlapper without it has no lower-tier blocks.
+type LowerOverlapper interface {
+	LowerOverlap(seqHashes []uint64, device map[kvevents.WorkerKey]int) map[kvevents.WorkerKey]kvevents.LowerOverlap
+}
+
 // Candidate is one (worker, dp rank) considered for a prompt, with the
 // terms of its logit.
 type Candidate struct {
@@ -98,15 +105,27 @@ type Candidate struct {
 	BlockSize int
 	// Overlap is the number of leading prompt blocks cached on the device.
 	Overlap int
-	Load    schemas.ActiveLoad
-	// PrefillBlocks is (uncached prompt tokens + active_prefill_tokens) / BlockSize.
+	// HostPinned, Disk and External are the prompt blocks past the device
+	// prefix cached on each lower tier, each continuing the one before
+	// (kvevents.LowerOverlap). The classic cost ignores them.
+	HostPinned, Disk, External int
+	Load                       schemas.ActiveLoad
+	// PrefillBlocks is, for the default cost, Dynamo's raw_prefill_blocks
+	// ((active_prefill_tokens + isl) / BlockSize, before credits); for the
+	// classic cost (uncached prompt tokens + active_prefill_tokens) /
+	// BlockSize.
 	PrefillBlocks float64
+	// OverlapCredit is the default cost's overlap_credit_blocks, the
+	// blocks credited against PrefillBlocks (0 for the classic cost).
+	OverlapCredit float64
 	// DecodeBlocks is active_decode_blocks + the prompt's full blocks +
 	// VirtualBlocks.
 	DecodeBlocks float64
 	// VirtualBlocks is spreading's decayed virtual load (0 when off).
 	VirtualBlocks float64
-	// Logit is OverlapScoreWeight*PrefillBlocks + DecodeBlocks; lower wins.
+	// Logit is the cost; lower wins. Default cost:
+	// PrefillLoadScale*max(PrefillBlocks-OverlapCredit, 0) + DecodeBlocks;
+	// classic: OverlapScoreWeight*PrefillBlocks + DecodeBlocks.
 	Logit float64
 }
 
@@ -115,6 +134,7 @@ type Candidate struct {
 type Selector struct {
 	workers Workers
 	index   Overlapper
+	lower   LowerOverlapper // nil: no lower tiers, or the classic cost
 	loads   *LoadTable
 	cfg     Config
 	now     func() time.Time
@@ -140,6 +160,9 @@ func NewSelector(w Workers, ix Overlapper, loads *LoadTable, opts ...Option) *Se
 		loads = NewLoadTable()
 	}
 	s := &Selector{workers: w, index: ix, loads: loads, cfg: cfg, now: o.now, sample: o.sampler}
+	if lo, ok := ix.(LowerOverlapper); ok && cfg.Cost != CostClassic {
+		s.lower = lo
+	}
 	if cfg.Spread.Enabled {
 		s.spread = newVirtualLoads(cfg.Spread.HalfLife)
 	}
@@ -184,7 +207,11 @@ func (s *Selector) candidates(req *schemas.RequestEvent, now time.Time) []Candid
 	// The request's LoRA adapter and cache namespace choose the block seed,
 	// as in Dynamo's compute_block_hash_for_seq (see kvevents.BlockSeed).
 	seed := kvevents.BlockSeed(req.LoraName, req.CacheSalt)
-	overlaps := map[uint32]map[kvevents.WorkerKey]int{} // per block size
+	type tierOverlaps struct {
+		device map[kvevents.WorkerKey]int
+		lower  map[kvevents.WorkerKey]kvevents.LowerOverlap
+	}
+	overlaps := map[uint32]tierOverlaps{} // per block size
 	for _, w := range s.workers.Workers() {
 		if req.Model != "" && w.Model != "" && w.Model != req.Model {
 			continue
@@ -195,24 +222,46 @@ func (s *Selector) candidates(req *schemas.RequestEvent, now time.Time) []Candid
 		bs := int(w.KvBlockSize)
 		ov, ok := overlaps[w.KvBlockSize]
 		if !ok {
-			ov = s.index.Overlap(kvevents.PromptHashesSeeded(req.TokenIDs, bs, seed))
+			seq := kvevents.PromptHashesSeeded(req.TokenIDs, bs, seed)
+			ov.device = s.index.Overlap(seq)
+			if s.lower != nil {
+				ov.lower = s.lower.LowerOverlap(seq, ov.device)
+			}
 			overlaps[w.KvBlockSize] = ov
 		}
 		for rank, ep := range w.HintEndpoints {
 			k := kvevents.WorkerKey{WorkerID: w.WorkerID, DpRank: uint32(rank)}
-			c := Candidate{Worker: k, Endpoint: ep, BlockSize: bs, Overlap: ov[k], Load: s.loads.Get(k)}
+			lo := ov.lower[k]
+			c := Candidate{Worker: k, Endpoint: ep, BlockSize: bs, Overlap: ov.device[k],
+				HostPinned: lo.HostPinned, Disk: lo.Disk, External: lo.External, Load: s.loads.Get(k)}
 			if s.spread != nil {
 				c.VirtualBlocks = s.spread.get(k, now)
 			}
-			s.score(&c, isl)
 			out = append(out, c)
 		}
+	}
+	if s.cfg.Cost == CostClassic {
+		for i := range out {
+			s.score(&out[i], isl)
+		}
+		return out
+	}
+	var minActive uint64 // Dynamo: min over the eligible candidates, 0 if none
+	if s.cfg.OverlapScoreCreditDecay > 0 && len(out) > 0 {
+		minActive = out[0].Load.PrefillTokens()
+		for _, c := range out[1:] {
+			minActive = min(minActive, c.Load.PrefillTokens())
+		}
+	}
+	for i := range out {
+		s.defaultCost(&out[i], isl, minActive)
 	}
 	return out
 }
 
-// score fills in the logit terms. Counts are summed as float64: exact up
-// to 2^53 like Dynamo's usize sums, and no overflow on absurd reports.
+// score fills in the classic cost's logit terms. Counts are summed as
+// float64: exact up to 2^53 like Dynamo's usize sums, and no overflow on
+// absurd reports.
 func (s *Selector) score(c *Candidate, isl int) {
 	newTokens := max(isl-c.Overlap*c.BlockSize, 0)
 	c.PrefillBlocks = (float64(newTokens) + float64(c.Load.PrefillTokens())) / float64(c.BlockSize)

@@ -190,7 +190,9 @@ func TestSelect(t *testing.T) {
 				model = ""
 			}
 			req := &schemas.RequestEvent{RequestID: "r", Model: model, TokenIDs: p}
-			s := NewSelector(c.workers, ix, lt, WithOverlapScoreWeight(c.weight))
+			// The classic cost, whose formula these cases were worked out
+			// from (cost_test.go has the default cost's).
+			s := NewSelector(c.workers, ix, lt, WithCost(CostClassic), WithOverlapScoreWeight(c.weight))
 
 			cands := s.Candidates(req)
 			if len(cands) != len(c.logits) {

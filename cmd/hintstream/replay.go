@@ -48,6 +48,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		logLevel   = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "warn"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
 	)
 	natsCfg := natsFlags(fs, "hintstream-replay")
+	routerCost := routerFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream replay (--since TIME | --from-seq N) [--until TIME] [--dry-run --out FILE] [flags]\n\n"+
 			"Replays KV events, load, requests and responses in their original time order, so each choice\n"+
@@ -68,8 +69,12 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	rc := routing.Config{OverlapScoreWeight: *weight, Temperature: *temp}
+	if err := routerCost(&rc); err != nil {
+		return err
+	}
 	o := replay.Options{Streams: def, FromSeq: *fromSeq, DryRun: *dryRun, RegistryBucket: *bucket,
-		Routing:     routing.Config{OverlapScoreWeight: *weight, Temperature: *temp},
+		Routing:     rc,
 		PrefetchTTL: *ttl, PinEndpoint: *pinEP, PinTTL: actions.DefaultTTLConfig(), ToolTime: tooltime.DefaultConfig(),
 		KeepPinOnNext: *keepPin, PinRenewMax: max(*renewMax, 0), Logger: log}
 	o.Streams.Requests.Name, o.Streams.Responses.Name, o.Streams.Load.Name = *reqStream, *respStream, *loadStream

@@ -25,6 +25,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	streamSet := streamSetFlags(fs)
 	streamSet = dynamoFlags(fs, streamSet)
 	applyConfig := configFlag(fs)
+	routerCost := routerFlags(fs)
 	var (
 		natsURL      = fs.String("nats-url", env("HINTSTREAM_NATS_URL", ""), "NATS server URL (env HINTSTREAM_NATS_URL); empty starts an embedded JetStream server")
 		dataDir      = fs.String("data-dir", env("HINTSTREAM_DATA_DIR", ".hintstream/nats"), "embedded server's JetStream store (env HINTSTREAM_DATA_DIR)")
@@ -47,7 +48,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		maxString    = fs.Int("max-string", 64<<10, "longest id, model, header or tool name accepted, in bytes")
 		maxDepth     = fs.Int("max-depth", 32, "deepest JSON or msgpack nesting accepted in an event")
 		maxHdrBytes  = fs.Int("max-header-bytes", 16<<10, "most bytes of NATS headers accepted on one event")
-		weight       = fs.Float64("overlap-score-weight", routing.DefaultOverlapScoreWeight, "weight of prefill cost in the worker choice, as Dynamo's --kv-overlap-score-weight")
+		weight       = fs.Float64("overlap-score-weight", routing.DefaultOverlapScoreWeight, "weight of prefill cost in the worker choice with --router-cost classic, as older Dynamo's --kv-overlap-score-weight")
 		temperature  = fs.Float64("router-temperature", routing.DefaultTemperature, "softmax temperature of the worker choice, as Dynamo's --router-temperature (0: lowest cost)")
 		spread       = fs.Bool("spread-wakeups", false, "burst spreading: each wake-up adds decaying virtual load to its chosen worker (departs from the router on purpose)")
 		spreadHL     = fs.Duration("spread-half-life", routing.DefaultSpreadHalfLife, "half-life of burst spreading's virtual load")
@@ -119,7 +120,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		MaxString: *maxString, MaxDepth: *maxDepth, MaxHeaderBytes: *maxHdrBytes}
 	rc := routing.Config{OverlapScoreWeight: *weight, Temperature: *temperature,
 		Spread: routing.SpreadConfig{Enabled: *spread, HalfLife: *spreadHL}}
-	if err := rc.Validate(); err != nil {
+	if err := routerCost(&rc); err != nil {
 		return err
 	}
 	cfg.Routing = &rc
