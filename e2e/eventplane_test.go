@@ -49,13 +49,14 @@ func dynFrames(t *testing.T, specs []map[string]any) []struct{ Subject, Hex stri
 //
 //	w101 (10-2) + 1 = 9,  w202 (10-5) + 0 = 5 ← chosen,  w303 (10-7) + 4 = 7
 //
-// B: prompt of 12 blocks with lora_name "sql-adapter". w101 holds all 12
-// on device, hashed without the adapter; w202 holds 4 with it on device;
-// w303 holds 2 with it on device and all 12 in host memory:
+// B: prompt of 195 tokens (12 full blocks, 12.19 to prefill) with
+// lora_name "sql-adapter". w101 holds all 12 on device, hashed without the
+// adapter; w202 holds 4 with it on device; w303 holds 2 with it on device
+// and all 12 in host memory (10 past the device prefix):
 //
-//	device-only, adapter ignored:  w101 0+1 = 1 ← wrong
-//	device-only, adapter hashed:   w101 13, w202 8 ← wrong, w303 14
-//	tiers (host 0.75), hashed:     w303 12 - (2 + 0.75·10) + 4 = 6.5 ← Dynamo's pick
+//	device only, adapter ignored:  w101 12.19-12+1 = 1.19 ← wrong
+//	device only, adapter hashed:   w101 13.19, w202 8.19 ← wrong, w303 14.19
+//	tiers (host 0.75), hashed:     w303 12.19-(2+0.75·10)+4 = 6.69 ← Dynamo's pick
 //
 // (Dynamo adds the request's own blocks to every worker's decode load; the
 // same for all, it does not move the minimum.) Then a frame that is no
