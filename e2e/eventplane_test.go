@@ -168,15 +168,36 @@ func TestDynamoEventPlane(t *testing.T) {
 		}
 		return ws
 	}
-	if got := hinted("wake-A"); !slices.Equal(got, []uint64{202}) {
-		t.Fatalf("wake-A hinted workers %v, want [202]", got)
+	// The reference model of Dynamo's router (internal/pypeer/dynamo_cost.py)
+	// picks from the same scenario; the hand arithmetic above says which.
+	loadOf := map[uint64]*pypeer.CostLoad{101: {ActiveDecodeBlocks: 1}, 303: {ActiveDecodeBlocks: 4}}
+	ref := pypeer.RunCostReference(t, []pypeer.CostCase{
+		{BlockSize: 16, Tokens: promptA, Workers: []pypeer.CostWorker{
+			{WorkerID: 101, Load: loadOf[101], Stores: []pypeer.CostStore{{Tier: "device", To: 2}}},
+			{WorkerID: 202, Stores: []pypeer.CostStore{{Tier: "device", To: 5}}},
+			{WorkerID: 303, Load: loadOf[303], Stores: []pypeer.CostStore{{Tier: "device", To: 7}}},
+		}},
+		{BlockSize: 16, Tokens: promptB, LoraName: lora, Workers: []pypeer.CostWorker{
+			{WorkerID: 101, Load: loadOf[101], Stores: []pypeer.CostStore{{Tier: "device", To: 12}}},
+			{WorkerID: 202, Stores: []pypeer.CostStore{{Tier: "device", To: 4, LoraName: lora}}},
+			{WorkerID: 303, Load: loadOf[303], Stores: []pypeer.CostStore{{Tier: "device", To: 2, LoraName: lora},
+				{Tier: "host_pinned", To: 12, LoraName: lora}}},
+		}},
+	})
+	for i, want := range []uint64{202, 303} {
+		if r := ref[i]; r.None || r.Ties != 1 || r.WorkerID != want {
+			t.Fatalf("reference model on case %c: %+v, want worker %d alone (the scenario is off)", 'A'+i, r, want)
+		}
+	}
+	if got := hinted("wake-A"); !slices.Equal(got, []uint64{ref[0].WorkerID}) {
+		t.Fatalf("wake-A hinted workers %v, want [%d] (the reference model's pick)", got, ref[0].WorkerID)
 	}
 	wb := wake("wake-B", "sess-B", promptB)
 	wb.LoraName = lora
 	publishRequest(t, ctx, js, wb)
 	sink.WaitFor(t, 5*time.Second, hasRequest("wake-B"), "prefetch for wake-B")
-	if got := hinted("wake-B"); !slices.Equal(got, []uint64{303}) {
-		t.Fatalf("wake-B hinted workers %v, want [303] (tiers and the adapter's hash count)", got)
+	if got := hinted("wake-B"); !slices.Equal(got, []uint64{ref[1].WorkerID}) {
+		t.Fatalf("wake-B hinted workers %v, want [%d] (the reference model's pick: tiers and the adapter's hash count)", got, ref[1].WorkerID)
 	}
 
 	// A frame that is not an envelope: dead-lettered with its reason.
