@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,10 +156,12 @@ func TestDynamoEventPlane(t *testing.T) {
 	natstest.Eventually(t, 10*time.Second, func() bool { return stored("KV_EVENTS") == 7 && stored("KV_LOAD") == 2 },
 		"JetStream stored the core publishes")
 
+	live := filepath.Join(t.TempDir(), "live.jsonl")
 	p := start(t, append([]string{"run", "--nats-url", srv.ClientURL(), "--log-format", "json",
-		"--http-addr", "127.0.0.1:0"}, dyn...)...)
+		"--http-addr", "127.0.0.1:0", "--hints-log", live}, dyn...)...)
 	addr := httpAddr(t, p)
 	p.waitLine(t, 30*time.Second, "hintstream running")
+	since := time.Now().Add(-time.Millisecond)
 
 	publishRequest(t, ctx, js, wake("wake-A", "sess-A", promptA))
 	sink.WaitFor(t, 5*time.Second, hasRequest("wake-A"), "prefetch for wake-A")
@@ -235,6 +239,16 @@ func TestDynamoEventPlane(t *testing.T) {
 	}, "the skipped sequence counted as a gap")
 
 	p.stop(t)
+	// replay with the same flags reads the same frames and makes the same
+	// choices.
+	dry := filepath.Join(t.TempDir(), "replay.jsonl")
+	if out, err := exec.Command(binary, append([]string{"replay", "--nats-url", srv.ClientURL(), "--since",
+		since.Format(time.RFC3339Nano), "--dry-run", "--out", dry}, dyn...)...).CombinedOutput(); err != nil {
+		t.Fatalf("replay: %v\n%s", err, out)
+	}
+	if want, got := hintLines(t, live), hintLines(t, dry); len(want) != 2 || !slices.Equal(want, got) {
+		t.Fatalf("replay differs from the live run\nlive:\n%s\nreplay:\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
+	}
 	counters := finalCounters(t, p)
 	for name, want := range map[string]float64{
 		"kv_events.applied|stored": 8, "kv_events.malformed|envelope not a msgpack map": 1, "hints.prefetch.queued": 2,
