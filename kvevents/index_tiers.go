@@ -25,7 +25,8 @@ type LowerOverlap struct {
 
 // lowerTierOrder is the order Dynamo's query_lower_tiers walks the tiers
 // below device (lib/kv-router/src/indexer/lower_tier_indexers.rs,
-// lower_tier_query_order).
+// lower_tier_query_order, ai-dynamo/dynamo commit
+// 1783f723be1af5717830f460651d23eb75595009).
 var lowerTierOrder = [...]schemas.StorageTier{schemas.TierHostPinned, schemas.TierDisk, schemas.TierExternal}
 
 // lowerSeqs counts, per lower tier, the worker's external hashes holding
@@ -103,8 +104,9 @@ func (s lowerSeqs) dec(seq uint64) {
 
 // LowerOverlap extends the device overlap of each (worker, dp rank) onto
 // the lower tiers as Dynamo's indexer does (query_lower_tiers in
-// lib/kv-router/src/indexer/lower_tier_indexers.rs, over LowerTierIndexer
-// in lower_tier.rs): one forward chain per worker, starting at its device
+// lib/kv-router/src/indexer/lower_tier_indexers.rs @1783f723, over
+// LowerTierIndexer in lower_tier.rs @514be2b3): one forward chain per
+// worker, starting at its device
 // overlap device[k] (0 when absent, which is Dynamo's continuation from
 // the root), counting the consecutive prompt blocks held on host_pinned,
 // then continuing from there on disk, then on external. seqHashes are the

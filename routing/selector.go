@@ -2,12 +2,20 @@
 // cost function of Dynamo's KV router (its DefaultWorkerSelector), without
 // admitting the request or booking its load.
 //
-// # The logit
-//
 // Each dp rank of each registered worker serving the request's model is a
-// candidate. With isl the prompt's token count, bs the worker's
-// kv_block_size, overlap the leading prompt blocks it holds on device, and
-// its latest load report (a worker that never reported counts as idle):
+// candidate. Two cost functions (Config.Cost): CostDefault, today's
+// Dynamo, which credits the prompt blocks cached on each storage tier
+// (device, host_pinned, disk, external) against the prefill blocks; its
+// formula and sources are in cost.go. CostClassic, the formula Dynamo's
+// router used before tiers, for older deployments, below. Both hash the
+// prompt with the block seed of its lora_name and cache_salt
+// (kvevents.BlockSeed).
+//
+// # The classic logit
+//
+// With isl the prompt's token count, bs the worker's kv_block_size,
+// overlap the leading prompt blocks it holds on device, and its latest
+// load report (a worker that never reported counts as idle):
 //
 //	prefill_tokens = max(isl - overlap*bs, 0) + active_prefill_tokens
 //	prefill_blocks = prefill_tokens / bs                  (float division)
@@ -43,10 +51,11 @@
 //
 // # The choice
 //
-// Temperature 0 (the default): the lowest logit. Dynamo breaks exact ties
+// Temperature 0 (the default): the lowest logit of either cost. Dynamo
+// breaks exact ties
 // at random (in older versions by the smaller radix tree first); hintstream
 // must give the same answer on every instance and in replay, so it breaks
-// them by the longest overlap, then the lowest worker id, then the lowest
+// them by the longest device overlap, then the lowest worker id, then the lowest
 // dp rank. That is hintstream's one deliberate deviation at temperature 0.
 //
 // Temperature > 0: Dynamo's softmax_sample over the candidates ordered by

@@ -12,8 +12,10 @@ Written from ai-dynamo/dynamo's Rust source, not from hintstream's Go code:
   device tier  a per-worker radix walk from the root over local hashes, as
                RadixTree::find_matches for prefix-closed workers
   lower tiers  lib/kv-router/src/indexer/lower_tier.rs LowerTierIndexer
-               (edges (parent external hash, local hash) -> child) and
-               query_lower_tiers in lower_tier_indexers.rs: continuations
+               (commit 514be2b3a2b1fcf748d1e79c83b187e55e49230a; edges
+               (parent external hash, local hash) -> child) and
+               query_lower_tiers in lower_tier_indexers.rs (commit
+               1783f723be1af5717830f460651d23eb75595009): continuations
                seeded from the device match, host_pinned, disk, external in
                turn, root workers added from the root
   tier counts  lib/kv-router/src/scheduling/overlap.rs
