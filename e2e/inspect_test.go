@@ -121,7 +121,7 @@ func TestInspect(t *testing.T) {
 	}
 	out, errs, ok = inspect(t, "overlap", "--addr", addr, "--model", model, "--tokens-file", file)
 	if !ok || !strings.Contains(out, "chosen worker 2 dp rank 0") ||
-		!regexp.MustCompile(`(?m)^\*\s+2\s+0\s+16\s+5\s+2\.1875\s+6\s+0\s+8\.1875\s`).MatchString(out) {
+		!regexp.MustCompile(`(?m)^\*\s+2\s+0\s+16\s+5\s+0/0/0\s+7\.1875\s+5\s+6\s+0\s+8\.1875\s`).MatchString(out) {
 		t.Fatalf("inspect overlap table:\n%s%s", out, errs)
 	}
 	t.Logf("inspect overlap:\n%s", out)

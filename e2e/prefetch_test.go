@@ -257,14 +257,7 @@ func publishJSON(t *testing.T, ctx context.Context, js jetstream.JetStream, subj
 // as a Dynamo RouterEvent with engine hashes unrelated to Dynamo's own.
 func publishStored(t *testing.T, ctx context.Context, js jetstream.JetStream, worker uint64, tokens []uint32) {
 	t.Helper()
-	local := kvevents.LocalBlockHashes(tokens, 16)
-	blocks := make([]schemas.StoredBlock, len(local))
-	for i, h := range local {
-		blocks[i] = schemas.StoredBlock{BlockHash: schemas.BlockHash(worker<<32 | uint64(i+1)), TokensHash: schemas.BlockHash(h)}
-	}
-	publishJSON(t, ctx, js, streams.KVEventSubject(worker), schemas.RouterEvent{WorkerID: worker,
-		Event: schemas.KvCacheEvent{EventID: 1, Data: schemas.KvCacheEventData{Kind: schemas.KindStored,
-			Stored: &schemas.KvCacheStoreData{Blocks: blocks}}}})
+	publishStoredLocal(t, ctx, js, worker, kvevents.LocalBlockHashes(tokens, 16))
 }
 
 func lastMsg(t *testing.T, ctx context.Context, js jetstream.JetStream, stream, subject string) *jetstream.RawStreamMsg {

@@ -18,35 +18,17 @@ const stackBlockTokens = 64
 // tokens: XXH3-64 (seed 1337) of the block's tokens as u32 little-endian.
 // A partial trailing block is not hashed. blockSize <= 0 returns nil.
 func LocalBlockHashes(tokens []uint32, blockSize int) []uint64 {
-	if blockSize <= 0 {
-		return nil
-	}
-	n := len(tokens) / blockSize
-	out := make([]uint64, n)
-	if blockSize == 16 {
-		for i := range out {
-			out[i] = hashBlock16(tokens[i*16:])
-		}
-		return out
-	}
-	if nativeLittleEndian && n > 0 {
-		raw := tokenBytes(tokens[:n*blockSize])
-		w := blockSize * 4
-		for i := range out {
-			out[i] = xxh3.HashSeed(raw[i*w:(i+1)*w], HashSeed)
-		}
-		return out
-	}
-	return localHashesPortable(out, tokens, blockSize)
+	return LocalBlockHashesSeeded(tokens, blockSize, HashSeed)
 }
 
-// localHashesPortable fills out for LocalBlockHashes on any byte order.
-func localHashesPortable(out []uint64, tokens []uint32, blockSize int) []uint64 {
+// localHashesPortable fills out for LocalBlockHashesSeeded on any byte
+// order.
+func localHashesPortable(out []uint64, tokens []uint32, blockSize int, seed uint64) []uint64 {
 	n := len(out)
 	var stack [stackBlockTokens * 4]byte
 	buf := blockBuffer(&stack, blockSize)
 	for i := range n {
-		out[i] = hashBlock(buf, tokens[i*blockSize:(i+1)*blockSize])
+		out[i] = hashBlock(buf, tokens[i*blockSize:(i+1)*blockSize], seed)
 	}
 	return out
 }
@@ -128,7 +110,7 @@ func promptHashesPortable(out []uint64, tokens []uint32, blockSize int) []uint64
 	buf := blockBuffer(&stack, blockSize)
 	var seq uint64
 	for i := range n {
-		local := hashBlock(buf, tokens[i*blockSize:(i+1)*blockSize])
+		local := hashBlock(buf, tokens[i*blockSize:(i+1)*blockSize], HashSeed)
 		if i == 0 {
 			seq = local
 		} else {
@@ -146,10 +128,11 @@ func blockBuffer(stack *[stackBlockTokens * 4]byte, blockSize int) []byte {
 	return make([]byte, blockSize*4)
 }
 
-// hashBlock hashes block through buf, which holds exactly len(block)*4 bytes.
-func hashBlock(buf []byte, block []uint32) uint64 {
+// hashBlock hashes block with seed through buf, which holds exactly
+// len(block)*4 bytes.
+func hashBlock(buf []byte, block []uint32, seed uint64) uint64 {
 	for j, t := range block {
 		binary.LittleEndian.PutUint32(buf[j*4:], t)
 	}
-	return xxh3.HashSeed(buf, HashSeed)
+	return xxh3.HashSeed(buf, seed)
 }

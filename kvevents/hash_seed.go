@@ -45,39 +45,31 @@ func PromptHashesSeeded(tokens []uint32, blockSize int, seed uint64) []uint64 {
 	return local
 }
 
-// LocalBlockHashesSeeded is LocalBlockHashes with the block seed seed;
-// seed HashSeed is exactly LocalBlockHashes.
+// LocalBlockHashesSeeded is LocalBlockHashes with the block seed seed
+// (see BlockSeed); LocalBlockHashes is seed HashSeed.
 func LocalBlockHashesSeeded(tokens []uint32, blockSize int, seed uint64) []uint64 {
-	if seed == HashSeed {
-		return LocalBlockHashes(tokens, blockSize)
-	}
 	if blockSize <= 0 {
 		return nil
 	}
 	n := len(tokens) / blockSize
 	out := make([]uint64, n)
-	if blockSize == 16 {
+	switch {
+	case blockSize == 16 && seed == HashSeed:
+		for i := range out {
+			out[i] = hashBlock16(tokens[i*16:]) // keys folded into constants
+		}
+	case blockSize == 16:
 		for i := range out {
 			out[i] = hashBlock16Seed(tokens[i*16:], seed)
 		}
-		return out
-	}
-	if nativeLittleEndian && n > 0 {
+	case nativeLittleEndian && n > 0:
 		raw := tokenBytes(tokens[:n*blockSize])
 		w := blockSize * 4
 		for i := range out {
 			out[i] = xxh3.HashSeed(raw[i*w:(i+1)*w], seed)
 		}
-		return out
-	}
-	var stack [stackBlockTokens * 4]byte
-	buf := blockBuffer(&stack, blockSize)
-	for i := range out {
-		block := tokens[i*blockSize : (i+1)*blockSize]
-		for j, t := range block {
-			buf[j*4], buf[j*4+1], buf[j*4+2], buf[j*4+3] = byte(t), byte(t>>8), byte(t>>16), byte(t>>24)
-		}
-		out[i] = xxh3.HashSeed(buf, seed)
+	default:
+		return localHashesPortable(out, tokens, blockSize, seed)
 	}
 	return out
 }

@@ -169,8 +169,12 @@ func TestHashPortablePaths(t *testing.T) {
 			tokens[i] = r.Uint32()
 		}
 		n := len(tokens) / bs
-		if got, want := localHashesPortable(make([]uint64, n), tokens, bs), LocalBlockHashes(tokens, bs); !slices.Equal(got, want) {
+		if got, want := localHashesPortable(make([]uint64, n), tokens, bs, HashSeed), LocalBlockHashes(tokens, bs); !slices.Equal(got, want) {
 			t.Fatalf("block size %d: portable local = %v, want %v", bs, got, want)
+		}
+		seed := BlockSeed("adapter-a", "tenant-1")
+		if got, want := localHashesPortable(make([]uint64, n), tokens, bs, seed), LocalBlockHashesSeeded(tokens, bs, seed); !slices.Equal(got, want) {
+			t.Fatalf("block size %d: portable seeded local = %v, want %v", bs, got, want)
 		}
 		if got, want := promptHashesPortable(make([]uint64, n), tokens, bs), PromptHashes(tokens, bs); !slices.Equal(got, want) {
 			t.Fatalf("block size %d: portable prompt = %v, want %v", bs, got, want)

@@ -10,8 +10,10 @@ import (
 	"github.com/hintstream/hintstream/schemas"
 )
 
-// pyrefCases is how many random cases TestCostMatchesPythonReference runs.
-const pyrefCases = 10_000
+// pyrefCases is how many random cases TestCostMatchesPythonReference
+// runs: 10,000, or 2,000 under the race detector (make test), whose
+// slowdown would otherwise make this one test take minutes.
+var pyrefCases = map[bool]int{false: 10_000, true: 2_000}[raceBuild]
 
 var pyrefTiers = map[string]schemas.StorageTier{"device": "", "host_pinned": schemas.TierHostPinned,
 	"disk": schemas.TierDisk, "external": schemas.TierExternal}

@@ -261,14 +261,15 @@ func printOverlap(w io.Writer, v observe.OverlapView) {
 	if len(v.Candidates) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\tWORKER\tRANK\tBLOCK\tOVERLAP\tPREFILL\tDECODE\tVIRTUAL\tLOGIT\tENDPOINT")
+	fmt.Fprintln(w, "\tWORKER\tRANK\tBLOCK\tOVERLAP\tHOST/DISK/EXT\tPREFILL\tCREDIT\tDECODE\tVIRTUAL\tLOGIT\tENDPOINT")
 	for _, c := range v.Candidates {
 		mark := ""
 		if c.Chosen {
 			mark = "*"
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%g\t%g\t%g\t%g\t%s\n", mark, c.WorkerID, c.DpRank, c.BlockSize,
-			c.OverlapBlocks, c.PrefillBlocks, c.DecodeBlocks, c.VirtualBlocks, c.Logit, c.Endpoint)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d/%d/%d\t%g\t%g\t%g\t%g\t%g\t%s\n", mark, c.WorkerID, c.DpRank, c.BlockSize,
+			c.OverlapBlocks, c.HostPinnedBlocks, c.DiskBlocks, c.ExternalBlocks, c.PrefillBlocks, c.OverlapCredit,
+			c.DecodeBlocks, c.VirtualBlocks, c.Logit, c.Endpoint)
 	}
 }
 
