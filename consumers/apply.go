@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/hintstream/hintstream/bridge"
+	"github.com/hintstream/hintstream/eventplane"
 
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
@@ -25,6 +26,8 @@ import (
 // EventID, for the index's gap detection. When the bridge reports a new
 // engine incarnation (bridge.HeaderEpoch changes for a worker), the engine
 // restarted with an empty cache: its old blocks are cleared first.
+// Frames of Dynamo's event plane (subjects namespace.….kv-events) are
+// decoded by package eventplane instead (see consumers/eventplane.go).
 func ApplyKVEvents(ix *kvevents.Index, lim schemas.Limits, counters *metrics.Counters) ApplyFunc {
 	var epochs sync.Map // kvevents.WorkerKey -> string
 	// Counter names, built once: one is bumped per event.
@@ -32,7 +35,11 @@ func ApplyKVEvents(ix *kvevents.Index, lim schemas.Limits, counters *metrics.Cou
 	for _, k := range []schemas.EventKind{schemas.KindStored, schemas.KindRemoved, schemas.KindCleared} {
 		applied[k] = "kv_events.applied|" + k.String()
 	}
+	ep := newEventPlaneKV(ix, lim, counters) // Dynamo's event plane (issue 13)
 	return func(msg jetstream.Msg) error {
+		if eventplane.IsKVEventsSubject(msg.Subject()) {
+			return ep.apply(msg)
+		}
 		evs, err := decodeKVEvents(msg, lim)
 		if err != nil {
 			return err
@@ -102,9 +109,13 @@ func decodeKVEvents(msg jetstream.Msg, lim schemas.Limits) ([]kvevents.Event, er
 }
 
 // ApplyLoad returns the ApplyFunc of kv.load.<worker_id>. A report without
-// a worker id takes the one in its subject.
+// a worker id takes the one in its subject; an event-plane frame
+// (namespace.….kv_metrics) carries its worker id inside.
 func ApplyLoad(t *routing.LoadTable, lim schemas.Limits) ApplyFunc {
 	return func(msg jetstream.Msg) error {
+		if eventplane.IsLoadSubject(msg.Subject()) { // Dynamo's event plane (issue 13)
+			return applyEventPlaneLoad(t, lim, msg)
+		}
 		if err := lim.CheckHeaders("load", msg.Headers()); err != nil {
 			return err
 		}

@@ -56,6 +56,8 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.PrintDefaults()
 	}
 	applyConfig := configFlag(fs)
+	var dynBase streams.Set
+	dynSet := dynamoFlags(fs, func() (streams.Set, string) { return dynBase, "" })
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -79,6 +81,8 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		KeepPinOnNext: *keepPin, PinRenewMax: max(*renewMax, 0), Logger: log}
 	o.Streams.Requests.Name, o.Streams.Responses.Name, o.Streams.Load.Name = *reqStream, *respStream, *loadStream
 	o.Streams.KVEvents.Name, o.Streams.KVEvents.Subjects = *kvStream, split(*kvSubj)
+	dynBase = o.Streams
+	o.Streams, _ = dynSet() // --dynamo-namespace/--dynamo-component, as in run
 	if o.Since, err = parseWhen(*since); err != nil {
 		return fmt.Errorf("--since: %w", err)
 	}

@@ -23,6 +23,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	streamSet := streamSetFlags(fs)
+	streamSet = dynamoFlags(fs, streamSet)
 	applyConfig := configFlag(fs)
 	routerCost := routerFlags(fs)
 	var (

@@ -31,6 +31,12 @@ captures <stream>.* and keeps 10 minutes. For namespace "dynamo", component
 
 "check" then reports its max_age as a difference (exit status 0): hintstream
 never changes a stream it did not create.
+
+Dynamo's event plane (current default path, with DYN_EVENT_PLANE=nats) is a
+plain core-NATS publish per event; have the KV-events and load streams
+capture it (here and in "run") with:
+
+  --dynamo-namespace dynamo --dynamo-component backend
 `
 
 // streamsCmd creates, checks or describes the streams hintstream uses.
@@ -44,6 +50,7 @@ func streamsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("streams", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	streamSet := streamSetFlags(fs)
+	streamSet = dynamoFlags(fs, streamSet)
 	var (
 		natsURL   = fs.String("nats-url", env("HINTSTREAM_NATS_URL", nats.DefaultURL), "NATS server URL (env HINTSTREAM_NATS_URL)")
 		update    = fs.Bool("update-streams", false, "create: add missing subjects to existing streams (otherwise a mismatch fails)")
