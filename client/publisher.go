@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
@@ -113,6 +114,8 @@ type Publisher struct {
 	// taking every token.
 	sem chan struct{}
 
+	bytes atomic.Int64 // payload bytes handed to NATS
+
 	mu      sync.Mutex
 	errs    []error
 	dropped int // errors past maxKeptErrors since the last Flush
@@ -200,9 +203,14 @@ func (p *Publisher) publish(ctx context.Context, subject, msgID string, data []b
 		<-p.sem
 		return fmt.Errorf("client: publish %s: %w", subject, err)
 	}
+	p.bytes.Add(int64(len(data)))
 	go p.await(f)
 	return nil
 }
+
+// Bytes is the total size of the event payloads handed to NATS so far
+// (headers not counted).
+func (p *Publisher) Bytes() int64 { return p.bytes.Load() }
 
 // await releases f's place once JetStream answered, keeping a failure
 // for Flush.
