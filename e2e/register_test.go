@@ -108,4 +108,3 @@ func leftAt(p *proc, id uint64) time.Time {
 	}
 	return time.Time{}
 }
-
