@@ -173,15 +173,10 @@ func pinPayload(mut func(m map[string]any)) []byte {
 	return b
 }
 
-func TestDecodeIsStrict(t *testing.T) {
+// strictCases are envelopes a strict decoder rejects, by name.
+func strictCases() map[string][]byte {
 	good := pinPayload(func(map[string]any) {})
-	if _, err := Decode(envelope("kv.pin", good)); err != nil {
-		t.Fatalf("good pin rejected: %v", err)
-	}
-	if env, err := Decode(envelope("kv.other", good)); err != nil || env.Actions[0].Pin != nil {
-		t.Fatalf("unknown action type: %+v %v", env, err)
-	}
-	for name, b := range map[string][]byte{
+	return map[string][]byte{
 		"priority 0":        envelope("kv.pin", pinPayload(func(m map[string]any) { m["priority"] = int64(0) })),
 		"priority 101":      envelope("kv.pin", pinPayload(func(m map[string]any) { m["priority"] = int64(101) })),
 		"negative ttl":      envelope("kv.pin", pinPayload(func(m map[string]any) { m["ttl_ms"] = int64(-1) })),
@@ -194,8 +189,19 @@ func TestDecodeIsStrict(t *testing.T) {
 		"trailing bytes":    append(envelope("kv.pin", good), 0xc0),
 		"truncated":         envelope("kv.pin", good)[:20],
 		"not msgpack":       []byte("{}"),
-		"empty":             nil,
-	} {
+		"empty":             {},
+	}
+}
+
+func TestDecodeIsStrict(t *testing.T) {
+	good := pinPayload(func(map[string]any) {})
+	if _, err := Decode(envelope("kv.pin", good)); err != nil {
+		t.Fatalf("good pin rejected: %v", err)
+	}
+	if env, err := Decode(envelope("kv.other", good)); err != nil || env.Actions[0].Pin != nil {
+		t.Fatalf("unknown action type: %+v %v", env, err)
+	}
+	for name, b := range strictCases() {
 		if _, err := Decode(b); err == nil {
 			t.Errorf("%s: accepted", name)
 		}

@@ -63,7 +63,6 @@ func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	log = log.With("worker_id", *workerID)
 	base := schemas.WorkerRecord{WorkerID: *workerID, Model: *model, KvBlockSize: uint32(*blockSize),
 		HintEndpoints: endpoints, HintCurvePublicKey: *curveKey}
 	rec := func(context.Context) (schemas.WorkerRecord, error) { return base, nil }
@@ -88,7 +87,7 @@ func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	log.Info("registering", "interval", *interval, "ttl", client.TTLIntervals**interval, "sglang", *sglangURL)
+	log.Info("registering", "worker_id", *workerID, "interval", *interval, "ttl", client.TTLIntervals**interval, "sglang", *sglangURL)
 	return client.Register(ctx, js, rec, client.WithInterval(*interval), client.WithBucket(*bucket),
 		client.WithLogger(log), client.WithKeepOnExit(*keep))
 }
