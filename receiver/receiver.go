@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"syscall"
 	"time"
 
@@ -117,6 +118,7 @@ type Receiver struct {
 	handler  Handler
 	o        options
 	seen     *window
+	close    sync.Once
 }
 
 // New binds a PULL socket at bind ("tcp://127.0.0.1:*" picks a free
@@ -181,7 +183,7 @@ func (r *Receiver) Counters() *metrics.Counters { return r.o.counters }
 // Run receives until ctx ends, then closes the socket and returns nil. A
 // message that is not a valid envelope is counted and logged, never fatal.
 func (r *Receiver) Run(ctx context.Context) error {
-	defer r.sock.Close()
+	defer r.Close()
 	for ctx.Err() == nil {
 		b, err := r.sock.RecvBytes(0)
 		if err != nil {
@@ -197,6 +199,10 @@ func (r *Receiver) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Close closes the socket of a Receiver that is not running (Run closes
+// it on return); it may be called more than once.
+func (r *Receiver) Close() { r.close.Do(func() { r.sock.Close() }) }
 
 // Handle applies the rules to one message as Run does; a receiver that
 // owns its own socket calls it directly.
