@@ -22,4 +22,3 @@ func demoMaster(demoOn bool, pinEndpoint *string) (*demo.Master, error) {
 	*pinEndpoint = m.Endpoint()
 	return m, nil
 }
-
