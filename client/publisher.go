@@ -138,7 +138,7 @@ func NewPublisher(js jetstream.JetStream, opts ...Option) (*Publisher, error) {
 // request is a duplicate, and a wake-up never collides with the turn that
 // follows it even when the frontend gives both one id.
 func RequestMsgID(ev *schemas.RequestEvent) string {
-	if wakeup(ev.Headers) {
+	if IsWakeup(ev.Headers) {
 		return "wake:" + ev.RequestID
 	}
 	return "req:" + ev.RequestID
@@ -278,8 +278,10 @@ const (
 	HeaderSimToolCall = "x-dynamo-experimental-sim-tool-call"
 )
 
-// wakeup reports whether h asks for a wake-up, as hintstream reads it.
-func wakeup(h map[string]string) bool {
+// IsWakeup reports whether h (an event's headers map) asks for a
+// wake-up, as hintstream reads it: the header present, case-insensitive,
+// with an empty value, 1, true, yes or on.
+func IsWakeup(h map[string]string) bool {
 	for k, v := range h {
 		if strings.EqualFold(k, HeaderWakeup) {
 			switch strings.ToLower(strings.TrimSpace(v)) {
