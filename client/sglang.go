@@ -19,7 +19,8 @@ import (
 //   - GET /model_info: {"model_path", "served_model_name", ...}
 //     (/get_model_info is its deprecated alias);
 //   - GET /server_info: the resolved server arguments, among them
-//     "page_size" and "dp_size", plus scheduler state
+//     "page_size" and "dp_size" (which must equal the number of hint
+//     endpoints, one per dp rank), plus scheduler state
 //     (/get_server_info is its deprecated alias);
 //   - GET /get_hicache_l3_cache_layout: the first rank's L3 layout,
 //     {"backend": "mooncake", "page_size": N, "hicache_object_layout":
@@ -77,17 +78,23 @@ func (s *SGLang) Record(ctx context.Context) (schemas.WorkerRecord, error) {
 			rec.Model = mi.ModelPath
 		}
 	}
+	var si struct {
+		PageSize *uint32 `json:"page_size"`
+		DpSize   int     `json:"dp_size"`
+	}
+	if err := s.get(ctx, SGLangServerInfoPath, &si); err != nil {
+		return rec, err
+	}
 	if rec.KvBlockSize == 0 {
-		var si struct {
-			PageSize *uint32 `json:"page_size"`
-		}
-		if err := s.get(ctx, SGLangServerInfoPath, &si); err != nil {
-			return rec, err
-		}
 		if si.PageSize == nil || *si.PageSize == 0 {
 			return rec, fmt.Errorf("%w: %s has no page_size", ErrSGLang, SGLangServerInfoPath)
 		}
 		rec.KvBlockSize = *si.PageSize
+	}
+	if si.DpSize > 0 && si.DpSize != len(rec.HintEndpoints) {
+		// hint_endpoints[i] is dp rank i's socket: a prefetch for rank
+		// i would reach another rank's scheduler.
+		return rec, fmt.Errorf("%w: dp_size %d but %d hint endpoints", ErrSGLang, si.DpSize, len(rec.HintEndpoints))
 	}
 	var layout struct {
 		schemas.ObjectLayout

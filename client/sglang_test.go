@@ -5,9 +5,12 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -83,7 +86,7 @@ func TestSGLangRecord(t *testing.T) {
 	if rec, err = s.Record(context.Background()); err != nil || rec.Model != "served-as" || rec.KvBlockSize != 16 {
 		t.Fatalf("flags did not win: %+v %v", rec, err)
 	}
-	if f.calls[SGLangModelInfoPath] != 1 || f.calls[SGLangServerInfoPath] != 1 {
+	if f.calls[SGLangModelInfoPath] != 1 {
 		t.Fatalf("calls %v", f.calls)
 	}
 	// No L3 backend, then an SGLang without the endpoint: no layout.
@@ -115,5 +118,40 @@ func TestSGLangRecordErrors(t *testing.T) {
 	srv.Close()
 	if _, err := s.Record(context.Background()); !errors.Is(err, ErrSGLang) {
 		t.Fatalf("server gone: %v", err)
+	}
+}
+
+func TestSGLangDpSizeMustMatchEndpoints(t *testing.T) {
+	_, url := startSGLang(t, sglLayout)
+	s := &SGLang{BaseURL: url, Base: schemas.WorkerRecord{WorkerID: 7, HintEndpoints: []string{"tcp://h:1", "tcp://h:2"}}}
+	if _, err := s.Record(context.Background()); !errors.Is(err, ErrSGLang) {
+		t.Fatalf("dp_size 1 with two endpoints: %v", err)
+	}
+}
+
+// TestRegisterFromSGLang: Register with SGLang as the record source; a
+// worker restarted with another layout replaces its record.
+func TestRegisterFromSGLang(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	reg, _ := openRegistry(t, js)
+	f, url := startSGLang(t, sglLayout)
+	s := &SGLang{BaseURL: url, Base: schemas.WorkerRecord{WorkerID: 4, HintEndpoints: []string{"tcp://127.0.0.1:5570"}}}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- Register(ctx, js, s.Record, WithInterval(MinRegisterInterval)) }()
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		r, ok := reg.Get(4)
+		return ok && r.Model == "Qwen/Qwen3-8B" && r.ObjectLayout != nil && r.ObjectLayout.HicacheObjectLayout.KeyPrefix == "tag_my-model"
+	}, "worker 4 registered from SGLang")
+	f.set(strings.Replace(sglLayout, "tag_my-model", "tag_restarted", 1))
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		r, ok := reg.Get(4)
+		return ok && r.ObjectLayout != nil && r.ObjectLayout.HicacheObjectLayout.KeyPrefix == "tag_restarted"
+	}, "worker 4's record replaced after the restart")
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
