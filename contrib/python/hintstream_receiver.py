@@ -34,6 +34,7 @@ repository); docs/wire.md describes the envelope and both payloads.
 import argparse
 import collections
 import json
+import select
 import signal
 import sys
 import time
@@ -207,19 +208,21 @@ class Receiver:
         return out
 
     def poll_once(self, timeout_ms=100):
-        """Handle every message waiting, after up to timeout_ms for one."""
+        """Handle every message waiting, after up to timeout_ms for one;
+        returns the accepted (message_id, action) pairs."""
+        out = []
         if not self.sock.poll(timeout_ms, zmq.POLLIN):
-            return
+            return out
         while True:
             try:
                 frames = self.sock.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
-                return
+                return out
             if len(frames) != 1:
                 self.counters["received"] += 1
                 self.counters["invalid"] += 1
                 continue
-            self.handle(frames[0])
+            out.extend(self.handle(frames[0]))
 
     def serve_forever(self, stop=lambda: False):
         while not stop():
@@ -253,30 +256,15 @@ def main():
     stop = []
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.append(True))
-    poller = zmq.Poller()
-    poller.register(r.sock, zmq.POLLIN)
     stdin = None if args.no_stdin else sys.stdin.buffer.raw
-    if stdin is not None:
-        poller.register(stdin.fileno(), zmq.POLLIN)
     while not stop:
-        ready = dict(poller.poll(100))
-        if stdin is not None and stdin.fileno() in ready and not stdin.read(4096):
+        for mid, a in r.poll_once(100):
+            line({"endpoint": r.endpoint, "message_id": mid, "action_id": a["action_id"],
+                  "action_type": a["action_type"], "action_version": a["action_version"],
+                  "payload": a["payload"]})
+        # A parent that dies closes our stdin: exit with it.
+        if stdin is not None and select.select([stdin], [], [], 0)[0] and not stdin.read(4096):
             break
-        if r.sock not in ready:
-            continue
-        while True:
-            try:
-                frames = r.sock.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                break
-            if len(frames) != 1:
-                r.counters["received"] += 1
-                r.counters["invalid"] += 1
-                continue
-            for mid, a in r.handle(frames[0]):
-                line({"endpoint": r.endpoint, "message_id": mid, "action_id": a["action_id"],
-                      "action_type": a["action_type"], "action_version": a["action_version"],
-                      "payload": a["payload"]})
     line({"counters": dict(r.counters)})
     r.close()
     return 0
