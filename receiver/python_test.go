@@ -3,7 +3,9 @@ package receiver
 import (
 	"bufio"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,9 +22,10 @@ type pyReceiver struct {
 	ep    string
 }
 
-func startPyReceiver(t *testing.T) *pyReceiver {
+func startPyReceiver(t *testing.T, extra ...string) *pyReceiver {
 	t.Helper()
-	cmd := exec.Command("/usr/bin/python3", "../contrib/python/hintstream_receiver.py", "--bind", "tcp://127.0.0.1:*")
+	cmd := exec.Command("/usr/bin/python3", append([]string{"../contrib/python/hintstream_receiver.py",
+		"--bind", "tcp://127.0.0.1:*"}, extra...)...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -138,5 +141,29 @@ func TestPythonReceiverAgainstTheRealSender(t *testing.T) {
 		if c[k] != v {
 			t.Errorf("python counter %s = %v, want %v (all %v)", k, c[k], v, c)
 		}
+	}
+}
+
+// TestPythonReceiverCurve: the Python receiver as a CURVE server, the
+// real sender as its client.
+func TestPythonReceiverCurve(t *testing.T) {
+	if !zmq.HasCurve() {
+		t.Skip("libzmq without CURVE")
+	}
+	pub, sec, err := zmq.NewCurveKeypair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(keyFile, []byte(sec+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	py := startPyReceiver(t, "--curve-secret-key-file", keyFile)
+	pool := sendPool(t, actions.WithCurve(func(string) (string, bool) { return pub, true }))
+	if err := pool.Send(py.ep, prefetchHint(t, "py-curve", time.Now().Add(10*time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	if m := py.next(t); m["payload"].(map[string]any)["request_id"] != "py-curve" {
+		t.Fatalf("line %v", m)
 	}
 }
