@@ -129,3 +129,33 @@ func TestRegisterReplacesRecordAndDeletesAtExit(t *testing.T) {
 		t.Fatalf("interval 1ms: %v", err)
 	}
 }
+
+// TestRegisterOnOldBucket: a bucket made without per-key TTL (an older
+// hintstream's) still gets the record, without a TTL.
+func TestRegisterOnOldBucket(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	ctx := context.Background()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: registry.DefaultBucket, History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := registry.SupportsTTL(ctx, kv); err != nil || ok {
+		t.Fatalf("SupportsTTL = %v, %v on a bucket without LimitMarkerTTL", ok, err)
+	}
+	rec := schemas.WorkerRecord{WorkerID: 2, Model: "m", KvBlockSize: 16, HintEndpoints: []string{"tcp://127.0.0.1:1"}}
+	if err := registry.PutTTL(ctx, js, kv, rec, time.Second); !errors.Is(err, registry.ErrNoKeyTTL) {
+		t.Fatalf("PutTTL on an old bucket: %v", err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- Register(rctx, js, func(context.Context) (schemas.WorkerRecord, error) { return rec, nil },
+			WithInterval(MinRegisterInterval))
+	}()
+	natstest.Eventually(t, 10*time.Second, func() bool { _, err := kv.Get(ctx, "2"); return err == nil }, "record stored")
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
