@@ -113,6 +113,8 @@ func (c *RequestConsumer) handle(msg jetstream.Msg) {
 		c.rej.reject(msg, err)
 		return
 	}
+	odd := headerUnrecognised(req.Headers, msg.Headers())
+	mergeNATSHeaders(req, msg.Headers())
 	wakeup := isWakeup(req.Headers)
 	// A wake-up announces a turn, it is not one: it must neither release
 	// the session's pin (the real request may land on another worker and
@@ -132,8 +134,16 @@ func (c *RequestConsumer) handle(msg jetstream.Msg) {
 		// its pin could be renewed.
 		c.pins.Tick(eventTime(msg, req.ReceivedAtMs))
 	}
+	if odd {
+		// Not silently plain: the frontend meant something (see headers.go).
+		c.counters.Inc("requests.header_unrecognised")
+		c.log.Debug("request header looks like a hint header but is not one",
+			"request_id", req.RequestID, "wakeup", wakeup)
+	}
 	if !wakeup {
-		c.counters.Inc("requests.plain")
+		if !odd {
+			c.counters.Inc("requests.plain")
+		}
 		ack(msg, c.counters, "requests", c.log)
 		return
 	}
@@ -200,16 +210,14 @@ func clockOr(c func() time.Time) func() time.Time {
 	return c
 }
 
+// isWakeup reports whether h asks for a wake-up (see wakeupValue).
 func isWakeup(h map[string]string) bool {
 	v, ok := header(h, HeaderWakeup)
 	if !ok {
 		return false
 	}
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "0", "false", "no", "off":
-		return false
-	}
-	return true
+	wake, known := wakeupValue(v)
+	return wake && known
 }
 
 // header looks a request header up. The schema asks for lower-case names;

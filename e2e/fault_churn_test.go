@@ -78,6 +78,7 @@ func TestFaultRegistryChurn(t *testing.T) {
 	p.waitLine(t, 30*time.Second, "hintstream running")
 
 	// Traffic: a wake-up every 5 ms, round robin over the prompts.
+	pub := newPublisher(t, js)
 	stop, stopped := make(chan struct{}), make(chan int, 1)
 	go func() {
 		tick := time.NewTicker(5 * time.Millisecond)
@@ -90,7 +91,7 @@ func TestFaultRegistryChurn(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			if _, err := js.PublishAsync(streams.RequestSubject(model), wakeBody(t, fmt.Sprintf("c-%d", n), ws[n%len(ws)].prompt)); err != nil {
+			if err := pub.PublishRequest(ctx, wakeEvent(fmt.Sprintf("c-%d", n), ws[n%len(ws)].prompt)); err != nil {
 				t.Errorf("publish: %v", err)
 			}
 			n++
@@ -153,10 +154,8 @@ churn:
 		}
 	}
 	n := halt()
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-ctx.Done():
-		t.Fatal("publishing timed out")
+	if err := pub.Flush(ctx); err != nil {
+		t.Fatalf("publishing: %v", err)
 	}
 	consumerSettledFor(t, ctx, js, "fc-requests", 30*time.Second)
 	alive(t, p)
@@ -176,7 +175,7 @@ churn:
 			// The registry and KV events are applied asynchronously: ask
 			// again until the index has caught up.
 			if time.Since(asked) > 200*time.Millisecond {
-				publishJSON(t, ctx, js, streams.RequestSubject(model), wake(id, "s", w.prompt))
+				republishRequest(t, ctx, js, wake(id, "s", w.prompt))
 				asked = time.Now()
 			}
 			return false

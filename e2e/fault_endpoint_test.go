@@ -74,6 +74,7 @@ func TestFaultEndpointDown(t *testing.T) {
 	p.waitLine(t, 30*time.Second, "hintstream running")
 
 	// Traffic: one wake-up per worker every 10 ms until stopped.
+	pub := newPublisher(t, js)
 	stop, stopped := make(chan struct{}), make(chan int)
 	go func() {
 		tick := time.NewTicker(10 * time.Millisecond)
@@ -90,7 +91,7 @@ func TestFaultEndpointDown(t *testing.T) {
 				pre    string
 				prompt []uint32
 			}{{"a", pa}, {"b", pb}} {
-				if _, err := js.PublishAsync(streams.RequestSubject(model), wakeBody(t, fmt.Sprintf("%s-%d", w.pre, n), w.prompt)); err != nil {
+				if err := pub.PublishRequest(ctx, wakeEvent(fmt.Sprintf("%s-%d", w.pre, n), w.prompt)); err != nil {
 					t.Errorf("publish: %v", err)
 				}
 			}
@@ -116,14 +117,12 @@ func TestFaultEndpointDown(t *testing.T) {
 	}, "worker 1 hinted again after it came back")
 	close(stop)
 	n := <-stopped
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-ctx.Done():
-		t.Fatal("publishing timed out")
+	if err := pub.Flush(ctx); err != nil {
+		t.Fatalf("publishing: %v", err)
 	}
 	// A last wake-up for worker 1: one PUSH connection is FIFO, so once it
 	// arrives everything sent before it has too.
-	publishJSON(t, ctx, js, streams.RequestSubject(model), wake("a-last", "s", pa))
+	publishRequest(t, ctx, js, wake("a-last", "s", pa))
 	natstest.Eventually(t, 30*time.Second, func() bool { return a.has("a-last") }, "the last wake-up hinted")
 	n++ // a-last, counted with worker 1's wake-ups
 	epA, epB := a.ep, b.ep

@@ -64,6 +64,8 @@ func TestFaultNATSRestartUnderLoad(t *testing.T) {
 			futs := make([]jetstream.PubAckFuture, len(unacked))
 			for k, i := range unacked {
 				id := fmt.Sprintf("r-%d", i)
+				// By hand: this test is about publishing across the restart,
+				// each message's ack tracked and retried under its own id.
 				f, err := js.PublishAsync(streams.RequestSubject(model), wakeBody(t, id, prompt), jetstream.WithMsgID(id))
 				if err != nil {
 					f = nil

@@ -32,15 +32,14 @@ func TestFaultSIGKILLRestart(t *testing.T) {
 	// The whole backlog is published first, so the instance is killed at
 	// full speed with a batch of wake-ups in hand, not idle between them.
 	prompt := seq(7, 64)
+	pub := newPublisher(t, js)
 	for i := range total {
-		if _, err := js.PublishAsync(streams.RequestSubject(model), wakeBody(t, fmt.Sprintf("k-%d", i), prompt)); err != nil {
+		if err := pub.PublishRequest(ctx, wakeEvent(fmt.Sprintf("k-%d", i), prompt)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-ctx.Done():
-		t.Fatal("publishing timed out")
+	if err := pub.Flush(ctx); err != nil {
+		t.Fatalf("publishing: %v", err)
 	}
 	// A long prefetch life, so a redelivered wake-up is still worth a hint;
 	// a short ack wait, so the killed instance's messages come back soon.

@@ -59,7 +59,7 @@ func TestFaultSlowEndpoint(t *testing.T) {
 
 	// Baseline: a few hints to each, so both senders exist.
 	for i := range 20 {
-		publishJSON(t, ctx, js, streams.RequestSubject(model), wake(fmt.Sprintf("f-warm-%d", i), "s", pf))
+		publishRequest(t, ctx, js, wake(fmt.Sprintf("f-warm-%d", i), "s", pf))
 	}
 	natstest.Eventually(t, 30*time.Second, func() bool { d, _ := fast.counts(); return d >= 20 }, "warm-up hints")
 	baseRSS := rssBytes(t, pid)
@@ -73,7 +73,9 @@ func TestFaultSlowEndpoint(t *testing.T) {
 	}
 	var samples []sample
 	// Bodies assembled from pre-encoded prompts: the test process (with the
-	// race detector) must not be the bottleneck of the load.
+	// race detector) must not be the bottleneck of the load. (So this load
+	// is published by hand, not through client.Publisher, which encodes
+	// every event.)
 	bodyS, bodyF := wakeTemplate(t, ps), wakeTemplate(t, pf)
 	began := time.Now()
 	tick, probe := time.NewTicker(5*time.Millisecond), time.NewTicker(250*time.Millisecond)

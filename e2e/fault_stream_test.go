@@ -80,6 +80,8 @@ func TestFaultStreamDeleted(t *testing.T) {
 			}
 			id := fmt.Sprintf("d-%d", i)
 			pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+			// By hand: each publish's own error tells whether the
+			// stream took it while it is being deleted and recreated.
 			_, err := js.Publish(pctx, streams.RequestSubject(model), wakeBody(t, id, prompt))
 			pcancel()
 			if err == nil {
@@ -134,7 +136,7 @@ func TestFaultStreamDeleted(t *testing.T) {
 			}
 		}
 		if time.Since(asked) > 100*time.Millisecond {
-			publishJSON(t, ctx, js, streams.RequestSubject(model), wake(fmt.Sprintf("kv-after-%d", tries), "s", p2))
+			publishRequest(t, ctx, js, wake(fmt.Sprintf("kv-after-%d", tries), "s", p2))
 			asked = time.Now()
 			tries++
 		}

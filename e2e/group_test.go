@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"syscall"
@@ -85,17 +84,16 @@ func TestConsumerGroup(t *testing.T) {
 		m.waitLine(t, 30*time.Second, "hintstream running")
 	}
 	prompt := seq(100, 64)
+	pub := newPublisher(t, js)
 	publish := func(from, to int) {
 		for i := from; i < to; i++ {
-			body, _ := json.Marshal(wake(fmt.Sprintf("g-%d", i), "s", prompt))
-			if _, err := js.PublishAsync(streams.RequestSubject(model), body); err != nil {
+			ev := wake(fmt.Sprintf("g-%d", i), "s", prompt)
+			if err := pub.PublishRequest(ctx, &ev); err != nil {
 				t.Fatal(err)
 			}
 		}
-		select {
-		case <-js.PublishAsyncComplete():
-		case <-ctx.Done():
-			t.Fatal("publishing timed out")
+		if err := pub.Flush(ctx); err != nil {
+			t.Fatalf("publishing: %v", err)
 		}
 	}
 

@@ -100,10 +100,10 @@ func TestToolCallPinAcrossInstances(t *testing.T) {
 	// Instance B takes the responses.
 	b := start(t, args...)
 	b.waitLine(t, 30*time.Second, "hintstream running")
-	publishJSON(t, ctx, js, streams.ResponseSubject(model), schemas.ResponseEvent{RequestID: "tool-1", SessionID: "s1",
+	publishResponse(t, ctx, js, schemas.ResponseEvent{RequestID: "tool-1", SessionID: "s1",
 		Model: model, WorkerID: 1, FinishReason: "tool_calls", ToolCalls: []schemas.ToolCall{{Name: "search"}},
 		OutputTokenIDs: output, CompletedAtMs: time.Now().UnixMilli()})
-	publishJSON(t, ctx, js, streams.ResponseSubject(model), schemas.ResponseEvent{RequestID: "sim-1", SessionID: "s2",
+	publishResponse(t, ctx, js, schemas.ResponseEvent{RequestID: "sim-1", SessionID: "s2",
 		Model: model, WorkerID: 1, FinishReason: "stop", OutputTokenIDs: output, CompletedAtMs: time.Now().UnixMilli()})
 	sink.WaitFor(t, 5*time.Second, func(ms []pypeer.Received) bool {
 		return len(pinsFor(ms, "session:s1")) == 1 && len(pinsFor(ms, "session:s2")) == 1

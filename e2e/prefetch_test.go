@@ -110,6 +110,7 @@ func TestWakeupPrefetch(t *testing.T) {
 
 	// 3. good, malformed, good.
 	publishRequest(t, ctx, js, wake("good-1", "sess-3", prompt[:3*16]))
+	// By hand: the client refuses to publish an event without request_id.
 	if _, err := js.Publish(ctx, streams.RequestSubject(model), []byte(`{"session_id":"no-request-id","headers":{"x-dynamo-experimental-wakeup":"1"}}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -235,11 +236,6 @@ func byRequest(ms []pypeer.Received, id string) []pypeer.Received {
 		}
 	}
 	return out
-}
-
-func publishRequest(t *testing.T, ctx context.Context, js jetstream.JetStream, r schemas.RequestEvent) {
-	t.Helper()
-	publishJSON(t, ctx, js, streams.RequestSubject(r.Model), r)
 }
 
 func publishJSON(t *testing.T, ctx context.Context, js jetstream.JetStream, subject string, v any) {

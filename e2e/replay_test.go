@@ -84,7 +84,7 @@ func TestReplayMatchesLive(t *testing.T) {
 	settled(t, ctx, js, "LLM_REQUESTS", "hintstream-requests")
 	// More KV events mid-run: worker 1 now caches the whole prompt.
 	publishStored(t, ctx, js, 1, prompt)
-	publishJSON(t, ctx, js, streams.ResponseSubject(model), schemas.ResponseEvent{RequestID: "r-3", SessionID: "c",
+	publishResponse(t, ctx, js, schemas.ResponseEvent{RequestID: "r-3", SessionID: "c",
 		Model: model, WorkerID: 1, FinishReason: "tool_calls", ToolCalls: []schemas.ToolCall{{Name: "search"}},
 		OutputTokenIDs: vec.Tokens[40:], CompletedAtMs: time.Now().UnixMilli()})
 	natstest.Eventually(t, 10*time.Second, func() bool { d, _ := pin.counts(); return d == 1 }, "the pin")

@@ -2,15 +2,14 @@ package loadtest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service"
-	"github.com/hintstream/hintstream/streams"
 )
 
 // BenchmarkBurstSpreading measures what burst spreading does to a burst of
@@ -30,14 +29,17 @@ func BenchmarkBurstSpreading(b *testing.B) {
 				b.StopTimer()
 				c := startCluster(b, service.Config{Routing: &rc}, workers)
 				b.StartTimer()
+				pub, err := client.NewPublisher(c.js)
+				if err != nil {
+					b.Fatal(err)
+				}
 				for j := 0; j < burst; j++ {
 					prompt := make([]uint32, 512)
 					for k := range prompt {
 						prompt[k] = uint32(j<<16 + k)
 					}
-					body, _ := json.Marshal(schemas.RequestEvent{RequestID: fmt.Sprintf("burst-%d-%d", i, j), Model: "m",
-						TokenIDs: prompt, Headers: map[string]string{"x-dynamo-experimental-wakeup": "1"}})
-					if _, err := c.js.Publish(context.Background(), streams.RequestSubject("m"), body); err != nil {
+					if err := pub.PublishRequest(context.Background(), &schemas.RequestEvent{RequestID: fmt.Sprintf("burst-%d-%d", i, j),
+						Model: "m", TokenIDs: prompt, Headers: map[string]string{client.HeaderWakeup: "1"}}); err != nil {
 						b.Fatal(err)
 					}
 				}

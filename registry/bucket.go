@@ -33,6 +33,9 @@ func Bucket(ctx context.Context, js jetstream.JetStream, name string) (jetstream
 		Bucket:      name,
 		Description: "hintstream worker registry: key = worker id, value = worker record JSON",
 		History:     1,
+		// Per-key TTL (client.Register): a record not refreshed expires,
+		// and the expiry reaches every watcher as a delete.
+		LimitMarkerTTL: DefaultLimitMarkerTTL,
 	})
 	if errors.Is(err, jetstream.ErrBucketExists) {
 		// Created concurrently by someone else (maybe with another

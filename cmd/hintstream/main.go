@@ -26,6 +26,8 @@ Usage:
   hintstream demo [flags]    a simulated cluster (workers, KV events, load, wake-ups) on an existing bus
   hintstream streams ACTION  create, check (default; exit 1 if not ready) or describe the JetStream streams
   hintstream inspect WHAT    ask a running instance (--http-addr) about workers, index, overlap or tooltime
+  hintstream register [flags] keep a worker's registry record alive (a sidecar; reads SGLang's HTTP API)
+  hintstream sink --bind EP  receive hints like a worker or the Mooncake master and print one JSON line each
   hintstream help            this text
 
 Run "hintstream <command> --help" for a command's flags.
@@ -56,6 +58,10 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		err = streamsCmd(ctx, args[1:], stdout, stderr)
 	case "inspect":
 		err = inspectCmd(ctx, args[1:], stdout, stderr)
+	case "register":
+		err = registerCmd(ctx, args[1:], stdout, stderr)
+	case "sink":
+		err = sinkCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -183,8 +183,15 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		defer f.Close()
 		cfg.HintsLog = f
 	}
+	master, err := demoMaster(*demoOn, &cfg.PinEndpoint) // flags_integration.go
+	if err != nil {
+		return err
+	}
 	svc := service.New(cfg)
 	if err := svc.Start(ctx); err != nil {
+		if master != nil {
+			master.Close()
+		}
 		return err
 	}
 	defer func() {
@@ -202,7 +209,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *demoOn {
 		d := demo.New(svc.JetStream(), demo.Options{Interval: *demoEvery, Count: *demoCount, Out: stdout, Logger: log,
-			Bucket: *bucket})
+			Bucket: *bucket, Master: master})
 		errc := make(chan error, 1)
 		go func() { errc <- d.Run(ctx) }()
 		select {

@@ -1,7 +1,9 @@
 // Package demo simulates a small serving cluster on a JetStream bus so a
 // newcomer can watch hints flow: workers that bind PULL hint sockets,
-// register themselves, publish KV events and load, and a frontend that
-// publishes wake-ups and plain requests.
+// register themselves, publish KV events and load; a frontend (a
+// client.Publisher) that publishes wake-ups, and agent turns whose
+// responses end in tool calls; and, given a Master, a Mooncake master at
+// the pin endpoint that prints each pin, renewal and release.
 package demo
 
 import (
@@ -13,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
@@ -41,6 +44,9 @@ type Options struct {
 	// TrafficOnly publishes requests but simulates no workers (they run
 	// elsewhere, in another demo): a load generator.
 	TrafficOnly bool
+	// Master, when set, is the simulated Mooncake master at hintstream's
+	// pin endpoint; Run runs and closes it.
+	Master *Master
 }
 
 // Received is one hint a demo worker got.
@@ -56,6 +62,7 @@ type Received struct {
 // Demo is a simulated cluster and frontend.
 type Demo struct {
 	js   jetstream.JetStream
+	pub  *client.Publisher
 	opts Options
 	// run makes request ids unique per run: hint message ids derive from
 	// them, and receivers drop repeated ids.
@@ -85,7 +92,9 @@ func New(js jetstream.JetStream, o Options) *Demo {
 	if o.AdvertiseHost == "" {
 		o.AdvertiseHost = o.BindHost
 	}
-	return &Demo{js: js, opts: o, run: fmt.Sprintf("%04x", time.Now().UnixNano()&0xffff)}
+	// JSON, the default options: they cannot fail.
+	pub, _ := client.NewPublisher(js)
+	return &Demo{js: js, pub: pub, opts: o, run: fmt.Sprintf("%04x", time.Now().UnixNano()&0xffff)}
 }
 
 // Received returns the hints the demo workers got so far.
@@ -109,6 +118,15 @@ type session struct {
 // without end) and returns, with the workers closed, once ctx is done.
 func (d *Demo) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
+	var masterDone chan struct{}
+	if m := d.opts.Master; m != nil {
+		masterDone = make(chan struct{})
+		go func() {
+			defer close(masterDone)
+			m.run(ctx, func(format string, args ...any) { fmt.Fprintf(d.opts.Out, format, args...) })
+		}()
+		fmt.Fprintf(d.opts.Out, "demo: Mooncake master (simulated) at %s: tool-call pins on\n", m.Endpoint())
+	}
 	kv, err := registry.Bucket(ctx, d.js, d.opts.Bucket)
 	if err != nil {
 		cancel()
@@ -120,6 +138,12 @@ func (d *Demo) Run(ctx context.Context) error {
 		for _, w := range workers {
 			w.close()
 		}
+		if masterDone != nil {
+			<-masterDone
+		}
+		fctx, fcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer fcancel()
+		_ = d.pub.Close(fctx)
 	}()
 	nWorkers := 3
 	if d.opts.TrafficOnly {
@@ -133,7 +157,7 @@ func (d *Demo) Run(ctx context.Context) error {
 		workers = append(workers, w)
 		go w.receive(ctx)
 		rec := schemas.WorkerRecord{WorkerID: w.id, Model: Model, KvBlockSize: BlockSize,
-			HintEndpoints: []string{w.endpoint}}
+			HintEndpoints: []string{w.endpoint}, ObjectLayout: layout(w.id)}
 		if err := registry.Put(ctx, kv, rec); err != nil {
 			return err
 		}
@@ -226,20 +250,56 @@ func (d *Demo) publishLoads(ctx context.Context) error {
 }
 
 func (d *Demo) publishRequest(ctx context.Context, n int, sessions []session) error {
-	// Every fifth request is an ordinary turn: it must produce no hint.
+	// Every fifth request is an agent's turn, alternately of sessions A
+	// and C: a plain request (no prefetch) whose response ends in a tool
+	// call, which hintstream pins on the Mooncake master until the
+	// session's next turn, ten requests later, releases it (renewing the
+	// pin if the tool outlasts half its TTL).
 	if n%5 == 4 {
-		req := schemas.RequestEvent{RequestID: fmt.Sprintf("demo-%s-turn-%d", d.run, n), SessionID: "session-A",
-			Model: Model, TokenIDs: sessions[0].prompt, ReceivedAtMs: time.Now().UnixMilli()}
-		fmt.Fprintf(d.opts.Out, "demo: → plain request %s (no hint expected)\n", req.RequestID)
-		return d.publishJSON(ctx, streams.RequestSubject(Model), req)
+		s := sessions[0]
+		if (n/5)%2 == 1 {
+			s = sessions[2]
+		}
+		// The request announces a short tool call (2 s): its pin gets the
+		// shortest TTL (--pin-min-ttl, 10 s by default) and is renewed at
+		// half of it, before the session's next turn releases it.
+		req := &schemas.RequestEvent{RequestID: fmt.Sprintf("demo-%s-turn-%d", d.run, n), SessionID: s.id,
+			Model: Model, TokenIDs: s.prompt, Headers: map[string]string{client.HeaderSimToolCall: "2000"},
+			ReceivedAtMs: time.Now().UnixMilli()}
+		fmt.Fprintf(d.opts.Out, "demo: → plain request %s for %s (no prefetch expected; releases the session's pin)\n",
+			req.RequestID, s.id)
+		if err := d.pub.PublishRequest(ctx, req); err != nil {
+			return err
+		}
+		// The model answers half an interval later, as a real one takes
+		// its time (and a pin never overtakes the previous turn's release).
+		time.AfterFunc(d.opts.Interval/2, func() {
+			resp := &schemas.ResponseEvent{RequestID: req.RequestID, SessionID: s.id, Model: Model, WorkerID: s.expected,
+				FinishReason: "tool_calls", ToolCalls: []schemas.ToolCall{{Name: "web_search"}},
+				OutputTokenIDs: tokens(60000+uint32(n), 2*BlockSize), CompletedAtMs: time.Now().UnixMilli()}
+			if err := d.pub.PublishResponse(ctx, resp); err != nil {
+				return // the demo is stopping
+			}
+			fmt.Fprintf(d.opts.Out, "demo: → response %s from worker %d ends in a tool call (web_search): expect a pin\n",
+				resp.RequestID, resp.WorkerID)
+		})
+		return nil
 	}
 	s := sessions[(n-n/5)%len(sessions)]
-	req := schemas.RequestEvent{RequestID: fmt.Sprintf("demo-%s-wake-%d", d.run, n), SessionID: s.id, Model: Model,
-		TokenIDs: s.prompt, Headers: map[string]string{"x-dynamo-experimental-wakeup": "1"},
+	req := &schemas.RequestEvent{RequestID: fmt.Sprintf("demo-%s-wake-%d", d.run, n), SessionID: s.id, Model: Model,
+		TokenIDs: s.prompt, Headers: map[string]string{client.HeaderWakeup: "1"},
 		ReceivedAtMs: time.Now().UnixMilli()}
 	fmt.Fprintf(d.opts.Out, "demo: → wake-up %s for %s, %d tokens (expect worker %d: %s)\n",
 		req.RequestID, s.id, len(s.prompt), s.expected, s.why)
-	return d.publishJSON(ctx, streams.RequestSubject(Model), req)
+	return d.pub.PublishRequest(ctx, req)
+}
+
+// layout is worker id's L3 object layout, in the shape SGLang reports it
+// (GET /get_hicache_l3_cache_layout): pins name its Mooncake objects.
+func layout(id uint64) *schemas.ObjectLayout {
+	return &schemas.ObjectLayout{Backend: "mooncake", PageSize: BlockSize,
+		HicacheObjectLayout: schemas.HicacheObjectLayout{KeyPrefix: fmt.Sprintf("demo-w%d_Qwen-Qwen3-8B", id), PpSize: 1,
+			Pools: []schemas.LayoutPool{{Pool: "kv", Suffixes: []string{"_0_k", "_0_v"}, HitPolicy: "all_pages"}}}}
 }
 
 func (d *Demo) publishJSON(ctx context.Context, subject string, v any) error {

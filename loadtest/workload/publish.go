@@ -6,10 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/hintstream/hintstream/streams"
-	"github.com/nats-io/nats.go"
+	"github.com/hintstream/hintstream/client"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/tinylib/msgp/msgp"
 )
 
 // PublishOption configures Publish.
@@ -72,7 +70,9 @@ type PublishStats struct {
 
 // Publish sends w's events to JetStream, in order: wake-ups and requests
 // to streams.RequestSubject(w.Model), responses to
-// streams.ResponseSubject(w.Model), as msgpack. Paced runs stamp events
+// streams.ResponseSubject(w.Model), as msgpack through client.Publisher
+// (Nats-Msg-Id from the request id: a workload published twice within
+// the streams' duplicate window is stored once). Paced runs stamp events
 // with their scheduled wall time. It stops at the first failed publish or
 // when ctx ends, returning what was sent.
 func Publish(ctx context.Context, js jetstream.JetStream, w *Workload, opts ...PublishOption) (PublishStats, error) {
@@ -86,21 +86,11 @@ func Publish(ctx context.Context, js jetstream.JetStream, w *Workload, opts ...P
 	if len(w.Events) > 0 {
 		first = w.Events[0].At
 	}
-	reqSubj, respSubj := streams.RequestSubject(w.Model), streams.ResponseSubject(w.Model)
-	var pending []jetstream.PubAckFuture
-	flush := func() error {
-		for _, f := range pending {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				return fmt.Errorf("workload: publish %s: %w", f.Msg().Subject, err)
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		pending = pending[:0]
-		return nil
+	pub, err := client.NewPublisher(js, client.WithFormat(client.Msgpack), client.WithMaxInFlight(o.window))
+	if err != nil {
+		return st, fmt.Errorf("workload: %w", err)
 	}
+	defer func() { _ = pub.Close(context.WithoutCancel(ctx)) }()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for _, ev := range w.Events {
@@ -122,34 +112,28 @@ func Publish(ctx context.Context, js jetstream.JetStream, w *Workload, opts ...P
 		} else {
 			epoch = time.Now().Add(-ev.At)
 		}
-		var m msgp.Marshaler
-		subj := reqSubj
+		var err error
 		switch ev.Kind {
 		case KindWakeup:
-			m, st.Wakeups = w.WakeupEvent(ev.Request, epoch), st.Wakeups+1
+			st.Wakeups++
+			r := w.WakeupEvent(ev.Request, epoch)
+			err = pub.PublishRequest(ctx, r)
 		case KindRequest:
-			m, st.Requests = w.RequestEvent(ev.Request, epoch, o.announce), st.Requests+1
+			st.Requests++
+			r := w.RequestEvent(ev.Request, epoch, o.announce)
+			err = pub.PublishRequest(ctx, r)
 		case KindResponse:
-			m, subj, st.Responses = w.ResponseEvent(ev.Request, o.workerOf(ev.Request), epoch), respSubj, st.Responses+1
+			st.Responses++
+			r := w.ResponseEvent(ev.Request, o.workerOf(ev.Request), epoch)
+			err = pub.PublishResponse(ctx, r)
 		}
-		data, err := m.MarshalMsg(nil)
+		st.Bytes = pub.Bytes()
 		if err != nil {
-			return st, fmt.Errorf("workload: encode %s %d: %w", ev.Kind, ev.Request, err)
-		}
-		msg := &nats.Msg{Subject: subj, Data: data, Header: nats.Header{"Content-Type": []string{"application/msgpack"}}}
-		f, err := js.PublishMsgAsync(msg)
-		if err != nil {
-			return st, fmt.Errorf("workload: publish %s: %w", subj, err)
-		}
-		st.Bytes += int64(len(data))
-		pending = append(pending, f)
-		if len(pending) >= o.window {
-			if err := flush(); err != nil {
-				return st, err
-			}
+			return st, fmt.Errorf("workload: publish %s %d: %w", ev.Kind, ev.Request, err)
 		}
 	}
-	err := flush()
+	err = pub.Flush(ctx)
+	st.Bytes = pub.Bytes()
 	st.Elapsed = time.Since(start)
 	if st.MaxLag > time.Second {
 		o.log.Warn("workload: publisher fell behind the schedule", "max_lag", st.MaxLag)

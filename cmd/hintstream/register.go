@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/hintstream/hintstream/client"
+	"github.com/hintstream/hintstream/natsconn"
+	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// registerCmd is the per-worker sidecar: it builds the worker's registry
+// record from flags and, with --sglang-url, from SGLang's HTTP API (served
+// model, page size, L3 object layout), and refreshes it every --interval
+// with a TTL of three intervals (client.Register). Killed, it stops
+// refreshing and the worker leaves hintstream's choice within three
+// intervals; stopped by a signal, it deletes the record at once.
+func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("register", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var endpoints bindList
+	fs.Var(&endpoints, "hint-endpoint", "the worker's hint PULL socket, once per dp rank in rank order (required)")
+	var (
+		natsURL   = fs.String("nats-url", env("HINTSTREAM_NATS_URL", nats.DefaultURL), "NATS server URL (env HINTSTREAM_NATS_URL)")
+		workerID  = fs.Uint64("worker-id", 0, "the worker's id, as in its KV events (required)")
+		model     = fs.String("model", "", "model name as frontends publish it (default: SGLang's served_model_name)")
+		blockSize = fs.Uint("kv-block-size", 0, "KV block size of the worker's KV events (default: SGLang's page_size)")
+		curveKey  = fs.String("hint-curve-public-key", "", "Z85 CURVE public key of the hint sockets (empty: plain text)")
+		sglangURL = fs.String("sglang-url", "", "SGLang HTTP server, e.g. http://127.0.0.1:30000 (empty: flags only)")
+		interval  = fs.Duration("interval", client.DefaultRegisterInterval, "refresh interval; the record expires 3 intervals after the last refresh")
+		bucket    = fs.String("registry-bucket", registry.DefaultBucket, "JetStream KV bucket of the worker registry")
+		keep      = fs.Bool("keep-on-exit", false, "leave the record at a graceful stop (it then expires on its own)")
+		logFormat = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json")
+		logLevel  = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error")
+		checkOnly = fs.Bool("check-config", false, "validate the flags (and one record, when it needs no SGLang) and exit")
+	)
+	natsCfg := natsFlags(fs, "hintstream-register")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	switch {
+	case *workerID == 0 && !flagSet(fs, "worker-id"):
+		return fmt.Errorf("--worker-id is required")
+	case len(endpoints) == 0:
+		return fmt.Errorf("--hint-endpoint is required")
+	case *sglangURL == "" && (*model == "" || *blockSize == 0):
+		return fmt.Errorf("without --sglang-url, --model and --kv-block-size are required")
+	case *interval < client.MinRegisterInterval:
+		return fmt.Errorf("--interval %v: want at least %v", *interval, client.MinRegisterInterval)
+	case *blockSize > 1<<31:
+		return fmt.Errorf("--kv-block-size %d is too large", *blockSize)
+	}
+	log, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
+	base := schemas.WorkerRecord{WorkerID: *workerID, Model: *model, KvBlockSize: uint32(*blockSize),
+		HintEndpoints: endpoints, HintCurvePublicKey: *curveKey}
+	rec := func(context.Context) (schemas.WorkerRecord, error) { return base, nil }
+	if *sglangURL != "" {
+		s := &client.SGLang{BaseURL: *sglangURL, Base: base, HTTP: &http.Client{Timeout: *interval}}
+		rec = s.Record
+	} else if err := base.Validate(); err != nil {
+		return err
+	}
+	if *checkOnly {
+		fmt.Fprintln(stdout, "hintstream register: configuration ok")
+		return nil
+	}
+	ncfg := natsCfg()
+	ncfg.URL, ncfg.Logger = *natsURL, log
+	nc, err := natsconn.Connect(ncfg)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	log.Info("registering", "worker_id", *workerID, "interval", *interval, "ttl", client.TTLIntervals**interval, "sglang", *sglangURL)
+	return client.Register(ctx, js, rec, client.WithInterval(*interval), client.WithBucket(*bucket),
+		client.WithLogger(log), client.WithKeepOnExit(*keep))
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
