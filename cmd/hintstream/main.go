@@ -26,6 +26,7 @@ Usage:
   hintstream demo [flags]    a simulated cluster (workers, KV events, load, wake-ups) on an existing bus
   hintstream streams ACTION  create, check (default; exit 1 if not ready) or describe the JetStream streams
   hintstream inspect WHAT    ask a running instance (--http-addr) about workers, index, overlap or tooltime
+  hintstream healthcheck     exit 0 when a running instance's /readyz answers 200 (the container's HEALTHCHECK)
   hintstream help            this text
 
 Run "hintstream <command> --help" for a command's flags.
@@ -56,6 +57,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		err = streamsCmd(ctx, args[1:], stdout, stderr)
 	case "inspect":
 		err = inspectCmd(ctx, args[1:], stdout, stderr)
+	case "healthcheck":
+		err = healthcheckCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
