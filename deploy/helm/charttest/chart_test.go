@@ -351,10 +351,12 @@ func TestBadValuesFail(t *testing.T) {
 	for name, c := range map[string]struct{ values, want string }{
 		"grace not longer than shutdown": {"shutdownTimeoutSeconds: 30\nterminationGracePeriodSeconds: 30", "must be longer than shutdownTimeoutSeconds"},
 		"auth without a Secret":          {"nats: {auth: {type: creds}}", "name the Secret"},
-		"unknown auth type":              {"nats: {auth: {type: jwt, existingSecret: s}}", "nats.auth.type"},
+		"unknown auth type":              {"nats: {auth: {type: jwt, existingSecret: s}}", "/nats/auth/type"},
 		"no NATS URL":                    {"nats: {urls: []}", "at least one URL"},
 		"client cert without a Secret":   {"nats: {tls: {enabled: true, clientCert: true}}", "name the Secret"},
 		"TLS that sets no TLS flag":      {"nats: {tls: {enabled: true, caKey: \"\"}}", "would connect in plain text"},
+		"misspelt value (schema)":        {"replicas: 3", "replicas"},
+		"unknown log format (schema)":    {"log: {format: logfmt}", "log"},
 		"pin port unknown":               {"pin: {endpoint: ipc:///run/pin}\nnetworkPolicy: {enabled: true}", "networkPolicy.pin.port"},
 	} {
 		t.Run(name, func(t *testing.T) {
