@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/hintstream
 export CGO_ENABLED := 1
 
-.PHONY: all deps build run test check vet fmt-check race bench fuzz generate clean loadtest reliability
+.PHONY: all deps build run test check vet fmt-check race bench fuzz generate clean loadtest reliability chart-test
 
 all: build
 
@@ -18,8 +18,8 @@ build: deps
 run: build
 	./$(BIN) run --demo $(ARGS)
 
-## test: formatting, vet, and every test with the race detector
-test: deps check race
+## test: formatting, vet, every test with the race detector, and the Helm chart
+test: deps check race chart-test
 
 check: fmt-check vet
 
@@ -32,6 +32,11 @@ vet:
 
 race:
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+## chart-test: the Helm chart (deploy/helm), rendered and checked by its own
+## Go module (Helm stays out of the main module; `./...` above skips it)
+chart-test: deps
+	cd deploy/helm/charttest && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 
 ## bench: the benchmarks (figures in the README and closing notes)
 bench: deps
