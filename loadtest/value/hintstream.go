@@ -17,7 +17,6 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/tinylib/msgp/msgp"
 )
 
 // epochLead puts the simulated clock's epoch this far ahead of the wall
@@ -40,6 +39,7 @@ type hintstreamRun struct {
 	dir   string
 	nc    *nats.Conn
 	js    jetstream.JetStream
+	pub   *client.Publisher // the frontend's publisher, as a real cluster would use
 	svc   *service.Service
 	ep    *sim.Endpoints
 	epoch time.Time
@@ -71,6 +71,9 @@ func startHintstream(ctx context.Context, p *player) (_ *hintstreamRun, err erro
 		return nil, err
 	}
 	if h.js, err = jetstream.New(h.nc); err != nil {
+		return nil, err
+	}
+	if h.pub, err = client.NewPublisher(h.js, client.WithFormat(client.Msgpack)); err != nil {
 		return nil, err
 	}
 	if h.ep, err = sim.Listen(p.cfg.Workers); err != nil {
@@ -157,29 +160,28 @@ func (h *hintstreamRun) wakeup(ctx context.Context, i int) error {
 		return err
 	}
 	h.reqPub++
-	return h.publish(ctx, streams.RequestSubject(h.p.w.Model), h.p.w.WakeupEvent(i, h.epoch))
+	return h.publish(ctx, h.pub.PublishRequest(ctx, h.p.w.WakeupEvent(i, h.epoch)))
 }
 
 func (h *hintstreamRun) request(ctx context.Context, i, _ int) error {
 	h.reqPub++
-	return h.publish(ctx, streams.RequestSubject(h.p.w.Model), h.p.w.RequestEvent(i, h.epoch, h.p.cfg.AnnounceToolTime))
+	return h.publish(ctx, h.pub.PublishRequest(ctx, h.p.w.RequestEvent(i, h.epoch, h.p.cfg.AnnounceToolTime)))
 }
 
 func (h *hintstreamRun) response(ctx context.Context, i, worker int) error {
 	h.respPub++
 	wid := h.p.cl.Workers[worker].Record.WorkerID
-	return h.publish(ctx, streams.ResponseSubject(h.p.w.Model), h.p.w.ResponseEvent(i, wid, h.epoch))
+	return h.publish(ctx, h.pub.PublishResponse(ctx, h.p.w.ResponseEvent(i, wid, h.epoch)))
 }
 
-// publish sends one event and waits until hintstream has finished with
+// publish waits for the event just handed to the publisher (err is that
+// hand-off's result) to be stored, then until hintstream has finished with
 // it and every hint it caused has been applied.
-func (h *hintstreamRun) publish(ctx context.Context, subject string, m msgp.Marshaler) error {
-	data, err := m.MarshalMsg(nil)
+func (h *hintstreamRun) publish(ctx context.Context, err error) error {
 	if err != nil {
 		return err
 	}
-	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{"Content-Type": []string{"application/msgpack"}}}
-	if _, err := h.js.PublishMsg(ctx, msg); err != nil {
+	if err := h.pub.Flush(ctx); err != nil {
 		return err
 	}
 	return h.settle(ctx)
