@@ -117,6 +117,11 @@ type Config struct {
 
 	Limits schemas.Limits
 	Logger *slog.Logger
+
+	// Issue 19 (registered workers first, renewals, snapshot reclaim).
+	// Holding bounds the KV events kept for workers not registered (yet);
+	// zero fields: the consumers.DefaultHolding* constants.
+	Holding consumers.HoldingConfig
 }
 
 // Defaults fills zero fields with their defaults.

@@ -45,6 +45,7 @@ type Service struct {
 	registry *registry.Registry
 	pool     *actions.Pool
 	kv       *consumers.StateConsumer
+	holding  *consumers.Holding // gate of the index: registered workers first
 	load     *consumers.StateConsumer
 	requests *consumers.RequestConsumer
 	// responses is nil when pins are off.
@@ -151,6 +152,9 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	// Before anything holds the index: a snapshot that fails to load
 	// leaves a fresh one in its place.
 	startSeq := s.loadSnapshot(ctx)
+	if err := s.startHolding(); err != nil {
+		return err
+	}
 	s.latency = &observe.Histogram{}
 	popts := []actions.PoolOption{actions.WithQueueSize(s.cfg.SenderQueue), actions.WithLogger(s.log),
 		actions.WithMaxHeld(max(s.cfg.SenderMaxHeld, 0)), actions.WithSettleDelay(max(s.cfg.SenderSettleDelay, 0)),
@@ -194,6 +198,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	s.pruneUnregistered()
 	if err := s.cfg.Routing.Validate(); err != nil {
 		return err
 	}
@@ -203,7 +208,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	dlq := consumers.NewDeadLetter(s.js, s.cfg.DeadLetterPrefix)
 	st := s.cfg.Streams
 	s.kv = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "kv_events", Stream: st.KVEvents.Name,
-		Filter: st.KVEvents.Subjects, Shards: s.cfg.KVApplyShards, StartSeq: startSeq}, consumers.ApplyKVEvents(s.Index, s.cfg.Limits, s.Counters), dlq, s.Counters, s.log)
+		Filter: st.KVEvents.Subjects, Shards: s.cfg.KVApplyShards, StartSeq: startSeq}, consumers.ApplyKVEvents(s.holding, s.cfg.Limits, s.Counters), dlq, s.Counters, s.log)
 	s.load = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "load", Stream: st.Load.Name,
 		Filter: st.Load.Subjects}, consumers.ApplyLoad(s.Loads, s.cfg.Limits), dlq, s.Counters, s.log)
 	var sender actions.Sender = s.pool
@@ -495,7 +500,7 @@ var discardLogger = slog.New(slog.DiscardHandler)
 func (s *Service) onWorkerChange(ch registry.Change) {
 	switch ch.Kind {
 	case registry.Deleted:
-		s.Index.RemoveWorker(ch.WorkerID)
+		s.holding.Unregister(ch.WorkerID) // removes its blocks
 		s.Loads.RemoveWorker(ch.WorkerID)
 		s.closeEndpoints(ch.Previous, nil)
 		s.log.Info("worker left", "worker_id", ch.WorkerID)
@@ -507,6 +512,7 @@ func (s *Service) onWorkerChange(ch registry.Change) {
 		}
 		s.log.Info("worker changed", "worker_id", ch.WorkerID, "endpoints", ch.Record.HintEndpoints)
 	case registry.Added:
+		s.promote(ch.WorkerID)
 		s.log.Info("worker joined", "worker_id", ch.WorkerID, "model", ch.Record.Model,
 			"block_size", ch.Record.KvBlockSize, "endpoints", ch.Record.HintEndpoints)
 	}
