@@ -182,7 +182,7 @@ func (s *Selector) candidates(req *schemas.RequestEvent, now time.Time) []Candid
 	var out []Candidate
 	isl := len(req.TokenIDs)
 	overlaps := map[uint32]map[kvevents.WorkerKey]int{} // per block size
-	for _, w := range s.workers.Workers() {
+	for _, w := range s.workersFor(req.Model) {
 		if req.Model != "" && w.Model != "" && w.Model != req.Model {
 			continue
 		}

@@ -1,0 +1,97 @@
+package registry_test
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/internal/natstest"
+	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/schemas"
+)
+
+// BenchmarkChoiceVsRegistrySize is issue 19's point 3: the CPU of one
+// wake-up's choice (Selector.Select against a real registry fed by a real
+// nats-server) with one record of the request's model, alone or beside
+// 10,000 or 50,000 records of other models. Run with -count 5 and compare
+// each size's ns/op with others=0 of the same run (scripts in the README's
+// Cardinality section); the bound is 1.2x.
+func BenchmarkChoiceVsRegistrySize(b *testing.B) {
+	for _, others := range []int{0, 10_000, 50_000} {
+		b.Run("others="+strconv.Itoa(others), func(b *testing.B) { benchChoice(b, others, false) })
+	}
+	// The way it was: every record listed and sorted per choice.
+	b.Run("others=50000/listed", func(b *testing.B) { benchChoice(b, 50_000, true) })
+}
+
+// listed hides WorkersFor: the selector falls back to Workers().
+type listed struct{ r *registry.Registry }
+
+func (l listed) Workers() []schemas.WorkerRecord { return l.r.Workers() }
+
+func benchChoice(b *testing.B, others int, whole bool) {
+	srv := natstest.Start(b)
+	_, js := natstest.Connect(b, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := registry.Bucket(ctx, js, ""); err != nil {
+		b.Fatal(err)
+	}
+	put := func(r schemas.WorkerRecord) {
+		v, err := json.Marshal(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := js.PublishAsync("$KV."+registry.DefaultBucket+"."+registry.Key(r.WorkerID), v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range others {
+		put(schemas.WorkerRecord{WorkerID: uint64(1000 + i), Model: "other-" + strconv.Itoa(i%8), KvBlockSize: 16,
+			HintEndpoints: []string{"tcp://10.1.0.1:" + strconv.Itoa(1024+i%60000)}})
+		if i%4096 == 0 {
+			<-js.PublishAsyncComplete()
+		}
+	}
+	put(schemas.WorkerRecord{WorkerID: 7, Model: "m", KvBlockSize: 16, HintEndpoints: []string{"tcp://10.0.0.7:5570"}})
+	<-js.PublishAsyncComplete()
+	reg, err := registry.Open(ctx, js)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer reg.Stop()
+	<-reg.Ready()
+	natstest.Eventually(b, time.Minute, func() bool { return len(reg.WorkersFor("")) == others+1 }, "records loaded")
+
+	tokens := make([]uint32, 4096) // a 4k-token prompt, 256 blocks
+	for i := range tokens {
+		tokens[i] = uint32(i)
+	}
+	ix := kvevents.NewIndex()
+	local := kvevents.LocalBlockHashes(tokens, 16)
+	ev := kvevents.Event{Worker: kvevents.WorkerKey{WorkerID: 7}, Kind: schemas.KindStored}
+	for i, h := range local[:128] {
+		ev.Blocks = append(ev.Blocks, kvevents.Block{ExternalHash: uint64(i + 1), LocalHash: h})
+	}
+	if err := ix.Apply(ev); err != nil {
+		b.Fatal(err)
+	}
+	var workers routing.Workers = reg
+	if whole {
+		workers = listed{reg}
+	}
+	sel := routing.NewSelector(workers, ix, routing.NewLoadTable())
+	req := &schemas.RequestEvent{RequestID: "r", Model: "m", TokenIDs: tokens}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		c, err := sel.Select(req)
+		if err != nil || c.Worker.WorkerID != 7 || c.Overlap != 128 {
+			b.Fatalf("chose %+v (%v)", c, err)
+		}
+	}
+}
