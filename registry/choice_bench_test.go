@@ -53,7 +53,7 @@ func benchChoice(b *testing.B, others int, whole bool) {
 	for i := range others {
 		put(schemas.WorkerRecord{WorkerID: uint64(1000 + i), Model: "other-" + strconv.Itoa(i%8), KvBlockSize: 16,
 			HintEndpoints: []string{"tcp://10.1.0.1:" + strconv.Itoa(1024+i%60000)}})
-		if i%4096 == 0 {
+		if i%512 == 0 {
 			<-js.PublishAsyncComplete()
 		}
 	}

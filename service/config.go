@@ -122,6 +122,10 @@ type Config struct {
 	// Holding bounds the KV events kept for workers not registered (yet);
 	// zero fields: the consumers.DefaultHolding* constants.
 	Holding consumers.HoldingConfig
+	// SnapshotReclaimGrace is how long the chunks of a snapshot save no
+	// object names must have been idle before they are purged (after each
+	// save and at start-up); default DefaultSnapshotReclaimGrace.
+	SnapshotReclaimGrace time.Duration
 }
 
 // Defaults fills zero fields with their defaults.

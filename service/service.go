@@ -46,6 +46,7 @@ type Service struct {
 	pool     *actions.Pool
 	kv       *consumers.StateConsumer
 	holding  *consumers.Holding // gate of the index: registered workers first
+	reclaim  *reclaimer         // start-up purge of interrupted snapshot saves
 	load     *consumers.StateConsumer
 	requests *consumers.RequestConsumer
 	// responses is nil when pins are off.
@@ -155,6 +156,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if err := s.startHolding(); err != nil {
 		return err
 	}
+	s.startReclaim()
 	s.latency = &observe.Histogram{}
 	popts := []actions.PoolOption{actions.WithQueueSize(s.cfg.SenderQueue), actions.WithLogger(s.log),
 		actions.WithMaxHeld(max(s.cfg.SenderMaxHeld, 0)), actions.WithSettleDelay(max(s.cfg.SenderSettleDelay, 0)),
@@ -356,6 +358,7 @@ func (s *Service) Stop(ctx context.Context) {
 				s.log.Warn("shutdown snapshot not saved", "err", err)
 			}
 		}
+		s.stopReclaim()
 		if s.streamsSub != nil {
 			_ = s.streamsSub.Unsubscribe()
 			s.watchMu.Lock()

@@ -82,6 +82,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		stopDeadline = fs.Duration("shutdown-timeout", 3*time.Second, "how long shutdown may spend flushing queued hints")
 	)
 	natsCfg := natsFlags(fs, "hintstream")
+	applyCardinality := cardinalityFlags(fs) // issue 19: flags_cardinality.go
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
@@ -166,6 +167,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg.PinCurvePublicKey, cfg.CurveClientPublicKey, cfg.CurveClientSecretKey = *pinCurve, *curvePublic, *curveSecret
 	if (*curvePublic == "") != (*curveSecret == "") {
 		return fmt.Errorf("--curve-public-key and --curve-secret-key go together")
+	}
+	if err := applyCardinality(&cfg); err != nil {
+		return err
 	}
 	if *checkOnly {
 		fmt.Fprintln(stdout, "hintstream run: configuration ok")
