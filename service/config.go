@@ -126,6 +126,14 @@ type Config struct {
 	// object names must have been idle before they are purged (after each
 	// save and at start-up); default DefaultSnapshotReclaimGrace.
 	SnapshotReclaimGrace time.Duration
+	// PinRenewRate is the pin renewal budget, renewals/s (their own
+	// goroutine); default consumers.DefaultPinRenewRate.
+	PinRenewRate float64
+	// PinSlotsMaxBytes and RequestIndexMaxBytes cap the hintstream_pins
+	// and hintstream_requests buckets when they are created (or updated,
+	// with UpdateStreams); default DefaultPinSlotsMaxBytes and
+	// DefaultRequestIndexMaxBytes, negative: no cap.
+	PinSlotsMaxBytes, RequestIndexMaxBytes int64
 }
 
 // Defaults fills zero fields with their defaults.

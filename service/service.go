@@ -305,11 +305,12 @@ func (s *Service) pinning(ctx context.Context, sender actions.Sender) (*consumer
 	if err := s.cfg.ToolTime.Validate(); err != nil {
 		return nil, err
 	}
-	idx, err := consumers.OpenRequestIndex(ctx, s.js, "", s.cfg.Streams.Requests.Name, s.cfg.RequestIndexTTL, s.cfg.Limits)
+	idx, err := consumers.OpenRequestIndex(ctx, s.js, "", s.cfg.Streams.Requests.Name, s.cfg.RequestIndexTTL, s.cfg.Limits,
+		s.bucketCap(s.cfg.RequestIndexMaxBytes)...)
 	if err != nil {
 		return nil, err
 	}
-	slots, err := consumers.OpenPinSlots(ctx, s.js, "")
+	slots, err := consumers.OpenPinSlots(ctx, s.js, "", s.bucketCap(s.cfg.PinSlotsMaxBytes)...)
 	if err != nil {
 		return nil, err
 	}
