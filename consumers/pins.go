@@ -209,13 +209,14 @@ func (p *Pinning) onResponse(msg jetstream.Msg, resp *schemas.ResponseEvent, set
 		completed := eventTime(msg, resp.CompletedAtMs)
 		rec := PinRecord{Slot: slot, Trigger: resp.RequestID, Tools: tools, CompletedAtMs: completed.UnixMilli(),
 			ExpiresAtMs: p.now().Add(ttl).UnixMilli()}
-		if err := p.Slots.Put(ctx, session, rec); err != nil {
+		rev, err := p.putSlot(ctx, session, rec)
+		if err != nil {
 			if isBucketFull(err) {
 				p.Counters.Inc("pins.slots_full")
 			}
 			p.Log.Warn("pin slot not recorded", "session", session, "err", err)
 		} else if queued {
-			p.schedule(session, pin, tools, completed, ttl)
+			p.schedule(session, pin, tools, completed, ttl, rev)
 		}
 	}
 	if queued {

@@ -27,6 +27,17 @@ func (p *PinSlots) RenewBatch(ctx context.Context, rs []SlotRenewal) []RenewResu
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, renewReaders)
 	for i, q := range rs {
+		if q.Rev != 0 { // as we last wrote it: no read
+			r := q.Record
+			r.ExpiresAtMs = q.ExpiresAtMs
+			b, err := json.Marshal(r)
+			if err != nil {
+				out[i].Err = err
+				continue
+			}
+			reads[i] = read{rev: q.Rev, val: b}
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -71,8 +82,8 @@ func (p *PinSlots) RenewBatch(ctx context.Context, rs []SlotRenewal) []RenewResu
 			continue
 		}
 		select {
-		case <-f.Ok():
-			out[i].OK = true
+		case ack := <-f.Ok():
+			out[i].OK, out[i].Rev = true, ack.Sequence
 		case err := <-f.Err():
 			var apiErr *jetstream.APIError
 			if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
@@ -84,4 +95,25 @@ func (p *PinSlots) RenewBatch(ctx context.Context, rs []SlotRenewal) []RenewResu
 		}
 	}
 	return out
+}
+
+// PutRev is Put, returning the record's revision.
+func (p *PinSlots) PutRev(ctx context.Context, session string, r PinRecord) (uint64, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return 0, err
+	}
+	return p.kv.Put(ctx, slotKey(session), b)
+}
+
+// putSlot records a session's pin, with its revision when the store
+// tells it (PinSlots does; 0 otherwise), so renewals need not read it
+// back.
+func (p *Pinning) putSlot(ctx context.Context, session string, r PinRecord) (uint64, error) {
+	if rp, ok := p.Slots.(interface {
+		PutRev(ctx context.Context, session string, r PinRecord) (uint64, error)
+	}); ok {
+		return rp.PutRev(ctx, session, r)
+	}
+	return 0, p.Slots.Put(ctx, session, r)
 }

@@ -36,6 +36,7 @@ type renewal struct {
 	tools     []string
 	completed time.Time // when the tool call began
 	expires   time.Time // when the pin last sent lapses (renewal clock)
+	rev       uint64    // the slot record's revision we last wrote; 0: unknown
 	n         int       // renewals so far
 }
 
@@ -78,7 +79,7 @@ func eventTime(msg jetstream.Msg, ms int64) time.Time {
 
 // schedule queues pin, just sent with ttl, for renewal once half of ttl
 // has passed on the renewal clock.
-func (p *Pinning) schedule(session string, pin actions.Pin, tools []string, completed time.Time, ttl time.Duration) {
+func (p *Pinning) schedule(session string, pin actions.Pin, tools []string, completed time.Time, ttl time.Duration, rev uint64) {
 	if p.RenewMax <= 0 || session == "" {
 		return
 	}
@@ -89,7 +90,7 @@ func (p *Pinning) schedule(session string, pin actions.Pin, tools []string, comp
 		now = t
 	}
 	heap.Push(&r.q, &renewal{due: now.Add(ttl / 2), session: session, pin: pin, tools: tools, completed: completed,
-		expires: now.Add(ttl)})
+		expires: now.Add(ttl), rev: rev})
 	r.mu.Unlock()
 }
 

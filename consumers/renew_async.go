@@ -30,10 +30,14 @@ const DefaultPinRenewRate = 1000
 const renewBatchMax = 256
 
 // SlotRenewal is one renewal of a batch: set session's pin of trigger to
-// expire at ExpiresAtMs.
+// expire at ExpiresAtMs. With Rev, the revision of the record as this
+// member last wrote it, the store may skip reading it: it writes Record
+// (with the new expiry) conditionally on Rev still being the latest.
 type SlotRenewal struct {
 	Session, Trigger string
 	ExpiresAtMs      int64
+	Rev              uint64
+	Record           PinRecord
 }
 
 // BatchRenewer is a SlotStore that renews many slots in one pipelined
@@ -42,9 +46,11 @@ type BatchRenewer interface {
 	RenewBatch(ctx context.Context, rs []SlotRenewal) []RenewResult
 }
 
-// RenewResult is one renewal's outcome.
+// RenewResult is one renewal's outcome; Rev is the record's new revision
+// (0 when unknown).
 type RenewResult struct {
 	OK  bool
+	Rev uint64
 	Err error
 }
 
@@ -158,7 +164,9 @@ func (p *Pinning) renewBatch(ctx context.Context, batch []*renewal, now time.Tim
 		expected, _ := p.Learner.Expected(x.tools)
 		ttl := min(p.TTL.TTL(expected), left)
 		jobs = append(jobs, job{x, ttl})
-		reqs = append(reqs, SlotRenewal{Session: x.session, Trigger: x.pin.Trigger, ExpiresAtMs: now.Add(ttl).UnixMilli()})
+		reqs = append(reqs, SlotRenewal{Session: x.session, Trigger: x.pin.Trigger, ExpiresAtMs: now.Add(ttl).UnixMilli(),
+			Rev: x.rev, Record: PinRecord{Slot: x.pin.Slot, Trigger: x.pin.Trigger, Tools: x.tools,
+				CompletedAtMs: x.completed.UnixMilli()}})
 	}
 	if len(jobs) == 0 {
 		return
@@ -186,6 +194,7 @@ func (p *Pinning) renewBatch(ctx context.Context, batch []*renewal, now time.Tim
 			again = append(again, j.x)
 		case !res[i].OK: // the next turn (or a newer pin) took the slot
 		default:
+			j.x.rev = res[i].Rev
 			p.renewed(j.x, now, j.ttl)
 			again = append(again, j.x)
 		}

@@ -63,7 +63,7 @@ func pinned(t *testing.T, p *Pinning, clock *fakeClock, n int, ttl time.Duration
 			ExpiresAtMs: now.Add(ttl).UnixMilli()}); err != nil {
 			t.Fatal(err)
 		}
-		p.schedule(s, pin, nil, now, ttl)
+		p.schedule(s, pin, nil, now, ttl, 0)
 	}
 }
 
@@ -117,13 +117,39 @@ func TestRenewBatchConditional(t *testing.T) {
 	if _, ok, err := slots.Take(ctx, "b"); err != nil || !ok {
 		t.Fatal("take b", err)
 	}
-	res := slots.RenewBatch(ctx, []SlotRenewal{{"a", "r-a", now + 1000}, {"b", "r-b", now + 1000}, {"c", "r-old", now + 1000}})
+	res := slots.RenewBatch(ctx, []SlotRenewal{{Session: "a", Trigger: "r-a", ExpiresAtMs: now + 1000},
+		{Session: "b", Trigger: "r-b", ExpiresAtMs: now + 1000}, {Session: "c", Trigger: "r-old", ExpiresAtMs: now + 1000}})
 	if !res[0].OK || res[1].OK || res[2].OK || res[0].Err != nil || res[1].Err != nil || res[2].Err != nil {
 		t.Fatalf("results %+v, want a renewed, b gone, c another pin's", res)
 	}
 	r, ok, err := slots.Take(ctx, "a")
 	if err != nil || !ok || r.ExpiresAtMs != now+1000 {
 		t.Fatalf("a after renewal: %+v %v %v", r, ok, err)
+	}
+
+	// With the revision we wrote, nothing is read; a stale one loses.
+	rec := PinRecord{Slot: "session:d", Trigger: "r-d", Tools: []string{"grep"}, CompletedAtMs: now, ExpiresAtMs: now}
+	rev, err := slots.PutRev(ctx, "d", rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := SlotRenewal{Session: "d", Trigger: "r-d", ExpiresAtMs: now + 2000, Rev: rev, Record: rec}
+	res = slots.RenewBatch(ctx, []SlotRenewal{q})
+	if !res[0].OK || res[0].Rev <= rev {
+		t.Fatalf("renewal by revision: %+v", res[0])
+	}
+	if again := slots.RenewBatch(ctx, []SlotRenewal{q}); again[0].OK || again[0].Err != nil {
+		t.Fatalf("renewal with a stale revision: %+v, want refused", again[0])
+	}
+	q.Rev = res[0].Rev
+	if _, ok, _ := slots.Take(ctx, "d"); !ok {
+		t.Fatal("take d")
+	}
+	if after := slots.RenewBatch(ctx, []SlotRenewal{q}); after[0].OK || after[0].Err != nil {
+		t.Fatalf("renewal after the next turn took the slot: %+v, want refused", after[0])
+	}
+	if r, ok, _ := slots.Take(ctx, "d"); ok {
+		t.Fatalf("a renewal brought back a taken slot: %+v", r)
 	}
 }
 
