@@ -10,8 +10,9 @@ import (
 // handlers cost two KV round trips and a pin message per due pin, paid by
 // whichever event came next, so 45,000 pinned sessions cut responses
 // from ~1,000/s to ~70/s. RunRenewals moves the work to one goroutine
-// with a rate budget (Pinning.RenewRate, renewals/s, bursts of one
-// second's worth): due pins are taken earliest first, as many as the
+// with a rate budget (Pinning.RenewRate, renewals/s, in bursts of at
+// most a tenth of a second's worth, so that the bus sees a steady trickle
+// rather than spikes that would delay wake-ups): due pins are taken earliest first, as many as the
 // budget allows, and their KV writes go out together (SlotStore's
 // RenewBatch, when it has one: one pipelined round of reads and one of
 // writes for the batch). A due pin the budget cannot reach waits; one
@@ -27,7 +28,7 @@ import (
 const DefaultPinRenewRate = 1000
 
 // renewBatchMax bounds one batch of renewals (one pipelined KV round).
-const renewBatchMax = 256
+const renewBatchMax = 64
 
 // SlotRenewal is one renewal of a batch: set session's pin of trigger to
 // expire at ExpiresAtMs. With Rev, the revision of the record as this
@@ -77,7 +78,7 @@ func (p *Pinning) RunRenewals(ctx context.Context) <-chan struct{} {
 	go func() {
 		defer close(done)
 		rate := p.renewRate()
-		burst := max(rate, 1)
+		burst := max(rate/10, 1)
 		tokens, last := burst, time.Now()
 		wait := time.NewTimer(time.Second)
 		defer wait.Stop()
@@ -91,13 +92,13 @@ func (p *Pinning) RunRenewals(ctx context.Context) <-chan struct{} {
 				p.renewBatch(ctx, batch, clock)
 			}
 			next := time.Second // the service's Tick wakes us at least this often
-			switch {
-			case more && len(batch) == renewBatchMax:
-				next = 0 // the budget allows more now
-			case more:
-				next = time.Duration(float64(time.Second) / rate) // until the next token
+			if more {
+				// Until a full batch is affordable: batches, not a trickle
+				// of single writes, keep the KV round trips coalesced.
+				want := min(float64(renewBatchMax), burst)
+				next = time.Duration((want - tokens) / rate * float64(time.Second))
 			}
-			if next == 0 {
+			if next <= 0 {
 				if ctx.Err() != nil {
 					return
 				}

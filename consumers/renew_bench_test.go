@@ -67,7 +67,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	set := streams.DefaultSet()
-	if _, err := streams.EnsureSet(ctx, js, set); err != nil {
+	if _, err := streams.EnsureSet(ctx, js, set, streams.WithLogger(discard())); err != nil {
 		b.Fatal(err)
 	}
 	idx, err := OpenRequestIndex(ctx, js, "", set.Requests.Name, time.Hour, schemas.Limits{})
