@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -32,7 +33,8 @@ import (
 // default renewal budget. Run with -benchtime 1x -count 5 and compare
 // each run's pins=45000 with pins=0; the bounds are >= 80% of the
 // responses/s and <= 1.5x the wake-up p99. HINTSTREAM_BENCH_INLINE=1
-// adds pins=45000-inline: renewals inside the handlers, as before.
+// adds pins=45000-inline: renewals inside the handlers, as before;
+// HINTSTREAM_BENCH_RENEW_RATE sets another budget.
 func BenchmarkRenewalLoad(b *testing.B) {
 	cases := []struct {
 		name   string
@@ -121,6 +123,9 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration)
 	p := &Pinning{Endpoint: pinEP, Index: idx, Slots: slots, Learner: tooltime.New(tooltime.DefaultConfig()),
 		TTL: actions.DefaultTTLConfig(), Workers: workerMap{1: worker}, Sender: pool, ReleaseOnNextTurn: true,
 		RenewMax: DefaultPinRenewMax, Counters: counters, Log: discard()}
+	if v, err := strconv.ParseFloat(os.Getenv("HINTSTREAM_BENCH_RENEW_RATE"), 64); err == nil && v > 0 {
+		p.RenewRate = v // another budget than the default
+	}
 	if !inline {
 		rctx, rcancel := context.WithCancel(ctx)
 		done := p.RunRenewals(rctx)
@@ -244,8 +249,8 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration)
 	mu.Unlock()
 	slices.Sort(ls)
 	p99 := ls[min(len(ls)-1, len(ls)*99/100)]
-	b.Logf("pinned=%d inline=%v: %d responses in %v, %d wake-ups p50 %v p99 %v, renewed %d, skipped %d",
-		pinned, inline, responses, elapsed.Round(time.Millisecond), len(ls), ls[len(ls)/2], p99,
+	b.Logf("pinned=%d inline=%v rate=%v: %d responses in %v, %d wake-ups p50 %v p99 %v, renewed %d, skipped %d",
+		pinned, inline, p.renewRate(), responses, elapsed.Round(time.Millisecond), len(ls), ls[len(ls)/2], p99,
 		counters.Get("hints.renew.queued"), counters.Get("pins.renewal_skipped|budget"))
 	return float64(responses) / elapsed.Seconds(), p99
 }
