@@ -8,14 +8,6 @@ import (
 	"github.com/hintstream/hintstream/schemas"
 )
 
-func recordIDs(rs []schemas.WorkerRecord) []uint64 {
-	out := make([]uint64, len(rs))
-	for i, r := range rs {
-		out[i] = r.WorkerID
-	}
-	return out
-}
-
 // WorkersFor follows additions, model changes and deletions, and gives
 // a model's workers plus those serving every model, sorted.
 func TestWorkersForFollowsChanges(t *testing.T) {
@@ -32,8 +24,8 @@ func TestWorkersForFollowsChanges(t *testing.T) {
 	natstest.Eventually(t, within, func() bool { return len(r.WorkersFor("")) == 4 }, "four records")
 	check := func(model string, want ...uint64) {
 		t.Helper()
-		natstest.Eventually(t, within, func() bool { return slices.Equal(recordIDs(r.WorkersFor(model)), want) },
-			"WorkersFor(%q) = %v, want %v", model, recordIDs(r.WorkersFor(model)), want)
+		natstest.Eventually(t, within, func() bool { return slices.Equal(ids(r.WorkersFor(model)), want) },
+			"WorkersFor(%q) = %v, want %v", model, ids(r.WorkersFor(model)), want)
 	}
 	check("a", 2, 5, 9)
 	check("b", 3, 9)
@@ -59,7 +51,7 @@ func TestWorkersForFollowsChanges(t *testing.T) {
 			want = append(want, w.WorkerID)
 		}
 	}
-	if got := recordIDs(r.WorkersFor("b")); !slices.Equal(got, want) {
+	if got := ids(r.WorkersFor("b")); !slices.Equal(got, want) {
 		t.Fatalf("WorkersFor(b) %v, Workers filtered %v", got, want)
 	}
 }
