@@ -96,8 +96,9 @@ func (v *modelView) workersFor(model string) []schemas.WorkerRecord {
 		return v.all
 	}
 	if out, ok = v.lists[key]; !ok { // another reader may have built it
-		out = v.collect(v.byModel[""])
-		if key != "" {
+		if key == "" {
+			out = v.collect(v.byModel[""])
+		} else {
 			out = v.collect(v.byModel[key], v.byModel[""])
 		}
 		v.lists[key] = out
