@@ -28,7 +28,12 @@ import (
 // restarted with an empty cache: its old blocks are cleared first.
 // Frames of Dynamo's event plane (subjects namespace.….kv-events) are
 // decoded by package eventplane instead (see consumers/eventplane.go).
-func ApplyKVEvents(ix *kvevents.Index, lim schemas.Limits, counters *metrics.Counters) ApplyFunc {
+//
+// ix is the index, or a *Holding in front of it: then events of
+// unregistered workers are held, and one message in
+// HoldingConfig.SampleEvery of those it drops is dead-lettered with the
+// reason ReasonUnknownWorker (see holding.go).
+func ApplyKVEvents(ix EventApplier, lim schemas.Limits, counters *metrics.Counters) ApplyFunc {
 	var epochs sync.Map // kvevents.WorkerKey -> string
 	// Counter names, built once: one is bumped per event.
 	applied := map[schemas.EventKind]string{}
@@ -50,14 +55,22 @@ func ApplyKVEvents(ix *kvevents.Index, lim schemas.Limits, counters *metrics.Cou
 				counters.Inc("kv_events.engine_restarts")
 				// The engine's own tiers died with it; the shared store did not.
 				for _, tier := range []schemas.StorageTier{"", schemas.TierHostPinned, schemas.TierDisk} {
-					if err := ix.Apply(kvevents.Event{Worker: k, Kind: schemas.KindCleared, Tier: tier}); err != nil {
+					err := ix.Apply(kvevents.Event{Worker: k, Kind: schemas.KindCleared, Tier: tier})
+					if err != nil && !errors.Is(err, ErrHeld) && !errors.Is(err, ErrUnknownWorker) {
 						return err
 					}
 				}
 			}
 		}
+		var unknown *UnknownWorkerError
 		for _, ev := range evs {
+			var uw *UnknownWorkerError
 			switch err := ix.Apply(ev); {
+			case errors.Is(err, ErrHeld):
+			case errors.As(err, &uw):
+				if uw.Sample && unknown == nil {
+					unknown = uw
+				}
 			case err == nil:
 				name, ok := applied[ev.Kind]
 				if !ok {
@@ -75,6 +88,9 @@ func ApplyKVEvents(ix *kvevents.Index, lim schemas.Limits, counters *metrics.Cou
 			default:
 				return err
 			}
+		}
+		if unknown != nil {
+			return &schemas.DecodeError{Kind: "kv_event", Reason: ReasonUnknownWorker, Err: unknown}
 		}
 		return nil
 	}

@@ -41,18 +41,23 @@ type IndexEntry struct {
 }
 
 // OpenRequestIndex creates or attaches to the bucket (TTL: how long a
-// response may trail its request; default 1h) over the requests stream.
-func OpenRequestIndex(ctx context.Context, js jetstream.JetStream, bucket, stream string, ttl time.Duration, lim schemas.Limits) (*RequestIndex, error) {
+// response may trail its request; default 1h; capped at
+// DefaultRequestIndexMaxBytes unless WithMaxBytes says otherwise, see
+// bucketcap.go) over the requests stream.
+func OpenRequestIndex(ctx context.Context, js jetstream.JetStream, bucket, stream string, ttl time.Duration, lim schemas.Limits, opts ...BucketOption) (*RequestIndex, error) {
 	if bucket == "" {
 		bucket = DefaultRequestIndexBucket
 	}
 	if ttl <= 0 {
 		ttl = time.Hour
 	}
+	bo := bucketOpts(DefaultRequestIndexMaxBytes, opts)
 	kv, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: ttl,
-			Description: "hintstream: request id -> requests stream sequence"})
+			Description: "hintstream: request id -> requests stream sequence", MaxBytes: bo.maxBytes})
+	} else if err == nil {
+		err = bo.checkCap(ctx, js, bucket)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("request index bucket %s: %w", bucket, err)

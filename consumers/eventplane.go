@@ -25,13 +25,13 @@ import (
 // per-publisher sequence, not from the RouterEvent (see
 // eventplane.Sequencer).
 type eventPlaneKV struct {
-	ix       *kvevents.Index
+	ix       EventApplier
 	lim      schemas.Limits
 	counters *metrics.Counters
 	seq      *eventplane.Sequencer
 }
 
-func newEventPlaneKV(ix *kvevents.Index, lim schemas.Limits, counters *metrics.Counters) *eventPlaneKV {
+func newEventPlaneKV(ix EventApplier, lim schemas.Limits, counters *metrics.Counters) *eventPlaneKV {
 	return &eventPlaneKV{ix: ix, lim: lim, counters: counters, seq: eventplane.NewSequencer(0)}
 }
 
@@ -50,9 +50,20 @@ func (a *eventPlaneKV) apply(msg jetstream.Msg) error {
 		// gap: an empty removal on the device tier records the id and
 		// changes nothing.
 		a.counters.IncLabel("kv_events.event_plane_ignored", fr.Ignored)
-		return a.ix.Apply(kvevents.Event{Worker: ev.Worker, EventID: ev.EventID, Kind: schemas.KindRemoved})
+		err := a.ix.Apply(kvevents.Event{Worker: ev.Worker, EventID: ev.EventID, Kind: schemas.KindRemoved})
+		var uw *UnknownWorkerError
+		if errors.Is(err, ErrHeld) || errors.As(err, &uw) {
+			return nil // an unregistered worker's: nothing of it is indexed
+		}
+		return err
 	}
+	var uw *UnknownWorkerError
 	switch err := a.ix.Apply(ev); {
+	case errors.Is(err, ErrHeld):
+	case errors.As(err, &uw):
+		if uw.Sample {
+			return &schemas.DecodeError{Kind: "kv_event", Reason: ReasonUnknownWorker, Err: uw}
+		}
 	case err == nil:
 		a.counters.Inc("kv_events.applied|" + ev.Kind.String())
 	case errors.Is(err, kvevents.ErrUnknownParent):

@@ -60,9 +60,12 @@ type Pinning struct {
 	// RenewMax is how long a tool call's pin is kept by renewals (see
 	// renew.go), counted from the response; 0: pins are never renewed.
 	RenewMax time.Duration
-	Counters *metrics.Counters
-	Log      *slog.Logger
-	Now      func() time.Time
+	// RenewRate is the renewal budget of RunRenewals, renewals/s; 0:
+	// DefaultPinRenewRate (see renew_async.go).
+	RenewRate float64
+	Counters  *metrics.Counters
+	Log       *slog.Logger
+	Now       func() time.Time
 
 	renew renewals
 }
@@ -90,7 +93,10 @@ func (p *Pinning) onRequest(msg jetstream.Msg, req *schemas.RequestEvent) error 
 			e.SimToolMs = ms
 		}
 	}
-	if err := p.Index.Put(ctx, req, e); err != nil {
+	if err := p.Index.Put(ctx, req, e); isBucketFull(err) {
+		// Not retried: it would stay full. Its response goes unpinned.
+		p.Counters.Inc("pins.request_index_full")
+	} else if err != nil {
 		return err
 	}
 	if req.SessionID == "" {
@@ -203,10 +209,14 @@ func (p *Pinning) onResponse(msg jetstream.Msg, resp *schemas.ResponseEvent, set
 		completed := eventTime(msg, resp.CompletedAtMs)
 		rec := PinRecord{Slot: slot, Trigger: resp.RequestID, Tools: tools, CompletedAtMs: completed.UnixMilli(),
 			ExpiresAtMs: p.now().Add(ttl).UnixMilli()}
-		if err := p.Slots.Put(ctx, session, rec); err != nil {
+		rev, err := p.putSlot(ctx, session, rec)
+		if err != nil {
+			if isBucketFull(err) {
+				p.Counters.Inc("pins.slots_full")
+			}
 			p.Log.Warn("pin slot not recorded", "session", session, "err", err)
 		} else if queued {
-			p.schedule(session, pin, tools, completed, ttl)
+			p.schedule(session, pin, tools, completed, ttl, rev)
 		}
 	}
 	if queued {

@@ -30,22 +30,30 @@ type PinRecord struct {
 // pin maximum (24 h), so records outlive no pin.
 type PinSlots struct {
 	kv jetstream.KeyValue
+	js jetstream.JetStream // for pipelined writes (RenewBatch)
+	// subject prefix of the bucket's keys, "$KV.<bucket>."
+	subject string
 }
 
-// OpenPinSlots creates or attaches to the bucket.
-func OpenPinSlots(ctx context.Context, js jetstream.JetStream, bucket string) (*PinSlots, error) {
+// OpenPinSlots creates or attaches to the bucket, capped at
+// DefaultPinSlotsMaxBytes unless WithMaxBytes says otherwise (see
+// bucketcap.go for a full bucket).
+func OpenPinSlots(ctx context.Context, js jetstream.JetStream, bucket string, opts ...BucketOption) (*PinSlots, error) {
 	if bucket == "" {
 		bucket = DefaultPinSlotBucket
 	}
+	bo := bucketOpts(DefaultPinSlotsMaxBytes, opts)
 	kv, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: 24 * time.Hour,
-			Description: "hintstream: live tool-call pin per session"})
+			Description: "hintstream: live tool-call pin per session", MaxBytes: bo.maxBytes})
+	} else if err == nil {
+		err = bo.checkCap(ctx, js, bucket)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pin slot bucket %s: %w", bucket, err)
 	}
-	return &PinSlots{kv: kv}, nil
+	return &PinSlots{kv: kv, js: js, subject: "$KV." + bucket + "."}, nil
 }
 
 func slotKey(session string) string { return strconv.FormatUint(xxh3.HashString(session), 16) }

@@ -35,6 +35,8 @@ type renewal struct {
 	pin       actions.Pin // as first sent; Trigger is the response's request id
 	tools     []string
 	completed time.Time // when the tool call began
+	expires   time.Time // when the pin last sent lapses (renewal clock)
+	rev       uint64    // the slot record's revision we last wrote; 0: unknown
 	n         int       // renewals so far
 }
 
@@ -57,6 +59,10 @@ type renewals struct {
 	mu    sync.Mutex
 	q     renewQueue
 	clock time.Time
+	// async: RunRenewals owns the renewing; Tick only advances the clock
+	// and wakes it (renew_async.go).
+	async bool
+	wake  chan struct{}
 }
 
 // eventTime is the time an event stamps itself with, or else its
@@ -73,7 +79,7 @@ func eventTime(msg jetstream.Msg, ms int64) time.Time {
 
 // schedule queues pin, just sent with ttl, for renewal once half of ttl
 // has passed on the renewal clock.
-func (p *Pinning) schedule(session string, pin actions.Pin, tools []string, completed time.Time, ttl time.Duration) {
+func (p *Pinning) schedule(session string, pin actions.Pin, tools []string, completed time.Time, ttl time.Duration, rev uint64) {
 	if p.RenewMax <= 0 || session == "" {
 		return
 	}
@@ -83,7 +89,8 @@ func (p *Pinning) schedule(session string, pin actions.Pin, tools []string, comp
 	if t := p.now(); t.After(now) {
 		now = t
 	}
-	heap.Push(&r.q, &renewal{due: now.Add(ttl / 2), session: session, pin: pin, tools: tools, completed: completed})
+	heap.Push(&r.q, &renewal{due: now.Add(ttl / 2), session: session, pin: pin, tools: tools, completed: completed,
+		expires: now.Add(ttl), rev: rev})
 	r.mu.Unlock()
 }
 
@@ -96,8 +103,9 @@ func (p *Pinning) Pending() int {
 }
 
 // Tick advances the renewal clock to at (if later) and renews the pins
-// due by then. Safe for concurrent use; the live service calls it every
-// second, the consumers with each event's time.
+// due by then; once RunRenewals runs, it only wakes that goroutine, so
+// handlers never wait for a renewal. Safe for concurrent use; the live
+// service calls it every second, the consumers with each event's time.
 func (p *Pinning) Tick(at time.Time) {
 	if p.RenewMax <= 0 {
 		return
@@ -109,6 +117,14 @@ func (p *Pinning) Tick(at time.Time) {
 	}
 	if at.After(r.clock) {
 		r.clock = at
+	}
+	if r.async {
+		r.mu.Unlock()
+		select {
+		case r.wake <- struct{}{}:
+		default: // already woken
+		}
+		return
 	}
 	now := r.clock
 	var due []*renewal
@@ -149,11 +165,17 @@ func (p *Pinning) renewOne(x *renewal, now time.Time) bool {
 	if !ok {
 		return false // the next turn (or a newer pin) took the slot
 	}
+	p.renewed(x, now, ttl)
+	return true
+}
+
+// renewed sends x's renewal pin, recorded with ttl at now, and schedules
+// its next.
+func (p *Pinning) renewed(x *renewal, now time.Time, ttl time.Duration) {
 	x.n++
 	pin := x.pin
 	pin.Trigger = x.pin.Trigger + "/renew-" + strconv.Itoa(x.n) // its own message id
 	pin.TTL = ttl
 	p.send(pin, "renew", p.TTL.Deadline(ttl), nil)
-	x.due = now.Add(ttl / 2)
-	return true
+	x.due, x.expires = now.Add(ttl/2), now.Add(ttl)
 }

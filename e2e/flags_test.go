@@ -21,6 +21,17 @@ func TestRunFlagBounds(t *testing.T) {
 		{[]string{"--pin-renew-max", "-1s"}, "--pin-renew-max must not be negative"},
 		{[]string{"--sender-settle-delay", "0"}, ""},
 		{[]string{"--sender-settle-delay", "-1ms"}, "--sender-settle-delay must not be negative"},
+		// Issue 19: holding area, renewal budget, bucket caps (0: none), reclaim.
+		{[]string{"--holding-workers", "1", "--holding-blocks", "1"}, ""},
+		{[]string{"--holding-workers", "0"}, "--holding-workers must be at least 1"},
+		{[]string{"--holding-blocks", "0"}, "--holding-blocks must be at least 1"},
+		{[]string{"--pin-renew-rate", "0.5"}, ""},
+		{[]string{"--pin-renew-rate", "0"}, "--pin-renew-rate must be positive"},
+		{[]string{"--pin-slots-max-bytes", "0", "--request-index-max-bytes", "0"}, ""},
+		{[]string{"--pin-slots-max-bytes", "-1"}, "--pin-slots-max-bytes must not be negative"},
+		{[]string{"--request-index-max-bytes", "-1"}, "--request-index-max-bytes must not be negative"},
+		{[]string{"--snapshot-reclaim-grace", "1ms"}, ""},
+		{[]string{"--snapshot-reclaim-grace", "0s"}, "--snapshot-reclaim-grace must be positive"},
 	} {
 		out, err := exec.Command(binary, append(append([]string{"run"}, tc.args...), "--check-config")...).CombinedOutput()
 		switch {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service"
 	"github.com/hintstream/hintstream/streams"
@@ -66,6 +67,17 @@ func BenchmarkStartup(b *testing.B) {
 		}
 	}
 	<-js.PublishAsyncComplete()
+	// Only registered workers are indexed (issue 19).
+	kv, err := registry.Bucket(ctx, js, registry.DefaultBucket)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for w := range uint64(workers) {
+		if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: w, Model: "m", KvBlockSize: 16,
+			HintEndpoints: []string{"tcp://127.0.0.1:" + strconv.Itoa(int(20000+w))}}); err != nil {
+			b.Fatal(err)
+		}
+	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	startup := func(snapshots time.Duration) (time.Duration, *service.Service) {
 		svc := service.New(service.Config{NATSURL: srv.ClientURL(), Logger: quiet, SnapshotInterval: snapshots})

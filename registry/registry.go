@@ -79,6 +79,7 @@ type Registry struct {
 
 	mu      sync.RWMutex
 	records map[uint64]entry
+	models  *modelView // records by model, for WorkersFor (models.go)
 	invalid atomic.Uint64
 	// rewatches counts watchers re-created after an unexpected close.
 	rewatches atomic.Uint64
@@ -132,6 +133,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Registr
 		log:      o.log.With("bucket", o.bucket),
 		onChange: o.onChange,
 		records:  make(map[uint64]entry),
+		models:   newModelView(),
 		rejected: make(map[string]uint64),
 		ready:    make(chan struct{}),
 		stop:     make(chan struct{}),

@@ -273,6 +273,7 @@ func (r *Registry) resync(seen map[string]struct{}) {
 }
 
 func (r *Registry) emit(c Change) {
+	r.models.apply(c)
 	if r.onChange != nil {
 		r.onChange(c)
 	}

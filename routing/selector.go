@@ -221,7 +221,7 @@ func (s *Selector) candidates(req *schemas.RequestEvent, now time.Time) []Candid
 		lower  map[kvevents.WorkerKey]kvevents.LowerOverlap
 	}
 	overlaps := map[uint32]tierOverlaps{} // per block size
-	for _, w := range s.workers.Workers() {
+	for _, w := range s.workersFor(req.Model) {
 		if req.Model != "" && w.Model != "" && w.Model != req.Model {
 			continue
 		}

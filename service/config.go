@@ -126,6 +126,23 @@ type Config struct {
 	// records off.
 	AffinityBucket string
 	NoAffinity     bool
+
+	// Issue 19 (registered workers first, renewals, snapshot reclaim).
+	// Holding bounds the KV events kept for workers not registered (yet);
+	// zero fields: the consumers.DefaultHolding* constants.
+	Holding consumers.HoldingConfig
+	// SnapshotReclaimGrace is how long the chunks of a snapshot save no
+	// object names must have been idle before they are purged (after each
+	// save and at start-up); default DefaultSnapshotReclaimGrace.
+	SnapshotReclaimGrace time.Duration
+	// PinRenewRate is the pin renewal budget, renewals/s (their own
+	// goroutine); default consumers.DefaultPinRenewRate.
+	PinRenewRate float64
+	// PinSlotsMaxBytes and RequestIndexMaxBytes cap the hintstream_pins
+	// and hintstream_requests buckets when they are created (or updated,
+	// with UpdateStreams); default DefaultPinSlotsMaxBytes and
+	// DefaultRequestIndexMaxBytes, negative: no cap.
+	PinSlotsMaxBytes, RequestIndexMaxBytes int64
 }
 
 // Defaults fills zero fields with their defaults.

@@ -45,6 +45,8 @@ type Service struct {
 	registry *registry.Registry
 	pool     *actions.Pool
 	kv       *consumers.StateConsumer
+	holding  *consumers.Holding // gate of the index: registered workers first
+	reclaim  *reclaimer         // start-up purge of interrupted snapshot saves
 	load     *consumers.StateConsumer
 	requests *consumers.RequestConsumer
 	affinity *consumers.AffinityWriter // issue 16: nil when off
@@ -152,6 +154,10 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	// Before anything holds the index: a snapshot that fails to load
 	// leaves a fresh one in its place.
 	startSeq := s.loadSnapshot(ctx)
+	if err := s.startHolding(); err != nil {
+		return err
+	}
+	s.startReclaim()
 	s.latency = &observe.Histogram{}
 	popts := []actions.PoolOption{actions.WithQueueSize(s.cfg.SenderQueue), actions.WithLogger(s.log),
 		actions.WithMaxHeld(max(s.cfg.SenderMaxHeld, 0)), actions.WithSettleDelay(max(s.cfg.SenderSettleDelay, 0)),
@@ -195,6 +201,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	s.pruneUnregistered()
 	if err := s.cfg.Routing.Validate(); err != nil {
 		return err
 	}
@@ -204,7 +211,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	dlq := consumers.NewDeadLetter(s.js, s.cfg.DeadLetterPrefix)
 	st := s.cfg.Streams
 	s.kv = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "kv_events", Stream: st.KVEvents.Name,
-		Filter: st.KVEvents.Subjects, Shards: s.cfg.KVApplyShards, StartSeq: startSeq}, consumers.ApplyKVEvents(s.Index, s.cfg.Limits, s.Counters), dlq, s.Counters, s.log)
+		Filter: st.KVEvents.Subjects, Shards: s.cfg.KVApplyShards, StartSeq: startSeq}, consumers.ApplyKVEvents(s.holding, s.cfg.Limits, s.Counters), dlq, s.Counters, s.log)
 	s.load = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "load", Stream: st.Load.Name,
 		Filter: st.Load.Subjects}, consumers.ApplyLoad(s.Loads, s.cfg.Limits), dlq, s.Counters, s.log)
 	var sender actions.Sender = s.pool
@@ -303,11 +310,12 @@ func (s *Service) pinning(ctx context.Context, sender actions.Sender) (*consumer
 	if err := s.cfg.ToolTime.Validate(); err != nil {
 		return nil, err
 	}
-	idx, err := consumers.OpenRequestIndex(ctx, s.js, "", s.cfg.Streams.Requests.Name, s.cfg.RequestIndexTTL, s.cfg.Limits)
+	idx, err := consumers.OpenRequestIndex(ctx, s.js, "", s.cfg.Streams.Requests.Name, s.cfg.RequestIndexTTL, s.cfg.Limits,
+		s.bucketCap(s.cfg.RequestIndexMaxBytes)...)
 	if err != nil {
 		return nil, err
 	}
-	slots, err := consumers.OpenPinSlots(ctx, s.js, "")
+	slots, err := consumers.OpenPinSlots(ctx, s.js, "", s.bucketCap(s.cfg.PinSlotsMaxBytes)...)
 	if err != nil {
 		return nil, err
 	}
@@ -357,6 +365,7 @@ func (s *Service) Stop(ctx context.Context) {
 				s.log.Warn("shutdown snapshot not saved", "err", err)
 			}
 		}
+		s.stopReclaim()
 		if s.streamsSub != nil {
 			_ = s.streamsSub.Unsubscribe()
 			s.watchMu.Lock()
@@ -501,7 +510,7 @@ var discardLogger = slog.New(slog.DiscardHandler)
 func (s *Service) onWorkerChange(ch registry.Change) {
 	switch ch.Kind {
 	case registry.Deleted:
-		s.Index.RemoveWorker(ch.WorkerID)
+		s.holding.Unregister(ch.WorkerID) // removes its blocks
 		s.Loads.RemoveWorker(ch.WorkerID)
 		s.closeEndpoints(ch.Previous, nil)
 		s.log.Info("worker left", "worker_id", ch.WorkerID)
@@ -513,6 +522,7 @@ func (s *Service) onWorkerChange(ch registry.Change) {
 		}
 		s.log.Info("worker changed", "worker_id", ch.WorkerID, "endpoints", ch.Record.HintEndpoints)
 	case registry.Added:
+		s.promote(ch.WorkerID)
 		s.log.Info("worker joined", "worker_id", ch.WorkerID, "model", ch.Record.Model,
 			"block_size", ch.Record.KvBlockSize, "endpoints", ch.Record.HintEndpoints)
 	}

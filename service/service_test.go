@@ -153,6 +153,19 @@ func TestSnapshotRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Only registered workers are indexed (issue 19).
+	kv, err := registry.Bucket(ctx, js, registry.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uint64{1, 2} {
+		if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: id, Model: "m", KvBlockSize: 16,
+			HintEndpoints: []string{"tcp://127.0.0.1:1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool { return a.holding.Registered(1) && a.holding.Registered(2) },
+		"workers 1 and 2 registered")
 	store(1, 1, []int{0, 1}, nil)
 	store(2, 1, []int{0, 1, 2}, nil)
 	if err := a.WaitCaughtUp(ctx); err != nil {

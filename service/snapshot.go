@@ -107,6 +107,7 @@ func (s *Service) saveSnapshot(ctx context.Context) error {
 	s.lastSnapshot.Store(covered)
 	s.Counters.Inc("snapshots.saved")
 	s.log.Info("index snapshot saved", "covers_seq", covered, "took", time.Since(start).Round(time.Millisecond))
+	s.reclaimAfterSave(ctx) // what interrupted saves left (snapshot_reclaim.go)
 	return nil
 }
 

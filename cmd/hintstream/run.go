@@ -85,6 +85,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	)
 	natsCfg := natsFlags(fs, "hintstream")
 	applyAffinity := affinityFlags(fs)
+	applyCardinality := cardinalityFlags(fs) // issue 19: flags_cardinality.go
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
@@ -170,6 +171,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg.PinCurvePublicKey, cfg.CurveClientPublicKey, cfg.CurveClientSecretKey = *pinCurve, *curvePublic, *curveSecret
 	if (*curvePublic == "") != (*curveSecret == "") {
 		return fmt.Errorf("--curve-public-key and --curve-secret-key go together")
+	}
+	if err := applyCardinality(&cfg); err != nil {
+		return err
 	}
 	if *checkOnly {
 		fmt.Fprintln(stdout, "hintstream run: configuration ok")

@@ -155,6 +155,9 @@ func ingest(ctx context.Context, cfg IngestConfig, url string) (IngestResult, er
 	if res.Bytes, err = fillKVEvents(ctx, js, cfg); err != nil {
 		return res, err
 	}
+	if err := registerIngestWorkers(ctx, js, cfg.Workers); err != nil {
+		return res, err
+	}
 	res.MeanSize = int((res.Bytes + int64(cfg.Events)/2) / int64(cfg.Events))
 	bench := func() error {
 		if cfg.NatsCLI == "" {

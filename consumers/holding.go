@@ -1,0 +1,291 @@
+package consumers
+
+import (
+	"container/list"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/metrics"
+)
+
+// Registered workers first: the index tracks at most 65,536 (worker, dp
+// rank) pairs, and anyone who can publish on kv.events.> could fill it
+// with ids that serve nothing, after which a real worker is never
+// indexed. So only workers the registry lists reach the index. Events of
+// any other id wait in a small holding area, because a worker usually
+// starts publishing before its record is written; when the record
+// appears, the worker's held events are applied in their order, then its
+// live ones. The holding area keeps the most recently heard
+// HoldingConfig.MaxWorkers ids (least recently heard evicted first), each
+// with at most MaxBlocksPerWorker blocks; what falls out is counted in
+// kv_events.dropped|unknown worker, and one message in
+// DefaultHoldingSampleEvery of those is dead-lettered with that reason,
+// so an operator can find the publisher.
+
+// Holding defaults.
+const (
+	// DefaultHoldingWorkers is the number of unregistered worker ids whose
+	// events are held: a deployment rolling out that many workers at
+	// once, each publishing before it registers, loses none.
+	DefaultHoldingWorkers = 256
+	// DefaultHoldingBlocks caps the blocks (stored blocks plus removed
+	// hashes, at least one per event) held per worker: 4,096 blocks of 16
+	// tokens is one 64k-token prompt, more than a worker stores in the
+	// seconds before it registers. With DefaultHoldingWorkers that bounds
+	// the area to about 1M blocks, some 20 MiB.
+	DefaultHoldingBlocks = 4096
+	// DefaultHoldingSampleEvery dead-letters the first dropped message and
+	// then one in this many.
+	DefaultHoldingSampleEvery = 1024
+)
+
+// ReasonUnknownWorker labels events dropped because their worker is not
+// registered and the holding area had no room for them.
+const ReasonUnknownWorker = "unknown worker"
+
+var (
+	// ErrHeld means an event's worker is not registered (yet): the event
+	// waits in the holding area and is applied if the worker registers.
+	ErrHeld = errors.New("consumers: event held until its worker registers")
+	// ErrUnknownWorker means events of unregistered workers were dropped
+	// for want of room; see UnknownWorkerError.
+	ErrUnknownWorker = errors.New("consumers: events of an unregistered worker dropped")
+)
+
+// UnknownWorkerError reports events dropped from (or refused by) the
+// holding area. Held says the event being applied was itself kept (it
+// took the place of an evicted worker's); Sample says this message is the
+// one to dead-letter.
+type UnknownWorkerError struct {
+	Dropped int
+	Held    bool
+	Sample  bool
+}
+
+func (e *UnknownWorkerError) Error() string {
+	return fmt.Sprintf("%s (%d)", ErrUnknownWorker.Error(), e.Dropped)
+}
+
+// Unwrap makes errors.Is(err, ErrUnknownWorker) hold.
+func (e *UnknownWorkerError) Unwrap() error { return ErrUnknownWorker }
+
+// EventApplier is what ApplyKVEvents feeds: a *kvevents.Index, or a
+// *Holding in front of one. LastEventID is the index's last applied event
+// id of a worker (the event plane's sequencer rebases on it).
+type EventApplier interface {
+	Apply(ev kvevents.Event) error
+	LastEventID(k kvevents.WorkerKey) (uint64, bool)
+}
+
+// HoldingConfig bounds a Holding. Zero fields take the defaults.
+type HoldingConfig struct {
+	MaxWorkers         int // default DefaultHoldingWorkers
+	MaxBlocksPerWorker int // default DefaultHoldingBlocks
+	SampleEvery        int // default DefaultHoldingSampleEvery
+}
+
+// Validate rejects negative bounds.
+func (c HoldingConfig) Validate() error {
+	if c.MaxWorkers < 0 || c.MaxBlocksPerWorker < 0 || c.SampleEvery < 0 {
+		return fmt.Errorf("holding area: negative bound in %+v", c)
+	}
+	return nil
+}
+
+func (c HoldingConfig) withDefaults() HoldingConfig {
+	if c.MaxWorkers <= 0 {
+		c.MaxWorkers = DefaultHoldingWorkers
+	}
+	if c.MaxBlocksPerWorker <= 0 {
+		c.MaxBlocksPerWorker = DefaultHoldingBlocks
+	}
+	if c.SampleEvery <= 0 {
+		c.SampleEvery = DefaultHoldingSampleEvery
+	}
+	return c
+}
+
+// Holding is the gate in front of the index: events of registered workers
+// pass through, others are held (see the comment at the top of this
+// file). Register and Unregister follow the registry. Safe for concurrent
+// use: events of one worker must come from one goroutine at a time, as
+// the sharded state consumer delivers them.
+type Holding struct {
+	ix       *kvevents.Index
+	cfg      HoldingConfig
+	counters *metrics.Counters
+
+	// mu is held for reading while an event of a registered worker is
+	// applied, and for writing while a worker is registered (its held
+	// events applied) or unregistered (its blocks removed): so no live
+	// event overtakes the held ones, and none lands after the removal.
+	mu         sync.RWMutex
+	registered map[uint64]struct{}
+	held       map[uint64]*list.Element // -> *heldWorker, in lru
+	lru        list.List                // front: most recently heard
+	dropMsgs   uint64                   // messages with drops, for sampling
+}
+
+type heldWorker struct {
+	id     uint64
+	events []kvevents.Event
+	blocks int
+}
+
+// NewHolding returns a gate in front of ix; counters may be nil.
+func NewHolding(ix *kvevents.Index, cfg HoldingConfig, counters *metrics.Counters) *Holding {
+	if counters == nil {
+		counters = &metrics.Counters{}
+	}
+	return &Holding{ix: ix, cfg: cfg.withDefaults(), counters: counters,
+		registered: map[uint64]struct{}{}, held: map[uint64]*list.Element{}}
+}
+
+// LastEventID is the index's: held events have not been applied, so they
+// count for nothing here.
+func (h *Holding) LastEventID(k kvevents.WorkerKey) (uint64, bool) { return h.ix.LastEventID(k) }
+
+// eventBlocks is what an event costs against MaxBlocksPerWorker.
+func eventBlocks(ev *kvevents.Event) int { return max(len(ev.Blocks)+len(ev.Removed), 1) }
+
+// Apply applies ev to the index if its worker is registered. Otherwise it
+// holds ev and returns ErrHeld, or an *UnknownWorkerError when events had
+// to be dropped (ev's own worker's, or the least recently heard
+// worker's to make room).
+func (h *Holding) Apply(ev kvevents.Event) error {
+	id := ev.Worker.WorkerID
+	h.mu.RLock()
+	if _, ok := h.registered[id]; ok {
+		err := h.ix.Apply(ev)
+		h.mu.RUnlock()
+		return err
+	}
+	h.mu.RUnlock()
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.registered[id]; ok { // registered meanwhile
+		return h.ix.Apply(ev)
+	}
+	cost := eventBlocks(&ev)
+	if el, ok := h.held[id]; ok {
+		w := el.Value.(*heldWorker)
+		h.lru.MoveToFront(el)
+		if w.blocks+cost > h.cfg.MaxBlocksPerWorker {
+			return h.dropped(1, false)
+		}
+		w.events = append(w.events, ev)
+		w.blocks += cost
+		h.counters.Inc("kv_events.held")
+		return ErrHeld
+	}
+	if cost > h.cfg.MaxBlocksPerWorker {
+		return h.dropped(1, false)
+	}
+	evicted := 0
+	for len(h.held) >= h.cfg.MaxWorkers {
+		w := h.lru.Remove(h.lru.Back()).(*heldWorker)
+		delete(h.held, w.id)
+		evicted += len(w.events)
+	}
+	h.held[id] = h.lru.PushFront(&heldWorker{id: id, events: []kvevents.Event{ev}, blocks: cost})
+	h.counters.Inc("kv_events.held")
+	if evicted > 0 {
+		return h.dropped(evicted, true)
+	}
+	return ErrHeld
+}
+
+// dropped counts n dropped events and says whether this message is the
+// sample to dead-letter. h.mu is held.
+func (h *Holding) dropped(n int, held bool) error {
+	h.counters.Add("kv_events.dropped|"+ReasonUnknownWorker, uint64(n))
+	h.counters.Add("kv_events.dropped", uint64(n))
+	sample := h.dropMsgs%uint64(h.cfg.SampleEvery) == 0
+	h.dropMsgs++
+	return &UnknownWorkerError{Dropped: n, Held: held, Sample: sample}
+}
+
+// Register lets id's events into the index, first the held ones in their
+// order; it returns how many held events were applied. Idempotent.
+func (h *Holding) Register(id uint64) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.registered[id] = struct{}{}
+	el, ok := h.held[id]
+	if !ok {
+		return 0
+	}
+	h.lru.Remove(el)
+	delete(h.held, id)
+	w := el.Value.(*heldWorker)
+	for _, ev := range w.events {
+		switch err := h.ix.Apply(ev); {
+		case err == nil:
+		case errors.Is(err, kvevents.ErrUnknownParent):
+			h.counters.Inc("kv_events.unknown_parent")
+		default:
+			h.counters.Inc("kv_events.apply_errors")
+		}
+	}
+	h.counters.Add("kv_events.promoted", uint64(len(w.events)))
+	return len(w.events)
+}
+
+// Unregister removes id's blocks from the index; its later events are
+// held again.
+func (h *Holding) Unregister(id uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.registered, id)
+	h.ix.RemoveWorker(id)
+}
+
+// Registered reports whether id's events go to the index.
+func (h *Holding) Registered(id uint64) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	_, ok := h.registered[id]
+	return ok
+}
+
+// Prune removes from the index every worker that is not registered (a
+// snapshot's, or one that left while no instance ran) and returns their
+// ids. Call it once the registry is loaded.
+func (h *Holding) Prune() []uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var gone []uint64
+	for _, k := range h.ix.Workers() {
+		if _, ok := h.registered[k.WorkerID]; ok {
+			continue
+		}
+		if len(gone) == 0 || gone[len(gone)-1] != k.WorkerID {
+			gone = append(gone, k.WorkerID)
+			h.ix.RemoveWorker(k.WorkerID)
+		}
+	}
+	return gone
+}
+
+// HoldingStats is the holding area's current size.
+type HoldingStats struct {
+	Workers int // unregistered ids with held events
+	Events  int
+	Blocks  int
+}
+
+// Stats returns the holding area's current size.
+func (h *Holding) Stats() HoldingStats {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	s := HoldingStats{Workers: len(h.held)}
+	for _, el := range h.held {
+		w := el.Value.(*heldWorker)
+		s.Events += len(w.events)
+		s.Blocks += w.blocks
+	}
+	return s
+}

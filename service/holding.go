@@ -1,0 +1,32 @@
+package service
+
+import "github.com/hintstream/hintstream/consumers"
+
+// startHolding puts the holding area in front of the index (after the
+// snapshot is loaded, since a failed load replaces the index; before the
+// registry opens, since its initial records register workers).
+func (s *Service) startHolding() error {
+	if err := s.cfg.Holding.Validate(); err != nil {
+		return err
+	}
+	s.holding = consumers.NewHolding(s.Index, s.cfg.Holding, s.Counters)
+	return nil
+}
+
+// promote lets a newly registered worker's events into the index,
+// applying those it published before registering.
+func (s *Service) promote(id uint64) {
+	if n := s.holding.Register(id); n > 0 {
+		s.log.Info("worker registered after its first KV events; held events applied", "worker_id", id, "events", n)
+	}
+}
+
+// pruneUnregistered drops from the index the workers a loaded snapshot
+// holds but the registry no longer lists, so a flood saved before this
+// version, or a worker that left while no instance ran, is not kept.
+func (s *Service) pruneUnregistered() {
+	if gone := s.holding.Prune(); len(gone) > 0 {
+		s.Counters.Add("kv_events.pruned_workers", uint64(len(gone)))
+		s.log.Info("unregistered workers removed from the loaded index", "workers", len(gone))
+	}
+}
