@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"cmp"
 	"sort"
 	"strings"
 
@@ -42,6 +43,10 @@ type Sources struct {
 	Choose func(*schemas.RequestEvent) (routing.Candidate, []routing.Candidate, error)
 	// ToolTime answers GET /v1/tooltime; ok false (pins off) gives 404.
 	ToolTime func() (stats []tooltime.ToolStats, ok bool)
+
+	// TopTools bounds the tool label values of /metrics (toplabels.go);
+	// default DefaultTopTools.
+	TopTools int
 }
 
 const ns = "hintstream_"
@@ -200,6 +205,7 @@ func (c *collector) collectCounters(ch chan<- prometheus.Metric) {
 			f.hasTotal = true
 		}
 	}
+	boundTools(fams, cmp.Or(max(c.src.TopTools, 0), DefaultTopTools))
 	for name, f := range fams {
 		vt, scale := prometheus.CounterValue, 1.0
 		if f.gauge {

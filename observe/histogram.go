@@ -61,3 +61,6 @@ func (h *Histogram) collect(ch chan<- prometheus.Metric, desc *prometheus.Desc) 
 		return true
 	})
 }
+
+// Forget drops endpoint's series, once its worker has left the registry.
+func (h *Histogram) Forget(endpoint string) { h.m.Delete(endpoint) }

@@ -142,7 +142,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	}
 	if _, err = streams.EnsureSet(ctx, s.js, s.cfg.Streams,
 		streams.WithUpdate(s.cfg.UpdateStreams), streams.WithLogger(s.log)); err != nil {
-		return err
+		return natsconn.ExplainJetStream(ctx, s.nc, s.js, err)
 	}
 	if err := s.watchStreams(); err != nil {
 		return err
@@ -158,14 +158,17 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if s.cfg.CurveClientPublicKey != "" {
 		popts = append(popts, actions.WithCurveClientKeys(s.cfg.CurveClientPublicKey, s.cfg.CurveClientSecretKey))
 	}
-	s.pool = actions.NewPool(popts...)
+	if err := s.ensureFileLimit(); err != nil {
+		return err
+	}
+	s.pool = actions.NewPool(append(popts, s.budgetOptions()...)...)
 	if err := s.pool.Err(); err != nil {
 		return err
 	}
 	if s.cfg.HTTPAddr != "" {
 		s.http, err = observe.Start(observe.Options{Addr: s.cfg.HTTPAddr, Pprof: s.cfg.Pprof, Logger: s.log},
 			observe.Sources{Counters: s.Counters, Index: s.Index.Stats, Endpoints: s.pool.Stats,
-				Ready: s.ready.Load, Pending: s.pending, Latency: s.latency,
+				Ready: s.ready.Load, Pending: s.pending, Latency: s.latency, TopTools: s.cfg.MetricsTopTools,
 				// Called only once ready, when registry, selector and learner are set.
 				Workers: func() []schemas.WorkerRecord { return s.registry.Workers() },
 				Loads:   s.Loads.Get,
@@ -184,8 +187,8 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		}
 		s.log.Info("serving /metrics, /healthz, /readyz", "addr", s.http.Addr(), "pprof", s.cfg.Pprof)
 	}
-	s.registry, err = registry.Open(ctx, s.js, registry.WithBucket(s.cfg.RegistryBucket),
-		registry.WithLogger(s.log), registry.WithOnChange(s.onWorkerChange))
+	s.registry, err = registry.Open(ctx, s.js, append([]registry.Option{registry.WithBucket(s.cfg.RegistryBucket),
+		registry.WithLogger(s.log), registry.WithOnChange(s.onWorkerChange)}, s.registryOptions()...)...)
 	if err != nil {
 		return err
 	}
@@ -542,7 +545,7 @@ func (s *Service) closeEndpoints(prev, next *schemas.WorkerRecord) {
 	}
 	for _, ep := range prev.HintEndpoints {
 		if !keep[ep] {
-			s.pool.Remove(ep)
+			s.releaseEndpoint(ep)
 		}
 	}
 }
