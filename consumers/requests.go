@@ -231,6 +231,8 @@ func dropReason(err error) string {
 		return "expired"
 	case errors.Is(err, actions.ErrClosed):
 		return "closed"
+	case errors.Is(err, actions.ErrBudget):
+		return "budget"
 	}
 	return "error"
 }

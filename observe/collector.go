@@ -47,6 +47,8 @@ type Sources struct {
 	// TopTools bounds the tool label values of /metrics (toplabels.go);
 	// default DefaultTopTools.
 	TopTools int
+	// Budget reports the socket budget (budget.go).
+	Budget func() actions.BudgetStats
 }
 
 const ns = "hintstream_"
@@ -80,6 +82,8 @@ type collector struct {
 	sent, retried, released, dropped, queueDepth, sendSeconds, sendMax *prometheus.Desc
 
 	pending, latency *prometheus.Desc
+
+	budget budgetDescs
 }
 
 type indexCounter struct {
@@ -122,6 +126,7 @@ func NewCollector(s Sources) prometheus.Collector {
 	c.sendMax = d("hint_send_max_seconds", "Longest time from enqueuing a hint to ZeroMQ accepting it.", "endpoint")
 	c.latency = d("hint_latency_seconds", "Time from enqueuing a hint to ZeroMQ accepting it.", "endpoint")
 	c.pending = d("consumer_pending", "Messages pending for a JetStream consumer.", "consumer")
+	c.budget = newBudgetDescs(d)
 	return c
 }
 
@@ -154,6 +159,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.src.Latency != nil {
 		c.src.Latency.collect(ch, c.latency)
+	}
+	if c.src.Budget != nil {
+		c.budget.collect(ch, c.src.Budget())
 	}
 }
 

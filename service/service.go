@@ -168,7 +168,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if s.cfg.HTTPAddr != "" {
 		s.http, err = observe.Start(observe.Options{Addr: s.cfg.HTTPAddr, Pprof: s.cfg.Pprof, Logger: s.log},
 			observe.Sources{Counters: s.Counters, Index: s.Index.Stats, Endpoints: s.pool.Stats,
-				Ready: s.ready.Load, Pending: s.pending, Latency: s.latency, TopTools: s.cfg.MetricsTopTools,
+				Ready: s.ready.Load, Pending: s.pending, Latency: s.latency, TopTools: s.cfg.MetricsTopTools, Budget: s.pool.Budget,
 				// Called only once ready, when registry, selector and learner are set.
 				Workers: func() []schemas.WorkerRecord { return s.registry.Workers() },
 				Loads:   s.Loads.Get,
