@@ -3,7 +3,10 @@ package actions
 import (
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
+
+	zmq "github.com/pebbe/zmq4"
 )
 
 // The socket budget. ZeroMQ refuses a context's 1,024th socket by default
@@ -42,7 +45,7 @@ var ErrFileLimit = errors.New("actions: open-file limit too low for the socket b
 // thread, which frees its slot a little later (after its linger when it
 // still holds data), so a burst of evictions must not run into the
 // context's limit.
-func socketSlack(maxEndpoints int) int { return 64 + maxEndpoints/16 }
+func socketSlack(maxEndpoints int) int { return 64 + maxEndpoints/8 }
 
 // SocketsFor is the ZMQ_MAX_SOCKETS a pool with this budget and kept
 // endpoints sets on its own context.
@@ -139,11 +142,28 @@ func (p *Pool) makeRoomLocked(endpoint string) error {
 	return nil
 }
 
-// retireLocked closes idle sender s (under p.mu, write): nothing is queued
-// and no Send can reach it any more, so it drains at once and closes its
-// socket with the normal linger, letting ZMQ finish writing what it took.
+// newSenderFailed explains a sender that could not be made (under p.mu).
+// EMFILE is ZeroMQ's socket limit: closed sockets are handed to ZMQ's
+// reaper thread, which may lag behind a burst of evictions by more than
+// the slack; the hint is dropped for the budget (reason DropBudget) and
+// the endpoint's next hint finds the slot reclaimed.
+func (p *Pool) newSenderFailed(endpoint string, err error) error {
+	if zmq.AsErrno(err) == zmq.Errno(syscall.EMFILE) {
+		p.countersLocked(endpoint).drop(DropBudget)
+		return fmt.Errorf("%w: ZeroMQ's socket limit for %q (closed sockets not reclaimed yet): %w", ErrBudget, endpoint, err)
+	}
+	return fmt.Errorf("%w %q: %w", ErrEndpoint, endpoint, err)
+}
+
+// retireLocked closes idle sender s (under p.mu, write). Nothing is
+// queued or being delivered and no Send can reach it any more, so its
+// socket is closed here and now, with the normal linger (ZMQ may finish
+// writing what it took): a burst of new endpoints in a full budget must
+// not outrun the run goroutines' closing and hit ZMQ's socket limit.
+// Then run sees drain closed, finds the queue empty and exits.
 func (p *Pool) retireLocked(s *sender) {
 	p.deleteLocked(s.endpoint)
+	s.closeSocket()
 	close(s.drain)
 }
 
@@ -192,16 +212,41 @@ func (p *Pool) reapIdle() {
 	}
 }
 
+// DepartedEndpoint is the Stats key (and metric endpoint label) under
+// which Forget keeps the counts of endpoints that are gone, so that
+// totals over all endpoints never go down when a worker leaves.
+const DepartedEndpoint = "departed"
+
 // Forget is Remove for an endpoint that is gone for good (its worker left
-// the registry): it also drops the endpoint's stats, so that metrics stop
-// exporting series labelled with it.
+// the registry): its stats are added to those of DepartedEndpoint and
+// dropped, so that metrics stop exporting series labelled with it while
+// sums over endpoints stay monotonic.
 func (p *Pool) Forget(endpoint string) {
 	p.Remove(endpoint)
 	p.mu.Lock()
-	if p.senders[endpoint] == nil {
-		delete(p.stats, endpoint)
+	defer p.mu.Unlock()
+	c := p.stats[endpoint]
+	if c == nil || p.senders[endpoint] != nil || endpoint == DepartedEndpoint {
+		return // a Send meanwhile made a new sender: the endpoint is back
 	}
-	p.mu.Unlock()
+	p.countersLocked(DepartedEndpoint).merge(c)
+	delete(p.stats, endpoint)
+}
+
+// merge adds o's counts to c.
+func (c *counters) merge(o *counters) {
+	c.sent.Add(o.sent.Load())
+	c.retried.Add(o.retried.Load())
+	c.released.Add(o.released.Load())
+	c.inline.Add(o.inline.Load())
+	for i := range c.dropped {
+		c.dropped[i].Add(o.dropped[i].Load())
+	}
+	c.latCount.Add(o.latCount.Load())
+	c.latSum.Add(o.latSum.Load())
+	if m := o.latMax.Load(); m > c.latMax.Load() {
+		c.latMax.Store(m)
+	}
 }
 
 // BudgetStats describes the socket budget.

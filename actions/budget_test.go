@@ -216,8 +216,24 @@ func TestForgetDropsStats(t *testing.T) {
 	}
 	receive(t, ch, 1, 5*time.Second)
 	p.Forget(ep)
-	if _, ok := p.Stats()[ep]; ok {
+	st := p.Stats()
+	if _, ok := st[ep]; ok {
 		t.Fatal("stats of a forgotten endpoint still listed")
+	}
+	if st[actions.DepartedEndpoint].Sent != 1 {
+		t.Fatalf("departed endpoints: %+v, want the forgotten endpoint's 1 sent", st[actions.DepartedEndpoint])
+	}
+	// Forgetting another adds up; the sum over endpoints never goes down.
+	ep2, ch2 := puller(t, "tcp://127.0.0.1:*")
+	for i := range 2 {
+		if err := p.Send(ep2, hint(i, 5*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receive(t, ch2, 2, 5*time.Second)
+	p.Forget(ep2)
+	if st := p.Stats(); len(st) != 1 || st[actions.DepartedEndpoint].Sent != 3 {
+		t.Fatalf("stats after forgetting both: %+v", st)
 	}
 }
 
@@ -228,7 +244,7 @@ func TestFilesFor(t *testing.T) {
 	if err := actions.ValidateMaxEndpoints(actions.MaxEndpointsLimit + 1); err == nil {
 		t.Fatal("budget past the limit accepted")
 	}
-	if got := actions.FilesFor(4096, 1); got != 2*(4096+1+64+256)+actions.FileReserve {
+	if got := actions.FilesFor(4096, 1); got != 2*(4096+1+64+512)+actions.FileReserve {
 		t.Fatalf("FilesFor(4096, 1) = %d", got)
 	}
 	// The test process can always have what it already has.

@@ -238,7 +238,7 @@ func (p *Pool) Send(endpoint string, h Hint) error {
 		}
 		var err error
 		if s, err = newSender(p.zctx, endpoint, &p.opts, p.countersLocked(endpoint)); err != nil {
-			return fmt.Errorf("%w %q: %w", ErrEndpoint, endpoint, err)
+			return p.newSenderFailed(endpoint, err)
 		}
 		p.senders[endpoint] = s
 		if !s.keep {

@@ -213,6 +213,9 @@ func (s *sender) run() {
 func (s *sender) closeSocket() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return // retired (budget.go): closed at once, before run ended
+	}
 	s.closed = true
 	select {
 	case <-s.abort:

@@ -49,7 +49,8 @@
 //	hintstream_senders_evicted_total, _idle_closed_total   counter
 //
 // Endpoint labels come from the pool's stats, which forget an endpoint
-// once no registered worker lists it (actions.Pool.Forget).
+// once no registered worker lists it (actions.Pool.Forget), adding its
+// counts to endpoint="departed" (actions.DepartedEndpoint).
 //
 // The read-only inspection API (inspect.go; `hintstream inspect` is its
 // client) answers JSON, 404 when its source is unset, 503 until ready:

@@ -70,6 +70,9 @@ type Service struct {
 	latency *observe.Histogram
 	ready   atomic.Bool
 
+	// endpoints counts the registered records listing each endpoint (bounds.go).
+	endpoints endpointRefs
+
 	stopOnce sync.Once
 	// renewStop ends the pin renewal ticker, which closes renewDone.
 	renewStop, renewDone chan struct{}
@@ -496,6 +499,7 @@ var discardLogger = slog.New(slog.DiscardHandler)
 // registry: a departed worker's blocks must not attract hints, and its
 // sockets must not linger.
 func (s *Service) onWorkerChange(ch registry.Change) {
+	s.trackEndpoints(ch)
 	switch ch.Kind {
 	case registry.Deleted:
 		s.Index.RemoveWorker(ch.WorkerID)
