@@ -27,7 +27,7 @@ func EnsureFileLimit(need uint64) (uint64, error) {
 		want.Max = need // only a privileged process may
 	}
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
-		return lim.Cur, fmt.Errorf("%w: the socket budget needs %d open files, but RLIMIT_NOFILE is %d (hard limit %d) and cannot be raised (%v): raise the hard limit (ulimit -Hn, LimitNOFILE= in systemd, a container's nofile ulimit) or lower --max-endpoints",
+		return lim.Cur, fmt.Errorf("%w: %d needed, RLIMIT_NOFILE is %d (hard limit %d) and cannot be raised (%v): raise the hard limit (ulimit -Hn, LimitNOFILE= in systemd, a container's nofile ulimit) or lower --max-endpoints",
 			ErrFileLimit, need, lim.Cur, lim.Max, err)
 	}
 	return need, nil

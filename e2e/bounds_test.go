@@ -346,3 +346,27 @@ func TestNoJetStreamOneLine(t *testing.T) {
 		t.Fatalf("want one line naming %q at %s and saying JetStream is not enabled, got:\n%s", "plain-nats", url, out)
 	}
 }
+
+// TestSocketBudgetOverFileLimitFailsAtStart: a budget the process cannot
+// open fails start-up at once, in one line saying what to change, rather
+// than as "too many open files" on the thousandth worker.
+func TestSocketBudgetOverFileLimitFailsAtStart(t *testing.T) {
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("no prlimit")
+	}
+	srv := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prlimit, "--nofile=2048:2048", binary, "run", "--nats-url", srv.ClientURL(),
+		"--max-endpoints", "4096")
+	out, err := cmd.CombinedOutput()
+	if err == nil || ctx.Err() != nil {
+		t.Skipf("the process could raise its hard limit (privileged?): %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	want := fmt.Sprintf("%d needed, RLIMIT_NOFILE is 2048 (hard limit 2048)", actions.FilesFor(4096, 0))
+	if len(lines) != 1 || !strings.Contains(lines[0], "--max-endpoints 4096") || !strings.Contains(lines[0], want) {
+		t.Fatalf("want one line naming --max-endpoints 4096 and %q, got:\n%s", want, out)
+	}
+}

@@ -41,23 +41,24 @@ func (c Config) keptEndpoints() []string {
 // budgetOptions are the pool's socket budget options, after
 // ensureFileLimit made room for them.
 func (s *Service) budgetOptions() []actions.PoolOption {
+	s.log.Info("socket budget", "max_endpoints", s.cfg.maxEndpoints(),
+		"open_files_needed", actions.FilesFor(s.cfg.maxEndpoints(), len(s.cfg.keptEndpoints())),
+		"open_files_limit", s.fileLimit, "sender_idle_close", s.cfg.senderIdleClose())
 	return []actions.PoolOption{actions.WithMaxEndpoints(s.cfg.maxEndpoints()),
 		actions.WithIdleClose(s.cfg.senderIdleClose()), actions.WithKeep(s.cfg.keptEndpoints()...)}
 }
 
 // ensureFileLimit raises RLIMIT_NOFILE to what the socket budget needs,
-// or fails start-up saying so.
+// or fails start-up saying so; Start calls it first, before connecting.
 func (s *Service) ensureFileLimit() error {
 	if err := actions.ValidateMaxEndpoints(s.cfg.maxEndpoints()); err != nil {
 		return err
 	}
 	need := actions.FilesFor(s.cfg.maxEndpoints(), len(s.cfg.keptEndpoints()))
-	have, err := actions.EnsureFileLimit(need)
-	if err != nil {
+	var err error
+	if s.fileLimit, err = actions.EnsureFileLimit(need); err != nil {
 		return fmt.Errorf("--max-endpoints %d: %w", s.cfg.maxEndpoints(), err)
 	}
-	s.log.Info("socket budget", "max_endpoints", s.cfg.maxEndpoints(), "open_files_needed", need,
-		"open_files_limit", have, "sender_idle_close", s.cfg.senderIdleClose())
 	return nil
 }
 

@@ -70,8 +70,10 @@ type Service struct {
 	latency *observe.Histogram
 	ready   atomic.Bool
 
-	// endpoints counts the registered records listing each endpoint (bounds.go).
+	// endpoints counts the registered records listing each endpoint, and
+	// fileLimit is the RLIMIT_NOFILE in effect (bounds.go).
 	endpoints endpointRefs
+	fileLimit uint64
 
 	stopOnce sync.Once
 	// renewStop ends the pin renewal ticker, which closes renewDone.
@@ -116,6 +118,9 @@ func (s *Service) Start(ctx context.Context) (err error) {
 			s.Stop(context.Background())
 		}
 	}()
+	if err := s.ensureFileLimit(); err != nil {
+		return err
+	}
 	url := s.cfg.NATSURL
 	if url == "" {
 		if err := os.MkdirAll(s.cfg.EmbeddedDir, 0o755); err != nil {
@@ -160,9 +165,6 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		actions.WithCurve(s.curveServerKey), actions.WithSentHook(s.latency.Observe)}
 	if s.cfg.CurveClientPublicKey != "" {
 		popts = append(popts, actions.WithCurveClientKeys(s.cfg.CurveClientPublicKey, s.cfg.CurveClientSecretKey))
-	}
-	if err := s.ensureFileLimit(); err != nil {
-		return err
 	}
 	s.pool = actions.NewPool(append(popts, s.budgetOptions()...)...)
 	if err := s.pool.Err(); err != nil {
