@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	zmq "github.com/pebbe/zmq4"
@@ -30,6 +31,13 @@ type Pool struct {
 	closed  bool
 	wg      sync.WaitGroup
 	settle  *settler // nil: Done(true) at once (WithSettleDelay(0))
+
+	// The socket budget (budget.go): budgeted counts the open senders of
+	// endpoints not kept (under mu); quit ends reapIdle, which closes
+	// reaped (nil without WithIdleClose).
+	budgeted            int
+	evicted, idleClosed atomic.Uint64
+	quit, reaped        chan struct{}
 }
 
 // PoolOption configures a Pool.
@@ -45,6 +53,10 @@ type poolOptions struct {
 	onSent      func(endpoint string, latency time.Duration)
 	maxHeld     int
 	settleDelay time.Duration
+
+	maxEndpoints int
+	idleClose    time.Duration
+	keep         map[string]bool
 }
 
 // WithMaxHeld bounds the hints per endpoint whose Done is still to come
@@ -130,6 +142,9 @@ func NewPool(opts ...PoolOption) *Pool {
 		linger:      100 * time.Millisecond,
 		maxHeld:     64,
 		settleDelay: DefaultSettleDelay,
+
+		maxEndpoints: DefaultMaxEndpoints,
+		idleClose:    DefaultIdleClose,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -143,6 +158,14 @@ func NewPool(opts ...PoolOption) *Pool {
 	if p.zctx == nil {
 		p.zctx, p.err = zmq.NewContext()
 		p.own = p.err == nil
+		if p.own {
+			p.err = p.sizeContext()
+		}
+	}
+	p.quit = make(chan struct{})
+	if o.idleClose > 0 {
+		p.reaped = make(chan struct{})
+		go p.reapIdle()
 	}
 	p.cerr = p.opts.curve.resolve()
 	if o.settleDelay > 0 {
@@ -209,11 +232,18 @@ func (p *Pool) Send(endpoint string, h Hint) error {
 		if err := p.Err(); err != nil {
 			return err
 		}
+		if err := p.makeRoomLocked(endpoint); err != nil {
+			p.countersLocked(endpoint).drop(DropBudget)
+			return err
+		}
 		var err error
 		if s, err = newSender(p.zctx, endpoint, &p.opts, p.countersLocked(endpoint)); err != nil {
-			return fmt.Errorf("%w %q: %w", ErrEndpoint, endpoint, err)
+			return p.newSenderFailed(endpoint, err)
 		}
 		p.senders[endpoint] = s
+		if !s.keep {
+			p.budgeted++
+		}
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
@@ -228,6 +258,7 @@ func (p *Pool) Send(endpoint string, h Hint) error {
 func (p *Pool) enqueue(s *sender, h Hint) error {
 	h.Done = p.settle.wrap(h.Done)
 	q := queued{Hint: h, at: time.Now()}
+	s.lastUsed.Store(q.at.UnixNano())
 	if s.trySendNow(q) {
 		return nil
 	}
@@ -277,8 +308,7 @@ func (p *Pool) countersLocked(endpoint string) *counters {
 // timeout. Its stats stay. A later Send creates a new sender.
 func (p *Pool) Remove(endpoint string) {
 	p.mu.Lock()
-	s := p.senders[endpoint]
-	delete(p.senders, endpoint)
+	s := p.deleteLocked(endpoint)
 	p.mu.Unlock()
 	if s == nil {
 		return
@@ -312,6 +342,7 @@ func (p *Pool) Close(ctx context.Context) error {
 		return nil
 	}
 	p.closed = true
+	close(p.quit)
 	senders := make([]*sender, 0, len(p.senders))
 	for _, s := range p.senders {
 		senders = append(senders, s)
@@ -333,6 +364,9 @@ func (p *Pool) Close(ctx context.Context) error {
 			s.stop(DropClosed)
 		}
 		<-flushed
+	}
+	if p.reaped != nil {
+		<-p.reaped
 	}
 	p.settle.close()
 	if p.own {

@@ -55,9 +55,10 @@ const (
 	DropRemoved   = "removed"    // still queued when Pool.Remove closed the endpoint
 	DropClosed    = "closed"     // still queued when Pool.Close ran out of time
 	DropError     = "error"      // the socket failed with an error retrying cannot fix
+	DropBudget    = "budget"     // a new endpoint found every sender of the socket budget busy (ErrBudget)
 )
 
-var dropReasons = [...]string{DropExpired, DropQueueFull, DropRemoved, DropClosed, DropError}
+var dropReasons = [...]string{DropExpired, DropQueueFull, DropRemoved, DropClosed, DropError, DropBudget}
 
 // counters outlive the sender of an endpoint, so that stats stay monotonic
 // across Remove and a later re-creation.
@@ -114,6 +115,8 @@ type sender struct {
 	log      *slog.Logger
 	onSent   func(endpoint string, latency time.Duration)
 	held     atomic.Int64 // queued or in delivery with a Done to call (WithMaxHeld)
+	lastUsed atomic.Int64 // UnixNano of the last Send, for the socket budget's LRU
+	keep     bool         // WithKeep: never closed for the budget or idleness
 
 	drain chan struct{} // closed by Pool.Close: send what is queued, then exit
 
@@ -153,8 +156,9 @@ func newSender(zctx *zmq.Context, endpoint string, o *poolOptions, stats *counte
 			return nil, err
 		}
 	}
-	return &sender{
+	s := &sender{
 		endpoint: endpoint,
+		keep:     o.keep[endpoint],
 		sock:     sock,
 		queue:    make(chan queued, o.queueSize),
 		stats:    stats,
@@ -163,7 +167,9 @@ func newSender(zctx *zmq.Context, endpoint string, o *poolOptions, stats *counte
 		drain:    make(chan struct{}),
 		abort:    make(chan struct{}),
 		done:     make(chan struct{}),
-	}, nil
+	}
+	s.lastUsed.Store(time.Now().UnixNano())
+	return s, nil
 }
 
 // stop makes run drop what is queued with reason and exit; the first
@@ -207,6 +213,9 @@ func (s *sender) run() {
 func (s *sender) closeSocket() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return // retired (budget.go): closed at once, before run ended
+	}
 	s.closed = true
 	select {
 	case <-s.abort:

@@ -120,10 +120,14 @@ func (p *Pinning) onRequest(msg jetstream.Msg, req *schemas.RequestEvent) error 
 			p.Counters.Inc("tooltime.discarded")
 			continue
 		}
-		// Exposed per tool: what the next pin for it would expect.
-		d, _ := p.Learner.Expected([]string{tool})
-		p.Counters.Set("tooltime.expected_ms|"+tool, uint64(d.Milliseconds()))
-		p.Counters.Inc("tooltime.observed|" + tool)
+		// Exposed per tracked tool (a bounded set, see Learner.Label): what
+		// the next pin for it would expect.
+		label := p.Learner.Label(tool)
+		if label != tooltime.Other {
+			d, _ := p.Learner.Expected([]string{tool})
+			p.Counters.Set("tooltime.expected_ms|"+label, uint64(d.Milliseconds()))
+		}
+		p.Counters.Inc("tooltime.observed|" + label)
 	}
 	if p.ReleaseOnNextTurn && p.now().Before(time.UnixMilli(rec.ExpiresAtMs)) {
 		p.send(actions.Pin{Trigger: rec.Trigger, Slot: rec.Slot}, "release", time.Second, nil)

@@ -242,6 +242,8 @@ func dropReason(err error) string {
 		return "expired"
 	case errors.Is(err, actions.ErrClosed):
 		return "closed"
+	case errors.Is(err, actions.ErrBudget):
+		return "budget"
 	}
 	return "error"
 }

@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"cmp"
 	"sort"
 	"strings"
 
@@ -42,6 +43,12 @@ type Sources struct {
 	Choose func(*schemas.RequestEvent) (routing.Candidate, []routing.Candidate, error)
 	// ToolTime answers GET /v1/tooltime; ok false (pins off) gives 404.
 	ToolTime func() (stats []tooltime.ToolStats, ok bool)
+
+	// TopTools bounds the tool label values of /metrics (toplabels.go);
+	// default DefaultTopTools.
+	TopTools int
+	// Budget reports the socket budget (budget.go).
+	Budget func() actions.BudgetStats
 }
 
 const ns = "hintstream_"
@@ -75,6 +82,8 @@ type collector struct {
 	sent, retried, released, dropped, queueDepth, sendSeconds, sendMax *prometheus.Desc
 
 	pending, latency *prometheus.Desc
+
+	budget budgetDescs
 }
 
 type indexCounter struct {
@@ -118,6 +127,7 @@ func NewCollector(s Sources) prometheus.Collector {
 	c.sendMax = d("hint_send_max_seconds", "Longest time from enqueuing a hint to ZeroMQ accepting it.", "endpoint")
 	c.latency = d("hint_latency_seconds", "Time from enqueuing a hint to ZeroMQ accepting it.", "endpoint")
 	c.pending = d("consumer_pending", "Messages pending for a JetStream consumer.", "consumer")
+	c.budget = newBudgetDescs(d)
 	return c
 }
 
@@ -150,6 +160,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.src.Latency != nil {
 		c.src.Latency.collect(ch, c.latency)
+	}
+	if c.src.Budget != nil {
+		c.budget.collect(ch, c.src.Budget())
 	}
 }
 
@@ -201,6 +214,7 @@ func (c *collector) collectCounters(ch chan<- prometheus.Metric) {
 			f.hasTotal = true
 		}
 	}
+	boundTools(fams, cmp.Or(max(c.src.TopTools, 0), DefaultTopTools))
 	for name, f := range fams {
 		vt, scale := prometheus.CounterValue, 1.0
 		if f.gauge {

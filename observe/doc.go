@@ -15,6 +15,12 @@
 //	"pins.expected_from|x"  label source
 //	"tooltime.expected_ms|x" → hintstream_tooltime_expected_seconds{tool="x"} gauge (ms → s)
 //
+// Families labelled tool keep only the Sources.TopTools (default
+// DefaultTopTools) most observed tools; the others' counts go to
+// tool="other" and their gauges are left out (toplabels.go). The
+// consumers label only the tools the tool-time learner tracks
+// (tooltime.Learner.Label), so the counters themselves stay bounded.
+//
 // Characters outside [a-zA-Z0-9_] in a name become '_'. A family holds
 // either labelled series or one unlabelled series, never both: when any
 // "name|label" counter exists, the unlabelled "name" total is left out,
@@ -39,6 +45,12 @@
 //	hintstream_hint_send_max_seconds{endpoint}             gauge
 //	hintstream_hint_latency_seconds{endpoint}              histogram (Sources.Latency)
 //	hintstream_consumer_pending{consumer}                  gauge
+//	hintstream_senders_open, _senders_max                  gauge (Sources.Budget, the socket budget)
+//	hintstream_senders_evicted_total, _idle_closed_total   counter
+//
+// Endpoint labels come from the pool's stats, which forget an endpoint
+// once no registered worker lists it (actions.Pool.Forget), adding its
+// counts to endpoint="departed" (actions.DepartedEndpoint).
 //
 // The read-only inspection API (inspect.go; `hintstream inspect` is its
 // client) answers JSON, 404 when its source is unset, 503 until ready:

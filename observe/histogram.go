@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hintstream/hintstream/actions"
 )
 
 // latencyBuckets are the upper bounds, in seconds, of Histogram's buckets:
@@ -60,4 +62,24 @@ func (h *Histogram) collect(ch chan<- prometheus.Metric, desc *prometheus.Desc) 
 		send(ch, desc, m, err)
 		return true
 	})
+}
+
+// Forget drops endpoint's series once its worker has left the registry,
+// adding its counts to those of actions.DepartedEndpoint so the
+// histogram summed over endpoints never goes down.
+func (h *Histogram) Forget(endpoint string) {
+	if endpoint == actions.DepartedEndpoint {
+		return
+	}
+	v, ok := h.m.LoadAndDelete(endpoint)
+	if !ok {
+		return
+	}
+	old := v.(*histData)
+	d, _ := h.m.LoadOrStore(actions.DepartedEndpoint, new(histData))
+	dep := d.(*histData)
+	for i := range old.counts {
+		dep.counts[i].Add(old.counts[i].Load())
+	}
+	dep.sumNs.Add(old.sumNs.Load())
 }

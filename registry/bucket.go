@@ -56,7 +56,9 @@ func Put(ctx context.Context, kv jetstream.KeyValue, rec schemas.WorkerRecord) e
 	if err != nil {
 		return fmt.Errorf("registry: encode worker %d: %w", rec.WorkerID, err)
 	}
-	if _, err := (schemas.Limits{}).DecodeWorkerRecord(data); err != nil {
+	// ipc:// passes here: whether readers take it is their
+	// --allow-ipc-endpoints (WithEndpointRules), not the writer's.
+	if _, err := (schemas.Limits{}).DecodeWorkerRecordWith(data, schemas.EndpointRules{AllowIPC: true}); err != nil {
 		return fmt.Errorf("registry: worker %d: %w", rec.WorkerID, err)
 	}
 	if _, err := kv.Put(ctx, Key(rec.WorkerID), data); err != nil {

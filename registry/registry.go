@@ -54,6 +54,7 @@ type options struct {
 	bucket   string
 	log      *slog.Logger
 	onChange func(Change)
+	check    recordCheck // validate.go
 }
 
 // WithBucket sets the bucket name; default DefaultBucket.
@@ -69,13 +70,15 @@ func WithOnChange(f func(Change)) Option { return func(o *options) { o.onChange 
 
 // Registry is a live, in-memory view of the worker registry bucket.
 // Entries with a key that is not a canonical decimal uint64, a value that
-// schemas.Limits{}.DecodeWorkerRecord rejects, or a worker_id other than
-// the key are logged, counted in Invalid and treated as absent.
+// schemas.Limits{}.DecodeWorkerRecordWith rejects under WithEndpointRules,
+// or a worker_id other than the key are logged, counted in Invalid (and by
+// reason through WithOnInvalid) and treated as absent.
 type Registry struct {
 	kv       jetstream.KeyValue
 	bucket   string
 	log      *slog.Logger
 	onChange func(Change)
+	check    recordCheck // validate.go
 
 	mu      sync.RWMutex
 	records map[uint64]entry
@@ -132,6 +135,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Registr
 		bucket:   o.bucket,
 		log:      o.log.With("bucket", o.bucket),
 		onChange: o.onChange,
+		check:    o.check,
 		records:  make(map[uint64]entry),
 		models:   newModelView(),
 		rejected: make(map[string]uint64),

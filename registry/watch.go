@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -192,6 +191,7 @@ func (r *Registry) apply(e jetstream.KeyValueEntry) {
 		if last, ok := r.rejected[key]; !ok || last != rev {
 			r.rejected[key] = rev
 			r.invalid.Add(1)
+			r.check.refused(err)
 			r.log.Warn("ignoring invalid worker registry entry", "key", key, "revision", rev, "err", err)
 		}
 		if keyErr == nil {
@@ -217,20 +217,6 @@ func (r *Registry) apply(e jetstream.KeyValueEntry) {
 		// A worker re-putting the same record (a refresh) is no change.
 		r.emit(Change{Kind: Updated, WorkerID: id, Record: rec, Previous: old.rec})
 	}
-}
-
-func (r *Registry) decode(id uint64, keyErr error, data []byte) (*schemas.WorkerRecord, error) {
-	if keyErr != nil {
-		return nil, keyErr
-	}
-	rec, err := (schemas.Limits{}).DecodeWorkerRecord(data)
-	if err != nil {
-		return nil, err
-	}
-	if rec.WorkerID != id {
-		return nil, fmt.Errorf("record worker_id %d disagrees with key %q", rec.WorkerID, Key(id))
-	}
-	return rec, nil
 }
 
 // remove drops worker id's record unless rev is the record's own.

@@ -223,18 +223,10 @@ func (l Limits) decodeRouterEvent(data []byte, fast bool) (*RouterEvent, error) 
 	return &ev, nil
 }
 
-// DecodeWorkerRecord decodes and validates a registry entry (JSON).
+// DecodeWorkerRecord decodes and validates a registry entry (JSON) under
+// the default EndpointRules (see DecodeWorkerRecordWith).
 func (l Limits) DecodeWorkerRecord(data []byte) (*WorkerRecord, error) {
-	const kind = "worker"
-	l = l.withDefaults()
-	var w WorkerRecord
-	if err := l.decodeJSON(kind, data, &w); err != nil {
-		return nil, err
-	}
-	if err := w.Validate(); err != nil {
-		return nil, malformed(kind, "invalid worker record", err)
-	}
-	return &w, nil
+	return l.DecodeWorkerRecordWith(data, EndpointRules{})
 }
 
 type msgpDecodable interface {

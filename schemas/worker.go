@@ -1,9 +1,6 @@
 package schemas
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // WorkerRecord is a worker's entry in the hintstream_workers KV bucket,
 // keyed by its worker id in decimal.
@@ -44,30 +41,47 @@ type LayoutPool struct {
 	TrailingPages int      `json:"trailing_pages,omitempty"`
 }
 
-// Validate checks what hintstream needs of a record before using it.
-func (w *WorkerRecord) Validate() error {
+// Validate checks what hintstream needs of a record before using it,
+// under the default EndpointRules (tcp:// only, at most DefaultMaxDPRanks
+// endpoints). A refusal is a *RecordError.
+func (w *WorkerRecord) Validate() error { return w.ValidateWith(EndpointRules{}) }
+
+// ValidateWith is Validate under rules. A refusal is a *RecordError whose
+// Reason is one of the Reason* constants.
+func (w *WorkerRecord) ValidateWith(rules EndpointRules) error {
+	rules = rules.withDefaults()
 	if w.KvBlockSize == 0 {
-		return fmt.Errorf("worker %d: kv_block_size must be positive", w.WorkerID)
+		return recordErr(w, ReasonBlockSize, "kv_block_size must be positive")
 	}
 	if len(w.HintEndpoints) == 0 {
-		return fmt.Errorf("worker %d: no hint_endpoints", w.WorkerID)
+		return recordErr(w, ReasonNoEndpoints, "no hint_endpoints")
+	}
+	if n := len(w.HintEndpoints); n > rules.MaxDPRanks {
+		return recordErr(w, ReasonTooManyEndpoints, fmt.Sprintf("%d hint_endpoints, more than the %d dp ranks allowed (--max-dp-ranks)", n, rules.MaxDPRanks))
 	}
 	if k := w.HintCurvePublicKey; k != "" && len(k) != 40 {
-		return fmt.Errorf("worker %d: hint_curve_public_key must be a 40-character Z85 key", w.WorkerID)
+		return recordErr(w, ReasonCurveKey, "hint_curve_public_key must be a 40-character Z85 key")
 	}
 	for i, ep := range w.HintEndpoints {
-		if !validEndpoint(ep) {
-			return fmt.Errorf("worker %d: hint_endpoints[%d] %q is not a tcp:// or ipc:// ZMQ endpoint", w.WorkerID, i, ep)
+		if reason, why := rules.check(ep); reason != "" {
+			return recordErr(w, reason, fmt.Sprintf("hint_endpoints[%d] %.80q: %s", i, ep, why))
 		}
 	}
 	return nil
 }
 
-func validEndpoint(ep string) bool {
-	for _, p := range []string{"tcp://", "ipc://", "inproc://"} {
-		if strings.HasPrefix(ep, p) && len(ep) > len(p) {
-			return true
-		}
+// DecodeWorkerRecordWith decodes a registry entry (JSON) and validates it
+// under rules. A refusal is a *DecodeError of kind "worker" wrapping the
+// *RecordError (errors.As finds its Reason).
+func (l Limits) DecodeWorkerRecordWith(data []byte, rules EndpointRules) (*WorkerRecord, error) {
+	const kind = "worker"
+	l = l.withDefaults()
+	var w WorkerRecord
+	if err := l.decodeJSON(kind, data, &w); err != nil {
+		return nil, err
 	}
-	return false
+	if err := w.ValidateWith(rules); err != nil {
+		return nil, malformed(kind, "invalid worker record", err)
+	}
+	return &w, nil
 }

@@ -121,7 +121,7 @@ func checkLayoutAgainstGeneric(t *testing.T, raw []byte, got *ObjectLayout) {
 
 func TestDecodeWorkerRecordBriefExample(t *testing.T) {
 	rec := `{ "worker_id": 7, "model": "Qwen/Qwen3-8B", "kv_block_size": 16,
-	  "hint_endpoints": ["tcp://10.0.0.7:5570", "ipc:///run/sched1.sock", "inproc://rank2"],
+	  "hint_endpoints": ["tcp://10.0.0.7:5570", "tcp://[fd00::7]:5571", "tcp://worker-7.pool.svc:5572"],
 	  "object_layout": { "page_size": 64, "hicache_object_layout": { "key_prefix": "p",
 	    "pools": [ { "pool": "kv", "suffixes": ["__k"], "hit_policy": "all_pages" } ] } },
 	  "future_field": {"x": 1} }`
@@ -131,7 +131,7 @@ func TestDecodeWorkerRecordBriefExample(t *testing.T) {
 	}
 	want := WorkerRecord{
 		WorkerID: 7, Model: "Qwen/Qwen3-8B", KvBlockSize: 16,
-		HintEndpoints: []string{"tcp://10.0.0.7:5570", "ipc:///run/sched1.sock", "inproc://rank2"},
+		HintEndpoints: []string{"tcp://10.0.0.7:5570", "tcp://[fd00::7]:5571", "tcp://worker-7.pool.svc:5572"},
 		ObjectLayout: &ObjectLayout{PageSize: 64, HicacheObjectLayout: HicacheObjectLayout{
 			KeyPrefix: "p", Pools: []LayoutPool{{Pool: "kv", Suffixes: []string{"__k"}, HitPolicy: "all_pages"}},
 		}},
@@ -187,8 +187,8 @@ func TestDecodeWorkerRecordErrors(t *testing.T) {
 }
 
 func TestWorkerRecordValidate(t *testing.T) {
-	good := WorkerRecord{WorkerID: 1, KvBlockSize: 16, HintEndpoints: []string{"tcp://a:1", "ipc://x", "inproc://y"}}
-	if err := good.Validate(); err != nil {
+	good := WorkerRecord{WorkerID: 1, KvBlockSize: 16, HintEndpoints: []string{"tcp://a:1", "ipc://x"}}
+	if err := good.ValidateWith(EndpointRules{AllowIPC: true}); err != nil {
 		t.Fatalf("valid record: %v", err)
 	}
 	for name, w := range map[string]WorkerRecord{

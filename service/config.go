@@ -143,6 +143,24 @@ type Config struct {
 	// with UpdateStreams); default DefaultPinSlotsMaxBytes and
 	// DefaultRequestIndexMaxBytes, negative: no cap.
 	PinSlotsMaxBytes, RequestIndexMaxBytes int64
+
+	// Cardinality bounds (issue 19; service/bounds.go).
+	//
+	// MaxEndpoints is the socket budget: open hint senders, the pin
+	// endpoint's aside (actions.WithMaxEndpoints); default
+	// actions.DefaultMaxEndpoints. Start raises RLIMIT_NOFILE to
+	// actions.FilesFor it or fails.
+	MaxEndpoints int
+	// SenderIdleClose closes a sender with nothing to send for this long;
+	// default actions.DefaultIdleClose, negative: never.
+	SenderIdleClose time.Duration
+	// EndpointRules say which hint endpoints a worker record may list
+	// (ipc://, at most MaxDPRanks); the zero value is tcp:// only and
+	// schemas.DefaultMaxDPRanks.
+	EndpointRules schemas.EndpointRules
+	// MetricsTopTools bounds the tool label values on /metrics; default
+	// observe.DefaultTopTools.
+	MetricsTopTools int
 }
 
 // Defaults fills zero fields with their defaults.

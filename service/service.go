@@ -73,6 +73,11 @@ type Service struct {
 	latency *observe.Histogram
 	ready   atomic.Bool
 
+	// endpoints counts the registered records listing each endpoint, and
+	// fileLimit is the RLIMIT_NOFILE in effect (bounds.go).
+	endpoints endpointRefs
+	fileLimit uint64
+
 	stopOnce sync.Once
 	// renewStop ends the pin renewal ticker, which closes renewDone.
 	renewStop, renewDone chan struct{}
@@ -116,6 +121,9 @@ func (s *Service) Start(ctx context.Context) (err error) {
 			s.Stop(context.Background())
 		}
 	}()
+	if err := s.ensureFileLimit(); err != nil {
+		return err
+	}
 	url := s.cfg.NATSURL
 	if url == "" {
 		if err := os.MkdirAll(s.cfg.EmbeddedDir, 0o755); err != nil {
@@ -145,7 +153,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	}
 	if _, err = streams.EnsureSet(ctx, s.js, s.cfg.Streams,
 		streams.WithUpdate(s.cfg.UpdateStreams), streams.WithLogger(s.log)); err != nil {
-		return err
+		return natsconn.ExplainJetStream(ctx, s.nc, s.js, err)
 	}
 	if err := s.watchStreams(); err != nil {
 		return err
@@ -165,14 +173,14 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if s.cfg.CurveClientPublicKey != "" {
 		popts = append(popts, actions.WithCurveClientKeys(s.cfg.CurveClientPublicKey, s.cfg.CurveClientSecretKey))
 	}
-	s.pool = actions.NewPool(popts...)
+	s.pool = actions.NewPool(append(popts, s.budgetOptions()...)...)
 	if err := s.pool.Err(); err != nil {
 		return err
 	}
 	if s.cfg.HTTPAddr != "" {
 		s.http, err = observe.Start(observe.Options{Addr: s.cfg.HTTPAddr, Pprof: s.cfg.Pprof, Logger: s.log},
 			observe.Sources{Counters: s.Counters, Index: s.Index.Stats, Endpoints: s.pool.Stats,
-				Ready: s.ready.Load, Pending: s.pending, Latency: s.latency,
+				Ready: s.ready.Load, Pending: s.pending, Latency: s.latency, TopTools: s.cfg.MetricsTopTools, Budget: s.pool.Budget,
 				// Called only once ready, when registry, selector and learner are set.
 				Workers: func() []schemas.WorkerRecord { return s.registry.Workers() },
 				Loads:   s.Loads.Get,
@@ -191,8 +199,8 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		}
 		s.log.Info("serving /metrics, /healthz, /readyz", "addr", s.http.Addr(), "pprof", s.cfg.Pprof)
 	}
-	s.registry, err = registry.Open(ctx, s.js, registry.WithBucket(s.cfg.RegistryBucket),
-		registry.WithLogger(s.log), registry.WithOnChange(s.onWorkerChange))
+	s.registry, err = registry.Open(ctx, s.js, append([]registry.Option{registry.WithBucket(s.cfg.RegistryBucket),
+		registry.WithLogger(s.log), registry.WithOnChange(s.onWorkerChange)}, s.registryOptions()...)...)
 	if err != nil {
 		return err
 	}
@@ -508,6 +516,7 @@ var discardLogger = slog.New(slog.DiscardHandler)
 // registry: a departed worker's blocks must not attract hints, and its
 // sockets must not linger.
 func (s *Service) onWorkerChange(ch registry.Change) {
+	s.trackEndpoints(ch)
 	switch ch.Kind {
 	case registry.Deleted:
 		s.holding.Unregister(ch.WorkerID) // removes its blocks
@@ -558,7 +567,7 @@ func (s *Service) closeEndpoints(prev, next *schemas.WorkerRecord) {
 	}
 	for _, ep := range prev.HintEndpoints {
 		if !keep[ep] {
-			s.pool.Remove(ep)
+			s.releaseEndpoint(ep)
 		}
 	}
 }

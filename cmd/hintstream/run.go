@@ -26,6 +26,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	streamSet = dynamoFlags(fs, streamSet)
 	applyConfig := configFlag(fs)
 	routerCost := routerFlags(fs)
+	applyBounds := boundsFlags(fs)
 	var (
 		natsURL      = fs.String("nats-url", env("HINTSTREAM_NATS_URL", ""), "NATS server URL (env HINTSTREAM_NATS_URL); empty starts an embedded JetStream server")
 		dataDir      = fs.String("data-dir", env("HINTSTREAM_DATA_DIR", ".hintstream/nats"), "embedded server's JetStream store (env HINTSTREAM_DATA_DIR)")
@@ -173,6 +174,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("--curve-public-key and --curve-secret-key go together")
 	}
 	if err := applyCardinality(&cfg); err != nil {
+		return err
+	}
+	if err := applyBounds(&cfg); err != nil {
 		return err
 	}
 	if *checkOnly {

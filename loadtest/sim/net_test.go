@@ -96,7 +96,10 @@ func TestJetStreamSinkAndRegistry(t *testing.T) {
 	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewCluster(Config{Workers: 2, BlockSize: 4, Sink: &JetStreamSink{Ctx: ctx, JS: js}})
+	// The registry refuses inproc:// (the cluster's default): no other
+	// process could serve it.
+	c, err := NewCluster(Config{Workers: 2, BlockSize: 4, Sink: &JetStreamSink{Ctx: ctx, JS: js},
+		Endpoints: []string{"tcp://127.0.0.1:5570", "tcp://127.0.0.1:5571"}})
 	if err != nil {
 		t.Fatal(err)
 	}
