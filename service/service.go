@@ -70,6 +70,10 @@ type Service struct {
 	latency *observe.Histogram
 	ready   atomic.Bool
 
+	// models is Config.Models as a set, nil when every model is served
+	// (issue 15, see cluster.go).
+	models map[string]bool
+
 	stopOnce sync.Once
 	// renewStop ends the pin renewal ticker, which closes renewDone.
 	renewStop, renewDone chan struct{}
@@ -113,6 +117,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 			s.Stop(context.Background())
 		}
 	}()
+	s.models = s.modelSet()
 	url := s.cfg.NATSURL
 	if url == "" {
 		if err := os.MkdirAll(s.cfg.EmbeddedDir, 0o755); err != nil {
@@ -142,6 +147,9 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	}
 	if _, err = streams.EnsureSet(ctx, s.js, s.cfg.Streams,
 		streams.WithUpdate(s.cfg.UpdateStreams), streams.WithLogger(s.log)); err != nil {
+		return err
+	}
+	if err := s.ensureBuckets(ctx); err != nil {
 		return err
 	}
 	if err := s.watchStreams(); err != nil {
@@ -197,13 +205,13 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if err := s.cfg.Routing.Validate(); err != nil {
 		return err
 	}
-	s.Selector = routing.NewSelector(s.registry, s.Index, s.Loads,
+	s.Selector = routing.NewSelector(modelWorkers{s}, s.Index, s.Loads,
 		routing.WithConfig(*s.cfg.Routing), routing.WithLogger(s.log))
 
 	dlq := consumers.NewDeadLetter(s.js, s.cfg.DeadLetterPrefix)
 	st := s.cfg.Streams
 	s.kv = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "kv_events", Stream: st.KVEvents.Name,
-		Filter: st.KVEvents.Subjects, Shards: s.cfg.KVApplyShards, StartSeq: startSeq}, consumers.ApplyKVEvents(s.Index, s.cfg.Limits, s.Counters), dlq, s.Counters, s.log)
+		Filter: st.KVEvents.Subjects, Shards: s.cfg.KVApplyShards, StartSeq: startSeq}, s.applyKV(), dlq, s.Counters, s.log)
 	s.load = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "load", Stream: st.Load.Name,
 		Filter: st.Load.Subjects}, consumers.ApplyLoad(s.Loads, s.cfg.Limits), dlq, s.Counters, s.log)
 	var sender actions.Sender = s.pool
@@ -215,13 +223,13 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		return err
 	}
 	s.requests = consumers.NewRequestConsumer(s.js, consumers.RequestConfig{
-		Stream: st.Requests.Name, Durable: s.cfg.RequestsDurable, Filter: st.Requests.Subjects,
+		Stream: st.Requests.Name, Durable: s.cfg.RequestsDurable, Filter: s.consumerFilter(st.Requests.Subjects, streams.RequestPrefix),
 		DeliverNew: !s.cfg.RequestsDeliverAll, PrefetchTTL: s.cfg.PrefetchTTL, Limits: s.cfg.Limits,
 		AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
 	}, s.Selector, sender, pins, dlq, s.Counters, s.log)
 	if pins != nil {
 		s.responses = consumers.NewResponseConsumer(s.js, consumers.ResponseConfig{
-			Stream: st.Responses.Name, Durable: s.cfg.ResponsesDurable, Filter: st.Responses.Subjects,
+			Stream: st.Responses.Name, Durable: s.cfg.ResponsesDurable, Filter: s.consumerFilter(st.Responses.Subjects, streams.ResponsePrefix),
 			DeliverNew: !s.cfg.RequestsDeliverAll, Limits: s.cfg.Limits,
 			AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
 		}, pins, dlq, s.Counters, s.log)
@@ -493,6 +501,7 @@ var discardLogger = slog.New(slog.DiscardHandler)
 // registry: a departed worker's blocks must not attract hints, and its
 // sockets must not linger.
 func (s *Service) onWorkerChange(ch registry.Change) {
+	s.dropForeign(ch)
 	switch ch.Kind {
 	case registry.Deleted:
 		s.Index.RemoveWorker(ch.WorkerID)

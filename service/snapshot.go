@@ -25,13 +25,16 @@ const (
 
 // snapshotName is per KV-event stream: any instance reading that stream
 // can start from any instance's snapshot.
-func (s *Service) snapshotName() string { return "kv-index/" + s.cfg.Streams.KVEvents.Name }
+func (s *Service) snapshotName() string {
+	return "kv-index/" + s.cfg.Streams.KVEvents.Name + s.snapshotSuffix()
+}
 
 func (s *Service) snapshotStore(ctx context.Context) (jetstream.ObjectStore, error) {
 	obs, err := s.js.ObjectStore(ctx, s.cfg.SnapshotBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		obs, err = s.js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: s.cfg.SnapshotBucket,
-			Description: "hintstream: KV index snapshots, by KV-event stream"})
+			Description: "hintstream: KV index snapshots, by KV-event stream",
+			Replicas:    max(s.cfg.Placement.Replicas, 1), Placement: s.cfg.Placement.JetStream()})
 	}
 	return obs, err
 }

@@ -24,6 +24,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	streamSet := streamSetFlags(fs)
 	applyConfig := configFlag(fs)
+	applyCluster := clusterFlags(fs)
 	var (
 		natsURL      = fs.String("nats-url", env("HINTSTREAM_NATS_URL", ""), "NATS server URL (env HINTSTREAM_NATS_URL); empty starts an embedded JetStream server")
 		dataDir      = fs.String("data-dir", env("HINTSTREAM_DATA_DIR", ".hintstream/nats"), "embedded server's JetStream store (env HINTSTREAM_DATA_DIR)")
@@ -166,6 +167,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg.PinCurvePublicKey, cfg.CurveClientPublicKey, cfg.CurveClientSecretKey = *pinCurve, *curvePublic, *curveSecret
 	if (*curvePublic == "") != (*curveSecret == "") {
 		return fmt.Errorf("--curve-public-key and --curve-secret-key go together")
+	}
+	if err := applyCluster(&cfg); err != nil {
+		return err
 	}
 	if *checkOnly {
 		fmt.Fprintln(stdout, "hintstream run: configuration ok")

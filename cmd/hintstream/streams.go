@@ -83,6 +83,9 @@ func streamsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	set, _ := streamSet()
+	if err := checkRetention(set, 0); err != nil {
+		return err
+	}
 
 	ncfg := natsCfg()
 	ncfg.URL, ncfg.Logger = *natsURL, log

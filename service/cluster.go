@@ -1,0 +1,154 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/zeebo/xxh3"
+)
+
+// DefaultKVEventsKeep is how much recent history a purge behind a
+// snapshot leaves in the KV-event stream: enough to start a member from a
+// slightly older snapshot, or to debug the last minutes by replay.
+const DefaultKVEventsKeep = 15 * time.Minute
+
+func (c Config) clusterDefaults() Config {
+	if c.KVEventsKeep == 0 {
+		c.KVEventsKeep = DefaultKVEventsKeep
+	}
+	return c
+}
+
+// ensureBuckets creates the KV buckets this configuration uses with
+// Config.Placement before the packages that own them attach (they would
+// create them with one replica). An existing bucket is left as it is.
+// With the default placement it does nothing: the owners create them.
+func (s *Service) ensureBuckets(ctx context.Context) error {
+	p := s.cfg.Placement
+	if p.Replicas <= 1 && len(p.Tags) == 0 {
+		return nil
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	cfgs := []jetstream.KeyValueConfig{registry.BucketConfig(s.cfg.RegistryBucket)}
+	if s.cfg.PinEndpoint != "" {
+		cfgs = append(cfgs,
+			consumers.RequestIndexBucketConfig(consumers.DefaultRequestIndexBucket, s.cfg.RequestIndexTTL),
+			consumers.PinSlotBucketConfig(consumers.DefaultPinSlotBucket))
+	}
+	for _, kc := range cfgs {
+		if _, err := s.js.KeyValue(ctx, kc.Bucket); err == nil {
+			continue
+		} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
+			return fmt.Errorf("bucket %s: %w", kc.Bucket, err)
+		}
+		kc.Replicas, kc.Placement = max(p.Replicas, 1), p.JetStream()
+		if _, err := s.js.CreateKeyValue(ctx, kc); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
+			return fmt.Errorf("create bucket %s with %d replicas: %w", kc.Bucket, kc.Replicas, err)
+		}
+		s.log.Info("bucket created", "bucket", kc.Bucket, "replicas", kc.Replicas, "placement_tags", p.Tags)
+	}
+	return nil
+}
+
+// modelSet is Config.Models as a set; nil when every model is served.
+func (s *Service) modelSet() map[string]bool {
+	if len(s.cfg.Models) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(s.cfg.Models))
+	for _, name := range s.cfg.Models {
+		m[name] = true
+	}
+	return m
+}
+
+// servesWorker reports whether w's model is one this member serves.
+func (s *Service) servesWorker(w *schemas.WorkerRecord) bool {
+	return s.models == nil || (w != nil && s.models[w.Model])
+}
+
+// keepWorker decides whether KV events of worker id are indexed: a
+// registered worker of another model is not; an unregistered one is (its
+// events may precede its record; dropForeign removes it once the record
+// says otherwise).
+func (s *Service) keepWorker(id uint64) bool {
+	if s.models == nil || s.registry == nil {
+		return true
+	}
+	w, ok := s.registry.Get(id)
+	return !ok || s.models[w.Model]
+}
+
+// dropForeign forgets a worker that turns out to serve a model this
+// member does not: its blocks would only cost memory.
+func (s *Service) dropForeign(ch registry.Change) {
+	if s.models == nil || ch.Kind == registry.Deleted || s.servesWorker(ch.Record) {
+		return
+	}
+	s.Index.RemoveWorker(ch.WorkerID)
+	s.Loads.RemoveWorker(ch.WorkerID)
+}
+
+// modelWorkers is the registry as this member's selector sees it: only
+// workers of the models it serves.
+type modelWorkers struct{ s *Service }
+
+func (m modelWorkers) Workers() []schemas.WorkerRecord {
+	all := m.s.registry.Workers()
+	if m.s.models == nil {
+		return all
+	}
+	return slices.DeleteFunc(all, func(w schemas.WorkerRecord) bool { return !m.s.models[w.Model] })
+}
+
+// consumerFilter narrows a request or response stream's subjects to the
+// served models' subjects (<prefix><model token>), when the stream's
+// subjects are the default wildcard; with other subjects it cannot know
+// where a model's events go, and keeps them (the selector still only
+// chooses among served workers).
+func (s *Service) consumerFilter(subjects []string, prefix string) []string {
+	if s.models == nil || !slices.Equal(subjects, []string{prefix + ">"}) {
+		return subjects
+	}
+	out := make([]string, 0, len(s.cfg.Models))
+	for _, m := range s.cfg.Models {
+		sub := prefix + streams.ModelToken(m)
+		if !slices.Contains(out, sub) {
+			out = append(out, sub)
+		}
+	}
+	return out
+}
+
+// snapshotSuffix keeps snapshots of members serving different models
+// apart: a member must not load an index that lacks its workers.
+func (s *Service) snapshotSuffix() string {
+	if len(s.cfg.Models) == 0 {
+		return ""
+	}
+	ms := slices.Clone(s.cfg.Models)
+	sort.Strings(ms)
+	return fmt.Sprintf("/models-%016x", xxh3.HashString(strings.Join(ms, "\x00")))
+}
+
+// applyKV is the KV-event apply function, skipping other models' workers
+// when Config.Models is set.
+func (s *Service) applyKV() consumers.ApplyFunc {
+	apply := consumers.ApplyKVEvents(s.Index, s.cfg.Limits, s.Counters)
+	if s.models == nil {
+		return apply
+	}
+	return consumers.KeepWorkers(apply, s.cfg.Limits, s.keepWorker, s.Counters)
+}
