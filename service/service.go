@@ -73,6 +73,9 @@ type Service struct {
 	// models is Config.Models as a set, nil when every model is served
 	// (issue 15, see cluster.go).
 	models map[string]bool
+	// purgeOff is set once the KV-event stream proves foreign: it is
+	// never purged (see purgeKVEvents).
+	purgeOff atomic.Bool
 
 	stopOnce sync.Once
 	// renewStop ends the pin renewal ticker, which closes renewDone.

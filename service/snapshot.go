@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -127,7 +128,36 @@ func (s *Service) snapshotLoop(done <-chan struct{}) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		if err := s.saveSnapshot(ctx); err != nil {
 			s.log.Warn("snapshot not saved", "err", err)
+		} else {
+			s.purgeKVEvents(ctx)
 		}
 		cancel()
+	}
+}
+
+// purgeKVEvents drops the KV events that every snapshot of the stream
+// covers and that are older than KVEventsKeep, so start-up is a snapshot
+// plus a short tail and the stream stops growing. Only a stream hintstream
+// created is purged; a foreign one (Dynamo's) is said once and left alone.
+func (s *Service) purgeKVEvents(ctx context.Context) {
+	if s.cfg.KVEventsKeep < 0 || s.purgeOff.Load() {
+		return
+	}
+	covered, ok := s.snapshotsCover(ctx)
+	if !ok {
+		return
+	}
+	name := s.cfg.Streams.KVEvents.Name
+	p, err := streams.PurgeCovered(ctx, s.js, name, covered, s.cfg.KVEventsKeep, time.Now())
+	switch {
+	case errors.Is(err, streams.ErrForeignStream):
+		s.purgeOff.Store(true)
+		s.log.Info("KV-event stream was not created by hintstream: never purged, its own limits bound it", "stream", name)
+	case err != nil:
+		s.log.Warn("KV events not purged", "stream", name, "err", err)
+	case p.Messages > 0:
+		s.Counters.Add("kv_events.purged", p.Messages)
+		s.log.Info("KV events behind the snapshots purged", "stream", name, "messages", p.Messages,
+			"bytes", p.Bytes, "kept_from_seq", p.KeptFrom)
 	}
 }
