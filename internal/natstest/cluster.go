@@ -197,3 +197,25 @@ func ConsumerLeader(ctx context.Context, js jetstream.JetStream, stream, consume
 	}
 	return cons.CachedInfo().Cluster.Leader
 }
+
+// Clients counts the client connections of node i named name (0 when the
+// node is down).
+func (c *Cluster) Clients(i int, name string) int {
+	c.mu.Lock()
+	s := c.srv[i]
+	c.mu.Unlock()
+	if s == nil {
+		return 0
+	}
+	cz, err := s.Connz(&server.ConnzOptions{})
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, ci := range cz.Conns {
+		if ci.Name == name {
+			n++
+		}
+	}
+	return n
+}
