@@ -13,6 +13,7 @@ import (
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/zeebo/xxh3"
 )
@@ -151,4 +152,43 @@ func (s *Service) applyKV() consumers.ApplyFunc {
 		return apply
 	}
 	return consumers.KeepWorkers(apply, s.cfg.Limits, s.keepWorker, s.Counters)
+}
+
+// ErrPermissionDenied: start-up failed while the NATS server was refusing
+// this user a permission hintstream needs (the error names the subject).
+// Trying again is useless until an operator grants it.
+var ErrPermissionDenied = errors.New("a NATS permission hintstream needs is missing")
+
+// explainPermission replaces a start-up error that was really a
+// permission refusal (reported by nats.go asynchronously, so the call
+// itself only timed out) with one that says so.
+func (s *Service) explainPermission(err error) error {
+	if s.nc == nil || errors.Is(err, ErrPermissionDenied) {
+		return err
+	}
+	if last := s.nc.LastError(); errors.Is(last, nats.ErrPermissionViolation) {
+		return fmt.Errorf("%w: %v", ErrPermissionDenied, last)
+	}
+	return err
+}
+
+// failFast returns a context that is cancelled as soon as the server
+// refuses this user a permission: a refused request is never answered,
+// and without this each of the first calls would wait out its timeout
+// (5 s) in turn. done restores the connection's error handler.
+func (s *Service) failFast(ctx context.Context) (context.Context, func()) {
+	fctx, cancel := context.WithCancelCause(ctx)
+	prev := s.nc.Opts.AsyncErrorCB
+	s.nc.SetErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			cancel(err)
+		}
+		if prev != nil {
+			prev(nc, sub, err)
+		}
+	})
+	return fctx, func() {
+		s.nc.SetErrorHandler(prev)
+		cancel(nil)
+	}
 }

@@ -117,6 +117,7 @@ func (s *Service) Pool() *actions.Pool { return s.pool }
 func (s *Service) Start(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
+			err = s.explainPermission(err)
 			s.Stop(context.Background())
 		}
 	}()
@@ -148,11 +149,14 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if s.js, err = jetstream.New(s.nc); err != nil {
 		return err
 	}
-	if _, err = streams.EnsureSet(ctx, s.js, s.cfg.Streams,
-		streams.WithUpdate(s.cfg.UpdateStreams), streams.WithLogger(s.log)); err != nil {
-		return err
+	fctx, done := s.failFast(ctx)
+	_, err = streams.EnsureSet(fctx, s.js, s.cfg.Streams,
+		streams.WithUpdate(s.cfg.UpdateStreams), streams.WithLogger(s.log))
+	if err == nil {
+		err = s.ensureBuckets(fctx)
 	}
-	if err := s.ensureBuckets(ctx); err != nil {
+	done()
+	if err != nil {
 		return err
 	}
 	if err := s.watchStreams(); err != nil {

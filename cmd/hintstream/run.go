@@ -183,8 +183,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		defer f.Close()
 		cfg.HintsLog = f
 	}
-	svc := service.New(cfg)
-	if err := svc.Start(ctx); err != nil {
+	svc, err := startService(ctx, cfg, log)
+	if err != nil || svc == nil { // nil, nil: stopped while waiting for a permission
 		return err
 	}
 	defer func() {
