@@ -40,6 +40,9 @@ func (s *Service) snapshotStore(ctx context.Context) (jetstream.ObjectStore, err
 	return obs, err
 }
 
+// snapshotLoadTimeout bounds reading a snapshot at start-up.
+const snapshotLoadTimeout = 10 * time.Minute
+
 // loadSnapshot fills the index from the latest snapshot and returns the
 // stream sequence to resume KV events at (0: from the start). A missing
 // or unusable snapshot is not an error: the whole stream is replayed.
@@ -47,6 +50,11 @@ func (s *Service) loadSnapshot(ctx context.Context) uint64 {
 	if s.cfg.SnapshotInterval < 0 {
 		return 0
 	}
+	// Without a deadline of ours, nats.go bounds the whole object read by
+	// its 5 s default: a 10M-entry snapshot (160 MB) on a busy machine
+	// timed out and start-up fell back to a full replay.
+	ctx, cancel := context.WithTimeout(ctx, snapshotLoadTimeout)
+	defer cancel()
 	start := time.Now()
 	obs, err := s.snapshotStore(ctx)
 	if err != nil {
