@@ -220,4 +220,3 @@ func metricsOf(b *testing.B, url string) map[string]float64 {
 	}
 	return out
 }
-
