@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 )
@@ -48,14 +47,5 @@ func StartNode(n Node) (*server.Server, error) {
 		Cluster: server.ClusterOpts{Name: n.ClusterName, Host: "127.0.0.1", Port: n.ClusterPort},
 		Routes:  routes, Tags: n.Tags,
 	}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		return nil, fmt.Errorf("natsembed: %w", err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		s.Shutdown()
-		return nil, fmt.Errorf("natsembed: node %s not ready within 10s", n.Name)
-	}
-	return s, nil
+	return run(opts, "node "+n.Name)
 }
