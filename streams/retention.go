@@ -67,11 +67,19 @@ func PurgeCovered(ctx context.Context, js jetstream.JetStream, name string, cove
 // firstSince is the sequence of the first message stored at or after t
 // (asked of the server through a one-message ordered consumer).
 func firstSince(ctx context.Context, js jetstream.JetStream, name string, t time.Time) (uint64, error) {
+	// A short inactivity bound: the server drops the consumer soon even
+	// if the delete below does not get through.
 	cons, err := js.OrderedConsumer(ctx, name, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &t, HeadersOnly: true})
+		DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &t, HeadersOnly: true,
+		InactiveThreshold: 30 * time.Second})
 	if err != nil {
 		return 0, fmt.Errorf("streams: purge %q: find the first message since %v: %w", name, t, err)
 	}
+	defer func() {
+		if ci := cons.CachedInfo(); ci != nil {
+			_ = js.DeleteConsumer(ctx, name, ci.Name)
+		}
+	}()
 	wait := 5 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		wait = min(wait, time.Until(d))
