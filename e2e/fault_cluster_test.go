@@ -77,7 +77,10 @@ func (p *clusterPublisher) run(ctx context.Context, total, batch int, tick time.
 			}
 		}
 		var again []int
-		deadline := time.After(3 * time.Second)
+		// One deadline for the batch; each wait gets what is left of it (a
+		// single time.After channel would fire for the first wait only, and
+		// an ack lost with a dying leader would then block forever).
+		deadline := time.Now().Add(3 * time.Second)
 		for k, f := range futs {
 			ok := false
 			if f != nil {
@@ -85,7 +88,7 @@ func (p *clusterPublisher) run(ctx context.Context, total, batch int, tick time.
 				case <-f.Ok():
 					ok = true
 				case <-f.Err():
-				case <-deadline:
+				case <-time.After(time.Until(deadline)):
 				}
 			}
 			p.mu.Lock()
