@@ -189,10 +189,28 @@ func TestFaultClusterLeaderLoss(t *testing.T) {
 	}
 
 	waitAcked(2000)
-	streamLeader := c.Index(natstest.StreamLeader(ctx, js, "LLM_REQUESTS"))
-	if streamLeader < 0 {
-		t.Fatal("no LLM_REQUESTS leader")
+	// The client picks its node from the list at random, so make sure a
+	// member's node is the one that dies: move the stream's leadership
+	// there first (a stepdown naming the preferred server).
+	target := -1
+	for i := range c.Len() {
+		if c.Clients(i, "hintstream") > 0 {
+			target = i
+			break
+		}
 	}
+	if target < 0 {
+		t.Fatal("no member connection on any node")
+	}
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		if natstest.StreamLeader(ctx, js, "LLM_REQUESTS") == c.Name(target) {
+			return true
+		}
+		req := fmt.Sprintf(`{"placement":{"preferred":%q}}`, c.Name(target))
+		_, _ = js.Conn().Request("$JS.API.STREAM.LEADER.STEPDOWN.LLM_REQUESTS", []byte(req), 2*time.Second)
+		return natstest.StreamLeader(ctx, js, "LLM_REQUESTS") == c.Name(target)
+	}, "LLM_REQUESTS led by %s, where a member is connected", c.Name(target))
+	streamLeader := target
 	// Members on a node about to die must reconnect to a survivor.
 	dropped := c.Clients(streamLeader, "hintstream")
 	kill1 := time.Now()
@@ -242,7 +260,7 @@ func TestFaultClusterLeaderLoss(t *testing.T) {
 			}
 		}
 	}
-	if reconnects < dropped {
+	if dropped == 0 || reconnects < dropped {
 		t.Errorf("%d member connections were on killed nodes, %d reconnects logged", dropped, reconnects)
 	}
 	distinct, dups := sink.counts()
