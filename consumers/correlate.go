@@ -51,7 +51,8 @@ func OpenRequestIndex(ctx context.Context, js jetstream.JetStream, bucket, strea
 	}
 	kv, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, RequestIndexBucketConfig(bucket, ttl))
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: ttl,
+			Description: "hintstream: request id -> requests stream sequence"})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("request index bucket %s: %w", bucket, err)
@@ -61,13 +62,6 @@ func OpenRequestIndex(ctx context.Context, js jetstream.JetStream, bucket, strea
 		return nil, fmt.Errorf("request index: stream %s: %w", stream, err)
 	}
 	return &RequestIndex{kv: kv, stream: s, lim: lim}, nil
-}
-
-// RequestIndexBucketConfig is the configuration OpenRequestIndex creates
-// its bucket with; a caller that wants replicas creates it from this first.
-func RequestIndexBucketConfig(bucket string, ttl time.Duration) jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: ttl,
-		Description: "hintstream: request id -> requests stream sequence"}
 }
 
 func indexKey(requestID string) string {

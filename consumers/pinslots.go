@@ -39,19 +39,13 @@ func OpenPinSlots(ctx context.Context, js jetstream.JetStream, bucket string) (*
 	}
 	kv, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, PinSlotBucketConfig(bucket))
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: 24 * time.Hour,
+			Description: "hintstream: live tool-call pin per session"})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pin slot bucket %s: %w", bucket, err)
 	}
 	return &PinSlots{kv: kv}, nil
-}
-
-// PinSlotBucketConfig is the configuration OpenPinSlots creates its bucket
-// with; a caller that wants replicas creates it from this first.
-func PinSlotBucketConfig(bucket string) jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: 24 * time.Hour,
-		Description: "hintstream: live tool-call pin per session"}
 }
 
 func slotKey(session string) string { return strconv.FormatUint(xxh3.HashString(session), 16) }

@@ -29,7 +29,11 @@ func Bucket(ctx context.Context, js jetstream.JetStream, name string) (jetstream
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("registry: attach bucket %q: %w", name, err)
 	}
-	kv, err = js.CreateKeyValue(ctx, BucketConfig(name))
+	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      name,
+		Description: "hintstream worker registry: key = worker id, value = worker record JSON",
+		History:     1,
+	})
 	if errors.Is(err, jetstream.ErrBucketExists) {
 		// Created concurrently by someone else (maybe with another
 		// config): attach to theirs.
@@ -39,16 +43,6 @@ func Bucket(ctx context.Context, js jetstream.JetStream, name string) (jetstream
 		return nil, fmt.Errorf("registry: create bucket %q: %w", name, err)
 	}
 	return kv, nil
-}
-
-// BucketConfig is the configuration Bucket creates bucket name with; a
-// caller that wants replicas or placement creates it from this first.
-func BucketConfig(name string) jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{
-		Bucket:      name,
-		Description: "hintstream worker registry: key = worker id, value = worker record JSON",
-		History:     1,
-	}
 }
 
 // Put stores rec under its worker id in decimal. It rejects a record the

@@ -30,37 +30,51 @@ func (c Config) clusterDefaults() Config {
 	return c
 }
 
-// ensureBuckets creates the KV buckets this configuration uses with
-// Config.Placement before the packages that own them attach (they would
-// create them with one replica). An existing bucket is left as it is.
-// With the default placement it does nothing: the owners create them.
-func (s *Service) ensureBuckets(ctx context.Context) error {
-	p := s.cfg.Placement
+// placedJetStream creates every KV bucket and object store with the
+// service's Placement (replicas and tags) unless the caller set its own:
+// whichever package owns a bucket (registry, request index, pins,
+// snapshots, and any added later) gets the cluster's replicas without
+// knowing about them. Existing buckets are attached as they are.
+type placedJetStream struct {
+	jetstream.JetStream
+	p streams.Placement
+}
+
+// placed wraps js when the placement is not the default.
+func placed(js jetstream.JetStream, p streams.Placement) jetstream.JetStream {
 	if p.Replicas <= 1 && len(p.Tags) == 0 {
-		return nil
+		return js
 	}
-	if err := p.Validate(); err != nil {
-		return err
+	return placedJetStream{JetStream: js, p: p}
+}
+
+func (j placedJetStream) place(replicas *int, pl **jetstream.Placement) {
+	if *replicas <= 1 {
+		*replicas = max(j.p.Replicas, 1)
 	}
-	cfgs := []jetstream.KeyValueConfig{registry.BucketConfig(s.cfg.RegistryBucket)}
-	if s.cfg.PinEndpoint != "" {
-		cfgs = append(cfgs,
-			consumers.RequestIndexBucketConfig(consumers.DefaultRequestIndexBucket, s.cfg.RequestIndexTTL),
-			consumers.PinSlotBucketConfig(consumers.DefaultPinSlotBucket))
+	if *pl == nil {
+		*pl = j.p.JetStream()
 	}
-	for _, kc := range cfgs {
-		if _, err := s.js.KeyValue(ctx, kc.Bucket); err == nil {
-			continue
-		} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
-			return fmt.Errorf("bucket %s: %w", kc.Bucket, err)
-		}
-		kc.Replicas, kc.Placement = max(p.Replicas, 1), p.JetStream()
-		if _, err := s.js.CreateKeyValue(ctx, kc); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
-			return fmt.Errorf("create bucket %s with %d replicas: %w", kc.Bucket, kc.Replicas, err)
-		}
-		s.log.Info("bucket created", "bucket", kc.Bucket, "replicas", kc.Replicas, "placement_tags", p.Tags)
-	}
-	return nil
+}
+
+func (j placedJetStream) CreateKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	j.place(&cfg.Replicas, &cfg.Placement)
+	return j.JetStream.CreateKeyValue(ctx, cfg)
+}
+
+func (j placedJetStream) CreateOrUpdateKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	j.place(&cfg.Replicas, &cfg.Placement)
+	return j.JetStream.CreateOrUpdateKeyValue(ctx, cfg)
+}
+
+func (j placedJetStream) CreateObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
+	j.place(&cfg.Replicas, &cfg.Placement)
+	return j.JetStream.CreateObjectStore(ctx, cfg)
+}
+
+func (j placedJetStream) CreateOrUpdateObjectStore(ctx context.Context, cfg jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
+	j.place(&cfg.Replicas, &cfg.Placement)
+	return j.JetStream.CreateOrUpdateObjectStore(ctx, cfg)
 }
 
 // modelSet is Config.Models as a set; nil when every model is served.

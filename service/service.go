@@ -149,12 +149,10 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if s.js, err = jetstream.New(s.nc); err != nil {
 		return err
 	}
+	s.js = placed(s.js, s.cfg.Placement) // buckets and object store get the cluster's replicas
 	fctx, done := s.failFast(ctx)
 	_, err = streams.EnsureSet(fctx, s.js, s.cfg.Streams,
 		streams.WithUpdate(s.cfg.UpdateStreams), streams.WithLogger(s.log))
-	if err == nil {
-		err = s.ensureBuckets(fctx)
-	}
 	done()
 	if err != nil {
 		return err

@@ -34,8 +34,7 @@ func (s *Service) snapshotStore(ctx context.Context) (jetstream.ObjectStore, err
 	obs, err := s.js.ObjectStore(ctx, s.cfg.SnapshotBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		obs, err = s.js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: s.cfg.SnapshotBucket,
-			Description: "hintstream: KV index snapshots, by KV-event stream",
-			Replicas:    max(s.cfg.Placement.Replicas, 1), Placement: s.cfg.Placement.JetStream()})
+			Description: "hintstream: KV index snapshots, by KV-event stream"})
 	}
 	return obs, err
 }
