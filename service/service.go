@@ -506,7 +506,7 @@ var discardLogger = slog.New(slog.DiscardHandler)
 // registry: a departed worker's blocks must not attract hints, and its
 // sockets must not linger.
 func (s *Service) onWorkerChange(ch registry.Change) {
-	s.dropForeign(ch)
+	defer s.dropForeign(ch) // last: after whatever else put the worker's blocks in the index
 	switch ch.Kind {
 	case registry.Deleted:
 		s.Index.RemoveWorker(ch.WorkerID)
