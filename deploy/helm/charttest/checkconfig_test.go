@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 // to `hintstream run` at the same time. Until the binary has one, its
 // check drops it (and its value) and says so; once merged, it is checked
 // like every other flag. Any other flag the binary lacks fails the test.
-var pendingFlags = []string{"--dynamo-namespace", "--dynamo-component", "--stream-replicas"}
+var pendingFlags = []string{}
 
 var helpFlag = regexp.MustCompile(`(?m)^\s+-([a-z0-9-]+)`)
 
