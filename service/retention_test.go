@@ -10,6 +10,7 @@ import (
 
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go/jetstream"
@@ -132,6 +133,20 @@ func TestRetentionCompressedTime(t *testing.T) {
 	}
 	defer live.Stop(context.Background())
 
+	// Only registered workers are indexed (issue 19): register the churn's.
+	kv, err := registry.Bucket(ctx, js, registry.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := uint64(1); id <= 4; id++ {
+		if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: id, Model: "m", KvBlockSize: churnBlock,
+			HintEndpoints: []string{"tcp://127.0.0.1:1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		return live.holding.Registered(1) && live.holding.Registered(2) && live.holding.Registered(3) && live.holding.Registered(4)
+	}, "the churn's workers registered")
 	c := newChurn(t, js, 4, 40)
 	bytesOf := func(name string) uint64 {
 		st, err := js.Stream(ctx, name)
