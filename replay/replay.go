@@ -17,6 +17,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/registry"
@@ -48,18 +49,13 @@ type Options struct {
 	Progress io.Writer
 
 	RegistryBucket string
-	Routing        routing.Config
-	IndexOptions   []kvevents.IndexOption
-	PrefetchTTL    time.Duration
 	PinEndpoint    string // empty: no pins
-	PinTTL         actions.TTLConfig
-	ToolTime       tooltime.Config
-	KeepPinOnNext  bool
-	// PinRenewMax renews pins on the events' clock, as run does on its
-	// (consumers.Pinning.RenewMax); 0: never.
-	PinRenewMax time.Duration
-	Limits      schemas.Limits
-	Logger      *slog.Logger
+	Logger         *slog.Logger
+
+	// Decisions are the live run's: the same struct, the same flags
+	// (cmd/hintstream/flags_decisions.go), the same defaults. Pins are
+	// renewed on the events' clock, as run does on its.
+	hints.Decisions
 }
 
 // Summary counts what a replay saw and did.
@@ -87,24 +83,35 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	case <-ctx.Done():
 		return Summary{}, ctx.Err()
 	}
+	o.Decisions = o.Decisions.WithDefaults()
+	if err := o.Decisions.Validate(); err != nil {
+		return Summary{}, err
+	}
 	counters := &metrics.Counters{}
+	clock := &eventClock{}
 	ix := kvevents.NewIndex(append([]kvevents.IndexOption{kvevents.WithLogger(o.Logger)}, o.IndexOptions...)...)
 	loads := routing.NewLoadTable()
-	sel := routing.NewSelector(reg, ix, loads, routing.WithConfig(o.Routing), routing.WithLogger(o.Logger))
+	sel := routing.NewSelector(reg, ix, loads, routing.WithConfig(*o.Routing), routing.WithLogger(o.Logger),
+		routing.WithClock(clock.now)) // burst spreading decays on the events' clock, as live on its
+	// KV events pass the live run's holding area; the registry's current
+	// workers are registered in it.
+	holding := consumers.NewHolding(ix, o.Holding, counters)
+	for _, w := range reg.Workers() {
+		holding.Register(w.WorkerID)
+	}
 	var sender consumers.HintSender = o.Sender
 	if o.DryRun {
 		sender = actions.NewRecorder(o.Out, nil)
 	}
-	clock := &eventClock{}
 	dlq := consumers.NewDeadLetter(nil, "")
 	var pins *consumers.Pinning
 	if o.PinEndpoint != "" {
 		pins = &consumers.Pinning{Endpoint: o.PinEndpoint, Index: newMemRequests(), Slots: newMemSlots(),
 			Learner: tooltime.New(o.ToolTime), TTL: o.PinTTL, Workers: reg, Sender: sender,
-			ReleaseOnNextTurn: !o.KeepPinOnNext, RenewMax: o.PinRenewMax, Counters: counters, Log: o.Logger, Now: clock.now}
+			ReleaseOnNextTurn: !o.KeepPinOnNextTurn, RenewMax: o.RenewMax(), Counters: counters, Log: o.Logger, Now: clock.now}
 	}
 	handlers := map[string]func(jetstream.Msg){
-		"kv_events": applier(consumers.ApplyKVEvents(ix, o.Limits, counters), counters, "kv_events"),
+		"kv_events": applier(consumers.ApplyKVEvents(holding, o.Limits, counters), counters, "kv_events"),
 		"load":      applier(consumers.ApplyLoad(loads, o.Limits), counters, "load"),
 		"requests": consumers.NewRequestConsumer(js, consumers.RequestConfig{Stream: o.Streams.Requests.Name,
 			PrefetchTTL: o.PrefetchTTL, Limits: o.Limits, Clock: clock.now}, sel, sender, pins, dlq, counters, o.Logger).Handle,
