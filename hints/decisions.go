@@ -10,12 +10,16 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/tooltime"
 )
+
+// DefaultPinRenewMax is the default Decisions.PinRenewMax: tool calls of
+// up to 10 minutes keep their pages pinned however short the expected
+// time was; a session that never comes back holds its pin that long.
+const DefaultPinRenewMax = 10 * time.Minute
 
 // DefaultPrefetchTTL is how long after its wake-up a prefetch expires
 // (the hint's expires_at_ms) unless Decisions.PrefetchTTL says otherwise.
@@ -44,14 +48,14 @@ type Decisions struct {
 	KeepPinOnNextTurn bool
 	// PinRenewMax is how long a tool call's pin is renewed while its
 	// session has not come back, counted from the response (see
-	// consumers/renew.go). Default consumers.DefaultPinRenewMax;
+	// consumers/renew.go). Default DefaultPinRenewMax;
 	// negative: pins are never renewed.
 	PinRenewMax time.Duration
 	// Limits bound what an event may hold; zero fields: schemas' defaults.
 	Limits schemas.Limits
 	// Holding bounds the KV events kept for workers not registered (yet);
-	// zero fields: the consumers.DefaultHolding* constants.
-	Holding consumers.HoldingConfig
+	// zero fields: the DefaultHolding* constants.
+	Holding HoldingConfig
 }
 
 // WithDefaults fills zero fields with their defaults.
@@ -70,7 +74,7 @@ func (d Decisions) WithDefaults() Decisions {
 		d.ToolTime = tooltime.DefaultConfig()
 	}
 	if d.PinRenewMax == 0 {
-		d.PinRenewMax = consumers.DefaultPinRenewMax
+		d.PinRenewMax = DefaultPinRenewMax
 	}
 	return d
 }

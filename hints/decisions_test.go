@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/tooltime"
 )
@@ -15,7 +14,7 @@ func TestDecisionsDefaultsAndValidate(t *testing.T) {
 	d := Decisions{}.WithDefaults()
 	if d.Routing == nil || *d.Routing != routing.DefaultConfig() || d.PrefetchTTL != DefaultPrefetchTTL ||
 		d.PinTTL != actions.DefaultTTLConfig() || d.ToolTime != tooltime.DefaultConfig() ||
-		d.PinRenewMax != consumers.DefaultPinRenewMax || d.RenewMax() != consumers.DefaultPinRenewMax {
+		d.PinRenewMax != DefaultPinRenewMax || d.RenewMax() != DefaultPinRenewMax {
 		t.Fatalf("defaults %+v", d)
 	}
 	if err := d.Validate(); err != nil {
@@ -38,7 +37,7 @@ func TestDecisionsDefaultsAndValidate(t *testing.T) {
 	if err := (Decisions{Routing: &rc}).WithDefaults().Validate(); !errors.Is(err, routing.ErrInvalidConfig) {
 		t.Fatalf("negative temperature: %v, want routing.ErrInvalidConfig", err)
 	}
-	if err := (Decisions{Holding: consumers.HoldingConfig{MaxWorkers: -1}}).WithDefaults().Validate(); err == nil {
+	if err := (Decisions{Holding: HoldingConfig{MaxWorkers: -1}}).WithDefaults().Validate(); err == nil {
 		t.Fatal("negative holding bound accepted")
 	}
 }
