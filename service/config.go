@@ -134,6 +134,24 @@ type Config struct {
 	// observe.DefaultTopTools.
 	MetricsTopTools int
 
+	// Cluster, retention and model sharding (issue 15; see cluster.go).
+	//
+	// Placement is the replicas and placement tags of the KV buckets
+	// (registry, request index, pins) and the snapshot object store, when
+	// hintstream creates them; the streams carry their own in Streams.
+	// Zero: one replica, anywhere.
+	Placement streams.Placement
+	// KVEventsKeep: after a snapshot is saved, the KV events every
+	// snapshot of the stream covers and older than this are purged, but
+	// only from a KV-event stream hintstream created (see
+	// streams.CreatedByHintstream). Default DefaultKVEventsKeep; negative:
+	// never purge.
+	KVEventsKeep time.Duration
+	// Models restricts this member to these models: it consumes only their
+	// requests and responses, indexes only their workers' KV events, and
+	// chooses only among their workers. Empty: every model.
+	Models []string
+
 	// Decisions (issue 12): the worker choice, index options, prefetch and
 	// pin TTLs, tool times, keep-pin, renewals, input limits and the
 	// holding area, the one configuration `run` and `replay` share
@@ -189,5 +207,5 @@ func (c Config) Defaults() Config {
 		c.RequestIndexTTL = time.Hour
 	}
 	c.Decisions = c.Decisions.WithDefaults()
-	return c
+	return c.clusterDefaults()
 }

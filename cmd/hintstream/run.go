@@ -22,6 +22,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	applyConfig := configFlag(fs)
 	applyDecisions := decisionFlags(fs) // issue 12: flags_decisions.go, shared with replay
 	applyBounds := boundsFlags(fs)
+	applyCluster := clusterFlags(fs)
 	var (
 		natsURL      = fs.String("nats-url", env("HINTSTREAM_NATS_URL", ""), "NATS server URL (env HINTSTREAM_NATS_URL); empty starts an embedded JetStream server")
 		dataDir      = fs.String("data-dir", env("HINTSTREAM_DATA_DIR", ".hintstream/nats"), "embedded server's JetStream store (env HINTSTREAM_DATA_DIR)")
@@ -126,6 +127,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := applyBounds(&cfg); err != nil {
 		return err
 	}
+	if err := applyCluster(&cfg); err != nil {
+		return err
+	}
 	if *checkOnly {
 		fmt.Fprintln(stdout, "hintstream run: configuration ok")
 		return nil
@@ -142,8 +146,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	svc := service.New(cfg)
-	if err := svc.Start(ctx); err != nil {
+	svc, err := startService(ctx, cfg, log)
+	if err != nil || svc == nil { // nil, nil: stopped while waiting for a permission
 		if master != nil {
 			master.Close()
 		}
