@@ -70,6 +70,29 @@ type Pinning struct {
 	renew renewals
 }
 
+// PinDeps are what a Pinning needs besides its decisions: the pin
+// endpoint, the request and slot stores (JetStream KV live, memory in a
+// replay), the registry, the sender, and the clock (nil: time.Now).
+type PinDeps struct {
+	Endpoint string
+	Index    RequestStore
+	Slots    SlotStore
+	Workers  WorkerLookup
+	Sender   HintSender
+	Counters *metrics.Counters
+	Log      *slog.Logger
+	Now      func() time.Time
+}
+
+// NewPinning is the one constructor of run's and replay's pins: TTL, tool
+// times, keep-pin and the renewal cap come from d (after its defaults).
+func NewPinning(d hints.Decisions, deps PinDeps) *Pinning {
+	d = d.WithDefaults()
+	return &Pinning{Endpoint: deps.Endpoint, Index: deps.Index, Slots: deps.Slots, Learner: tooltime.New(d.ToolTime),
+		TTL: d.PinTTL, Workers: deps.Workers, Sender: deps.Sender, ReleaseOnNextTurn: !d.KeepPinOnNextTurn,
+		RenewMax: d.RenewMax(), Counters: deps.Counters, Log: deps.Log, Now: deps.Now}
+}
+
 func (p *Pinning) now() time.Time {
 	if p.Now != nil {
 		return p.Now()

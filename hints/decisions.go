@@ -7,6 +7,7 @@
 package hints
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
@@ -98,3 +99,10 @@ func (d Decisions) Validate() error {
 
 // RenewMax is PinRenewMax as consumers.Pinning takes it: 0 for never.
 func (d Decisions) RenewMax() time.Duration { return max(d.PinRenewMax, 0) }
+
+// NewIndex is the block index under d's IndexOptions, logging to log: the
+// one constructor of run's index (at start-up and after a failed snapshot
+// load) and replay's.
+func (d Decisions) NewIndex(log *slog.Logger) *kvevents.Index {
+	return kvevents.NewIndex(append([]kvevents.IndexOption{kvevents.WithLogger(log)}, d.IndexOptions...)...)
+}

@@ -18,13 +18,11 @@ import (
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/hints"
-	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
-	"github.com/hintstream/hintstream/tooltime"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -90,7 +88,7 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	}
 	counters := &metrics.Counters{}
 	clock := &eventClock{}
-	ix := kvevents.NewIndex(append([]kvevents.IndexOption{kvevents.WithLogger(o.Logger)}, o.IndexOptions...)...)
+	ix := o.NewIndex(o.Logger)
 	loads := routing.NewLoadTable()
 	sel := routing.NewSelector(reg, ix, loads, routing.WithConfig(*o.Routing), routing.WithLogger(o.Logger),
 		routing.WithClock(clock.now)) // burst spreading decays on the events' clock, as live on its
@@ -107,9 +105,8 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	dlq := consumers.NewDeadLetter(nil, "")
 	var pins *consumers.Pinning
 	if o.PinEndpoint != "" {
-		pins = &consumers.Pinning{Endpoint: o.PinEndpoint, Index: newMemRequests(), Slots: newMemSlots(),
-			Learner: tooltime.New(o.ToolTime), TTL: o.PinTTL, Workers: reg, Sender: sender,
-			ReleaseOnNextTurn: !o.KeepPinOnNextTurn, RenewMax: o.RenewMax(), Counters: counters, Log: o.Logger, Now: clock.now}
+		pins = consumers.NewPinning(o.Decisions, consumers.PinDeps{Endpoint: o.PinEndpoint, Index: newMemRequests(),
+			Slots: newMemSlots(), Workers: reg, Sender: sender, Counters: counters, Log: o.Logger, Now: clock.now})
 	}
 	// The live decisions, without their transport: requests and responses
 	// go to the consumers' Decide (nothing to settle: each Outcome is only

@@ -97,7 +97,7 @@ func New(cfg Config) *Service {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		Counters: &metrics.Counters{},
-		Index:    kvevents.NewIndex(append([]kvevents.IndexOption{kvevents.WithLogger(cfg.Logger)}, cfg.IndexOptions...)...),
+		Index:    cfg.NewIndex(cfg.Logger),
 		Loads:    routing.NewLoadTable(),
 	}
 }
@@ -340,11 +340,11 @@ func (s *Service) pinning(ctx context.Context, sender actions.Sender) (*consumer
 	if err != nil {
 		return nil, err
 	}
-	s.Learner = tooltime.New(s.cfg.ToolTime)
 	s.log.Info("tool-call pins on", "endpoint", s.cfg.PinEndpoint)
-	return &consumers.Pinning{Endpoint: s.cfg.PinEndpoint, Index: idx, Slots: slots, Learner: s.Learner,
-		TTL: s.cfg.PinTTL, Workers: s.registry, Sender: sender, ReleaseOnNextTurn: !s.cfg.KeepPinOnNextTurn,
-		RenewMax: max(s.cfg.PinRenewMax, 0), Counters: s.Counters, Log: s.log}, nil
+	pins := consumers.NewPinning(s.cfg.Decisions, consumers.PinDeps{Endpoint: s.cfg.PinEndpoint, Index: idx, Slots: slots,
+		Workers: s.registry, Sender: sender, Counters: s.Counters, Log: s.log})
+	s.Learner = pins.Learner
+	return pins, nil
 }
 
 // WaitCaughtUp waits until the KV-event and load streams, as they are at
