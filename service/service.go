@@ -166,6 +166,9 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		streams.WithUpdate(s.cfg.UpdateStreams), streams.WithLogger(s.log))
 	done()
 	if err != nil {
+		if perm := s.explainPermission(err); errors.Is(perm, ErrPermissionDenied) {
+			return perm // asking the account whether JetStream is on would only be refused again
+		}
 		return natsconn.ExplainJetStream(ctx, s.nc, s.js, err)
 	}
 	if err := s.watchStreams(); err != nil {
