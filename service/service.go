@@ -132,6 +132,10 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if err := s.ensureFileLimit(); err != nil {
 		return err
 	}
+	// The decisions are validated once, before anything is connected.
+	if err := s.cfg.Decisions.Validate(); err != nil {
+		return err
+	}
 	s.models = s.modelSet()
 	url := s.cfg.NATSURL
 	if url == "" {
@@ -178,9 +182,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	// Before anything holds the index: a snapshot that fails to load
 	// leaves a fresh one in its place.
 	startSeq := s.loadSnapshot(ctx)
-	if err := s.startHolding(); err != nil {
-		return err
-	}
+	s.startHolding()
 	s.startReclaim()
 	s.latency = &observe.Histogram{}
 	popts := []actions.PoolOption{actions.WithQueueSize(s.cfg.SenderQueue), actions.WithLogger(s.log),
@@ -226,9 +228,6 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		return ctx.Err()
 	}
 	s.pruneUnregistered()
-	if err := s.cfg.Routing.Validate(); err != nil {
-		return err
-	}
 	s.Selector = routing.NewSelector(modelWorkers{s}, s.Index, s.Loads,
 		routing.WithConfig(*s.cfg.Routing), routing.WithLogger(s.log))
 
@@ -327,12 +326,6 @@ func (s *Service) pinning(ctx context.Context, sender actions.Sender) (*consumer
 	if s.cfg.PinEndpoint == "" {
 		s.log.Info("tool-call pins off: DYN_KVM_PIN_ENDPOINT (--pin-endpoint) is unset")
 		return nil, nil
-	}
-	if err := s.cfg.PinTTL.Validate(); err != nil {
-		return nil, err
-	}
-	if err := s.cfg.ToolTime.Validate(); err != nil {
-		return nil, err
 	}
 	idx, err := consumers.OpenRequestIndex(ctx, s.js, "", s.cfg.Streams.Requests.Name, s.cfg.RequestIndexTTL, s.cfg.Limits,
 		s.bucketCap(s.cfg.RequestIndexMaxBytes)...)
