@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go"
@@ -321,5 +322,33 @@ func ack(msg jetstream.Msg, counters *metrics.Counters, kind string, log *slog.L
 	if err := msg.Ack(); err != nil {
 		counters.Inc(kind + ".ack_errors")
 		log.Warn("ack", "err", err)
+	}
+}
+
+// deliveryOf is what the decisions know of msg (hints.Delivery); done
+// settles it once a held event's hint has left.
+func deliveryOf(msg jetstream.Msg, done func(bool)) hints.Delivery {
+	d := hints.Delivery{Done: done, Working: func() { _ = msg.InProgress() }}
+	md, err := msg.Metadata()
+	if err != nil {
+		d.Unknown = err
+		return d
+	}
+	d.Seq, d.Time, d.Delivered = md.Sequence.Stream, md.Timestamp, md.NumDelivered
+	return d
+}
+
+// settle acts on a trigger's Outcome: ack, nak with delay, dead-letter
+// and terminate, or leave it to the sender (held until its hint left).
+func settle(msg jetstream.Msg, out hints.Outcome, rej *rejecter) {
+	switch out.Verdict {
+	case hints.Ack:
+		ack(msg, rej.counters, rej.kind, rej.log)
+	case hints.Retry:
+		_ = msg.NakWithDelay(out.RetryAfter)
+	case hints.Reject:
+		rej.reject(msg, out.Err)
+	case hints.Held:
+		// the sender settles it through Delivery.Done
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
 )
@@ -24,21 +25,12 @@ import (
 // DefaultHoldingSampleEvery of those is dead-lettered with that reason,
 // so an operator can find the publisher.
 
-// Holding defaults.
+// Holding defaults, the hints.DefaultHolding* constants (the holding
+// area's bounds are decisions: hints.Decisions.Holding).
 const (
-	// DefaultHoldingWorkers is the number of unregistered worker ids whose
-	// events are held: a deployment rolling out that many workers at
-	// once, each publishing before it registers, loses none.
-	DefaultHoldingWorkers = 256
-	// DefaultHoldingBlocks caps the blocks (stored blocks plus removed
-	// hashes, at least one per event) held per worker: 4,096 blocks of 16
-	// tokens is one 64k-token prompt, more than a worker stores in the
-	// seconds before it registers. With DefaultHoldingWorkers that bounds
-	// the area to about 1M blocks, some 20 MiB.
-	DefaultHoldingBlocks = 4096
-	// DefaultHoldingSampleEvery dead-letters the first dropped message and
-	// then one in this many.
-	DefaultHoldingSampleEvery = 1024
+	DefaultHoldingWorkers     = hints.DefaultHoldingWorkers
+	DefaultHoldingBlocks      = hints.DefaultHoldingBlocks
+	DefaultHoldingSampleEvery = hints.DefaultHoldingSampleEvery
 )
 
 // ReasonUnknownWorker labels events dropped because their worker is not
@@ -79,33 +71,9 @@ type EventApplier interface {
 	LastEventID(k kvevents.WorkerKey) (uint64, bool)
 }
 
-// HoldingConfig bounds a Holding. Zero fields take the defaults.
-type HoldingConfig struct {
-	MaxWorkers         int // default DefaultHoldingWorkers
-	MaxBlocksPerWorker int // default DefaultHoldingBlocks
-	SampleEvery        int // default DefaultHoldingSampleEvery
-}
-
-// Validate rejects negative bounds.
-func (c HoldingConfig) Validate() error {
-	if c.MaxWorkers < 0 || c.MaxBlocksPerWorker < 0 || c.SampleEvery < 0 {
-		return fmt.Errorf("holding area: negative bound in %+v", c)
-	}
-	return nil
-}
-
-func (c HoldingConfig) withDefaults() HoldingConfig {
-	if c.MaxWorkers <= 0 {
-		c.MaxWorkers = DefaultHoldingWorkers
-	}
-	if c.MaxBlocksPerWorker <= 0 {
-		c.MaxBlocksPerWorker = DefaultHoldingBlocks
-	}
-	if c.SampleEvery <= 0 {
-		c.SampleEvery = DefaultHoldingSampleEvery
-	}
-	return c
-}
+// HoldingConfig bounds a Holding (hints.HoldingConfig). Zero fields take
+// the defaults.
+type HoldingConfig = hints.HoldingConfig
 
 // Holding is the gate in front of the index: events of registered workers
 // pass through, others are held (see the comment at the top of this
@@ -139,7 +107,7 @@ func NewHolding(ix *kvevents.Index, cfg HoldingConfig, counters *metrics.Counter
 	if counters == nil {
 		counters = &metrics.Counters{}
 	}
-	return &Holding{ix: ix, cfg: cfg.withDefaults(), counters: counters,
+	return &Holding{ix: ix, cfg: cfg.WithDefaults(), counters: counters,
 		registered: map[uint64]struct{}{}, held: map[uint64]*list.Element{}}
 }
 

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/tooltime"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // HeaderSimToolCall on a request announces a tool call: its response is
@@ -70,6 +70,29 @@ type Pinning struct {
 	renew renewals
 }
 
+// PinDeps are what a Pinning needs besides its decisions: the pin
+// endpoint, the request and slot stores (JetStream KV live, memory in a
+// replay), the registry, the sender, and the clock (nil: time.Now).
+type PinDeps struct {
+	Endpoint string
+	Index    RequestStore
+	Slots    SlotStore
+	Workers  WorkerLookup
+	Sender   HintSender
+	Counters *metrics.Counters
+	Log      *slog.Logger
+	Now      func() time.Time
+}
+
+// NewPinning is the one constructor of run's and replay's pins: TTL, tool
+// times, keep-pin and the renewal cap come from d (after its defaults).
+func NewPinning(d hints.Decisions, deps PinDeps) *Pinning {
+	d = d.WithDefaults()
+	return &Pinning{Endpoint: deps.Endpoint, Index: deps.Index, Slots: deps.Slots, Learner: tooltime.New(d.ToolTime),
+		TTL: d.PinTTL, Workers: deps.Workers, Sender: deps.Sender, ReleaseOnNextTurn: !d.KeepPinOnNextTurn,
+		RenewMax: d.RenewMax(), Counters: deps.Counters, Log: deps.Log, Now: deps.Now}
+}
+
 func (p *Pinning) now() time.Time {
 	if p.Now != nil {
 		return p.Now()
@@ -79,14 +102,13 @@ func (p *Pinning) now() time.Time {
 
 // onRequest indexes the request and closes its session's previous pin.
 // An error is transient: the caller naks the request.
-func (p *Pinning) onRequest(msg jetstream.Msg, req *schemas.RequestEvent) error {
+func (p *Pinning) onRequest(d hints.Delivery, req *schemas.RequestEvent) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	md, err := msg.Metadata()
-	if err != nil {
-		return err
+	if d.Unknown != nil {
+		return d.Unknown
 	}
-	e := IndexEntry{Seq: md.Sequence.Stream}
+	e := IndexEntry{Seq: d.Seq}
 	if v, ok := header(req.Headers, HeaderSimToolCall); ok {
 		e.SimToolMs = 1 // announced, time unknown
 		if ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && ms > 0 {
@@ -106,7 +128,7 @@ func (p *Pinning) onRequest(msg jetstream.Msg, req *schemas.RequestEvent) error 
 	if err != nil || !ok {
 		return err
 	}
-	at := md.Timestamp
+	at := d.Time
 	if req.ReceivedAtMs > 0 {
 		at = time.UnixMilli(req.ReceivedAtMs)
 	}
@@ -141,14 +163,14 @@ type pinResult int
 const (
 	pinDone   pinResult = iota // settled: ack
 	pinRetry                   // try again later: nak with delay
-	pinQueued                  // handed to the sender, which acks (settled callback)
+	pinQueued                  // handed to the sender, which settles d (Delivery.Done)
 )
 
 // onResponse pins the conversation's pages if the response ends in a tool
-// call (or its request announced one). For pinQueued, settled is called
+// call (or its request announced one). For pinQueued, d.Done is called
 // once the pin has left or was dropped.
-func (p *Pinning) onResponse(msg jetstream.Msg, resp *schemas.ResponseEvent, settled func(bool)) pinResult {
-	p.Tick(eventTime(msg, resp.CompletedAtMs))
+func (p *Pinning) onResponse(d hints.Delivery, resp *schemas.ResponseEvent) pinResult {
+	p.Tick(eventTime(d, resp.CompletedAtMs))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	toolCall := resp.FinishReason == "tool_calls" || len(resp.ToolCalls) > 0
@@ -158,7 +180,7 @@ func (p *Pinning) onResponse(msg jetstream.Msg, resp *schemas.ResponseEvent, set
 		p.Counters.Inc("responses.no_pin")
 		return pinDone // nothing announced a tool call; nothing to wait for
 	case err != nil:
-		return p.retryOrSkip(msg, resp, err)
+		return p.retryOrSkip(d, resp, err)
 	}
 	if !toolCall && e.SimToolMs == 0 {
 		p.Counters.Inc("responses.no_pin")
@@ -166,10 +188,10 @@ func (p *Pinning) onResponse(msg jetstream.Msg, resp *schemas.ResponseEvent, set
 	}
 	// Reading the request back is a stream round trip: tell JetStream the
 	// response is being worked on.
-	_ = msg.InProgress()
+	d.InProgress()
 	req, err := p.Index.Request(ctx, resp.RequestID, e)
 	if err != nil {
-		return p.retryOrSkip(msg, resp, err)
+		return p.retryOrSkip(d, resp, err)
 	}
 	w, ok := p.Workers.Get(resp.WorkerID)
 	if !ok {
@@ -208,9 +230,9 @@ func (p *Pinning) onResponse(msg jetstream.Msg, resp *schemas.ResponseEvent, set
 	}
 	pin := actions.Pin{Trigger: resp.RequestID, Slot: slot, Keys: keys, TTL: ttl,
 		Priority: actions.Priority(pageTokens), Tokens: pageTokens}
-	queued := p.send(pin, "pin", p.TTL.Deadline(ttl), settled)
+	queued := p.send(pin, "pin", p.TTL.Deadline(ttl), d.Settled)
 	if session != "" {
-		completed := eventTime(msg, resp.CompletedAtMs)
+		completed := eventTime(d, resp.CompletedAtMs)
 		rec := PinRecord{Slot: slot, Trigger: resp.RequestID, Tools: tools, CompletedAtMs: completed.UnixMilli(),
 			ExpiresAtMs: p.now().Add(ttl).UnixMilli()}
 		rev, err := p.putSlot(ctx, session, rec)
@@ -231,8 +253,8 @@ func (p *Pinning) onResponse(msg jetstream.Msg, resp *schemas.ResponseEvent, set
 
 // retryOrSkip waits for a request another member may still be indexing,
 // a few times, then gives up on the pin (never on the response).
-func (p *Pinning) retryOrSkip(msg jetstream.Msg, resp *schemas.ResponseEvent, err error) pinResult {
-	if md, mErr := msg.Metadata(); mErr == nil && md.NumDelivered < 5 {
+func (p *Pinning) retryOrSkip(d hints.Delivery, resp *schemas.ResponseEvent, err error) pinResult {
+	if d.Unknown == nil && d.Delivered < 5 {
 		p.Counters.Inc("responses.retried")
 		return pinRetry
 	}

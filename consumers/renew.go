@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/hintstream/hintstream/hints"
 )
 
 // Renewal: a tool call that outlasts its expected time would lose its
@@ -23,10 +23,9 @@ import (
 // member that pinned: if it dies, its pins lapse as they would without
 // renewal.
 
-// DefaultPinRenewMax is the default Pinning.RenewMax: tool calls of up to
-// 10 minutes keep their pages pinned however short the expected time was;
-// a session that never comes back holds its pin that long.
-const DefaultPinRenewMax = 10 * time.Minute
+// DefaultPinRenewMax is the default Pinning.RenewMax
+// (hints.DefaultPinRenewMax).
+const DefaultPinRenewMax = hints.DefaultPinRenewMax
 
 // renewal is one pin awaiting its session's next turn.
 type renewal struct {
@@ -67,12 +66,12 @@ type renewals struct {
 
 // eventTime is the time an event stamps itself with, or else its
 // JetStream timestamp.
-func eventTime(msg jetstream.Msg, ms int64) time.Time {
+func eventTime(d hints.Delivery, ms int64) time.Time {
 	if ms > 0 {
 		return time.UnixMilli(ms)
 	}
-	if md, err := msg.Metadata(); err == nil {
-		return md.Timestamp
+	if d.Unknown == nil {
+		return d.Time
 	}
 	return time.Time{}
 }

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -98,41 +100,52 @@ func (c *RequestConsumer) Start(ctx context.Context) error { return c.d.start(ct
 // Stop stops fetching and waits until the message in hand is finished.
 func (c *RequestConsumer) Stop() { c.d.stop() }
 
-// Handle processes one message as Start's consumer does; a replay calls
-// it on history.
-func (c *RequestConsumer) Handle(msg jetstream.Msg) { c.handle(msg) }
-
+// handle is the JetStream side: it decides on the message and acts on
+// the Outcome.
 func (c *RequestConsumer) handle(msg jetstream.Msg) {
+	d := deliveryOf(msg, func(bool) { ack(msg, c.counters, "requests", c.log) })
+	settle(msg, c.Decide(d, msg.Data(), msg.Headers()), &c.rej)
+}
+
+// Decide decodes one request event and makes its decisions (index it,
+// release its session's pin, prefetch for a wake-up), apart from how it
+// arrived: the consumer settles its message by the Outcome, a replay
+// calls it on history.
+func (c *RequestConsumer) Decide(d hints.Delivery, data []byte, hdr nats.Header) hints.Outcome {
 	c.counters.Inc("requests.received")
-	err := c.cfg.Limits.CheckHeaders("request", msg.Headers())
+	err := c.cfg.Limits.CheckHeaders("request", hdr)
 	var req *schemas.RequestEvent
 	if err == nil {
-		req, err = c.cfg.Limits.DecodeRequest(msg.Data(), msg.Headers().Get("Content-Type"))
+		req, err = c.cfg.Limits.DecodeRequest(data, hdr.Get("Content-Type"))
 	}
 	if err != nil {
-		c.rej.reject(msg, err)
-		return
+		return hints.Rejected(err)
 	}
-	odd := headerUnrecognised(req.Headers, msg.Headers())
-	mergeNATSHeaders(req, msg.Headers())
+	odd := headerUnrecognised(req.Headers, hdr)
+	mergeNATSHeaders(req, hdr)
+	return c.OnRequest(d, req, odd)
+}
+
+// OnRequest decides on a decoded request; odd says its headers looked
+// like hint headers but were not (see headers.go).
+func (c *RequestConsumer) OnRequest(d hints.Delivery, req *schemas.RequestEvent, odd bool) hints.Outcome {
 	wakeup := isWakeup(req.Headers)
 	// A wake-up announces a turn, it is not one: it must neither release
 	// the session's pin (the real request may land on another worker and
 	// need the pinned pages from L3) nor end the tool's observed time early.
 	if c.pins != nil && !wakeup {
-		if err := c.pins.onRequest(msg, req); err != nil {
+		if err := c.pins.onRequest(d, req); err != nil {
 			// The index must hold the request before it is acked, or a
 			// tool-call response could find nothing to pin.
 			c.counters.Inc("requests.transient_errors")
 			c.log.Warn("request not indexed; will redeliver", "request_id", req.RequestID, "err", err)
-			_ = msg.NakWithDelay(time.Second)
-			return
+			return hints.RetryAfter(time.Second, err)
 		}
 	}
 	if c.pins != nil {
 		// After onRequest: a session's next turn takes its slot before
 		// its pin could be renewed.
-		c.pins.Tick(eventTime(msg, req.ReceivedAtMs))
+		c.pins.Tick(eventTime(d, req.ReceivedAtMs))
 	}
 	if odd {
 		// Not silently plain: the frontend meant something (see headers.go).
@@ -144,25 +157,25 @@ func (c *RequestConsumer) handle(msg jetstream.Msg) {
 		if !odd {
 			c.counters.Inc("requests.plain")
 		}
-		ack(msg, c.counters, "requests", c.log)
-		return
+		return hints.Done()
 	}
 	c.counters.Inc("requests.wakeup")
-	if !c.prefetch(msg, req) {
-		ack(msg, c.counters, "requests", c.log)
+	if c.prefetch(d, req) {
+		return hints.HeldUntilSent()
 	}
+	return hints.Done()
 }
 
 // prefetch derives and hands off the hint; every way it can end without
 // a hint is counted, none of them is a reason to redeliver. It returns
-// true when the hint was queued: the sender acks msg once the hint has
+// true when the hint was queued: the sender settles d once the hint has
 // left (or was dropped), so a crash in between redelivers the wake-up.
-func (c *RequestConsumer) prefetch(msg jetstream.Msg, req *schemas.RequestEvent) bool {
+func (c *RequestConsumer) prefetch(d hints.Delivery, req *schemas.RequestEvent) bool {
 	base := c.now()
 	if req.ReceivedAtMs > 0 {
 		base = time.UnixMilli(req.ReceivedAtMs)
-	} else if md, err := msg.Metadata(); err == nil {
-		base = md.Timestamp
+	} else if d.Unknown == nil {
+		base = d.Time
 	}
 	// A time stamped ahead of our clock (skew, or hostile) must not stretch
 	// the hint's life: the sender retries it until its deadline.
@@ -190,7 +203,7 @@ func (c *RequestConsumer) prefetch(msg jetstream.Msg, req *schemas.RequestEvent)
 		return false
 	}
 	err = c.sender.Send(cand.Endpoint, actions.Hint{MessageID: id, Body: body, Deadline: expires,
-		Done: func(bool) { ack(msg, c.counters, "requests", c.log) }})
+		Done: d.Settled})
 	if err != nil {
 		c.counters.IncLabel("hints.prefetch.dropped", dropReason(err))
 		c.log.Warn("prefetch not queued", "request_id", req.RequestID, "endpoint", cand.Endpoint, "err", err)

@@ -5,8 +5,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -64,27 +66,36 @@ func (c *ResponseConsumer) Start(ctx context.Context) error { return c.d.start(c
 // Stop stops fetching and waits until the message in hand is finished.
 func (c *ResponseConsumer) Stop() { c.d.stop() }
 
-// Handle processes one message as Start's consumer does; a replay calls
-// it on history.
-func (c *ResponseConsumer) Handle(msg jetstream.Msg) { c.handle(msg) }
-
+// handle is the JetStream side: it decides on the message and acts on
+// the Outcome.
 func (c *ResponseConsumer) handle(msg jetstream.Msg) {
+	d := deliveryOf(msg, func(bool) { ack(msg, c.counters, "responses", c.log) })
+	settle(msg, c.Decide(d, msg.Data(), msg.Headers()), &c.rej)
+}
+
+// Decide decodes one response event and pins on a tool call, apart from
+// how it arrived: the consumer settles its message by the Outcome, a
+// replay calls it on history.
+func (c *ResponseConsumer) Decide(d hints.Delivery, data []byte, hdr nats.Header) hints.Outcome {
 	c.counters.Inc("responses.received")
-	err := c.cfg.Limits.CheckHeaders("response", msg.Headers())
+	err := c.cfg.Limits.CheckHeaders("response", hdr)
 	var resp *schemas.ResponseEvent
 	if err == nil {
-		resp, err = c.cfg.Limits.DecodeResponse(msg.Data(), msg.Headers().Get("Content-Type"))
+		resp, err = c.cfg.Limits.DecodeResponse(data, hdr.Get("Content-Type"))
 	}
 	if err != nil {
-		c.rej.reject(msg, err)
-		return
+		return hints.Rejected(err)
 	}
-	switch c.pins.onResponse(msg, resp, func(bool) { ack(msg, c.counters, "responses", c.log) }) {
+	return c.OnResponse(d, resp)
+}
+
+// OnResponse decides on a decoded response.
+func (c *ResponseConsumer) OnResponse(d hints.Delivery, resp *schemas.ResponseEvent) hints.Outcome {
+	switch c.pins.onResponse(d, resp) {
 	case pinRetry:
-		_ = msg.NakWithDelay(c.cfg.RetryDelay)
-	case pinDone:
-		ack(msg, c.counters, "responses", c.log)
+		return hints.RetryAfter(c.cfg.RetryDelay, nil)
 	case pinQueued:
-		// acked by the sender once the pin has left
+		return hints.HeldUntilSent() // settled by the sender once the pin has left
 	}
+	return hints.Done()
 }

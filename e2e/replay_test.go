@@ -17,10 +17,20 @@ import (
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
+	"github.com/nats-io/nats-server/v2/server"
 )
 
 // hintLines reads a hints file into sorted canonical lines.
 func hintLines(t *testing.T, path string) []string {
+	t.Helper()
+	out := canonicalLines(t, path)
+	slices.Sort(out)
+	return out
+}
+
+// canonicalLines reads a hints file into its lines, each in canonical JSON
+// key order, in file order.
+func canonicalLines(t *testing.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -37,15 +47,26 @@ func hintLines(t *testing.T, path string) []string {
 		c, _ := json.Marshal(v) // canonical key order
 		out = append(out, string(c))
 	}
-	slices.Sort(out)
 	return out
 }
 
-// TestReplayMatchesLive: a live run logs the hints it hands to its senders;
-// a dry-run replay of the same history must produce exactly the same
-// hints (prefetches, pins and a release), chosen against the state of the
-// moment.
-func TestReplayMatchesLive(t *testing.T) {
+// liveRun is the history a live run made and logged, for a replay to
+// repeat.
+type liveRun struct {
+	srv          *server.Server
+	w1, w2, pin  *messageSink
+	live         string           // its --hints-log
+	since        time.Time        // just before its first request
+	receivedAtMs map[string]int64 // each wake-up's received_at_ms
+}
+
+// runLive starts `run` with flags on a fresh bus with two workers, and
+// publishes wake-ups for prompts each worker favours, a tool call, KV
+// events between them and the next turn; it returns once wantPins hints
+// (the pin, and a release unless --keep-pin-on-next-turn) reached the pin
+// socket and every request was handled.
+func runLive(t *testing.T, wantPins int, flags ...string) liveRun {
+	t.Helper()
 	vec := sglangVector(t, "mha-tp2-page16")
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
@@ -54,13 +75,14 @@ func TestReplayMatchesLive(t *testing.T) {
 	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
 		t.Fatal(err)
 	}
-	w1, w2, pin := newMessageSink(t), newMessageSink(t), newMessageSink(t)
+	r := liveRun{srv: srv, w1: newMessageSink(t), w2: newMessageSink(t), pin: newMessageSink(t),
+		live: filepath.Join(t.TempDir(), "live.jsonl"), receivedAtMs: map[string]int64{}}
 	kv, err := registry.Bucket(ctx, js, registry.DefaultBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	layout := vec.Layout
-	for id, ep := range map[uint64]string{1: w1.ep, 2: w2.ep} {
+	for id, ep := range map[uint64]string{1: r.w1.ep, 2: r.w2.ep} {
 		if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: id, Model: model, KvBlockSize: 16,
 			HintEndpoints: []string{ep}, ObjectLayout: &layout}); err != nil {
 			t.Fatal(err)
@@ -72,14 +94,19 @@ func TestReplayMatchesLive(t *testing.T) {
 	busy := uint64(3)
 	publishJSON(t, ctx, js, streams.LoadSubject(2), schemas.ActiveLoad{WorkerID: 2, ActiveDecodeBlocks: &busy})
 
-	live := filepath.Join(t.TempDir(), "live.jsonl")
-	p := start(t, "run", "--nats-url", srv.ClientURL(), "--pin-endpoint", pin.ep, "--hints-log", live, "--log-format", "json")
+	p := start(t, append([]string{"run", "--nats-url", srv.ClientURL(), "--pin-endpoint", r.pin.ep, "--hints-log", r.live,
+		"--log-format", "json"}, flags...)...)
 	p.waitLine(t, 30*time.Second, "hintstream running")
-	since := time.Now().Add(-time.Millisecond)
+	r.since = time.Now().Add(-time.Millisecond)
+	wakeUp := func(id, session string, prompt []uint32) {
+		ev := wake(id, session, prompt)
+		r.receivedAtMs[id] = ev.ReceivedAtMs
+		publishRequest(t, ctx, js, ev)
+	}
 
 	// Wake-ups for prompts each worker favours, a tool call, the next turn.
-	publishRequest(t, ctx, js, wake("r-1", "a", prompt))
-	publishRequest(t, ctx, js, wake("r-2", "b", prompt[:3*16]))
+	wakeUp("r-1", "a", prompt)
+	wakeUp("r-2", "b", prompt[:3*16])
 	publishRequest(t, ctx, js, schemas.RequestEvent{RequestID: "r-3", SessionID: "c", Model: model, TokenIDs: vec.Tokens[:40]})
 	settled(t, ctx, js, "LLM_REQUESTS", "hintstream-requests")
 	// More KV events mid-run: worker 1 now caches the whole prompt.
@@ -87,24 +114,42 @@ func TestReplayMatchesLive(t *testing.T) {
 	publishResponse(t, ctx, js, schemas.ResponseEvent{RequestID: "r-3", SessionID: "c",
 		Model: model, WorkerID: 1, FinishReason: "tool_calls", ToolCalls: []schemas.ToolCall{{Name: "search"}},
 		OutputTokenIDs: vec.Tokens[40:], CompletedAtMs: time.Now().UnixMilli()})
-	natstest.Eventually(t, 10*time.Second, func() bool { d, _ := pin.counts(); return d == 1 }, "the pin")
+	natstest.Eventually(t, 10*time.Second, func() bool { d, _ := r.pin.counts(); return d == 1 }, "the pin")
 	// The next turn: its wake-up prefetches, the turn itself releases the pin.
-	publishRequest(t, ctx, js, wake("r-4", "c", prompt))
+	wakeUp("r-4", "c", prompt)
 	publishRequest(t, ctx, js, schemas.RequestEvent{RequestID: "r-5", SessionID: "c", Model: model, TokenIDs: prompt})
 	natstest.Eventually(t, 10*time.Second, func() bool {
-		d1, _ := w1.counts()
-		d2, _ := w2.counts()
-		dp, _ := pin.counts()
-		return d1+d2 == 3 && dp == 2
-	}, "3 prefetches, a pin and a release")
+		d1, _ := r.w1.counts()
+		d2, _ := r.w2.counts()
+		dp, _ := r.pin.counts()
+		return d1+d2 == 3 && dp == wantPins
+	}, "3 prefetches and %d hints at the pin socket", wantPins)
+	settled(t, ctx, js, "LLM_REQUESTS", "hintstream-requests")
 	p.stop(t)
+	return r
+}
 
+// replayDry replays r's history with flags into a dry-run file and
+// returns the file and the command's output.
+func replayDry(t *testing.T, r liveRun, flags ...string) (string, []byte) {
+	t.Helper()
 	dry := filepath.Join(t.TempDir(), "replay.jsonl")
-	out, err := exec.Command(binary, "replay", "--nats-url", srv.ClientURL(), "--since", since.Format(time.RFC3339Nano),
-		"--dry-run", "--out", dry, "--pin-endpoint", pin.ep).CombinedOutput()
+	out, err := exec.Command(binary, append([]string{"replay", "--nats-url", r.srv.ClientURL(),
+		"--since", r.since.Format(time.RFC3339Nano), "--dry-run", "--out", dry, "--pin-endpoint", r.pin.ep}, flags...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("replay: %v\n%s", err, out)
 	}
+	return dry, out
+}
+
+// TestReplayMatchesLive: a live run logs the hints it hands to its senders;
+// a dry-run replay of the same history must produce exactly the same
+// hints (prefetches, pins and a release), chosen against the state of the
+// moment.
+func TestReplayMatchesLive(t *testing.T) {
+	r := runLive(t, 2)
+	w1, w2, live := r.w1, r.w2, r.live
+	dry, out := replayDry(t, r)
 	want, got := hintLines(t, live), hintLines(t, dry)
 	if len(want) != 5 {
 		t.Fatalf("the live run logged %d hints, want 5:\n%s", len(want), strings.Join(want, "\n"))

@@ -17,13 +17,13 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/consumers"
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
-	"github.com/hintstream/hintstream/tooltime"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -48,18 +48,13 @@ type Options struct {
 	Progress io.Writer
 
 	RegistryBucket string
-	Routing        routing.Config
-	IndexOptions   []kvevents.IndexOption
-	PrefetchTTL    time.Duration
 	PinEndpoint    string // empty: no pins
-	PinTTL         actions.TTLConfig
-	ToolTime       tooltime.Config
-	KeepPinOnNext  bool
-	// PinRenewMax renews pins on the events' clock, as run does on its
-	// (consumers.Pinning.RenewMax); 0: never.
-	PinRenewMax time.Duration
-	Limits      schemas.Limits
-	Logger      *slog.Logger
+	Logger         *slog.Logger
+
+	// Decisions are the live run's: the same struct, the same flags
+	// (cmd/hintstream/flags_decisions.go), the same defaults. Pins are
+	// renewed on the events' clock, as run does on its.
+	hints.Decisions
 }
 
 // Summary counts what a replay saw and did.
@@ -87,31 +82,46 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	case <-ctx.Done():
 		return Summary{}, ctx.Err()
 	}
+	o.Decisions = o.Decisions.WithDefaults()
+	if err := o.Decisions.Validate(); err != nil {
+		return Summary{}, err
+	}
 	counters := &metrics.Counters{}
-	ix := kvevents.NewIndex(append([]kvevents.IndexOption{kvevents.WithLogger(o.Logger)}, o.IndexOptions...)...)
+	clock := &eventClock{}
+	ix := o.NewIndex(o.Logger)
 	loads := routing.NewLoadTable()
-	sel := routing.NewSelector(reg, ix, loads, routing.WithConfig(o.Routing), routing.WithLogger(o.Logger))
+	sel := routing.NewSelector(reg, ix, loads, routing.WithConfig(*o.Routing), routing.WithLogger(o.Logger),
+		routing.WithClock(clock.now)) // burst spreading decays on the events' clock, as live on its
+	// KV events pass the live run's holding area; the registry's current
+	// workers are registered in it.
+	holding := consumers.NewHolding(ix, o.Holding, counters)
+	for _, w := range reg.Workers() {
+		holding.Register(w.WorkerID)
+	}
 	var sender consumers.HintSender = o.Sender
 	if o.DryRun {
 		sender = actions.NewRecorder(o.Out, nil)
 	}
-	clock := &eventClock{}
 	dlq := consumers.NewDeadLetter(nil, "")
 	var pins *consumers.Pinning
 	if o.PinEndpoint != "" {
-		pins = &consumers.Pinning{Endpoint: o.PinEndpoint, Index: newMemRequests(), Slots: newMemSlots(),
-			Learner: tooltime.New(o.ToolTime), TTL: o.PinTTL, Workers: reg, Sender: sender,
-			ReleaseOnNextTurn: !o.KeepPinOnNext, RenewMax: o.PinRenewMax, Counters: counters, Log: o.Logger, Now: clock.now}
+		pins = consumers.NewPinning(o.Decisions, consumers.PinDeps{Endpoint: o.PinEndpoint, Index: newMemRequests(),
+			Slots: newMemSlots(), Workers: reg, Sender: sender, Counters: counters, Log: o.Logger, Now: clock.now})
 	}
+	// The live decisions, without their transport: requests and responses
+	// go to the consumers' Decide (nothing to settle: each Outcome is only
+	// counted), KV events and load to the live appliers.
+	reqs := consumers.NewRequestConsumer(js, consumers.RequestConfig{Stream: o.Streams.Requests.Name,
+		PrefetchTTL: o.PrefetchTTL, Limits: o.Limits, Clock: clock.now}, sel, sender, pins, dlq, counters, o.Logger)
 	handlers := map[string]func(jetstream.Msg){
-		"kv_events": applier(consumers.ApplyKVEvents(ix, o.Limits, counters), counters, "kv_events"),
+		"kv_events": applier(consumers.ApplyKVEvents(holding, o.Limits, counters), counters, "kv_events"),
 		"load":      applier(consumers.ApplyLoad(loads, o.Limits), counters, "load"),
-		"requests": consumers.NewRequestConsumer(js, consumers.RequestConfig{Stream: o.Streams.Requests.Name,
-			PrefetchTTL: o.PrefetchTTL, Limits: o.Limits, Clock: clock.now}, sel, sender, pins, dlq, counters, o.Logger).Handle,
+		"requests":  decider(reqs.Decide, counters, "requests"),
 	}
 	if pins != nil {
-		handlers["responses"] = consumers.NewResponseConsumer(js, consumers.ResponseConfig{Stream: o.Streams.Responses.Name,
-			Limits: o.Limits}, pins, dlq, counters, o.Logger).Handle
+		resps := consumers.NewResponseConsumer(js, consumers.ResponseConfig{Stream: o.Streams.Responses.Name,
+			Limits: o.Limits}, pins, dlq, counters, o.Logger)
+		handlers["responses"] = decider(resps.Decide, counters, "responses")
 	}
 
 	var srcs []*source
@@ -161,7 +171,7 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 			clock.set(md.Timestamp)
 		}
 		counters.Inc("events." + next.kind)
-		handlers[next.kind](replayMsg{m})
+		handlers[next.kind](m)
 		done++
 		if first.IsZero() && md != nil {
 			first = md.Timestamp
@@ -211,17 +221,24 @@ func applier(apply consumers.ApplyFunc, counters *metrics.Counters, kind string)
 	}
 }
 
-// replayMsg lets the live handlers run on history: acks and their kin
-// have nothing to settle.
-type replayMsg struct{ jetstream.Msg }
-
-func (replayMsg) Ack() error                         { return nil }
-func (replayMsg) DoubleAck(context.Context) error    { return nil }
-func (replayMsg) Nak() error                         { return nil }
-func (replayMsg) NakWithDelay(time.Duration) error   { return nil }
-func (replayMsg) InProgress() error                  { return nil }
-func (replayMsg) Term() error                        { return nil }
-func (replayMsg) TermWithReason(reason string) error { return nil }
+// decider runs a trigger's decisions on a stored message. Its Outcome
+// has nothing to settle: a Reject is counted as the live consumer counts
+// it, a Retry (a response whose request is not in the replayed history)
+// is already counted by the decision.
+func decider(decide func(hints.Delivery, []byte, nats.Header) hints.Outcome, counters *metrics.Counters,
+	kind string) func(jetstream.Msg) {
+	return func(m jetstream.Msg) {
+		d := hints.Delivery{Delivered: 1}
+		if md, err := m.Metadata(); err != nil {
+			d.Unknown = err
+		} else {
+			d.Seq, d.Time = md.Sequence.Stream, md.Timestamp
+		}
+		if out := decide(d, m.Data(), m.Headers()); out.Verdict == hints.Reject {
+			counters.IncLabel(kind+".malformed", out.Reason())
+		}
+	}
+}
 
 func summarize(c *metrics.Counters) Summary {
 	s := Summary{Events: map[string]uint64{}, Hints: map[string]uint64{}, Errors: map[string]uint64{}}

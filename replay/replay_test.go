@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/routing"
@@ -64,7 +65,8 @@ func TestFromSeqAndUntil(t *testing.T) {
 		t.Helper()
 		var out bytes.Buffer
 		o.Streams, o.DryRun, o.Out = set, true, &out
-		o.Routing, o.PrefetchTTL = routing.DefaultConfig(), time.Minute
+		rc := routing.DefaultConfig()
+		o.Routing, o.PrefetchTTL = &rc, time.Minute
 		o.PinTTL, o.ToolTime = actions.DefaultTTLConfig(), tooltime.DefaultConfig()
 		sum, err := Run(ctx, js, o)
 		if err != nil {
@@ -117,7 +119,8 @@ func TestProgressBar(t *testing.T) {
 // TestReplayRenewsPinsOnEventTime: a tool call whose session is still out
 // when a later event (another session's request stamped 40 s on) is
 // replayed gets its pin renewed, on the events' clock, however fast the
-// replay runs; without PinRenewMax it does not.
+// replay runs; with renewals off (a negative PinRenewMax, as in run's
+// Config) it does not.
 func TestReplayRenewsPinsOnEventTime(t *testing.T) {
 	ctx, js, set := setup(t, &schemas.ObjectLayout{PageSize: 16, HicacheObjectLayout: schemas.HicacheObjectLayout{KeyPrefix: "p",
 		Pools: []schemas.LayoutPool{{Pool: "kv", Suffixes: []string{"_k"}, HitPolicy: "all_pages"}}}})
@@ -138,9 +141,10 @@ func TestReplayRenewsPinsOnEventTime(t *testing.T) {
 	run := func(renewMax time.Duration) (Summary, []schemas.PinPayload) {
 		t.Helper()
 		var out bytes.Buffer
-		sum, err := Run(ctx, js, Options{Streams: set, DryRun: true, Out: &out, Routing: routing.DefaultConfig(),
-			PrefetchTTL: time.Minute, PinEndpoint: "tcp://127.0.0.1:9", PinTTL: actions.DefaultTTLConfig(),
-			ToolTime: tooltime.DefaultConfig(), PinRenewMax: renewMax, Since: t0.Add(-time.Hour)})
+		rc := routing.DefaultConfig()
+		sum, err := Run(ctx, js, Options{Streams: set, DryRun: true, Out: &out, PinEndpoint: "tcp://127.0.0.1:9",
+			Decisions: hints.Decisions{Routing: &rc, PrefetchTTL: time.Minute, PinTTL: actions.DefaultTTLConfig(),
+				ToolTime: tooltime.DefaultConfig(), PinRenewMax: renewMax}, Since: t0.Add(-time.Hour)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +166,7 @@ func TestReplayRenewsPinsOnEventTime(t *testing.T) {
 		pins[0].Slot != "session:s" || pins[1].Slot != "session:s" || pins[1].TTLMs != 50000 {
 		t.Fatalf("with renewals: hints %v, pins %+v", sum.Hints, pins)
 	}
-	if sum, pins := run(0); sum.Hints["renew"] != 0 || len(pins) != 1 {
+	if sum, pins := run(-1); sum.Hints["renew"] != 0 || len(pins) != 1 {
 		t.Fatalf("without renewals: hints %v, pins %+v", sum.Hints, pins)
 	}
 }

@@ -9,14 +9,11 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/consumers"
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/registry"
-	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
-	"github.com/hintstream/hintstream/tooltime"
 )
 
 // Config is everything `hintstream run` can set. The zero value of a
@@ -51,7 +48,6 @@ type Config struct {
 	// RequestsDeliverAll makes a newly created requests consumer start at
 	// the beginning of the stream instead of its end.
 	RequestsDeliverAll bool
-	PrefetchTTL        time.Duration // default 2s
 	// AckWait is how long a group member may hold a request or response
 	// before JetStream gives it to another; default 30s.
 	AckWait time.Duration
@@ -68,37 +64,17 @@ type Config struct {
 	// actions.DefaultSettleDelay, negative: at once.
 	SenderSettleDelay time.Duration
 
-	// Routing is the worker choice; nil means routing.DefaultConfig()
-	// (Dynamo's defaults: weight 1, temperature 0, no spreading).
-	Routing *routing.Config
 	// KVApplyShards applies KV events of different subjects (workers) in
 	// parallel, each subject in order; default 4.
 	KVApplyShards int
-	// IndexOptions configure the block index (bound, stale policy).
-	IndexOptions []kvevents.IndexOption
 
 	// PinEndpoint is the Mooncake master's PULL socket for tool-call pins
 	// (DYN_KVM_PIN_ENDPOINT); empty turns pins off.
 	PinEndpoint      string
 	ResponsesDurable string // default "hintstream-responses"
-	// PinTTL turns an expected tool time into a pin TTL; zero value means
-	// actions.DefaultTTLConfig().
-	PinTTL actions.TTLConfig
-	// ToolTime learns expected tool times; zero value means
-	// tooltime.DefaultConfig().
-	ToolTime tooltime.Config
-	// KeepPinOnNextTurn leaves a session's pin in place when its next
-	// request arrives (by default the slot is released: the new turn loads
-	// the pages itself).
-	KeepPinOnNextTurn bool
 	// RequestIndexTTL is how long a response may trail its request and
 	// still be pinned; default 1h.
 	RequestIndexTTL time.Duration
-	// PinRenewMax is how long a tool call's pin is renewed while its
-	// session has not come back, counted from the response (see
-	// consumers/renew.go). Default consumers.DefaultPinRenewMax;
-	// negative: pins are never renewed.
-	PinRenewMax time.Duration
 
 	// SnapshotInterval saves the index to the object store this often, and
 	// at shutdown; start-up loads the latest snapshot and replays only the
@@ -115,7 +91,6 @@ type Config struct {
 	HTTPAddr string
 	Pprof    bool
 
-	Limits schemas.Limits
 	Logger *slog.Logger
 
 	// Prefetch affinity (issue 16). AffinityBucket is the JetStream KV
@@ -128,9 +103,6 @@ type Config struct {
 	NoAffinity     bool
 
 	// Issue 19 (registered workers first, renewals, snapshot reclaim).
-	// Holding bounds the KV events kept for workers not registered (yet);
-	// zero fields: the consumers.DefaultHolding* constants.
-	Holding consumers.HoldingConfig
 	// SnapshotReclaimGrace is how long the chunks of a snapshot save no
 	// object names must have been idle before they are purged (after each
 	// save and at start-up); default DefaultSnapshotReclaimGrace.
@@ -179,6 +151,12 @@ type Config struct {
 	// requests and responses, indexes only their workers' KV events, and
 	// chooses only among their workers. Empty: every model.
 	Models []string
+
+	// Decisions (issue 12): the worker choice, index options, prefetch and
+	// pin TTLs, tool times, keep-pin, renewals, input limits and the
+	// holding area, the one configuration `run` and `replay` share
+	// (hints.Decisions; their fields are promoted: cfg.PrefetchTTL).
+	hints.Decisions
 }
 
 // Defaults fills zero fields with their defaults.
@@ -198,9 +176,6 @@ func (c Config) Defaults() Config {
 	if c.AffinityBucket == "" {
 		c.AffinityBucket = schemas.DefaultAffinityBucket
 	}
-	if c.PrefetchTTL <= 0 {
-		c.PrefetchTTL = 2 * time.Second
-	}
 	if c.DeadLetterPrefix == "" {
 		c.DeadLetterPrefix = "hintstream.dlq"
 	}
@@ -216,21 +191,11 @@ func (c Config) Defaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.Routing == nil {
-		d := routing.DefaultConfig()
-		c.Routing = &d
-	}
 	if c.KVApplyShards <= 0 {
 		c.KVApplyShards = 4
 	}
 	if c.ResponsesDurable == "" {
 		c.ResponsesDurable = "hintstream-responses"
-	}
-	if c.PinTTL == (actions.TTLConfig{}) {
-		c.PinTTL = actions.DefaultTTLConfig()
-	}
-	if c.ToolTime == (tooltime.Config{}) {
-		c.ToolTime = tooltime.DefaultConfig()
 	}
 	if c.SnapshotInterval == 0 {
 		c.SnapshotInterval = 5 * time.Minute
@@ -241,8 +206,6 @@ func (c Config) Defaults() Config {
 	if c.RequestIndexTTL <= 0 {
 		c.RequestIndexTTL = time.Hour
 	}
-	if c.PinRenewMax == 0 {
-		c.PinRenewMax = consumers.DefaultPinRenewMax
-	}
+	c.Decisions = c.Decisions.WithDefaults()
 	return c.clusterDefaults()
 }

@@ -5,12 +5,9 @@ import "github.com/hintstream/hintstream/consumers"
 // startHolding puts the holding area in front of the index (after the
 // snapshot is loaded, since a failed load replaces the index; before the
 // registry opens, since its initial records register workers).
-func (s *Service) startHolding() error {
-	if err := s.cfg.Holding.Validate(); err != nil {
-		return err
-	}
+// Its bounds were validated with the other decisions at Start.
+func (s *Service) startHolding() {
 	s.holding = consumers.NewHolding(s.Index, s.cfg.Holding, s.Counters)
-	return nil
 }
 
 // promote lets a newly registered worker's events into the index,

@@ -97,7 +97,7 @@ func New(cfg Config) *Service {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		Counters: &metrics.Counters{},
-		Index:    kvevents.NewIndex(append([]kvevents.IndexOption{kvevents.WithLogger(cfg.Logger)}, cfg.IndexOptions...)...),
+		Index:    cfg.NewIndex(cfg.Logger),
 		Loads:    routing.NewLoadTable(),
 	}
 }
@@ -130,6 +130,10 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		}
 	}()
 	if err := s.ensureFileLimit(); err != nil {
+		return err
+	}
+	// The decisions are validated once, before anything is connected.
+	if err := s.cfg.Decisions.Validate(); err != nil {
 		return err
 	}
 	s.models = s.modelSet()
@@ -178,9 +182,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	// Before anything holds the index: a snapshot that fails to load
 	// leaves a fresh one in its place.
 	startSeq := s.loadSnapshot(ctx)
-	if err := s.startHolding(); err != nil {
-		return err
-	}
+	s.startHolding()
 	s.startReclaim()
 	s.latency = &observe.Histogram{}
 	popts := []actions.PoolOption{actions.WithQueueSize(s.cfg.SenderQueue), actions.WithLogger(s.log),
@@ -226,9 +228,6 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		return ctx.Err()
 	}
 	s.pruneUnregistered()
-	if err := s.cfg.Routing.Validate(); err != nil {
-		return err
-	}
 	s.Selector = routing.NewSelector(modelWorkers{s}, s.Index, s.Loads,
 		routing.WithConfig(*s.cfg.Routing), routing.WithLogger(s.log))
 
@@ -328,12 +327,6 @@ func (s *Service) pinning(ctx context.Context, sender actions.Sender) (*consumer
 		s.log.Info("tool-call pins off: DYN_KVM_PIN_ENDPOINT (--pin-endpoint) is unset")
 		return nil, nil
 	}
-	if err := s.cfg.PinTTL.Validate(); err != nil {
-		return nil, err
-	}
-	if err := s.cfg.ToolTime.Validate(); err != nil {
-		return nil, err
-	}
 	idx, err := consumers.OpenRequestIndex(ctx, s.js, "", s.cfg.Streams.Requests.Name, s.cfg.RequestIndexTTL, s.cfg.Limits,
 		s.bucketCap(s.cfg.RequestIndexMaxBytes)...)
 	if err != nil {
@@ -343,11 +336,11 @@ func (s *Service) pinning(ctx context.Context, sender actions.Sender) (*consumer
 	if err != nil {
 		return nil, err
 	}
-	s.Learner = tooltime.New(s.cfg.ToolTime)
 	s.log.Info("tool-call pins on", "endpoint", s.cfg.PinEndpoint)
-	return &consumers.Pinning{Endpoint: s.cfg.PinEndpoint, Index: idx, Slots: slots, Learner: s.Learner,
-		TTL: s.cfg.PinTTL, Workers: s.registry, Sender: sender, ReleaseOnNextTurn: !s.cfg.KeepPinOnNextTurn,
-		RenewMax: max(s.cfg.PinRenewMax, 0), Counters: s.Counters, Log: s.log}, nil
+	pins := consumers.NewPinning(s.cfg.Decisions, consumers.PinDeps{Endpoint: s.cfg.PinEndpoint, Index: idx, Slots: slots,
+		Workers: s.registry, Sender: sender, Counters: s.Counters, Log: s.log})
+	s.Learner = pins.Learner
+	return pins, nil
 }
 
 // WaitCaughtUp waits until the KV-event and load streams, as they are at

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -81,7 +80,7 @@ func (s *Service) loadSnapshot(ctx context.Context) uint64 {
 	}
 	if err != nil {
 		s.log.Warn("snapshot unusable; replaying KV events from the start", "err", err)
-		s.Index = kvevents.NewIndex(append([]kvevents.IndexOption{kvevents.WithLogger(s.log)}, s.cfg.IndexOptions...)...)
+		s.Index = s.cfg.NewIndex(s.log)
 		return 0
 	}
 	st := s.Index.Stats()

@@ -8,25 +8,19 @@ import (
 	"github.com/hintstream/hintstream/service"
 )
 
-// cardinalityFlags registers issue 19's run flags (holding area of
-// unregistered workers, snapshot reclaim, renewal budget, pin bucket
-// caps) and returns the function that
+// cardinalityFlags registers issue 19's run flags (snapshot reclaim,
+// renewal budget, pin bucket caps; the holding area's are decision flags,
+// flags_decisions.go) and returns the function that
 // validates them into a service.Config after parsing.
 func cardinalityFlags(fs *flag.FlagSet) func(*service.Config) error {
 	var (
-		holdWorkers = fs.Int("holding-workers", consumers.DefaultHoldingWorkers, "KV events of at most this many unregistered worker ids are held until they register (least recently heard evicted; past it events are dropped as \"unknown worker\")")
-		holdBlocks  = fs.Int("holding-blocks", consumers.DefaultHoldingBlocks, "blocks held per unregistered worker id; more are dropped as \"unknown worker\"")
-		grace       = fs.Duration("snapshot-reclaim-grace", service.DefaultSnapshotReclaimGrace, "chunks of an interrupted snapshot save, idle this long, are purged after the next save and at start-up")
-		renewRate   = fs.Float64("pin-renew-rate", consumers.DefaultPinRenewRate, "budget of pin renewals per second, on their own goroutine; a due renewal waits for budget, and is skipped (counted) if its pin lapsed meanwhile")
-		slotsBytes  = fs.Int64("pin-slots-max-bytes", consumers.DefaultPinSlotsMaxBytes, "size cap of the hintstream_pins bucket when created (or with --update-streams); when full, new pins are sent but not renewed (0: no cap)")
-		reqBytes    = fs.Int64("request-index-max-bytes", consumers.DefaultRequestIndexMaxBytes, "size cap of the hintstream_requests bucket when created (or with --update-streams); when full, new requests are not indexed and their responses not pinned (0: no cap)")
+		grace      = fs.Duration("snapshot-reclaim-grace", service.DefaultSnapshotReclaimGrace, "chunks of an interrupted snapshot save, idle this long, are purged after the next save and at start-up")
+		renewRate  = fs.Float64("pin-renew-rate", consumers.DefaultPinRenewRate, "budget of pin renewals per second, on their own goroutine; a due renewal waits for budget, and is skipped (counted) if its pin lapsed meanwhile")
+		slotsBytes = fs.Int64("pin-slots-max-bytes", consumers.DefaultPinSlotsMaxBytes, "size cap of the hintstream_pins bucket when created (or with --update-streams); when full, new pins are sent but not renewed (0: no cap)")
+		reqBytes   = fs.Int64("request-index-max-bytes", consumers.DefaultRequestIndexMaxBytes, "size cap of the hintstream_requests bucket when created (or with --update-streams); when full, new requests are not indexed and their responses not pinned (0: no cap)")
 	)
 	return func(cfg *service.Config) error {
 		switch {
-		case *holdWorkers < 1:
-			return fmt.Errorf("--holding-workers must be at least 1, got %d", *holdWorkers)
-		case *holdBlocks < 1:
-			return fmt.Errorf("--holding-blocks must be at least 1, got %d", *holdBlocks)
 		case *grace <= 0:
 			return fmt.Errorf("--snapshot-reclaim-grace must be positive, got %v", *grace)
 		case *renewRate <= 0:
@@ -38,7 +32,6 @@ func cardinalityFlags(fs *flag.FlagSet) func(*service.Config) error {
 		}
 		cfg.PinRenewRate = *renewRate
 		cfg.PinSlotsMaxBytes, cfg.RequestIndexMaxBytes = noCap(*slotsBytes), noCap(*reqBytes)
-		cfg.Holding = consumers.HoldingConfig{MaxWorkers: *holdWorkers, MaxBlocksPerWorker: *holdBlocks}
 		cfg.SnapshotReclaimGrace = *grace
 		return nil
 	}

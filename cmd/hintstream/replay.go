@@ -10,12 +10,9 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/replay"
-	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/streams"
-	"github.com/hintstream/hintstream/tooltime"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -32,12 +29,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		until      = fs.String("until", "", "stop after events of this time (RFC 3339 or a duration ago)")
 		dryRun     = fs.Bool("dry-run", false, "write the hints to --out instead of sending them")
 		out        = fs.String("out", "-", "where a dry run writes its hints, one JSON line each (- = stdout)")
-		ttl        = fs.Duration("prefetch-ttl", 2*time.Second, "as in run")
-		weight     = fs.Float64("overlap-score-weight", routing.DefaultOverlapScoreWeight, "as in run")
-		temp       = fs.Float64("router-temperature", routing.DefaultTemperature, "as in run")
 		pinEP      = fs.String("pin-endpoint", env("DYN_KVM_PIN_ENDPOINT", ""), "as in run (env DYN_KVM_PIN_ENDPOINT); empty: no pins")
-		keepPin    = fs.Bool("keep-pin-on-next-turn", false, "as in run")
-		renewMax   = fs.Duration("pin-renew-max", consumers.DefaultPinRenewMax, "as in run")
 		bucket     = fs.String("registry-bucket", "hintstream_workers", "worker registry bucket (its current entries are used)")
 		reqStream  = fs.String("requests-stream", def.Requests.Name, "as in run")
 		respStream = fs.String("responses-stream", def.Responses.Name, "as in run")
@@ -48,11 +40,12 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		logLevel   = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "warn"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
 	)
 	natsCfg := natsFlags(fs, "hintstream-replay")
-	routerCost := routerFlags(fs)
+	applyDecisions := decisionFlags(fs) // the decision flags of run (flags_decisions.go)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream replay (--since TIME | --from-seq N) [--until TIME] [--dry-run --out FILE] [flags]\n\n"+
 			"Replays KV events, load, requests and responses in their original time order, so each choice\n"+
-			"equals what a live run made at that moment. The registry is its current content.\n\nFlags:\n")
+			"equals what a live run made at that moment. The registry is its current content. Give the\n"+
+			"decision flags the live run had (--prefetch-ttl, --router-*, --pin-*, --tool-time-*, --max-*, ...).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	applyConfig := configFlag(fs)
@@ -71,14 +64,11 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	rc := routing.Config{OverlapScoreWeight: *weight, Temperature: *temp}
-	if err := routerCost(&rc); err != nil {
+	o := replay.Options{Streams: def, FromSeq: *fromSeq, DryRun: *dryRun, RegistryBucket: *bucket,
+		PinEndpoint: *pinEP, Logger: log}
+	if err := applyDecisions(&o.Decisions); err != nil {
 		return err
 	}
-	o := replay.Options{Streams: def, FromSeq: *fromSeq, DryRun: *dryRun, RegistryBucket: *bucket,
-		Routing:     rc,
-		PrefetchTTL: *ttl, PinEndpoint: *pinEP, PinTTL: actions.DefaultTTLConfig(), ToolTime: tooltime.DefaultConfig(),
-		KeepPinOnNext: *keepPin, PinRenewMax: max(*renewMax, 0), Logger: log}
 	o.Streams.Requests.Name, o.Streams.Responses.Name, o.Streams.Load.Name = *reqStream, *respStream, *loadStream
 	o.Streams.KVEvents.Name, o.Streams.KVEvents.Subjects = *kvStream, split(*kvSubj)
 	dynBase = o.Streams

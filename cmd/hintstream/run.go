@@ -10,13 +10,8 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/internal/demo"
-	"github.com/hintstream/hintstream/kvevents"
-	"github.com/hintstream/hintstream/routing"
-	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service"
-	"github.com/hintstream/hintstream/tooltime"
 )
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -25,7 +20,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	streamSet := streamSetFlags(fs)
 	streamSet = dynamoFlags(fs, streamSet)
 	applyConfig := configFlag(fs)
-	routerCost := routerFlags(fs)
+	applyDecisions := decisionFlags(fs) // issue 12: flags_decisions.go, shared with replay
 	applyBounds := boundsFlags(fs)
 	applyCluster := clusterFlags(fs)
 	var (
@@ -35,7 +30,6 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		demoOn       = fs.Bool("demo", false, "also run simulated workers and a stream of wake-ups, printing the hints they receive")
 		demoEvery    = fs.Duration("demo-interval", time.Second, "time between demo requests")
 		demoCount    = fs.Int("demo-count", 0, "demo requests to publish; 0 = until stopped")
-		ttl          = fs.Duration("prefetch-ttl", 2*time.Second, "a prefetch expires this long after its wake-up (expires_at_ms)")
 		bucket       = fs.String("registry-bucket", "hintstream_workers", "JetStream KV bucket of the worker registry")
 		group        = fs.String("group", env("HINTSTREAM_GROUP", "hintstream"), "consumer group (env HINTSTREAM_GROUP): every member shares the durable consumers <group>-requests and <group>-responses, and keeps its own index")
 		durable      = fs.String("requests-durable", "", "durable consumer name for request events (default <group>-requests)")
@@ -44,32 +38,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		senderQueue  = fs.Int("sender-queue", 1024, "hints queued per endpoint before new ones are dropped")
 		settleDelay  = fs.Duration("sender-settle-delay", actions.DefaultSettleDelay, "ack a trigger this long after ZMQ took its hint, so a crash before ZMQ wrote it out loses no trigger (0: at once)")
 		senderHeld   = fs.Int("sender-max-held", 64, "triggers one endpoint's waiting hints may keep unacked; past it they are acked when queued, so a slow worker cannot take every --max-ack-pending slot (0: no bound)")
-		maxTokens    = fs.Int("max-tokens", 1<<20, "largest token_ids accepted in an event")
-		maxBytes     = fs.Int("max-message-bytes", 16<<20, "largest event accepted, in bytes (larger ones are dead-lettered)")
-		maxHeaders   = fs.Int("max-headers", 256, "most entries in a request's headers map, and most NATS header values on any event")
-		maxString    = fs.Int("max-string", 64<<10, "longest id, model, header or tool name accepted, in bytes")
-		maxDepth     = fs.Int("max-depth", 32, "deepest JSON or msgpack nesting accepted in an event")
-		maxHdrBytes  = fs.Int("max-header-bytes", 16<<10, "most bytes of NATS headers accepted on one event")
-		weight       = fs.Float64("overlap-score-weight", routing.DefaultOverlapScoreWeight, "weight of prefill cost in the worker choice with --router-cost classic, as older Dynamo's --kv-overlap-score-weight")
-		temperature  = fs.Float64("router-temperature", routing.DefaultTemperature, "softmax temperature of the worker choice, as Dynamo's --router-temperature (0: lowest cost)")
-		spread       = fs.Bool("spread-wakeups", false, "burst spreading: each wake-up adds decaying virtual load to its chosen worker (departs from the router on purpose)")
-		spreadHL     = fs.Duration("spread-half-life", routing.DefaultSpreadHalfLife, "half-life of burst spreading's virtual load")
 		kvShards     = fs.Int("kv-apply-shards", 4, "KV events of different workers applied in parallel on this many goroutines")
-		maxBlocks    = fs.Int64("index-max-blocks", 0, "bound on indexed (block, worker) device entries; new blocks past it are dropped and counted (0: unbounded)")
-		overlapJump  = fs.Int("overlap-jump", kvevents.DefaultJump, "overlap probes every n-th prompt block and scans between probes only where workers were lost (Dynamo's jump search; assumes each worker's blocks are prefix-closed); 1 looks up every block")
-		excludeStale = fs.Bool("exclude-stale", false, "leave workers with an event-id gap out of the overlap until they resynchronise (default: keep them, as the router does)")
 		logFormat    = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
 		logLevel     = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
 		pinEndpoint  = fs.String("pin-endpoint", env("DYN_KVM_PIN_ENDPOINT", ""), "Mooncake master's PULL socket for tool-call pins (env DYN_KVM_PIN_ENDPOINT); empty: pins off")
-		pinHeadroom  = fs.Float64("pin-headroom", 1.5, "pin TTL = expected tool time × this + --pin-slack")
-		pinSlack     = fs.Duration("pin-slack", 5*time.Second, "added to every pin TTL")
-		pinMin       = fs.Duration("pin-min-ttl", 10*time.Second, "shortest pin TTL")
-		pinMax       = fs.Duration("pin-max-ttl", 24*time.Hour, "longest pin TTL (Mooncake's soft-pin maximum is 24h)")
-		toolDefault  = fs.Duration("tool-time-default", 30*time.Second, "expected tool time until enough have been observed")
-		toolPct      = fs.Float64("tool-time-percentile", 0.9, "percentile of observed tool times used as the expected one")
-		toolMin      = fs.Int("tool-time-min-samples", 20, "observations of a tool needed before its own percentile is used")
-		pinRenewMax  = fs.Duration("pin-renew-max", consumers.DefaultPinRenewMax, "renew a tool call's pin while its session has not come back, until the call has lasted this long (0: never renew)")
-		keepPin      = fs.Bool("keep-pin-on-next-turn", false, "leave a session's pin when its next request arrives (default: release the slot)")
 		reqIndexTTL  = fs.Duration("request-index-ttl", time.Hour, "how long a response may trail its request and still be pinned")
 		respDurable  = fs.String("responses-durable", "", "durable consumer name for response events (default <group>-responses)")
 		snapEvery    = fs.Duration("snapshot-interval", 5*time.Minute, "save the KV index to the object store this often and at shutdown; start-up loads it and replays only newer KV events; negative: off")
@@ -117,46 +89,21 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		NATSURL: *natsURL, EmbeddedDir: *dataDir, EmbeddedPort: *port,
 		Streams: set, UpdateStreams: *update,
 		RegistryBucket: *bucket, RequestsDurable: *durable, RequestsDeliverAll: *deliverAll,
-		PrefetchTTL: *ttl, DeadLetterPrefix: dlqPrefix, SenderQueue: *senderQueue, SenderMaxHeld: heldOrNone(*senderHeld), SenderSettleDelay: *settleDelay,
+		DeadLetterPrefix: dlqPrefix, SenderQueue: *senderQueue, SenderMaxHeld: heldOrNone(*senderHeld), SenderSettleDelay: *settleDelay,
 		Logger: log,
 	}
-	cfg.Limits = schemas.Limits{MaxBytes: *maxBytes, MaxTokens: *maxTokens, MaxHeaders: *maxHeaders,
-		MaxString: *maxString, MaxDepth: *maxDepth, MaxHeaderBytes: *maxHdrBytes}
-	rc := routing.Config{OverlapScoreWeight: *weight, Temperature: *temperature,
-		Spread: routing.SpreadConfig{Enabled: *spread, HalfLife: *spreadHL}}
-	if err := routerCost(&rc); err != nil {
+	if err := applyDecisions(&cfg.Decisions); err != nil {
 		return err
 	}
-	cfg.Routing = &rc
 	applyAffinity(&cfg)
 	cfg.KVApplyShards = *kvShards
-	cfg.PinEndpoint, cfg.ResponsesDurable, cfg.KeepPinOnNextTurn, cfg.RequestIndexTTL = *pinEndpoint, *respDurable, *keepPin, *reqIndexTTL
-	cfg.PinTTL = actions.TTLConfig{Headroom: *pinHeadroom, Slack: *pinSlack, Min: *pinMin, Max: *pinMax}
-	cfg.PinRenewMax = *pinRenewMax
+	cfg.PinEndpoint, cfg.ResponsesDurable, cfg.RequestIndexTTL = *pinEndpoint, *respDurable, *reqIndexTTL
 	if *settleDelay < 0 {
 		return fmt.Errorf("--sender-settle-delay must not be negative, got %v", *settleDelay)
 	}
 	if *settleDelay == 0 {
 		cfg.SenderSettleDelay = -1 // 0 means "at once" on the command line
 	}
-	switch {
-	case *pinRenewMax < 0:
-		return fmt.Errorf("--pin-renew-max must not be negative, got %v", *pinRenewMax)
-	case *pinRenewMax == 0:
-		cfg.PinRenewMax = -1 // 0 means "never" on the command line
-	}
-	if err := cfg.PinTTL.Validate(); err != nil {
-		return err
-	}
-	cfg.ToolTime = tooltime.DefaultConfig()
-	cfg.ToolTime.Default, cfg.ToolTime.Percentile, cfg.ToolTime.MinSamples = *toolDefault, *toolPct, *toolMin
-	if err := cfg.ToolTime.Validate(); err != nil {
-		return err
-	}
-	if *overlapJump < 1 {
-		return fmt.Errorf("--overlap-jump must be at least 1, got %d", *overlapJump)
-	}
-	cfg.IndexOptions = []kvevents.IndexOption{kvevents.WithMaxBlocks(*maxBlocks), kvevents.WithExcludeStale(*excludeStale), kvevents.WithJump(*overlapJump)}
 	cfg.HTTPAddr, cfg.Pprof = *httpAddr, *pprofOn
 	cfg.AckWait, cfg.MaxAckPending = *ackWait, *maxAckPend
 	cfg.SnapshotInterval, cfg.SnapshotBucket = *snapEvery, *snapBucket

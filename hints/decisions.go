@@ -1,0 +1,108 @@
+// Package hints holds what hintstream's hint decisions depend on, apart
+// from how events arrive: Decisions is the one configuration of the
+// worker choice, the index, prefetch and pin TTLs, tool times, renewals,
+// input limits and the holding area, embedded in both service.Config
+// (`hintstream run`) and replay.Options (`hintstream replay`), so that a
+// replay makes the choices of the live run it replays.
+package hints
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/tooltime"
+)
+
+// DefaultPinRenewMax is the default Decisions.PinRenewMax: tool calls of
+// up to 10 minutes keep their pages pinned however short the expected
+// time was; a session that never comes back holds its pin that long.
+const DefaultPinRenewMax = 10 * time.Minute
+
+// DefaultPrefetchTTL is how long after its wake-up a prefetch expires
+// (the hint's expires_at_ms) unless Decisions.PrefetchTTL says otherwise.
+const DefaultPrefetchTTL = 2 * time.Second
+
+// Decisions configures every hint decision. The zero value of a field
+// means its default (see WithDefaults); Validate says what is refused.
+type Decisions struct {
+	// Routing is the worker choice; nil means routing.DefaultConfig()
+	// (Dynamo's defaults).
+	Routing *routing.Config
+	// IndexOptions configure the block index (bound, stale policy, jump).
+	IndexOptions []kvevents.IndexOption
+	// PrefetchTTL is how long after its wake-up a prefetch expires;
+	// default DefaultPrefetchTTL.
+	PrefetchTTL time.Duration
+	// PinTTL turns an expected tool time into a pin TTL; zero value means
+	// actions.DefaultTTLConfig().
+	PinTTL actions.TTLConfig
+	// ToolTime learns expected tool times; zero value means
+	// tooltime.DefaultConfig().
+	ToolTime tooltime.Config
+	// KeepPinOnNextTurn leaves a session's pin in place when its next
+	// request arrives (by default the slot is released: the new turn loads
+	// the pages itself).
+	KeepPinOnNextTurn bool
+	// PinRenewMax is how long a tool call's pin is renewed while its
+	// session has not come back, counted from the response (see
+	// consumers/renew.go). Default DefaultPinRenewMax;
+	// negative: pins are never renewed.
+	PinRenewMax time.Duration
+	// Limits bound what an event may hold; zero fields: schemas' defaults.
+	Limits schemas.Limits
+	// Holding bounds the KV events kept for workers not registered (yet);
+	// zero fields: the DefaultHolding* constants.
+	Holding HoldingConfig
+}
+
+// WithDefaults fills zero fields with their defaults.
+func (d Decisions) WithDefaults() Decisions {
+	if d.Routing == nil {
+		r := routing.DefaultConfig()
+		d.Routing = &r
+	}
+	if d.PrefetchTTL <= 0 {
+		d.PrefetchTTL = DefaultPrefetchTTL
+	}
+	if d.PinTTL == (actions.TTLConfig{}) {
+		d.PinTTL = actions.DefaultTTLConfig()
+	}
+	if d.ToolTime == (tooltime.Config{}) {
+		d.ToolTime = tooltime.DefaultConfig()
+	}
+	if d.PinRenewMax == 0 {
+		d.PinRenewMax = DefaultPinRenewMax
+	}
+	return d
+}
+
+// Validate checks d after WithDefaults; its errors wrap the packages'
+// own sentinels (routing.ErrInvalidConfig and the like).
+func (d Decisions) Validate() error {
+	if d.Routing != nil {
+		if err := d.Routing.Validate(); err != nil {
+			return err
+		}
+	}
+	if err := d.PinTTL.Validate(); err != nil {
+		return err
+	}
+	if err := d.ToolTime.Validate(); err != nil {
+		return err
+	}
+	return d.Holding.Validate()
+}
+
+// RenewMax is PinRenewMax as consumers.Pinning takes it: 0 for never.
+func (d Decisions) RenewMax() time.Duration { return max(d.PinRenewMax, 0) }
+
+// NewIndex is the block index under d's IndexOptions, logging to log: the
+// one constructor of run's index (at start-up and after a failed snapshot
+// load) and replay's.
+func (d Decisions) NewIndex(log *slog.Logger) *kvevents.Index {
+	return kvevents.NewIndex(append([]kvevents.IndexOption{kvevents.WithLogger(log)}, d.IndexOptions...)...)
+}
