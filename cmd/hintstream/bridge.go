@@ -20,12 +20,14 @@ import (
 
 // bridgeCmd republishes one engine's ZMQ KV-event stream to JetStream
 // until ctx ends (SIGINT/SIGTERM).
-func bridgeCmd(ctx context.Context, args []string, stderr io.Writer) error {
+func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	checked := false // flags parsed and valid: later errors are not usage errors (exit 1, not 2)
+	defer usageUntil(&checked, &err)
 	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	def := streams.DefaultSet()
 	var (
-		natsURL    = fs.String("nats-url", env("HINTSTREAM_NATS_URL", nats.DefaultURL), "NATS server URL (env HINTSTREAM_NATS_URL)")
+		natsURL    = fs.String("nats-url", natsURLEnv(nats.DefaultURL), "NATS server URL"+natsURLUsage)
 		endpoint   = fs.String("zmq-endpoint", "", "the engine's KV-event PUB endpoint, e.g. tcp://engine:5557 (required)")
 		replay     = fs.String("replay-endpoint", "", "the engine's ROUTER replay endpoint, e.g. tcp://engine:5558; empty: gaps are counted, not filled")
 		workerID   = fs.String("worker-id", "", "worker id, decimal uint64 (required)")
@@ -47,7 +49,7 @@ func bridgeCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	applyConfig := configFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if err := applyConfig(); err != nil {
@@ -73,6 +75,7 @@ func bridgeCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	checked = true
 
 	ncfg := natsCfg()
 	ncfg.URL, ncfg.Logger = *natsURL, log

@@ -35,7 +35,9 @@ type sinkLine struct {
 // sinkCmd binds reference receivers (package receiver) and prints every
 // hint they accept: a stand-in for a worker's scheduler or the Mooncake
 // master, and a way to watch hints leave a real deployment.
-func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	checked := false // flags parsed and valid: later errors are not usage errors (exit 1, not 2)
+	defer usageUntil(&checked, &err)
 	fs := flag.NewFlagSet("sink", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var binds bindList
@@ -47,7 +49,7 @@ func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		logFormat = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json")
 		logLevel  = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -68,6 +70,7 @@ func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		opts = append(opts, receiver.WithCurveServer(strings.TrimSpace(string(key))))
 	}
+	checked = true
 	var mu sync.Mutex
 	enc := json.NewEncoder(stdout)
 	print := func(_ context.Context, h receiver.Hint) {
