@@ -89,6 +89,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	natsCfg := natsFlags(fs, "hintstream")
 	applyAffinity := affinityFlags(fs)
 	applyCardinality := cardinalityFlags(fs) // issue 19: flags_cardinality.go
+	applyConnect := connectFlags(fs)         // issue 12: flags_connect.go
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
@@ -168,6 +169,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		return fmt.Errorf("--pprof needs --http-addr")
 	}
 	cfg.NATS = natsCfg()
+	if err := applyConnect(&cfg); err != nil {
+		return err
+	}
 	if err := cfg.NATS.Validate(); err != nil {
 		return err
 	}
