@@ -63,3 +63,29 @@ func TestRunConnectTimeout(t *testing.T) {
 		t.Fatalf("the error does not say it gave up on NATS:\n%s", errs)
 	}
 }
+
+// TestSnapshotIntervalZeroIsOff: with `--snapshot-interval 0` a run
+// never touches the snapshot store, not at start-up nor at shutdown (the
+// README's "0: off"); with the default it opens (creates) it.
+func TestSnapshotIntervalZeroIsOff(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		bucket string
+		flags  []string
+		saved  bool
+	}{
+		{"snap_off", []string{"--snapshot-interval", "0"}, false},
+		{"snap_default", nil, true},
+	} {
+		p := start(t, append([]string{"run", "--nats-url", srv.ClientURL(), "--group", tc.bucket, "--snapshot-bucket", tc.bucket}, tc.flags...)...)
+		p.waitLine(t, 30*time.Second, "hintstream running")
+		p.stop(t)
+		_, err := js.ObjectStore(ctx, tc.bucket)
+		if saved := err == nil; saved != tc.saved {
+			t.Errorf("%q: snapshot bucket present %v (%v), want %v", tc.flags, saved, err, tc.saved)
+		}
+	}
+}

@@ -73,7 +73,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		keepPin      = fs.Bool("keep-pin-on-next-turn", false, "leave a session's pin when its next request arrives (default: release the slot)")
 		reqIndexTTL  = fs.Duration("request-index-ttl", time.Hour, "how long a response may trail its request and still be pinned")
 		respDurable  = fs.String("responses-durable", "", "durable consumer name for response events (default <group>-responses)")
-		snapEvery    = fs.Duration("snapshot-interval", 5*time.Minute, "save the KV index to the object store this often and at shutdown; start-up loads it and replays only newer KV events; negative: off")
+		snapEvery    = fs.Duration("snapshot-interval", 5*time.Minute, "save the KV index to the object store this often and at shutdown; start-up loads it and replays only newer KV events; 0: off (none loaded or saved)")
 		snapBucket   = fs.String("snapshot-bucket", "hintstream_snapshots", "object store bucket of index snapshots")
 		ackWait      = fs.Duration("ack-wait", 30*time.Second, "how long a member may hold a request or response unacked before another member gets it")
 		maxAckPend   = fs.Int("max-ack-pending", 1024, "requests or responses one member may hold unacked")
@@ -162,6 +162,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	cfg.HTTPAddr, cfg.Pprof = *httpAddr, *pprofOn
 	cfg.AckWait, cfg.MaxAckPending = *ackWait, *maxAckPend
 	cfg.SnapshotInterval, cfg.SnapshotBucket = *snapEvery, *snapBucket
+	if *snapEvery < 0 {
+		return fmt.Errorf("--snapshot-interval must not be negative, got %v (0: off)", *snapEvery)
+	}
 	if *snapEvery == 0 {
 		cfg.SnapshotInterval = -1 // 0 means "off" on the command line
 	}
