@@ -8,7 +8,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hintstream/hintstream/natsconn"
 
@@ -35,7 +34,10 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		topic      = fs.String("topic", "", "ZMQ topic prefix to subscribe to")
 		subject    = fs.String("subject", "", "subject to publish to (default kv.events.<worker-id>)")
 		replayFrom = fs.Int64("replay-from", -1, "at start, replay and publish again from this seq; -1: resume after the stream's last batch")
-		replayWait = fs.Duration("replay-timeout", 5*time.Second, "how long to wait for each replay frame")
+		replayWait = fs.Duration("replay-timeout", bridge.DefaultReplayTimeout, "how long to wait for each replay frame")
+		pubWait    = fs.Duration("publish-timeout", bridge.DefaultPublishTimeout, "bound on each JetStream publish attempt (retries follow with backoff)")
+		rcvHWM     = fs.Int("receive-hwm", bridge.DefaultReceiveHWM, "live batches the SUB socket queues while the bridge publishes or replays; past it ZMQ drops (seen as a gap)")
+		maxReplay  = fs.Int("max-replay", bridge.DefaultMaxReplay, "most batches one replay may return; a longer replay fails and its gap counts as lost")
 		kvStream   = fs.String("kv-events-stream", def.KVEvents.Name, "stream of KV events, created when absent")
 		kvSubj     = fs.String("kv-events-subjects", strings.Join(def.KVEvents.Subjects, ","), "subjects of the KV-events stream")
 		update     = fs.Bool("update-streams", false, "add missing subjects to an existing stream (otherwise a mismatch stops start-up)")
@@ -71,6 +73,16 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if *replayFrom < -1 {
 		return fmt.Errorf("--replay-from %d: want a seq >= 0, or -1", *replayFrom)
 	}
+	switch {
+	case *replayWait <= 0:
+		return fmt.Errorf("--replay-timeout must be positive, got %v", *replayWait)
+	case *pubWait <= 0:
+		return fmt.Errorf("--publish-timeout must be positive, got %v", *pubWait)
+	case *rcvHWM < 1:
+		return fmt.Errorf("--receive-hwm must be at least 1, got %d", *rcvHWM)
+	case *maxReplay < 1:
+		return fmt.Errorf("--max-replay must be at least 1, got %d", *maxReplay)
+	}
 	log, err := newLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
 		return err
@@ -94,7 +106,8 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return err
 	}
 
-	opts := []bridge.Option{bridge.WithLogger(log), bridge.WithReplayTimeout(*replayWait)}
+	opts := []bridge.Option{bridge.WithLogger(log), bridge.WithReplayTimeout(*replayWait),
+		bridge.WithPublishTimeout(*pubWait), bridge.WithReceiveHWM(*rcvHWM), bridge.WithMaxReplay(*maxReplay)}
 	if *replayFrom >= 0 {
 		opts = append(opts, bridge.WithReplayFrom(uint64(*replayFrom)))
 	}
@@ -103,6 +116,6 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		WorkerID: id, DpRank: uint32(*dpRank), Subject: *subject,
 	}, opts...)
 	err = b.Run(ctx)
-	log.Info("stopped", "stats", fmt.Sprintf("%+v", b.Stats()))
+	log.Info("stopped", "stats", b.Stats())
 	return err
 }

@@ -216,11 +216,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		sctx, cancel := context.WithTimeout(context.Background(), *stopDeadline)
 		defer cancel()
 		svc.Stop(sctx)
-		var endpoints any
+		var endpoints map[string]actions.EndpointStats
 		if p := svc.Pool(); p != nil {
 			endpoints = p.Stats()
 		}
-		log.Info("stopped", "counters", svc.Counters.Snapshot(""), "endpoints", endpoints)
+		log.Info("stopped", stoppedAttrs(svc.Counters.Snapshot(""), endpoints)...) // summary.go
 	}()
 	if *natsURL == "" {
 		fmt.Fprintf(stdout, "hintstream: embedded JetStream server at %s (store %s)\n", svc.ClientURL(), *dataDir)
