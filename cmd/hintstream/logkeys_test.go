@@ -1,16 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // logKeyRenames are keys the code once used for what the project's keys
@@ -144,3 +147,19 @@ func TestLogCallsUseProjectKeys(t *testing.T) {
 	}
 }
 
+// TestLoggerDurationsAreStrings: both log formats print a time.Duration,
+// top-level or in a group, as "1.5s", not 1500000000.
+func TestLoggerDurationsAreStrings(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		var buf bytes.Buffer
+		log, err := newLogger(&buf, format, "info")
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Info("x", "took", 1500*time.Millisecond, slog.Group("g", slog.Duration("wait", 250*time.Millisecond)))
+		out := buf.String()
+		if !strings.Contains(out, "1.5s") || !strings.Contains(out, "250ms") || strings.Contains(out, "1500000000") {
+			t.Errorf("%s: %s", format, out)
+		}
+	}
+}

@@ -97,12 +97,15 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 	return realMain([]string{args[0], "--help"}, stdout, stderr)
 }
 
+// newLogger is every command's logger. Durations print as Go duration
+// strings ("1.5s") in both formats: slog's JSON handler would print them
+// as integer nanoseconds, which nobody reads right at a glance.
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: %w", level, err)
 	}
-	opts := &slog.HandlerOptions{Level: lv}
+	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: durationString}
 	switch format {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
@@ -110,4 +113,12 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// durationString is newLogger's slog.HandlerOptions.ReplaceAttr.
+func durationString(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
