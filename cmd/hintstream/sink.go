@@ -90,6 +90,9 @@ func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	var rs []*receiver.Receiver
 	for _, b := range binds {
 		r, err := receiver.New(b, print, opts...)
+		if errors.Is(err, receiver.ErrInvalidOption) {
+			return asUsage(err) // --dedup-window out of range
+		}
 		if err != nil {
 			return err
 		}
