@@ -45,6 +45,7 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		logLevel   = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
 	)
 	natsCfg := natsFlags(fs, "hintstream-bridge")
+	connectTimeout := connectTimeoutFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream bridge --zmq-endpoint tcp://... --worker-id N [flags]\n\n"+
 			"Republishes an engine's ZMQ KV events to JetStream kv.events.<worker-id>.\n\nFlags (default in brackets):\n")
@@ -87,11 +88,15 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err != nil {
 		return err
 	}
+	ct, err := connectTimeout()
+	if err != nil {
+		return err
+	}
 	checked = true
 
 	ncfg := natsCfg()
-	ncfg.URL, ncfg.Logger = *natsURL, log
-	nc, err := natsconn.Connect(ncfg)
+	ncfg.URL, ncfg.Logger, ncfg.ConnectTimeout = *natsURL, log, ct
+	nc, err := natsconn.Dial(ctx, ncfg) // retries until --connect-timeout
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", *natsURL, err)
 	}

@@ -66,6 +66,10 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"sink"}, // no --bind
 		{"healthcheck", "--timeout", "0s"},
 		{"healthcheck", "--path", "readyz"},
+		{"run", "--check-config", "--connect-timeout", "-1s"},
+		{"demo", "--check-config", "--connect-timeout", "-1s"},
+		{"bridge", "--zmq-endpoint", "tcp://127.0.0.1:1", "--worker-id", "7", "--connect-timeout", "-1s"},
+		{"register", "--worker-id", "7", "--hint-endpoint", "tcp://127.0.0.1:1", "--model", "m", "--kv-block-size", "16", "--connect-timeout", "-1s"},
 	}
 	for _, cmd := range commands {
 		cases = append(cases, []string{cmd, "--no-such-flag"})
@@ -93,6 +97,18 @@ func TestRuntimeErrorsExit1(t *testing.T) {
 		{"inspect", "index", "--addr", "127.0.0.1:1", "--timeout", "2s"},
 	} {
 		if code, _, errOut := call(args...); code != 1 || errOut == "" {
+			t.Errorf("%q: exit %d (want 1), stderr %q", args, code, errOut)
+		}
+	}
+	// The long-running commands beside run retry NATS too, then give up.
+	for _, args := range [][]string{
+		{"demo", "--nats-url", "nats://127.0.0.1:1", "--connect-timeout", "1s", "--log-level", "error"},
+		{"register", "--nats-url", "nats://127.0.0.1:1", "--connect-timeout", "1s", "--log-level", "error",
+			"--worker-id", "7", "--hint-endpoint", "tcp://127.0.0.1:1", "--model", "m", "--kv-block-size", "16"},
+		{"bridge", "--nats-url", "nats://127.0.0.1:1", "--connect-timeout", "1s", "--log-level", "error",
+			"--zmq-endpoint", "tcp://127.0.0.1:1", "--worker-id", "7"},
+	} {
+		if code, _, errOut := call(args...); code != 1 || !strings.Contains(errOut, "within the connect timeout (1s, ") {
 			t.Errorf("%q: exit %d (want 1), stderr %q", args, code, errOut)
 		}
 	}

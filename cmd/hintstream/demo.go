@@ -35,6 +35,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		checkOnly = fs.Bool("check-config", false, "validate the flags and exit without connecting")
 	)
 	natsCfg := natsFlags(fs, "hintstream-demo")
+	connectTimeout := connectTimeoutFlag(fs)
 	applyConfig := configFlag(fs)
 	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err
@@ -49,14 +50,18 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if err != nil {
 		return err
 	}
+	ct, err := connectTimeout()
+	if err != nil {
+		return err
+	}
 	checked = true
 	if *checkOnly {
 		fmt.Fprintln(stdout, "hintstream demo: configuration ok")
 		return nil
 	}
 	ncfg := natsCfg()
-	ncfg.URL, ncfg.Logger = *natsURL, log
-	nc, err := natsconn.Connect(ncfg)
+	ncfg.URL, ncfg.Logger, ncfg.ConnectTimeout = *natsURL, log, ct
+	nc, err := natsconn.Dial(ctx, ncfg) // retries until --connect-timeout
 	if err != nil {
 		return err
 	}

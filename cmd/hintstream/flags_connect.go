@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/service"
@@ -19,13 +20,24 @@ import (
 // passed. The embedded server (no --nats-url) is up before the first
 // attempt, so the flag does not matter there.
 func connectFlags(fs *flag.FlagSet) func(*service.Config) error {
+	timeout := connectTimeoutFlag(fs)
+	return func(c *service.Config) error {
+		d, err := timeout()
+		c.NATS.ConnectTimeout = d
+		return err
+	}
+}
+
+// connectTimeoutFlag registers --connect-timeout on fs; the returned func
+// gives its value, or an error when it is negative. The long-running
+// commands started beside NATS (run, register, bridge, demo) take it.
+func connectTimeoutFlag(fs *flag.FlagSet) func() (time.Duration, error) {
 	d := fs.Duration("connect-timeout", natsconn.DefaultConnectTimeout,
 		"keep retrying the first NATS connection, with backoff, this long before giving up (0: one attempt)")
-	return func(c *service.Config) error {
+	return func() (time.Duration, error) {
 		if *d < 0 {
-			return fmt.Errorf("--connect-timeout must not be negative, got %v", *d)
+			return 0, fmt.Errorf("--connect-timeout must not be negative, got %v", *d)
 		}
-		c.NATS.ConnectTimeout = *d
-		return nil
+		return *d, nil
 	}
 }

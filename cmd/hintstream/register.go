@@ -43,6 +43,7 @@ func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		checkOnly = fs.Bool("check-config", false, "validate the flags (and one record, when it needs no SGLang) and exit")
 	)
 	natsCfg := natsFlags(fs, "hintstream-register")
+	connectTimeout := connectTimeoutFlag(fs)
 	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -74,14 +75,18 @@ func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	} else if err := base.Validate(); err != nil {
 		return err
 	}
+	ct, err := connectTimeout()
+	if err != nil {
+		return err
+	}
 	checked = true
 	if *checkOnly {
 		fmt.Fprintln(stdout, "hintstream register: configuration ok")
 		return nil
 	}
 	ncfg := natsCfg()
-	ncfg.URL, ncfg.Logger = *natsURL, log
-	nc, err := natsconn.Connect(ncfg)
+	ncfg.URL, ncfg.Logger, ncfg.ConnectTimeout = *natsURL, log, ct
+	nc, err := natsconn.Dial(ctx, ncfg) // retries until --connect-timeout
 	if err != nil {
 		return err
 	}
