@@ -2,6 +2,7 @@ package natsconn
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	neturl "net/url"
@@ -39,6 +40,7 @@ func (c Config) Options() ([]nats.Option, error) {
 	if wait == 0 {
 		wait = DefaultReconnectWait
 	}
+	perms := &permissionLog{log: log}
 	opts := []nats.Option{
 		nats.Name(name),
 		nats.MaxReconnects(-1),
@@ -53,11 +55,14 @@ func (c Config) Options() ([]nats.Option, error) {
 			log.Info("nats reconnected", "url", nc.ConnectedUrlRedacted())
 		}),
 		nats.ClosedHandler(func(nc *nats.Conn) {
-			if err := nc.LastError(); err != nil {
+			if err := nc.LastError(); err != nil && !errors.Is(err, nats.ErrPermissionViolation) { // that one was said
 				log.Warn("nats connection closed", "err", err)
 			}
 		}),
 		nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
+			if perms.handle(err) {
+				return
+			}
 			args := []any{"err", err}
 			if sub != nil {
 				args = append(args, "subject", sub.Subject)

@@ -161,6 +161,24 @@ type Config struct {
 	// MetricsTopTools bounds the tool label values on /metrics; default
 	// observe.DefaultTopTools.
 	MetricsTopTools int
+
+	// Cluster, retention and model sharding (issue 15; see cluster.go).
+	//
+	// Placement is the replicas and placement tags of the KV buckets
+	// (registry, request index, pins) and the snapshot object store, when
+	// hintstream creates them; the streams carry their own in Streams.
+	// Zero: one replica, anywhere.
+	Placement streams.Placement
+	// KVEventsKeep: after a snapshot is saved, the KV events every
+	// snapshot of the stream covers and older than this are purged, but
+	// only from a KV-event stream hintstream created (see
+	// streams.CreatedByHintstream). Default DefaultKVEventsKeep; negative:
+	// never purge.
+	KVEventsKeep time.Duration
+	// Models restricts this member to these models: it consumes only their
+	// requests and responses, indexes only their workers' KV events, and
+	// chooses only among their workers. Empty: every model.
+	Models []string
 }
 
 // Defaults fills zero fields with their defaults.
@@ -226,5 +244,5 @@ func (c Config) Defaults() Config {
 	if c.PinRenewMax == 0 {
 		c.PinRenewMax = consumers.DefaultPinRenewMax
 	}
-	return c
+	return c.clusterDefaults()
 }

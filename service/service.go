@@ -78,6 +78,13 @@ type Service struct {
 	endpoints endpointRefs
 	fileLimit uint64
 
+	// models is Config.Models as a set, nil when every model is served
+	// (issue 15, see cluster.go).
+	models map[string]bool
+	// purgeOff is set once the KV-event stream proves foreign: it is
+	// never purged (see purgeKVEvents).
+	purgeOff atomic.Bool
+
 	stopOnce sync.Once
 	// renewStop ends the pin renewal ticker, which closes renewDone.
 	renewStop, renewDone chan struct{}
@@ -118,12 +125,14 @@ func (s *Service) Pool() *actions.Pool { return s.pool }
 func (s *Service) Start(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
+			err = s.explainPermission(err)
 			s.Stop(context.Background())
 		}
 	}()
 	if err := s.ensureFileLimit(); err != nil {
 		return err
 	}
+	s.models = s.modelSet()
 	url := s.cfg.NATSURL
 	if url == "" {
 		if err := os.MkdirAll(s.cfg.EmbeddedDir, 0o755); err != nil {
@@ -151,8 +160,15 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if s.js, err = jetstream.New(s.nc); err != nil {
 		return err
 	}
-	if _, err = streams.EnsureSet(ctx, s.js, s.cfg.Streams,
-		streams.WithUpdate(s.cfg.UpdateStreams), streams.WithLogger(s.log)); err != nil {
+	s.js = placed(s.js, s.cfg.Placement) // buckets and object store get the cluster's replicas
+	fctx, done := s.failFast(ctx)
+	_, err = streams.EnsureSet(fctx, s.js, s.cfg.Streams,
+		streams.WithUpdate(s.cfg.UpdateStreams), streams.WithLogger(s.log))
+	done()
+	if err != nil {
+		if perm := s.explainPermission(err); errors.Is(perm, ErrPermissionDenied) {
+			return perm // asking the account whether JetStream is on would only be refused again
+		}
 		return natsconn.ExplainJetStream(ctx, s.nc, s.js, err)
 	}
 	if err := s.watchStreams(); err != nil {
@@ -213,13 +229,13 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if err := s.cfg.Routing.Validate(); err != nil {
 		return err
 	}
-	s.Selector = routing.NewSelector(s.registry, s.Index, s.Loads,
+	s.Selector = routing.NewSelector(modelWorkers{s}, s.Index, s.Loads,
 		routing.WithConfig(*s.cfg.Routing), routing.WithLogger(s.log))
 
 	dlq := consumers.NewDeadLetter(s.js, s.cfg.DeadLetterPrefix)
 	st := s.cfg.Streams
 	s.kv = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "kv_events", Stream: st.KVEvents.Name,
-		Filter: st.KVEvents.Subjects, Shards: s.cfg.KVApplyShards, StartSeq: startSeq}, consumers.ApplyKVEvents(s.holding, s.cfg.Limits, s.Counters), dlq, s.Counters, s.log)
+		Filter: st.KVEvents.Subjects, Shards: s.cfg.KVApplyShards, StartSeq: startSeq}, s.applyKV(), dlq, s.Counters, s.log)
 	s.load = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "load", Stream: st.Load.Name,
 		Filter: st.Load.Subjects}, consumers.ApplyLoad(s.Loads, s.cfg.Limits), dlq, s.Counters, s.log)
 	var sender actions.Sender = s.pool
@@ -235,13 +251,13 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		return err
 	}
 	s.requests = consumers.NewRequestConsumer(s.js, consumers.RequestConfig{
-		Stream: st.Requests.Name, Durable: s.cfg.RequestsDurable, Filter: st.Requests.Subjects,
+		Stream: st.Requests.Name, Durable: s.cfg.RequestsDurable, Filter: s.consumerFilter(st.Requests.Subjects, streams.RequestPrefix),
 		DeliverNew: !s.cfg.RequestsDeliverAll, PrefetchTTL: s.cfg.PrefetchTTL, Limits: s.cfg.Limits,
 		AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending, Affinity: aff,
 	}, s.Selector, sender, pins, dlq, s.Counters, s.log)
 	if pins != nil {
 		s.responses = consumers.NewResponseConsumer(s.js, consumers.ResponseConfig{
-			Stream: st.Responses.Name, Durable: s.cfg.ResponsesDurable, Filter: st.Responses.Subjects,
+			Stream: st.Responses.Name, Durable: s.cfg.ResponsesDurable, Filter: s.consumerFilter(st.Responses.Subjects, streams.ResponsePrefix),
 			DeliverNew: !s.cfg.RequestsDeliverAll, Limits: s.cfg.Limits,
 			AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
 		}, pins, dlq, s.Counters, s.log)
@@ -517,6 +533,7 @@ var discardLogger = slog.New(slog.DiscardHandler)
 // sockets must not linger.
 func (s *Service) onWorkerChange(ch registry.Change) {
 	s.trackEndpoints(ch)
+	defer s.dropForeign(ch) // last: after whatever else put the worker's blocks in the index
 	switch ch.Kind {
 	case registry.Deleted:
 		s.holding.Unregister(ch.WorkerID) // removes its blocks

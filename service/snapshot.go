@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -25,7 +26,9 @@ const (
 
 // snapshotName is per KV-event stream: any instance reading that stream
 // can start from any instance's snapshot.
-func (s *Service) snapshotName() string { return "kv-index/" + s.cfg.Streams.KVEvents.Name }
+func (s *Service) snapshotName() string {
+	return "kv-index/" + s.cfg.Streams.KVEvents.Name + s.snapshotSuffix()
+}
 
 func (s *Service) snapshotStore(ctx context.Context) (jetstream.ObjectStore, error) {
 	obs, err := s.js.ObjectStore(ctx, s.cfg.SnapshotBucket)
@@ -36,6 +39,9 @@ func (s *Service) snapshotStore(ctx context.Context) (jetstream.ObjectStore, err
 	return obs, err
 }
 
+// snapshotLoadTimeout bounds reading a snapshot at start-up.
+const snapshotLoadTimeout = 10 * time.Minute
+
 // loadSnapshot fills the index from the latest snapshot and returns the
 // stream sequence to resume KV events at (0: from the start). A missing
 // or unusable snapshot is not an error: the whole stream is replayed.
@@ -43,6 +49,11 @@ func (s *Service) loadSnapshot(ctx context.Context) uint64 {
 	if s.cfg.SnapshotInterval < 0 {
 		return 0
 	}
+	// Without a deadline of ours, nats.go bounds the whole object read by
+	// its 5 s default: a 10M-entry snapshot (160 MB) on a busy machine
+	// timed out and start-up fell back to a full replay.
+	ctx, cancel := context.WithTimeout(ctx, snapshotLoadTimeout)
+	defer cancel()
 	start := time.Now()
 	obs, err := s.snapshotStore(ctx)
 	if err != nil {
@@ -125,7 +136,36 @@ func (s *Service) snapshotLoop(done <-chan struct{}) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		if err := s.saveSnapshot(ctx); err != nil {
 			s.log.Warn("snapshot not saved", "err", err)
+		} else {
+			s.purgeKVEvents(ctx)
 		}
 		cancel()
+	}
+}
+
+// purgeKVEvents drops the KV events that every snapshot of the stream
+// covers and that are older than KVEventsKeep, so start-up is a snapshot
+// plus a short tail and the stream stops growing. Only a stream hintstream
+// created is purged; a foreign one (Dynamo's) is said once and left alone.
+func (s *Service) purgeKVEvents(ctx context.Context) {
+	if s.cfg.KVEventsKeep < 0 || s.purgeOff.Load() {
+		return
+	}
+	covered, ok := s.snapshotsCover(ctx)
+	if !ok {
+		return
+	}
+	name := s.cfg.Streams.KVEvents.Name
+	p, err := streams.PurgeCovered(ctx, s.js, name, covered, s.cfg.KVEventsKeep, time.Now())
+	switch {
+	case errors.Is(err, streams.ErrForeignStream):
+		s.purgeOff.Store(true)
+		s.log.Info("KV-event stream was not created by hintstream: never purged, its own limits bound it", "stream", name)
+	case err != nil:
+		s.log.Warn("KV events not purged", "stream", name, "err", err)
+	case p.Messages > 0:
+		s.Counters.Add("kv_events.purged", p.Messages)
+		s.log.Info("KV events behind the snapshots purged", "stream", name, "messages", p.Messages,
+			"bytes", p.Bytes, "kept_from_seq", p.KeptFrom)
 	}
 }

@@ -132,6 +132,10 @@ type Description struct {
 	MaxBytes    int64         `json:"max_bytes"`
 	MaxMsgs     int64         `json:"max_msgs"`
 	Duplicates  time.Duration `json:"duplicates_ns"`
+	// CreatedByHintstream: the stream carries MetadataCreatedBy, so
+	// hintstream may purge it (KV events behind snapshots); false for a
+	// stream it only attached to.
+	CreatedByHintstream bool `json:"created_by_hintstream"`
 
 	Messages  uint64    `json:"messages"`
 	Bytes     uint64    `json:"bytes"`
@@ -179,6 +183,7 @@ func Describe(ctx context.Context, js jetstream.JetStream, name string) (Descrip
 		Messages: s.Msgs, Bytes: s.Bytes, FirstSeq: s.FirstSeq, LastSeq: s.LastSeq,
 		ConsumerCount: s.Consumers, Consumers: []ConsumerState{},
 	}
+	d.CreatedByHintstream = CreatedByHintstream(info)
 	// The server reports an empty stream's times as the zero time in
 	// UTC or as 0001-01-01 depending on version; normalise to zero.
 	if s.Msgs > 0 {

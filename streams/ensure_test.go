@@ -229,8 +229,8 @@ func TestEnsureSetDefaults(t *testing.T) {
 	if got := streamConfig(t, ctx, js, "HINTSTREAM_DLQ").MaxAge; got != 7*24*time.Hour {
 		t.Errorf("DLQ MaxAge %v", got)
 	}
-	if got := streamConfig(t, ctx, js, "LLM_REQUESTS").MaxAge; got != 0 {
-		t.Errorf("requests MaxAge %v, want unlimited", got)
+	if got := streamConfig(t, ctx, js, "LLM_REQUESTS").MaxAge; got != DefaultRequestsMaxAge {
+		t.Errorf("requests MaxAge %v, want %v (bounded by default, issue 15)", got, DefaultRequestsMaxAge)
 	}
 
 	// The duplicate window makes a retried publish a no-op.

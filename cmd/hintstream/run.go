@@ -29,6 +29,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	applyConfig := configFlag(fs)
 	routerCost := routerFlags(fs)
 	applyBounds := boundsFlags(fs)
+	applyCluster := clusterFlags(fs)
 	var (
 		natsURL      = fs.String("nats-url", natsURLEnv(""), "NATS server URL"+natsURLUsage+"; empty starts an embedded JetStream server")
 		dataDir      = fs.String("data-dir", env("HINTSTREAM_DATA_DIR", ".hintstream/nats"), "embedded server's JetStream store (env HINTSTREAM_DATA_DIR)")
@@ -188,6 +189,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err := applyBounds(&cfg); err != nil {
 		return err
 	}
+	if err := applyCluster(&cfg); err != nil {
+		return err
+	}
 	checked = true
 	if *checkOnly {
 		fmt.Fprintln(stdout, "hintstream run: configuration ok")
@@ -205,8 +209,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err != nil {
 		return err
 	}
-	svc := service.New(cfg)
-	if err := svc.Start(ctx); err != nil {
+	svc, err := startService(ctx, cfg, log)
+	if err != nil || svc == nil { // nil, nil: stopped while waiting for a permission
 		if master != nil {
 			master.Close()
 		}

@@ -92,6 +92,9 @@ func streamsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		return err
 	}
 	set, _ := streamSet()
+	if err := checkRetention(set, 0); err != nil {
+		return err
+	}
 
 	ncfg := natsCfg()
 	ncfg.URL, ncfg.Logger = *natsURL, log
@@ -257,8 +260,8 @@ func streamsDescribe(ctx context.Context, js jetstream.JetStream, set streams.Se
 			continue
 		}
 		fmt.Fprintf(w, "%s (%s): subjects %s\n", d.Name, d.Role, strings.Join(d.Subjects, ","))
-		fmt.Fprintf(w, "  config: storage %s, replicas %d, retention %s, max_age %s, max_bytes %s, max_msgs %s, duplicates %s\n",
-			d.Storage, d.Replicas, d.Retention, limitDur(d.MaxAge), limitInt(d.MaxBytes), limitInt(d.MaxMsgs), d.Duplicates)
+		fmt.Fprintf(w, "  config: storage %s, replicas %d, retention %s, max_age %s, max_bytes %s, max_msgs %s, duplicates %s, %s\n",
+			d.Storage, d.Replicas, d.Retention, limitDur(d.MaxAge), limitInt(d.MaxBytes), limitInt(d.MaxMsgs), d.Duplicates, owner(d.CreatedByHintstream))
 		fmt.Fprintf(w, "  state: %d messages, %d bytes, first seq %d (%s), last seq %d (%s), %d consumers\n",
 			d.Messages, d.Bytes, d.FirstSeq, stamp(d.FirstTime), d.LastSeq, stamp(d.LastTime), d.ConsumerCount)
 		if len(d.Consumers) > 0 {
@@ -302,4 +305,12 @@ func stamp(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// owner says whether hintstream created the stream (and so may purge it).
+func owner(ours bool) string {
+	if ours {
+		return "created by hintstream"
+	}
+	return "not created by hintstream (never purged)"
 }

@@ -49,6 +49,11 @@ func Start(o Options) (*server.Server, error) {
 		NoSigs:     true,
 		MaxPayload: o.MaxPayload,
 	}
+	return run(opts, "server")
+}
+
+// run starts a server from opts and waits until it accepts connections.
+func run(opts *server.Options, what string) (*server.Server, error) {
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("natsembed: %w", err)
@@ -56,7 +61,7 @@ func Start(o Options) (*server.Server, error) {
 	go s.Start()
 	if !s.ReadyForConnections(10 * time.Second) {
 		s.Shutdown()
-		return nil, errors.New("natsembed: server not ready within 10s")
+		return nil, fmt.Errorf("natsembed: %s not ready within 10s", what)
 	}
 	return s, nil
 }
