@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hintstream/hintstream/actions"
 )
 
 // logKeyRenames are keys the code once used for what the project's keys
@@ -161,5 +164,36 @@ func TestLoggerDurationsAreStrings(t *testing.T) {
 		if !strings.Contains(out, "1.5s") || !strings.Contains(out, "250ms") || strings.Contains(out, "1500000000") {
 			t.Errorf("%s: %s", format, out)
 		}
+	}
+}
+
+// TestStoppedSummary: run's "stopped" line nests counters and per-endpoint
+// sender stats as JSON objects with snake_case keys and duration strings;
+// the text format prints dotted keys, not a Go map or struct dump.
+func TestStoppedSummary(t *testing.T) {
+	counters := map[string]uint64{"requests.received": 5, "hints.prefetch.skipped|no_worker": 1}
+	eps := map[string]actions.EndpointStats{"tcp://127.0.0.1:5570": {Sent: 4, Retried: 1, Dropped: map[string]uint64{"queue_full": 2},
+		QueueDepth: 3, LatencyCount: 4, LatencySum: 6 * time.Millisecond, LatencyMax: 3 * time.Millisecond}}
+	var buf bytes.Buffer
+	log, _ := newLogger(&buf, "json", "info")
+	log.Info("stopped", stoppedAttrs(counters, eps)...)
+	var rec struct {
+		Counters  map[string]uint64         `json:"counters"`
+		Endpoints map[string]map[string]any `json:"endpoints"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatalf("%v: %s", err, buf.String())
+	}
+	ep := rec.Endpoints["tcp://127.0.0.1:5570"]
+	if rec.Counters["requests.received"] != 5 || ep["sent"] != 4.0 || ep["queue_depth"] != 3.0 ||
+		ep["latency_mean"] != "1.5ms" || ep["latency_max"] != "3ms" || ep["dropped"].(map[string]any)["queue_full"] != 2.0 {
+		t.Fatalf("stopped line: %s", buf.String())
+	}
+	buf.Reset()
+	log, _ = newLogger(&buf, "text", "info")
+	log.Info("stopped", stoppedAttrs(counters, eps)...)
+	if out := buf.String(); !strings.Contains(out, "endpoints.tcp://127.0.0.1:5570.sent=4") || !strings.Contains(out, "counters.requests.received=5") ||
+		strings.Contains(out, "map[") || strings.Contains(out, "{") {
+		t.Fatalf("text stopped line: %s", out)
 	}
 }
