@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -181,5 +183,35 @@ func unsetenv(t *testing.T, key string) {
 	t.Setenv(key, "")
 	if err := os.Unsetenv(key); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNATSURLEnvWinsOverConfigFile: NATS_URL is an environment variable
+// like HINTSTREAM_NATS_URL, so it too wins over --config's nats-url.
+func TestNATSURLEnvWinsOverConfigFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hintstream.yaml")
+	if err := os.WriteFile(path, []byte("nats-url: nats://from-file:4222\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	unsetenv(t, "HINTSTREAM_NATS_URL")
+	for _, tc := range []struct {
+		natsURL string // "" unset
+		want    string
+	}{{"", "nats://from-file:4222"}, {"nats://from-env:4222", "nats://from-env:4222"}} {
+		unsetenv(t, "NATS_URL")
+		if tc.natsURL != "" {
+			t.Setenv("NATS_URL", tc.natsURL)
+		}
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		url := fs.String("nats-url", natsURLEnv(""), "NATS server URL"+natsURLUsage)
+		if err := fs.Parse(nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := applyConfigFile(fs, path); err != nil {
+			t.Fatal(err)
+		}
+		if *url != tc.want {
+			t.Errorf("NATS_URL=%q: --nats-url %q, want %q", tc.natsURL, *url, tc.want)
+		}
 	}
 }
