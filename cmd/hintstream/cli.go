@@ -81,6 +81,14 @@ func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error 
 	return asUsage(errReported{err})
 }
 
+// usageHeader sets fs.Usage to head followed by the flag list.
+func usageHeader(fs *flag.FlagSet, head string) {
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "%s\n\nFlags (default in brackets):\n", head)
+		fs.PrintDefaults()
+	}
+}
+
 // errReported is an error already printed; realMain does not print it again.
 type errReported struct{ err error }
 

@@ -29,7 +29,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 	for _, cmd := range commands {
 		for _, args := range [][]string{{cmd, "--help"}, {cmd, "-h"}, {"help", cmd}} {
 			code, out, errOut := call(args...)
-			if code != 0 || !strings.Contains(out, "sage") || errOut != "" {
+			if code != 0 || !strings.HasPrefix(out, "Usage: hintstream "+cmd) || errOut != "" {
 				t.Errorf("%q: exit %d, stdout %.80q, stderr %q", args, code, out, errOut)
 			}
 		}

@@ -35,6 +35,7 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		checkOnly = fs.Bool("check-config", false, "validate the flags and exit without connecting")
 	)
 	natsCfg := natsFlags(fs, "hintstream-demo")
+	usageHeader(fs, "Usage: hintstream demo [flags]\n\nA simulated cluster (workers, KV events, load, wake-ups) on an existing bus.")
 	connectTimeout := connectTimeoutFlag(fs)
 	applyConfig := configFlag(fs)
 	if err := parseArgs(fs, args, stdout, stderr); err != nil {

@@ -43,6 +43,8 @@ func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		checkOnly = fs.Bool("check-config", false, "validate the flags (and one record, when it needs no SGLang) and exit")
 	)
 	natsCfg := natsFlags(fs, "hintstream-register")
+	usageHeader(fs, "Usage: hintstream register --worker-id N --hint-endpoint tcp://... [--sglang-url URL | --model M --kv-block-size B] [flags]\n\n"+
+		"Keeps a worker's registry record alive (a sidecar); stopped by a signal, it deletes the record.")
 	connectTimeout := connectTimeoutFlag(fs)
 	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err

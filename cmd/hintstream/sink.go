@@ -49,6 +49,8 @@ func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		logFormat = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json")
 		logLevel  = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error")
 	)
+	usageHeader(fs, "Usage: hintstream sink --bind tcp://HOST:PORT [--bind ...] [flags]\n\n"+
+		"Receives hints like a worker or the Mooncake master and prints one JSON line each.")
 	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err
 	}
