@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/natsconn"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -55,22 +55,11 @@ func (r *records) retries() []map[string]string {
 	return out
 }
 
-// freePort returns a loopback port nothing listens on (just closed).
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // TestDialWaitsForServer: with no server on the port, Dial retries, logging
 // each attempt's number, error and next pause; a server started on that
 // port after the second failed attempt is then reached.
 func TestDialWaitsForServer(t *testing.T) {
-	port := freePort(t)
+	port := natstest.FreePort(t)
 	recs := newRecords()
 	c := natsconn.Config{URL: fmt.Sprintf("nats://127.0.0.1:%d", port), ConnectTimeout: 30 * time.Second, Logger: slog.New(recs)}
 	type result struct {
@@ -115,7 +104,7 @@ func TestDialWaitsForServer(t *testing.T) {
 // ErrConnectTimeout wrapping the last attempt's error; with 0 it fails
 // after one attempt, as Connect; a cancelled context stops it early.
 func TestDialGivesUp(t *testing.T) {
-	url := fmt.Sprintf("nats://127.0.0.1:%d", freePort(t))
+	url := fmt.Sprintf("nats://127.0.0.1:%d", natstest.FreePort(t))
 	quiet := slog.New(slog.DiscardHandler)
 	start := time.Now()
 	_, err := natsconn.Dial(context.Background(), natsconn.Config{URL: url, ConnectTimeout: time.Second, Logger: quiet}, fastFail...)
