@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -103,27 +104,17 @@ func WithLogger(l *slog.Logger) PoolOption {
 	}
 }
 
-// WithSendTimeout sets ZMQ_SNDTIMEO (default 100ms): how long one send
+// DefaultSendTimeout is every socket's ZMQ_SNDTIMEO: how long one send
 // attempt may block before it is retried with backoff. It also bounds how
-// long Remove and an expired Close wait for a sender to stop.
-func WithSendTimeout(d time.Duration) PoolOption {
-	return func(o *poolOptions) {
-		if d > 0 {
-			o.sendTimeout = d
-		}
-	}
-}
+// long Remove and an expired Close wait for a sender to stop. Not an
+// option: nothing needed another value (WithSendTimeout had no caller).
+const DefaultSendTimeout = 100 * time.Millisecond
 
-// WithLinger sets ZMQ_LINGER (default 100ms): how long a socket closed by a
-// completed Close keeps trying to write what ZMQ has already accepted.
-// Sockets closed by Remove or an expired Close always linger 0.
-func WithLinger(d time.Duration) PoolOption {
-	return func(o *poolOptions) {
-		if d >= 0 {
-			o.linger = d
-		}
-	}
-}
+// DefaultLinger is ZMQ_LINGER of a socket closed by a completed Close: how
+// long it keeps trying to write what ZMQ has already accepted. Sockets
+// closed by Remove or an expired Close linger 0. Not an option, as
+// DefaultSendTimeout.
+const DefaultLinger = 100 * time.Millisecond
 
 // WithContext makes the pool create its sockets in zctx, which the caller
 // owns and terminates after Close. By default the pool has its own.
@@ -138,8 +129,8 @@ func NewPool(opts ...PoolOption) *Pool {
 	o := poolOptions{
 		queueSize:   1024,
 		logger:      slog.Default(),
-		sendTimeout: 100 * time.Millisecond,
-		linger:      100 * time.Millisecond,
+		sendTimeout: DefaultSendTimeout,
+		linger:      DefaultLinger,
 		maxHeld:     64,
 		settleDelay: DefaultSettleDelay,
 
@@ -396,6 +387,24 @@ type EndpointStats struct {
 	LatencyCount uint64
 	LatencySum   time.Duration
 	LatencyMax   time.Duration
+}
+
+// LogValue logs s as a group with snake_case keys and durations as
+// strings ("1.5ms"), not nanosecond integers.
+func (s EndpointStats) LogValue() slog.Value {
+	dropped := make([]slog.Attr, 0, len(s.Dropped))
+	for _, reason := range slices.Sorted(maps.Keys(s.Dropped)) {
+		dropped = append(dropped, slog.Uint64(reason, s.Dropped[reason]))
+	}
+	var mean time.Duration
+	if s.LatencyCount > 0 {
+		mean = s.LatencySum / time.Duration(s.LatencyCount)
+	}
+	return slog.GroupValue(
+		slog.Uint64("sent", s.Sent), slog.Uint64("retried", s.Retried), slog.Uint64("released", s.Released),
+		slog.Uint64("inline", s.Inline), slog.Attr{Key: "dropped", Value: slog.GroupValue(dropped...)},
+		slog.Int("queue_depth", s.QueueDepth), slog.Uint64("latency_count", s.LatencyCount),
+		slog.String("latency_mean", mean.String()), slog.String("latency_max", s.LatencyMax.String()))
 }
 
 // Stats returns a snapshot for every endpoint the pool has seen, removed

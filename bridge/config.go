@@ -106,9 +106,17 @@ func WithReceiveHWM(n int) Option { return func(o *options) { o.rcvHWM = n } }
 // (ten times vLLM's buffer). A longer replay fails with ErrReplay.
 func WithMaxReplay(n int) Option { return func(o *options) { o.maxReplay = n } }
 
+// Defaults of the options above.
+const (
+	DefaultReplayTimeout  = 5 * time.Second
+	DefaultPublishTimeout = 5 * time.Second
+	DefaultReceiveHWM     = 100_000
+	DefaultMaxReplay      = 100_000
+)
+
 func buildOptions(opts []Option) options {
-	o := options{replayTimeout: 5 * time.Second, publishTimeout: 5 * time.Second,
-		rcvHWM: 100_000, maxReplay: 100_000}
+	o := options{replayTimeout: DefaultReplayTimeout, publishTimeout: DefaultPublishTimeout,
+		rcvHWM: DefaultReceiveHWM, maxReplay: DefaultMaxReplay}
 	for _, f := range opts {
 		if f != nil {
 			f(&o)
@@ -147,4 +155,13 @@ type Stats struct {
 	ReplayFailures uint64 // replay requests that failed (see ErrReplay)
 	PublishErrors  uint64 // failed publish attempts (each was retried)
 	Dropped        uint64 // batches given up after a publish error retrying cannot fix
+}
+
+// LogValue logs s as a group with snake_case keys (not a %+v dump).
+func (s Stats) LogValue() slog.Value {
+	return slog.GroupValue(slog.Uint64("received", s.Received), slog.Uint64("replayed", s.Replayed),
+		slog.Uint64("published", s.Published), slog.Uint64("duplicates", s.Duplicates), slog.Uint64("gaps", s.Gaps),
+		slog.Uint64("lost", s.Lost), slog.Uint64("restarts", s.Restarts), slog.Uint64("malformed", s.Malformed),
+		slog.Uint64("replay_failures", s.ReplayFailures), slog.Uint64("publish_errors", s.PublishErrors),
+		slog.Uint64("dropped", s.Dropped))
 }

@@ -211,7 +211,7 @@ func (c *RequestConsumer) prefetch(d hints.Delivery, req *schemas.RequestEvent) 
 	}
 	c.counters.Inc("hints.prefetch.queued")
 	c.recordAffinity(req, cand, expires)
-	c.log.Debug("prefetch queued", "request_id", req.RequestID, "worker", cand.Worker.WorkerID,
+	c.log.Debug("prefetch queued", "request_id", req.RequestID, "worker_id", cand.Worker.WorkerID,
 		"dp_rank", cand.Worker.DpRank, "overlap_blocks", cand.Overlap, "endpoint", cand.Endpoint)
 	return true
 }

@@ -32,6 +32,9 @@ func TestRunFlagBounds(t *testing.T) {
 		{[]string{"--request-index-max-bytes", "-1"}, "--request-index-max-bytes must not be negative"},
 		{[]string{"--snapshot-reclaim-grace", "1ms"}, ""},
 		{[]string{"--snapshot-reclaim-grace", "0s"}, "--snapshot-reclaim-grace must be positive"},
+		// Issue 12: 0 turns snapshots off (as the README says); negative is refused.
+		{[]string{"--snapshot-interval", "0"}, ""},
+		{[]string{"--snapshot-interval", "-1s"}, "--snapshot-interval must not be negative"},
 	} {
 		out, err := exec.Command(binary, append(append([]string{"run"}, tc.args...), "--check-config")...).CombinedOutput()
 		switch {

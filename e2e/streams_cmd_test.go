@@ -230,7 +230,7 @@ func TestStreamsHelpDocumentsDynamo(t *testing.T) {
 	if code != 0 || !strings.Contains(out+errOut, "--kv-events-stream namespace-dynamo-component-backend-kv-events") {
 		t.Fatalf("--help: code %d\n%s%s", code, out, errOut)
 	}
-	if _, errOut, code := streamsRun(t, "nats://127.0.0.1:1", "frobnicate"); code != 1 || !strings.Contains(errOut, "unknown action") {
+	if _, errOut, code := streamsRun(t, "nats://127.0.0.1:1", "frobnicate"); code != 2 || !strings.Contains(errOut, "unknown action") {
 		t.Fatalf("unknown action: code %d, %s", code, errOut)
 	}
 }

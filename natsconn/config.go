@@ -55,6 +55,10 @@ type Config struct {
 	// ReconnectWait is the pause between reconnect attempts to the same
 	// server (default 2s, jittered). Reconnects never give up.
 	ReconnectWait time.Duration
+	// ConnectTimeout is how long Dial keeps retrying the first
+	// connection, with backoff, while no server answers (0: one attempt,
+	// as Connect). Negative is invalid.
+	ConnectTimeout time.Duration
 	// Logger receives disconnect, reconnect and async-error events (default
 	// slog.Default()). Handlers passed to Connect as extra options win.
 	Logger *slog.Logger
@@ -93,6 +97,9 @@ func (c Config) Validate() error {
 
 	if m := c.authMethods(); len(m) > 1 {
 		bad("more than one authentication method given (%s): choose one", strings.Join(m, ", "))
+	}
+	if c.ConnectTimeout < 0 {
+		bad("connect timeout %v is negative (0: one attempt)", c.ConnectTimeout)
 	}
 	if c.Password != "" && c.User == "" {
 		bad("password given without a user")

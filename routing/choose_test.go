@@ -15,7 +15,7 @@ import (
 // Select's and Candidates'.
 func TestChooseBooksNothing(t *testing.T) {
 	clk := &clock{t: time.Unix(1000, 0)}
-	s, p := idleThree(WithSpreading(time.Second), WithClock(clk.now))
+	s, p := idleThree(spreading(time.Second), WithClock(clk.now))
 	req := &schemas.RequestEvent{RequestID: "inspect", Model: "m", TokenIDs: p}
 	for range 3 {
 		c, all, err := s.Choose(req)
@@ -51,7 +51,7 @@ func TestChooseTemperatureKeepsOrder(t *testing.T) {
 	ix := kvevents.NewIndex()
 	p := prompt(160)
 	store(t, ix, key(1, 1), p, 16, 4)
-	s := NewSelector(ws, ix, NewLoadTable(), WithTemperature(0.5))
+	s := NewSelector(ws, ix, NewLoadTable(), tuned(func(c *Config) { c.Temperature = 0.5 }))
 	for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
 		req := &schemas.RequestEvent{RequestID: id, Model: "m", TokenIDs: p}
 		want, err := s.Select(req)

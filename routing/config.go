@@ -213,28 +213,6 @@ type options struct {
 // WithConfig replaces the whole Config (later options still apply).
 func WithConfig(c Config) Option { return func(o *options) { o.cfg = c } }
 
-// WithOverlapScoreWeight sets Config.OverlapScoreWeight.
-func WithOverlapScoreWeight(w float64) Option {
-	return func(o *options) { o.cfg.OverlapScoreWeight = w }
-}
-
-// WithCost sets Config.Cost.
-func WithCost(m CostModel) Option { return func(o *options) { o.cfg.Cost = m } }
-
-// WithTemperature sets Config.Temperature.
-func WithTemperature(t float64) Option { return func(o *options) { o.cfg.Temperature = t } }
-
-// WithSpreading turns burst spreading on with the given half-life
-// (<= 0: the default 2s).
-func WithSpreading(halfLife time.Duration) Option {
-	return func(o *options) {
-		if halfLife <= 0 {
-			halfLife = DefaultSpreadHalfLife
-		}
-		o.cfg.Spread = SpreadConfig{Enabled: true, HalfLife: halfLife}
-	}
-}
-
 // WithClock sets the clock spreading decays by; default time.Now.
 func WithClock(now func() time.Time) Option {
 	return func(o *options) {

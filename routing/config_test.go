@@ -26,7 +26,7 @@ func TestDefaultConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = NewSelector(staticWorkers{}, kvevents.NewIndex(), nil,
-		WithConfig(Config{OverlapScoreWeight: 0.5, Temperature: 0.2}), WithSpreading(3*time.Second))
+		WithConfig(Config{OverlapScoreWeight: 0.5, Temperature: 0.2, Spread: SpreadConfig{Enabled: true, HalfLife: 3 * time.Second}}))
 	if got := s.Config(); got.OverlapScoreWeight != 0.5 || got.Temperature != 0.2 || got.Spread != (SpreadConfig{true, 3 * time.Second}) {
 		t.Fatalf("options gave %+v", got)
 	}
@@ -60,7 +60,7 @@ func TestBadOptionsFallBack(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	s := NewSelector(staticWorkers{}, kvevents.NewIndex(), nil, WithLogger(log),
-		WithOverlapScoreWeight(math.NaN()), WithTemperature(-1))
+		tuned(func(c *Config) { c.OverlapScoreWeight, c.Temperature = math.NaN(), -1 }))
 	if got := s.Config(); got.OverlapScoreWeight != 1 || got.Temperature != 0 {
 		t.Fatalf("config %+v, want the defaults back", got)
 	}

@@ -192,7 +192,7 @@ func TestSelect(t *testing.T) {
 			req := &schemas.RequestEvent{RequestID: "r", Model: model, TokenIDs: p}
 			// The classic cost, whose formula these cases were worked out
 			// from (cost_test.go has the default cost's).
-			s := NewSelector(c.workers, ix, lt, WithCost(CostClassic), WithOverlapScoreWeight(c.weight))
+			s := NewSelector(c.workers, ix, lt, tuned(func(cfg *Config) { cfg.Cost, cfg.OverlapScoreWeight = CostClassic, c.weight }))
 
 			cands := s.Candidates(req)
 			if len(cands) != len(c.logits) {

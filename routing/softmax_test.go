@@ -96,7 +96,7 @@ func TestTemperatureDistribution(t *testing.T) {
 		temp float64
 		want []float64
 	}{{1, handT1}, {0.5, handT05}} {
-		s, p := threeWorkers(t, WithTemperature(c.temp))
+		s, p := threeWorkers(t, tuned(func(c2 *Config) { c2.Temperature = c.temp }))
 		const n = 10000
 		counts := map[uint64]int{}
 		for i := range n {
@@ -119,8 +119,8 @@ func TestTemperatureDistribution(t *testing.T) {
 // a replay) over the same state pick the same worker for the same id,
 // every time, and the choice is the one the draw implies.
 func TestTemperatureSameRequestSameWorker(t *testing.T) {
-	a, p := threeWorkers(t, WithTemperature(1))
-	b, _ := threeWorkers(t, WithTemperature(1))
+	a, p := threeWorkers(t, tuned(func(c *Config) { c.Temperature = 1 }))
+	b, _ := threeWorkers(t, tuned(func(c *Config) { c.Temperature = 1 }))
 	draw := RequestIDSampler(0)
 	seen := map[uint64]bool{}
 	for i := range 300 {
@@ -150,7 +150,7 @@ func TestInjectedSampler(t *testing.T) {
 		draw float64
 		want uint64
 	}{{0.3, 1}, {0.6, 2}, {0.9, 3}} {
-		s, p := threeWorkers(t, WithTemperature(1), WithSampler(func(*schemas.RequestEvent) float64 { return c.draw }))
+		s, p := threeWorkers(t, tuned(func(c *Config) { c.Temperature = 1 }), WithSampler(func(*schemas.RequestEvent) float64 { return c.draw }))
 		got, err := s.Select(&schemas.RequestEvent{RequestID: "x", Model: "m", TokenIDs: p})
 		if err != nil || got.Worker.WorkerID != c.want {
 			t.Errorf("draw %v: got %+v, %v; want worker %d", c.draw, got.Worker, err, c.want)

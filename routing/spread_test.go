@@ -68,7 +68,7 @@ func TestSpreadingBurst(t *testing.T) {
 		t.Fatalf("without spreading: %v, want all 6 on worker 1", got)
 	}
 	clk := &clock{t: time.Unix(1000, 0)}
-	s, p = idleThree(WithSpreading(0), WithClock(clk.now))
+	s, p = idleThree(spreading(0), WithClock(clk.now))
 	if got := burst(t, s, p, 6); got[1] != 2 || got[2] != 2 || got[3] != 2 {
 		t.Fatalf("with spreading: %v, want 2 on each worker", got)
 	}
@@ -89,7 +89,7 @@ func TestSpreadingBurst(t *testing.T) {
 func TestSpreadingDecays(t *testing.T) {
 	for _, hl := range []time.Duration{0, time.Second} { // 0: the 2 s default
 		clk := &clock{t: time.Unix(1000, 0)}
-		s, p := idleThree(WithSpreading(hl), WithClock(clk.now))
+		s, p := idleThree(spreading(hl), WithClock(clk.now))
 		if got := s.Config().Spread; !got.Enabled || (hl == 0 && got.HalfLife != 2*time.Second) {
 			t.Fatalf("spread config %+v", got)
 		}
@@ -122,7 +122,7 @@ func TestSpreadingDecays(t *testing.T) {
 // dropped when another worker is booked, so the state stays small.
 func TestSpreadingForgets(t *testing.T) {
 	clk := &clock{t: time.Unix(1000, 0)}
-	s, p := idleThree(WithSpreading(time.Second), WithClock(clk.now))
+	s, p := idleThree(spreading(time.Second), WithClock(clk.now))
 	req := &schemas.RequestEvent{RequestID: "w", Model: "m", TokenIDs: p}
 	s.Select(req) // w1: 10 virtual blocks
 	s.Select(req) // w2: 10

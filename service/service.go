@@ -158,7 +158,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if ncfg.Logger == nil {
 		ncfg.Logger = s.log
 	}
-	if s.nc, err = natsconn.Connect(ncfg); err != nil {
+	if s.nc, err = natsconn.Dial(ctx, ncfg); err != nil { // retries until ncfg.ConnectTimeout
 		return err
 	}
 	if s.js, err = jetstream.New(s.nc); err != nil {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hintstream/hintstream/natsconn"
 
@@ -20,12 +19,14 @@ import (
 
 // bridgeCmd republishes one engine's ZMQ KV-event stream to JetStream
 // until ctx ends (SIGINT/SIGTERM).
-func bridgeCmd(ctx context.Context, args []string, stderr io.Writer) error {
+func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	checked := false // flags parsed and valid: later errors are not usage errors (exit 1, not 2)
+	defer usageUntil(&checked, &err)
 	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	def := streams.DefaultSet()
 	var (
-		natsURL    = fs.String("nats-url", env("HINTSTREAM_NATS_URL", nats.DefaultURL), "NATS server URL (env HINTSTREAM_NATS_URL)")
+		natsURL    = fs.String("nats-url", natsURLEnv(nats.DefaultURL), "NATS server URL"+natsURLUsage)
 		endpoint   = fs.String("zmq-endpoint", "", "the engine's KV-event PUB endpoint, e.g. tcp://engine:5557 (required)")
 		replay     = fs.String("replay-endpoint", "", "the engine's ROUTER replay endpoint, e.g. tcp://engine:5558; empty: gaps are counted, not filled")
 		workerID   = fs.String("worker-id", "", "worker id, decimal uint64 (required)")
@@ -33,7 +34,10 @@ func bridgeCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		topic      = fs.String("topic", "", "ZMQ topic prefix to subscribe to")
 		subject    = fs.String("subject", "", "subject to publish to (default kv.events.<worker-id>)")
 		replayFrom = fs.Int64("replay-from", -1, "at start, replay and publish again from this seq; -1: resume after the stream's last batch")
-		replayWait = fs.Duration("replay-timeout", 5*time.Second, "how long to wait for each replay frame")
+		replayWait = fs.Duration("replay-timeout", bridge.DefaultReplayTimeout, "how long to wait for each replay frame")
+		pubWait    = fs.Duration("publish-timeout", bridge.DefaultPublishTimeout, "bound on each JetStream publish attempt (retries follow with backoff)")
+		rcvHWM     = fs.Int("receive-hwm", bridge.DefaultReceiveHWM, "live batches the SUB socket queues while the bridge publishes or replays; past it ZMQ drops (seen as a gap)")
+		maxReplay  = fs.Int("max-replay", bridge.DefaultMaxReplay, "most batches one replay may return; a longer replay fails and its gap counts as lost")
 		kvStream   = fs.String("kv-events-stream", def.KVEvents.Name, "stream of KV events, created when absent")
 		kvSubj     = fs.String("kv-events-subjects", strings.Join(def.KVEvents.Subjects, ","), "subjects of the KV-events stream")
 		update     = fs.Bool("update-streams", false, "add missing subjects to an existing stream (otherwise a mismatch stops start-up)")
@@ -41,13 +45,14 @@ func bridgeCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		logLevel   = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
 	)
 	natsCfg := natsFlags(fs, "hintstream-bridge")
+	connectTimeout := connectTimeoutFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream bridge --zmq-endpoint tcp://... --worker-id N [flags]\n\n"+
 			"Republishes an engine's ZMQ KV events to JetStream kv.events.<worker-id>.\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
 	}
 	applyConfig := configFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if err := applyConfig(); err != nil {
@@ -69,14 +74,29 @@ func bridgeCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	if *replayFrom < -1 {
 		return fmt.Errorf("--replay-from %d: want a seq >= 0, or -1", *replayFrom)
 	}
+	switch {
+	case *replayWait <= 0:
+		return fmt.Errorf("--replay-timeout must be positive, got %v", *replayWait)
+	case *pubWait <= 0:
+		return fmt.Errorf("--publish-timeout must be positive, got %v", *pubWait)
+	case *rcvHWM < 1:
+		return fmt.Errorf("--receive-hwm must be at least 1, got %d", *rcvHWM)
+	case *maxReplay < 1:
+		return fmt.Errorf("--max-replay must be at least 1, got %d", *maxReplay)
+	}
 	log, err := newLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
 		return err
 	}
+	ct, err := connectTimeout()
+	if err != nil {
+		return err
+	}
+	checked = true
 
 	ncfg := natsCfg()
-	ncfg.URL, ncfg.Logger = *natsURL, log
-	nc, err := natsconn.Connect(ncfg)
+	ncfg.URL, ncfg.Logger, ncfg.ConnectTimeout = *natsURL, log, ct
+	nc, err := natsconn.Dial(ctx, ncfg) // retries until --connect-timeout
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", *natsURL, err)
 	}
@@ -91,7 +111,8 @@ func bridgeCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 
-	opts := []bridge.Option{bridge.WithLogger(log), bridge.WithReplayTimeout(*replayWait)}
+	opts := []bridge.Option{bridge.WithLogger(log), bridge.WithReplayTimeout(*replayWait),
+		bridge.WithPublishTimeout(*pubWait), bridge.WithReceiveHWM(*rcvHWM), bridge.WithMaxReplay(*maxReplay)}
 	if *replayFrom >= 0 {
 		opts = append(opts, bridge.WithReplayFrom(uint64(*replayFrom)))
 	}
@@ -100,6 +121,6 @@ func bridgeCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		WorkerID: id, DpRank: uint32(*dpRank), Subject: *subject,
 	}, opts...)
 	err = b.Run(ctx)
-	log.Info("stopped", "stats", fmt.Sprintf("%+v", b.Stats()))
+	log.Info("stopped", "stats", b.Stats())
 	return err
 }

@@ -10,9 +10,9 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// envInUsage finds the environment variable a flag's usage names; flags
-// backed by one say "(env NAME" in their usage.
-var envInUsage = regexp.MustCompile(`\(env ([A-Z0-9_]+)`)
+// envInUsage finds the environment variables a flag's usage names; flags
+// backed by them say "(env NAME" or "(env NAME, else OTHER" in their usage.
+var envInUsage = regexp.MustCompile(`\(env ([A-Z0-9_]+)(?:, else ([A-Z0-9_]+))?`)
 
 // applyConfigFile sets, from a YAML map of flag names to values, every
 // flag that the command line did not set and whose environment variable
@@ -38,16 +38,24 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 		if set[name] {
 			continue
 		}
-		if m := envInUsage.FindStringSubmatch(f.Usage); m != nil {
-			if _, ok := os.LookupEnv(m[1]); ok {
-				continue
-			}
+		if envSet(envInUsage.FindStringSubmatch(f.Usage)) {
+			continue
 		}
 		if err := fs.Set(name, configValue(v)); err != nil {
 			return fmt.Errorf("--config %s: %s: %w", path, name, err)
 		}
 	}
 	return nil
+}
+
+// envSet reports whether one of the variables envInUsage matched is set.
+func envSet(m []string) bool {
+	for _, name := range m[min(len(m), 1):] {
+		if _, ok := os.LookupEnv(name); ok && name != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func configValue(v any) string {

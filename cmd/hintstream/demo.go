@@ -17,11 +17,13 @@ import (
 
 // demoCmd runs the simulated cluster of `run --demo` on its own, against
 // a bus where hintstream runs elsewhere (docker-compose).
-func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	checked := false // flags parsed and valid: later errors are not usage errors (exit 1, not 2)
+	defer usageUntil(&checked, &err)
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		natsURL   = fs.String("nats-url", env("HINTSTREAM_NATS_URL", nats.DefaultURL), "NATS server URL (env HINTSTREAM_NATS_URL)")
+		natsURL   = fs.String("nats-url", natsURLEnv(nats.DefaultURL), "NATS server URL"+natsURLUsage)
 		every     = fs.Duration("interval", time.Second, "time between requests")
 		count     = fs.Int("count", 0, "requests to publish; 0 = until stopped")
 		bindHost  = fs.String("bind-host", "127.0.0.1", "where the simulated workers bind their hint sockets")
@@ -33,8 +35,10 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		checkOnly = fs.Bool("check-config", false, "validate the flags and exit without connecting")
 	)
 	natsCfg := natsFlags(fs, "hintstream-demo")
+	usageHeader(fs, "Usage: hintstream demo [flags]\n\nA simulated cluster (workers, KV events, load, wake-ups) on an existing bus.")
+	connectTimeout := connectTimeoutFlag(fs)
 	applyConfig := configFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if err := applyConfig(); err != nil {
@@ -47,13 +51,18 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	ct, err := connectTimeout()
+	if err != nil {
+		return err
+	}
+	checked = true
 	if *checkOnly {
 		fmt.Fprintln(stdout, "hintstream demo: configuration ok")
 		return nil
 	}
 	ncfg := natsCfg()
-	ncfg.URL, ncfg.Logger = *natsURL, log
-	nc, err := natsconn.Connect(ncfg)
+	ncfg.URL, ncfg.Logger, ncfg.ConnectTimeout = *natsURL, log, ct
+	nc, err := natsconn.Dial(ctx, ncfg) // retries until --connect-timeout
 	if err != nil {
 		return err
 	}

@@ -22,17 +22,19 @@ var errUnhealthy = errors.New("unhealthy")
 // succeeds on 200 alone. It is the container's HEALTHCHECK: the image has
 // no shell, curl or wget, and needs none. Kubernetes probes the same
 // endpoints with its own httpGet and does not use it.
-func healthcheckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func healthcheckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	checked := false // flags parsed and valid: later errors are not usage errors (exit 1, not 2)
+	defer usageUntil(&checked, &err)
 	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", env("HINTSTREAM_HTTP_ADDR", "127.0.0.1:9090"), "the instance's --http-addr, host:port, :port or URL (env HINTSTREAM_HTTP_ADDR)")
 	path := fs.String("path", "/readyz", "endpoint to ask: /readyz (caught up) or /healthz (serving)")
 	timeout := fs.Duration("timeout", DefaultHealthcheckTimeout, "give up after this long")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: hintstream healthcheck [flags]\n\nExits 0 when the instance answers 200, 1 otherwise.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: hintstream healthcheck [flags]\n\nExits 0 when the instance answers 200, 1 otherwise (2: bad flags).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -44,6 +46,7 @@ func healthcheckCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	if !strings.HasPrefix(*path, "/") {
 		return fmt.Errorf("--path %q must start with /", *path)
 	}
+	checked = true
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	url := baseURL(*addr) + *path

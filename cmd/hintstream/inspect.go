@@ -46,20 +46,27 @@ func (f *inspectFlags) register(fs *flag.FlagSet) {
 }
 
 // inspectCmd queries the /v1/ API of a running instance.
-func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	checked := false // flags parsed and valid: later errors are not usage errors (exit 1, not 2)
+	defer usageUntil(&checked, &err)
 	var common inspectFlags
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, inspectUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), inspectUsage); fs.PrintDefaults() }
 	common.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
+		fmt.Fprint(stderr, inspectUsage)
 		return errors.New("missing command: workers, index, overlap or tooltime")
 	}
 	what := fs.Arg(0)
+	switch what {
+	case "workers", "index", "tooltime", "overlap":
+	default:
+		return fmt.Errorf("unknown command %q: want workers, index, overlap or tooltime", what)
+	}
 	sub := flag.NewFlagSet("inspect "+what, flag.ContinueOnError)
 	sub.SetOutput(stderr)
 	// The subcommand's flags default to what came before it (registering
@@ -73,12 +80,19 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		tokens = sub.String("tokens", "", "the prompt's token ids, comma-separated")
 		tokensFile = sub.String("tokens-file", "", `file holding the prompt's token ids as a JSON array ("-": stdin)`)
 	}
-	if err := sub.Parse(fs.Args()[1:]); err != nil {
+	if err := parseArgs(sub, fs.Args()[1:], stdout, stderr); err != nil {
 		return err
 	}
 	if sub.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", sub.Args())
 	}
+	var ids []uint32
+	if what == "overlap" {
+		if ids, err = readTokens(*tokens, *tokensFile); err != nil {
+			return err
+		}
+	}
+	checked = true
 	c := &inspectClient{base: baseURL(common.addr), http: &http.Client{Timeout: common.timeout}}
 	ctx, cancel := context.WithTimeout(ctx, common.timeout)
 	defer cancel()
@@ -91,10 +105,6 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case "tooltime":
 		return inspectGet(ctx, c, "/v1/tooltime", common.json, stdout, printToolTime)
 	case "overlap":
-		ids, err := readTokens(*tokens, *tokensFile)
-		if err != nil {
-			return err
-		}
 		body, err := json.Marshal(observe.OverlapRequest{Model: *model, TokenIDs: ids})
 		if err != nil {
 			return err
@@ -105,7 +115,7 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		return show(raw, common.json, stdout, printOverlap)
 	}
-	return fmt.Errorf("unknown command %q: want workers, index, overlap or tooltime", what)
+	return nil // unreachable: what was checked above
 }
 
 // baseURL accepts host:port, :port (this host) or a URL.

@@ -8,12 +8,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -29,9 +29,12 @@ Usage:
   hintstream register [flags] keep a worker's registry record alive (a sidecar; reads SGLang's HTTP API)
   hintstream sink --bind EP  receive hints like a worker or the Mooncake master and print one JSON line each
   hintstream healthcheck     exit 0 when a running instance's /readyz answers 200 (the container's HEALTHCHECK)
+  hintstream version         the module version and VCS revision (also --version)
   hintstream help            this text
 
-Run "hintstream <command> --help" for a command's flags.
+Run "hintstream <command> --help" for a command's flags. Exit status: 0 on
+success (and --help), 1 when the command failed, 2 for a command line
+that cannot run (unknown command or flag, a bad or missing value).
 `
 
 func main() {
@@ -41,7 +44,7 @@ func main() {
 func realMain(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return 2
+		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -54,7 +57,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	case "replay":
 		err = replayCmd(ctx, args[1:], stdout, stderr)
 	case "bridge":
-		err = bridgeCmd(ctx, args[1:], stderr)
+		err = bridgeCmd(ctx, args[1:], stdout, stderr)
 	case "streams":
 		err = streamsCmd(ctx, args[1:], stdout, stderr)
 	case "inspect":
@@ -65,29 +68,44 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		err = sinkCmd(ctx, args[1:], stdout, stderr)
 	case "healthcheck":
 		err = healthcheckCmd(ctx, args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
+	case "version", "-version", "--version":
+		err = versionCmd(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		return helpCmd(args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "hintstream: unknown command %q\n\n%s", args[0], usage)
-		return 2
+		return exitUsage
 	}
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
+	var reported errReported
+	if err != nil && !isHelp(err) && !errors.As(err, &reported) {
 		fmt.Fprintf(stderr, "hintstream %s: %v\n", args[0], err)
-		return 1
 	}
-	return 0
+	return exitCode(err)
 }
 
+// helpCmd prints the overview, or with a command name that command's
+// --help (as "go help build" does).
+func helpCmd(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case len(args) > 1 || args[0] == "help" || strings.HasPrefix(args[0], "-"):
+		fmt.Fprintf(stderr, "usage: hintstream help [command]\n")
+		return exitUsage
+	}
+	return realMain([]string{args[0], "--help"}, stdout, stderr)
+}
+
+// newLogger is every command's logger. Durations print as Go duration
+// strings ("1.5s") in both formats: slog's JSON handler would print them
+// as integer nanoseconds, which nobody reads right at a glance.
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: %w", level, err)
 	}
-	opts := &slog.HandlerOptions{Level: lv}
+	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: durationString}
 	switch format {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
@@ -95,4 +113,12 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// durationString is newLogger's slog.HandlerOptions.ReplaceAttr.
+func durationString(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }

@@ -21,13 +21,15 @@ import (
 // with a TTL of three intervals (client.Register). Killed, it stops
 // refreshing and the worker leaves hintstream's choice within three
 // intervals; stopped by a signal, it deletes the record at once.
-func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	checked := false // flags parsed and valid: later errors are not usage errors (exit 1, not 2)
+	defer usageUntil(&checked, &err)
 	fs := flag.NewFlagSet("register", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var endpoints bindList
 	fs.Var(&endpoints, "hint-endpoint", "the worker's hint PULL socket, once per dp rank in rank order (required)")
 	var (
-		natsURL   = fs.String("nats-url", env("HINTSTREAM_NATS_URL", nats.DefaultURL), "NATS server URL (env HINTSTREAM_NATS_URL)")
+		natsURL   = fs.String("nats-url", natsURLEnv(nats.DefaultURL), "NATS server URL"+natsURLUsage)
 		workerID  = fs.Uint64("worker-id", 0, "the worker's id, as in its KV events (required)")
 		model     = fs.String("model", "", "model name as frontends publish it (default: SGLang's served_model_name)")
 		blockSize = fs.Uint("kv-block-size", 0, "KV block size of the worker's KV events (default: SGLang's page_size)")
@@ -41,7 +43,10 @@ func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		checkOnly = fs.Bool("check-config", false, "validate the flags (and one record, when it needs no SGLang) and exit")
 	)
 	natsCfg := natsFlags(fs, "hintstream-register")
-	if err := fs.Parse(args); err != nil {
+	usageHeader(fs, "Usage: hintstream register --worker-id N --hint-endpoint tcp://... [--sglang-url URL | --model M --kv-block-size B] [flags]\n\n"+
+		"Keeps a worker's registry record alive (a sidecar); stopped by a signal, it deletes the record.")
+	connectTimeout := connectTimeoutFlag(fs)
+	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -72,13 +77,18 @@ func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	} else if err := base.Validate(); err != nil {
 		return err
 	}
+	ct, err := connectTimeout()
+	if err != nil {
+		return err
+	}
+	checked = true
 	if *checkOnly {
 		fmt.Fprintln(stdout, "hintstream register: configuration ok")
 		return nil
 	}
 	ncfg := natsCfg()
-	ncfg.URL, ncfg.Logger = *natsURL, log
-	nc, err := natsconn.Connect(ncfg)
+	ncfg.URL, ncfg.Logger, ncfg.ConnectTimeout = *natsURL, log, ct
+	nc, err := natsconn.Dial(ctx, ncfg) // retries until --connect-timeout
 	if err != nil {
 		return err
 	}

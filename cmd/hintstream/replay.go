@@ -18,12 +18,14 @@ import (
 )
 
 // replayCmd runs the decisions over stream history.
-func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	checked := false // flags parsed and valid: later errors are not usage errors (exit 1, not 2)
+	defer usageUntil(&checked, &err)
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	def := streams.DefaultSet()
 	var (
-		natsURL    = fs.String("nats-url", env("HINTSTREAM_NATS_URL", nats.DefaultURL), "NATS server URL (env HINTSTREAM_NATS_URL)")
+		natsURL    = fs.String("nats-url", natsURLEnv(nats.DefaultURL), "NATS server URL"+natsURLUsage)
 		since      = fs.String("since", "", "replay requests and responses from this time (RFC 3339, or a duration ago such as 1h)")
 		fromSeq    = fs.Uint64("from-seq", 0, "replay from this requests-stream sequence instead of --since")
 		until      = fs.String("until", "", "stop after events of this time (RFC 3339 or a duration ago)")
@@ -51,7 +53,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	applyConfig := configFlag(fs)
 	var dynBase streams.Set
 	dynSet := dynamoFlags(fs, func() (streams.Set, string) { return dynBase, "" })
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if err := applyConfig(); err != nil {
@@ -79,6 +81,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if o.Until, err = parseWhen(*until); err != nil {
 		return fmt.Errorf("--until: %w", err)
 	}
+	checked = true
 	ncfg := natsCfg()
 	ncfg.URL, ncfg.Logger = *natsURL, log
 	nc, err := natsconn.Connect(ncfg)

@@ -14,7 +14,9 @@ import (
 	"github.com/hintstream/hintstream/service"
 )
 
-func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	checked := false // flags parsed and valid: later errors are not usage errors (exit 1, not 2)
+	defer usageUntil(&checked, &err)
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	streamSet := streamSetFlags(fs)
@@ -24,7 +26,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	applyBounds := boundsFlags(fs)
 	applyCluster := clusterFlags(fs)
 	var (
-		natsURL      = fs.String("nats-url", env("HINTSTREAM_NATS_URL", ""), "NATS server URL (env HINTSTREAM_NATS_URL); empty starts an embedded JetStream server")
+		natsURL      = fs.String("nats-url", natsURLEnv(""), "NATS server URL"+natsURLUsage+"; empty starts an embedded JetStream server")
 		dataDir      = fs.String("data-dir", env("HINTSTREAM_DATA_DIR", ".hintstream/nats"), "embedded server's JetStream store (env HINTSTREAM_DATA_DIR)")
 		port         = fs.Int("embedded-port", 4222, "embedded server's client port on 127.0.0.1; 0 picks a free one")
 		demoOn       = fs.Bool("demo", false, "also run simulated workers and a stream of wake-ups, printing the hints they receive")
@@ -44,7 +46,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		pinEndpoint  = fs.String("pin-endpoint", env("DYN_KVM_PIN_ENDPOINT", ""), "Mooncake master's PULL socket for tool-call pins (env DYN_KVM_PIN_ENDPOINT); empty: pins off")
 		reqIndexTTL  = fs.Duration("request-index-ttl", time.Hour, "how long a response may trail its request and still be pinned")
 		respDurable  = fs.String("responses-durable", "", "durable consumer name for response events (default <group>-responses)")
-		snapEvery    = fs.Duration("snapshot-interval", 5*time.Minute, "save the KV index to the object store this often and at shutdown; start-up loads it and replays only newer KV events; negative: off")
+		snapEvery    = fs.Duration("snapshot-interval", 5*time.Minute, "save the KV index to the object store this often and at shutdown; start-up loads it and replays only newer KV events; 0: off (none loaded or saved)")
 		snapBucket   = fs.String("snapshot-bucket", "hintstream_snapshots", "object store bucket of index snapshots")
 		ackWait      = fs.Duration("ack-wait", 30*time.Second, "how long a member may hold a request or response unacked before another member gets it")
 		maxAckPend   = fs.Int("max-ack-pending", 1024, "requests or responses one member may hold unacked")
@@ -60,11 +62,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	natsCfg := natsFlags(fs, "hintstream")
 	applyAffinity := affinityFlags(fs)
 	applyCardinality := cardinalityFlags(fs) // issue 19: flags_cardinality.go
+	applyConnect := connectFlags(fs)         // issue 12: flags_connect.go
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -107,6 +110,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg.HTTPAddr, cfg.Pprof = *httpAddr, *pprofOn
 	cfg.AckWait, cfg.MaxAckPending = *ackWait, *maxAckPend
 	cfg.SnapshotInterval, cfg.SnapshotBucket = *snapEvery, *snapBucket
+	if *snapEvery < 0 {
+		return fmt.Errorf("--snapshot-interval must not be negative, got %v (0: off)", *snapEvery)
+	}
 	if *snapEvery == 0 {
 		cfg.SnapshotInterval = -1 // 0 means "off" on the command line
 	}
@@ -114,6 +120,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("--pprof needs --http-addr")
 	}
 	cfg.NATS = natsCfg()
+	if err := applyConnect(&cfg); err != nil {
+		return err
+	}
 	if err := cfg.NATS.Validate(); err != nil {
 		return err
 	}
@@ -130,6 +139,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := applyCluster(&cfg); err != nil {
 		return err
 	}
+	checked = true
 	if *checkOnly {
 		fmt.Fprintln(stdout, "hintstream run: configuration ok")
 		return nil
@@ -157,11 +167,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		sctx, cancel := context.WithTimeout(context.Background(), *stopDeadline)
 		defer cancel()
 		svc.Stop(sctx)
-		var endpoints any
+		var endpoints map[string]actions.EndpointStats
 		if p := svc.Pool(); p != nil {
 			endpoints = p.Stats()
 		}
-		log.Info("stopped", "counters", svc.Counters.Snapshot(""), "endpoints", endpoints)
+		log.Info("stopped", stoppedAttrs(svc.Counters.Snapshot(""), endpoints)...) // summary.go
 	}()
 	if *natsURL == "" {
 		fmt.Fprintf(stdout, "hintstream: embedded JetStream server at %s (store %s)\n", svc.ClientURL(), *dataDir)

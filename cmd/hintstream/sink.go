@@ -35,7 +35,9 @@ type sinkLine struct {
 // sinkCmd binds reference receivers (package receiver) and prints every
 // hint they accept: a stand-in for a worker's scheduler or the Mooncake
 // master, and a way to watch hints leave a real deployment.
-func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	checked := false // flags parsed and valid: later errors are not usage errors (exit 1, not 2)
+	defer usageUntil(&checked, &err)
 	fs := flag.NewFlagSet("sink", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var binds bindList
@@ -47,7 +49,9 @@ func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		logFormat = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json")
 		logLevel  = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error")
 	)
-	if err := fs.Parse(args); err != nil {
+	usageHeader(fs, "Usage: hintstream sink --bind tcp://HOST:PORT [--bind ...] [flags]\n\n"+
+		"Receives hints like a worker or the Mooncake master and prints one JSON line each.")
+	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -68,6 +72,7 @@ func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		opts = append(opts, receiver.WithCurveServer(strings.TrimSpace(string(key))))
 	}
+	checked = true
 	var mu sync.Mutex
 	enc := json.NewEncoder(stdout)
 	print := func(_ context.Context, h receiver.Hint) {
@@ -87,6 +92,9 @@ func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var rs []*receiver.Receiver
 	for _, b := range binds {
 		r, err := receiver.New(b, print, opts...)
+		if errors.Is(err, receiver.ErrInvalidOption) {
+			return asUsage(err) // --dedup-window out of range
+		}
 		if err != nil {
 			return err
 		}
@@ -109,7 +117,7 @@ func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	wg.Wait()
 	err = errors.Join(errs...)
 	for _, r := range rs {
-		log.Info("sink stopped", "endpoint", r.Endpoint(), "counters", r.Counters().Snapshot("receiver."))
+		log.Info("sink stopped", "endpoint", r.Endpoint(), countersAttr(r.Counters().Snapshot("receiver.")))
 	}
 	return err
 }

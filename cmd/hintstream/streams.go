@@ -42,7 +42,9 @@ capture it (here and in "run") with:
 // streamsCmd creates, checks or describes the streams hintstream uses.
 // check returns an error (exit status 1) when a stream is absent or does
 // not capture the configured subjects, so it can gate a deploy.
-func streamsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func streamsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	checked := false // flags parsed and valid: later errors are not usage errors (exit 1, not 2)
+	defer usageUntil(&checked, &err)
 	action, explicit := "check", false
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		action, args, explicit = args[0], args[1:], true
@@ -52,7 +54,7 @@ func streamsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	streamSet := streamSetFlags(fs)
 	streamSet = dynamoFlags(fs, streamSet)
 	var (
-		natsURL   = fs.String("nats-url", env("HINTSTREAM_NATS_URL", nats.DefaultURL), "NATS server URL (env HINTSTREAM_NATS_URL)")
+		natsURL   = fs.String("nats-url", natsURLEnv(nats.DefaultURL), "NATS server URL"+natsURLUsage)
 		update    = fs.Bool("update-streams", false, "create: add missing subjects to existing streams (otherwise a mismatch fails)")
 		jsonOut   = fs.Bool("json", false, "print one JSON document instead of a table")
 		strict    = fs.Bool("strict", false, "check: also fail when other settings (max_age, storage, replicas, duplicates) differ")
@@ -69,13 +71,13 @@ func streamsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			"%s\nFlags (default in brackets):\n", streamsDynamoHelp)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if !explicit && fs.NArg() > 0 {
 		// "hintstream streams --json describe": the action after flags.
 		action, explicit = fs.Arg(0), true
-		if err := fs.Parse(fs.Args()[1:]); err != nil {
+		if err := parseArgs(fs, fs.Args()[1:], stdout, stderr); err != nil {
 			return err
 		}
 	}
@@ -99,6 +101,7 @@ func streamsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := ncfg.Validate(); err != nil {
 		return err
 	}
+	checked = true
 	nc, err := natsconn.Connect(ncfg)
 	if err != nil {
 		return fmt.Errorf("connect to NATS: %w", err)

@@ -221,7 +221,7 @@ func (d *Demo) sessions() []session {
 func (d *Demo) seedCache(ctx context.Context, sessions []session) {
 	for _, s := range sessions[:3] {
 		if err := d.storeAll(ctx, s.expected, s.prompt[:s.cached*BlockSize]); err != nil {
-			d.opts.Logger.Warn("demo KV event", "worker", s.expected, "err", err)
+			d.opts.Logger.Warn("demo KV event", "worker_id", s.expected, "err", err)
 		}
 	}
 }

@@ -60,18 +60,18 @@ func (w *worker) receive(ctx context.Context) {
 				continue // receive timeout: look at ctx again
 			}
 			if ctx.Err() == nil {
-				w.demo.opts.Logger.Warn("demo worker receive", "worker", w.id, "err", err)
+				w.demo.opts.Logger.Warn("demo worker receive", "worker_id", w.id, "err", err)
 			}
 			continue
 		}
 		var env schemas.KvHintsEnvelope
 		if _, err := env.UnmarshalMsg(b); err != nil || len(env.Actions) == 0 {
-			w.demo.opts.Logger.Warn("demo worker got an undecodable hint", "worker", w.id, "err", err)
+			w.demo.opts.Logger.Warn("demo worker got an undecodable hint", "worker_id", w.id, "err", err)
 			continue
 		}
 		var p schemas.PrefetchPayload
 		if _, err := p.UnmarshalMsg(env.Actions[0].Payload); err != nil {
-			w.demo.opts.Logger.Warn("demo worker got an undecodable payload", "worker", w.id, "err", err)
+			w.demo.opts.Logger.Warn("demo worker got an undecodable payload", "worker_id", w.id, "err", err)
 			continue
 		}
 		w.demo.record(Received{WorkerID: w.id, RequestID: p.RequestID, SessionID: p.SessionID,

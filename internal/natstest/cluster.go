@@ -33,7 +33,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	var routes []string
 	for i := range n {
 		node := natsembed.Node{Name: fmt.Sprintf("n%d", i+1), StoreDir: t.TempDir(),
-			Port: freePort(t), ClusterPort: freePort(t), Tags: []string{fmt.Sprintf("node:n%d", i+1)}}
+			Port: FreePort(t), ClusterPort: FreePort(t), Tags: []string{fmt.Sprintf("node:n%d", i+1)}}
 		routes = append(routes, natsembed.RouteURL(node.ClusterPort))
 		c.nodes = append(c.nodes, node)
 	}
@@ -68,7 +68,9 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	return c
 }
 
-func freePort(t testing.TB) int {
+// FreePort returns a loopback TCP port nothing listens on (it was just
+// closed), for a server a test starts later on a known port.
+func FreePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
