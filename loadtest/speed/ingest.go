@@ -58,11 +58,11 @@ type IngestConfig struct {
 	// filled stream, each kept in IngestResult.Rounds; default 1, which
 	// is bench, hintstream, bench. More rounds let a caller judge the
 	// median of per-round ratios, so one stalled round cannot decide it.
-	Rounds         int
-	ExtraArgs      []string  // appended to hintstream's command line
-	ChildLog       io.Writer // hintstream's output; default: kept for errors
-	Progress       io.Writer // one line every ProgressEvery (2 s); nil: none
-	ProgressEvery  time.Duration
+	Rounds        int
+	ExtraArgs     []string  // appended to hintstream's command line
+	ChildLog      io.Writer // hintstream's output; default: kept for errors
+	Progress      io.Writer // one line every ProgressEvery (2 s); nil: none
+	ProgressEvery time.Duration
 }
 
 // IngestResult is one ingestion run.

@@ -46,7 +46,9 @@ func lagP99(l speed.LatencyResult) time.Duration {
 	return l.SendLag.ValueAtQuantile(0.99)
 }
 
-func (r latencyRound) p99Ratio() float64 { return ratio(float64(r.hintstream.P99), float64(r.floor.P99)) }
+func (r latencyRound) p99Ratio() float64 {
+	return ratio(float64(r.hintstream.P99), float64(r.floor.P99))
+}
 func (r latencyRound) cpuRatio() float64 {
 	return ratio(float64(r.hintstream.CPUPerWakeup), float64(r.floor.CPUPerWakeup))
 }
@@ -183,5 +185,7 @@ func ingestRoundsTable(in speed.IngestResult) report.Table {
 	return t
 }
 
-func us(d time.Duration) string  { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
-func us1(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond)) }
+func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
+func us1(d time.Duration) string {
+	return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond))
+}

@@ -29,8 +29,8 @@ func TestReportJudgesTargets(t *testing.T) {
 	dir := t.TempDir()
 	r := results{started: time.Now(), loadBefore: "0.1 0.1 0.1", after: "0.2 0.2 0.2", command: "make loadtest",
 		floor: latencyOf(1500*time.Microsecond, 100), hintstream: latencyOf(1800*time.Microsecond, 100),
-		rounds: [2][]latencyRound{roundsOf(1800, 1500, 1500, 1500, 1500), roundsOf(1400, 1400, 1400, 1400, 1400)},
-		ingests: [2]speed.IngestResult{ingestOf(0.45, 0.5, 0.4), ingestOf(0.95, 0.92, 0.91)},
+		rounds:    [2][]latencyRound{roundsOf(1800, 1500, 1500, 1500, 1500), roundsOf(1400, 1400, 1400, 1400, 1400)},
+		ingests:   [2]speed.IngestResult{ingestOf(0.45, 0.5, 0.4), ingestOf(0.95, 0.92, 0.91)},
 		trace:     valueRuns(0.691, 0.5, 0.97),
 		synthetic: valueRuns(0.95, 0.9, 1),
 		haveSpeed: true, haveVal: true}
