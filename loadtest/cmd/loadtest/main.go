@@ -32,6 +32,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -48,6 +49,7 @@ type options struct {
 	rounds                          int
 	ingestEvents                    int
 	skipValue, skipSpeed            bool
+	applyShards                     string // comma-separated --kv-apply-shards values
 	kvBytesPerToken                 int
 	l3Bandwidth                     float64 // GB/s
 }
@@ -64,6 +66,7 @@ func main() {
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "measured time of each latency target, split over --rounds")
 	fs.IntVar(&o.rounds, "rounds", 5, "alternated floor/hintstream (and bench/hintstream) rounds, so spells of contention fall on both; targets are judged on the median of per-round ratios")
 	fs.IntVar(&o.ingestEvents, "ingest-events", 200000, "KV events pre-filled for the ingestion rounds (each round applies all of them)")
+	fs.StringVar(&o.applyShards, "apply-shards", "1,2", "after the ingestion rounds, 3 more rounds of the Dynamo JSON with hintstream's --kv-apply-shards at each of these (comma-separated; empty: none)")
 	fs.BoolVar(&o.skipValue, "skip-value", false, "leave out the hint-value simulations")
 	fs.BoolVar(&o.skipSpeed, "skip-speed", false, "leave out the latency and ingestion runs")
 	fs.IntVar(&o.kvBytesPerToken, "kv-bytes-per-token", value.DefaultKVBytesPerToken, "KV bytes per token for L3 → device transfer time (default: an 8B model)")
@@ -88,6 +91,7 @@ type results struct {
 	rounds  [2][]latencyRound
 	ingests [2]speed.IngestResult
 	ingest  speed.IngestResult // ingests[0], the Dynamo JSON
+	shards  []shardRun         // the --apply-shards passes
 	// trace and synthetic are the value runs, one per variant (see
 	// variants); the headline is affinity and transfer time on.
 	trace, synthetic   []value.Result
@@ -179,8 +183,35 @@ func runSpeed(ctx context.Context, o options, progress io.Writer, r *results) er
 		}
 	}
 	r.ingest = r.ingests[0]
+	for _, f := range strings.Split(o.applyShards, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return fmt.Errorf("--apply-shards: %q is not a positive count", f)
+		}
+		fmt.Fprintf(progress, "loadtest: ingestion of %d Dynamo RouterEvent JSON events with --kv-apply-shards %d, %d rounds\n",
+			o.ingestEvents, n, shardRounds)
+		res, err := speed.Ingest(ctx, speed.IngestConfig{Binary: bins.Hintstream, NATSURL: srv.URL(),
+			Events: o.ingestEvents, Rounds: shardRounds, NatsCLI: cli, ExtraArgs: []string{"--kv-apply-shards", f},
+			Progress: progress, ProgressEvery: 5 * time.Second})
+		if err != nil {
+			return err
+		}
+		r.shards = append(r.shards, shardRun{shards: n, ingest: res})
+	}
 	r.haveSpeed = true
 	return nil
+}
+
+// shardRounds are the ingestion rounds of each --apply-shards value.
+const shardRounds = 3
+
+// shardRun is the Dynamo JSON ingestion with one --kv-apply-shards.
+type shardRun struct {
+	shards int
+	ingest speed.IngestResult
 }
 
 // formats are the request formats of the latency rounds; msgpack first

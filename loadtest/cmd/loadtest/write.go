@@ -145,6 +145,22 @@ func ingestion(r results) report.Section {
 			format.name, in.Events, in.MeanSize, ratios(scale(sh, 100), "%.0f%%"), 100*median(sh), cmd, f+1)
 		sec.Tables = append(sec.Tables, ingestRoundsTable(in))
 	}
+	if len(r.shards) > 0 {
+		t := report.Table{Header: []string{"--kv-apply-shards", "rounds", "hintstream events/s (median)", "CPU per event (median)",
+			"share of the bench (median)", "shares by round"}}
+		for _, s := range r.shards {
+			var ev, cpu []float64
+			for _, x := range s.ingest.Rounds {
+				ev, cpu = append(ev, x.EventsPerSec), append(cpu, float64(x.CPUPerEvent))
+			}
+			sh := ingestShares(s.ingest)
+			t.Rows = append(t.Rows, []string{fmt.Sprint(s.shards), fmt.Sprint(len(sh)), fmt.Sprintf("%.0f", median(ev)),
+				us1(time.Duration(median(cpu))), fmt.Sprintf("%.0f%%", 100*median(sh)), ratios(scale(sh, 100), "%.0f%%")})
+		}
+		sec.Markdown += "\n\n**Apply shards.** The Dynamo JSON again, with hintstream's `--kv-apply-shards` set (default 4), " +
+			"each in its own rounds of bench then hintstream (the last table)."
+		sec.Tables = append(sec.Tables, t)
+	}
 	return sec
 }
 
