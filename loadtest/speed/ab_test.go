@@ -63,3 +63,58 @@ func BenchmarkLatencyAB(b *testing.B) {
 		b.ReportMetric(med(p99R), "p99-B/A")
 	}
 }
+
+// BenchmarkIngestAB is BenchmarkLatencyAB for ingestion: SPEED_EVENTS
+// (default 200,000) Dynamo RouterEvent JSON events (SPEED_ENGINE_BATCHES=1:
+// vLLM msgpack batches) applied by the package's hintstream (B) and
+// SPEED_BIN_A in each of SPEED_ROUNDS (default 5) rounds; reports the
+// median per-round B/A ratios of events/s and CPU per event.
+//
+//	SPEED_BIN_A=/tmp/hintstream-before go test -run '^$' -bench IngestAB -benchtime 1x ./loadtest/speed/
+func BenchmarkIngestAB(b *testing.B) {
+	a := os.Getenv("SPEED_BIN_A")
+	if a == "" {
+		b.Skip("SPEED_BIN_A names the binary to compare with")
+	}
+	rounds, events := 5, 200_000
+	var err error
+	if v := os.Getenv("SPEED_ROUNDS"); v != "" {
+		if rounds, err = strconv.Atoi(v); err != nil || rounds < 2 {
+			b.Fatalf("SPEED_ROUNDS %q (at least 2)", v)
+		}
+	}
+	if v := os.Getenv("SPEED_EVENTS"); v != "" {
+		if events, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	srv, err := StartServer(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	for i := 0; i < b.N; i++ {
+		res, err := Ingest(context.Background(), IngestConfig{Binary: bins.Hintstream, Also: a, NATSURL: srv.URL(),
+			Events: events, Rounds: rounds, EngineBatches: os.Getenv("SPEED_ENGINE_BATCHES") != ""})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var rate, cpu, cpuA, cpuB []float64
+		for r, x := range res.Rounds {
+			b.Logf("round %d: A %.0f events/s CPU %v; B %.0f events/s CPU %v", r+1, x.Also.EventsPerSec, x.Also.CPUPerEvent,
+				x.EventsPerSec, x.CPUPerEvent)
+			rate = append(rate, x.EventsPerSec/x.Also.EventsPerSec)
+			cpu = append(cpu, float64(x.CPUPerEvent)/float64(x.Also.CPUPerEvent))
+			cpuA, cpuB = append(cpuA, float64(x.Also.CPUPerEvent)), append(cpuB, float64(x.CPUPerEvent))
+		}
+		med := func(xs []float64) float64 {
+			s := slices.Clone(xs)
+			slices.Sort(s)
+			return s[len(s)/2]
+		}
+		b.ReportMetric(med(rate), "rate-B/A")
+		b.ReportMetric(med(cpu), "cpu-B/A")
+		b.ReportMetric(med(cpuA)/1e3, "A-cpu-µs/event")
+		b.ReportMetric(med(cpuB)/1e3, "B-cpu-µs/event")
+	}
+}

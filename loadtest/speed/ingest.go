@@ -58,7 +58,11 @@ type IngestConfig struct {
 	// filled stream, each kept in IngestResult.Rounds; default 1, which
 	// is bench, hintstream, bench. More rounds let a caller judge the
 	// median of per-round ratios, so one stalled round cannot decide it.
-	Rounds        int
+	Rounds int
+	// Also, when set with Rounds > 1, is a second program (e.g. hintstream
+	// built before a change) applied in every round right after Binary,
+	// into IngestRound.Also: a before/after in the same run.
+	Also          string
 	ExtraArgs     []string  // appended to hintstream's command line
 	ChildLog      io.Writer // hintstream's output; default: kept for errors
 	Progress      io.Writer // one line every ProgressEvery (2 s); nil: none
@@ -96,6 +100,11 @@ type IngestRound struct {
 	CPUPerEvent  time.Duration
 	Duration     time.Duration
 	Bench        BenchResult
+	// Also is IngestConfig.Also's apply in this round (zero without).
+	Also struct {
+		EventsPerSec float64
+		CPUPerEvent  time.Duration
+	}
 }
 
 // Share is hintstream's rate over the bench's in this round (0 without
@@ -225,11 +234,22 @@ func ingest(ctx context.Context, cfg IngestConfig, url string) (IngestResult, er
 			res = one
 			res.Bench = b
 		}
-		res.Rounds = append(res.Rounds, IngestRound{EventsPerSec: one.EventsPerSec, CPUPerEvent: one.CPUPerEvent,
-			Duration: one.Duration, Bench: res.Bench[len(res.Bench)-1]})
+		round := IngestRound{EventsPerSec: one.EventsPerSec, CPUPerEvent: one.CPUPerEvent, Duration: one.Duration}
+		if len(res.Bench) > i {
+			round.Bench = res.Bench[i]
+		}
+		if cfg.Also != "" {
+			also, alt := IngestResult{Events: res.Events, Bytes: res.Bytes, MeanSize: res.MeanSize}, cfg
+			alt.Binary, alt.CPUProfile = cfg.Also, ""
+			if err := applyOnce(ctx, alt, url, js, &also); err != nil {
+				return res, err
+			}
+			round.Also.EventsPerSec, round.Also.CPUPerEvent = also.EventsPerSec, also.CPUPerEvent
+		}
+		res.Rounds = append(res.Rounds, round)
 		if cfg.Progress != nil {
 			fmt.Fprintf(cfg.Progress, "ingest: round %d/%d: hintstream %.0f events/s, %.0f%% of the bench\n",
-				i+1, cfg.Rounds, one.EventsPerSec, 100*res.Rounds[i].Share())
+				i+1, cfg.Rounds, one.EventsPerSec, 100*round.Share())
 		}
 	}
 	return res, nil
