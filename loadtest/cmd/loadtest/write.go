@@ -157,8 +157,8 @@ func ingestion(r results) report.Section {
 			t.Rows = append(t.Rows, []string{fmt.Sprint(s.shards), fmt.Sprint(len(sh)), fmt.Sprintf("%.0f", median(ev)),
 				us1(time.Duration(median(cpu))), fmt.Sprintf("%.0f%%", 100*median(sh)), ratios(scale(sh, 100), "%.0f%%")})
 		}
-		sec.Markdown += "\n\n**Apply shards.** The Dynamo JSON again, with hintstream's `--kv-apply-shards` set (default 4), " +
-			"each in its own rounds of bench then hintstream (the last table)."
+		sec.Markdown += "\n\n**Apply shards.** The Dynamo JSON again, with hintstream's `--kv-apply-shards` set (default 4, at most " +
+			"GOMAXPROCS are started), each in its own rounds of bench then hintstream (the last table)."
 		sec.Tables = append(sec.Tables, t)
 	}
 	return sec
