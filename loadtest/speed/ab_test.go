@@ -43,11 +43,6 @@ func BenchmarkLatencyAB(b *testing.B) {
 		}
 		return res
 	}
-	med := func(xs []float64) float64 {
-		s := slices.Clone(xs)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
 	for i := 0; i < b.N; i++ {
 		var cpuA, cpuB, cpuR, p99R []float64
 		for r := range rounds {
@@ -57,10 +52,10 @@ func BenchmarkLatencyAB(b *testing.B) {
 			cpuR = append(cpuR, float64(rb.CPUPerWakeup)/float64(ra.CPUPerWakeup))
 			p99R = append(p99R, float64(rb.P99)/float64(ra.P99))
 		}
-		b.ReportMetric(med(cpuA)/1e3, "A-cpu-µs/wakeup")
-		b.ReportMetric(med(cpuB)/1e3, "B-cpu-µs/wakeup")
-		b.ReportMetric(med(cpuR), "cpu-B/A")
-		b.ReportMetric(med(p99R), "p99-B/A")
+		b.ReportMetric(medianOf(cpuA)/1e3, "A-cpu-µs/wakeup")
+		b.ReportMetric(medianOf(cpuB)/1e3, "B-cpu-µs/wakeup")
+		b.ReportMetric(medianOf(cpuR), "cpu-B/A")
+		b.ReportMetric(medianOf(p99R), "p99-B/A")
 	}
 }
 
@@ -107,14 +102,16 @@ func BenchmarkIngestAB(b *testing.B) {
 			cpu = append(cpu, float64(x.CPUPerEvent)/float64(x.Also.CPUPerEvent))
 			cpuA, cpuB = append(cpuA, float64(x.Also.CPUPerEvent)), append(cpuB, float64(x.CPUPerEvent))
 		}
-		med := func(xs []float64) float64 {
-			s := slices.Clone(xs)
-			slices.Sort(s)
-			return s[len(s)/2]
-		}
-		b.ReportMetric(med(rate), "rate-B/A")
-		b.ReportMetric(med(cpu), "cpu-B/A")
-		b.ReportMetric(med(cpuA)/1e3, "A-cpu-µs/event")
-		b.ReportMetric(med(cpuB)/1e3, "B-cpu-µs/event")
+		b.ReportMetric(medianOf(rate), "rate-B/A")
+		b.ReportMetric(medianOf(cpu), "cpu-B/A")
+		b.ReportMetric(medianOf(cpuA)/1e3, "A-cpu-µs/event")
+		b.ReportMetric(medianOf(cpuB)/1e3, "B-cpu-µs/event")
 	}
+}
+
+// medianOf is the middle value of xs (the upper one for an even count).
+func medianOf(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
