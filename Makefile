@@ -65,8 +65,10 @@ generate:
 clean:
 	rm -rf bin .hintstream
 
-## loadtest: the 60-second load profile (latency vs the floor, ingestion vs
-## nats bench, hint value vs an oracle); report in loadtest/out/summary.md.
+## loadtest: 5 alternated rounds each of latency and CPU vs the floor (msgpack
+## and JSON requests) and ingestion vs nats bench (Dynamo JSON and vLLM
+## msgpack), judged on per-round medians, then hint value vs the clairvoyant
+## bound; about 7 min on 2 cores; report in loadtest/out/summary.md.
 ## The committed loadtest/RESULTS.md was made with
 ##   make loadtest LOADTEST_ARGS='--out loadtest/results --results loadtest/RESULTS.md'
 LOADTEST_ARGS ?=

@@ -62,6 +62,7 @@ type AffinityWriter struct {
 	once     sync.Once
 	mu       sync.RWMutex // closed and sends on queue
 	closed   bool
+	js       jetstream.JetStream // AffinityAsync: batched asynchronous writes
 }
 
 type affinityPut struct {
@@ -96,16 +97,24 @@ func OpenAffinityBucket(ctx context.Context, js jetstream.JetStream, bucket stri
 	return kv, nil
 }
 
-// NewAffinityWriter starts the writer; Close stops it.
-func NewAffinityWriter(kv jetstream.KeyValue, counters *metrics.Counters, log *slog.Logger) *AffinityWriter {
+// NewAffinityWriter starts the writer; Close stops it. By default each
+// record is one kv.Put; AffinityAsync batches them (affinity_batch.go).
+func NewAffinityWriter(kv jetstream.KeyValue, counters *metrics.Counters, log *slog.Logger, opts ...AffinityOption) *AffinityWriter {
 	if log == nil {
 		log = slog.Default()
 	}
 	w := &AffinityWriter{kv: kv, counters: counters, log: log.With("bucket", kv.Bucket()),
 		queue: make(chan affinityPut, DefaultAffinityQueue)}
+	for _, o := range opts {
+		o(w)
+	}
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	w.wg.Add(1)
-	go w.run()
+	if w.js != nil {
+		go w.runBatched()
+	} else {
+		go w.run()
+	}
 	return w
 }
 

@@ -45,7 +45,8 @@ func ApplyKVEvents(ix EventApplier, lim schemas.Limits, counters *metrics.Counte
 		if eventplane.IsKVEventsSubject(msg.Subject()) {
 			return ep.apply(msg)
 		}
-		evs, err := decodeKVEvents(msg, lim)
+		var one [1]kvevents.Event // a RouterEvent's, on the stack (issue 17)
+		evs, err := decodeKVEvents(msg, lim, &one)
 		if err != nil {
 			return err
 		}
@@ -96,7 +97,9 @@ func ApplyKVEvents(ix EventApplier, lim schemas.Limits, counters *metrics.Counte
 	}
 }
 
-func decodeKVEvents(msg jetstream.Msg, lim schemas.Limits) ([]kvevents.Event, error) {
+// decodeKVEvents decodes msg's events; a Dynamo RouterEvent's one goes
+// into *one, so the common case allocates no slice.
+func decodeKVEvents(msg jetstream.Msg, lim schemas.Limits, one *[1]kvevents.Event) ([]kvevents.Event, error) {
 	if err := lim.CheckHeaders("kv_event", msg.Headers()); err != nil {
 		return nil, err
 	}
@@ -106,7 +109,8 @@ func decodeKVEvents(msg jetstream.Msg, lim schemas.Limits) ([]kvevents.Event, er
 		if err != nil {
 			return nil, err
 		}
-		return []kvevents.Event{kvevents.FromRouterEvent(ev)}, nil
+		one[0] = kvevents.FromRouterEvent(ev)
+		return one[:], nil
 	}
 	if !kvevents.IsEngineBatch(data) {
 		return nil, &schemas.DecodeError{Kind: "kv_event", Reason: "neither a Dynamo RouterEvent nor an engine EventBatch"}

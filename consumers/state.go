@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +32,10 @@ type StateConfig struct {
 	// Shards applies messages of different subjects in parallel on this
 	// many goroutines, keeping each subject's messages in order (subjects
 	// name their publisher: kv.events.<worker_id>). Default 1: in order,
-	// on the consumer's own goroutine.
+	// on the consumer's own goroutine. At most runtime.GOMAXPROCS(0) are
+	// started: more goroutines than processors add no parallelism, only a
+	// hand-off and a wake-up per message (issue 17: on 2 cores, 4 shards
+	// cost more CPU per event than 2).
 	Shards int
 }
 
@@ -96,8 +100,8 @@ func (c *StateConsumer) Start(ctx context.Context) error {
 	}
 	c.streamCreated = st.CachedInfo().Created
 	c.stopping = make(chan struct{})
-	if c.cfg.Shards > 1 {
-		c.shards = make([]chan jetstream.Msg, c.cfg.Shards)
+	if n := min(c.cfg.Shards, runtime.GOMAXPROCS(0)); n > 1 {
+		c.shards = make([]chan jetstream.Msg, n)
 		for i := range c.shards {
 			ch := make(chan jetstream.Msg, shardQueue)
 			c.shards[i] = ch

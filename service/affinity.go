@@ -17,7 +17,8 @@ func (s *Service) startAffinity(ctx context.Context) (consumers.AffinityRecorder
 	if err != nil {
 		return nil, err
 	}
-	s.affinity = consumers.NewAffinityWriter(kv, s.Counters, s.log)
+	// Batched asynchronous writes (issue 17): the bucket is opened on s.js.
+	s.affinity = consumers.NewAffinityWriter(kv, s.Counters, s.log, consumers.AffinityAsync(s.js))
 	s.log.Info("recording prefetch affinity", "bucket", kv.Bucket())
 	return s.affinity, nil
 }

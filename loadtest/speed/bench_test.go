@@ -25,7 +25,9 @@ func envDuration(b *testing.B, key string, def time.Duration) time.Duration {
 // of 2,048-token prompts for 20 s (after a 2 s warm-up) against the floor
 // and hintstream on one embedded server, in SPEED_ROUNDS (default 2)
 // alternated rounds whose histograms are merged. Reports both p99s (µs) and
-// their ratio; the target is hintstream p99 ≤ 2 ms and ≤ 1.5× the floor.
+// their ratio. The targets (issue 17: p99 ≤ 1.25× the floor's in 4 of 5
+// rounds, CPU per wake-up ≤ 1.10×) are judged per round by `make
+// loadtest`; this benchmark is for profiles and quick looks.
 // SPEED_DURATION and SPEED_RATE override the measured time and the rate;
 // SPEED_CPUPROFILE=file saves a CPU profile of hintstream's measured
 // window (a third run, so the figures stay unperturbed), and

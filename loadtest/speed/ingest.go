@@ -54,10 +54,19 @@ type IngestConfig struct {
 	// ProfileSeconds is the profile's length; default 5 s (make Events
 	// large enough that the apply outlasts it).
 	ProfileSeconds int
-	ExtraArgs      []string  // appended to hintstream's command line
-	ChildLog       io.Writer // hintstream's output; default: kept for errors
-	Progress       io.Writer // one line every ProgressEvery (2 s); nil: none
-	ProgressEvery  time.Duration
+	// Rounds of `nats bench js ordered` then hintstream over the one
+	// filled stream, each kept in IngestResult.Rounds; default 1, which
+	// is bench, hintstream, bench. More rounds let a caller judge the
+	// median of per-round ratios, so one stalled round cannot decide it.
+	Rounds int
+	// Also, when set with Rounds > 1, is a second program (e.g. hintstream
+	// built before a change) applied in every round right after Binary,
+	// into IngestRound.Also: a before/after in the same run.
+	Also          string
+	ExtraArgs     []string  // appended to hintstream's command line
+	ChildLog      io.Writer // hintstream's output; default: kept for errors
+	Progress      io.Writer // one line every ProgressEvery (2 s); nil: none
+	ProgressEvery time.Duration
 }
 
 // IngestResult is one ingestion run.
@@ -79,6 +88,32 @@ type IngestResult struct {
 	// and after hintstream (when NatsCLI was set).
 	Bench      []BenchResult
 	CPUProfile string
+	// Rounds holds each round's hintstream apply and the bench run just
+	// before it (with IngestConfig.Rounds > 1; the top-level figures are
+	// then the first round's).
+	Rounds []IngestRound
+}
+
+// IngestRound is one round: bench, then hintstream, on the same stream.
+type IngestRound struct {
+	EventsPerSec float64
+	CPUPerEvent  time.Duration
+	Duration     time.Duration
+	Bench        BenchResult
+	// Also is IngestConfig.Also's apply in this round (zero without).
+	Also struct {
+		EventsPerSec float64
+		CPUPerEvent  time.Duration
+	}
+}
+
+// Share is hintstream's rate over the bench's in this round (0 without
+// a bench).
+func (r IngestRound) Share() float64 {
+	if r.Bench.MsgsPerSec <= 0 {
+		return 0
+	}
+	return r.EventsPerSec / r.Bench.MsgsPerSec
 }
 
 // BenchMsgsPerSec is the mean of the bench runs (0 without any).
@@ -117,6 +152,7 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 	set(&cfg.BlocksPerEvent, 4)
 	set(&cfg.Workers, 64)
 	set(&cfg.ProfileSeconds, 5)
+	set(&cfg.Rounds, 1)
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Minute
 	}
@@ -173,13 +209,59 @@ func ingest(ctx context.Context, cfg IngestConfig, url string) (IngestResult, er
 		}
 		return nil
 	}
-	if err := bench(); err != nil {
-		return res, err
+	if cfg.Rounds == 1 {
+		if err := bench(); err != nil {
+			return res, err
+		}
+		if err := applyOnce(ctx, cfg, url, js, &res); err != nil {
+			return res, err
+		}
+		return res, bench()
 	}
+	for i := range cfg.Rounds {
+		if err := bench(); err != nil {
+			return res, err
+		}
+		one := IngestResult{Events: res.Events, Bytes: res.Bytes, MeanSize: res.MeanSize}
+		if i > 0 {
+			one.CPUProfile, cfg.CPUProfile = "", "" // the first round's profile only
+		}
+		if err := applyOnce(ctx, cfg, url, js, &one); err != nil {
+			return res, err
+		}
+		if i == 0 {
+			b := res.Bench
+			res = one
+			res.Bench = b
+		}
+		round := IngestRound{EventsPerSec: one.EventsPerSec, CPUPerEvent: one.CPUPerEvent, Duration: one.Duration}
+		if len(res.Bench) > i {
+			round.Bench = res.Bench[i]
+		}
+		if cfg.Also != "" {
+			also, alt := IngestResult{Events: res.Events, Bytes: res.Bytes, MeanSize: res.MeanSize}, cfg
+			alt.Binary, alt.CPUProfile = cfg.Also, ""
+			if err := applyOnce(ctx, alt, url, js, &also); err != nil {
+				return res, err
+			}
+			round.Also.EventsPerSec, round.Also.CPUPerEvent = also.EventsPerSec, also.CPUPerEvent
+		}
+		res.Rounds = append(res.Rounds, round)
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "ingest: round %d/%d: hintstream %.0f events/s, %.0f%% of the bench\n",
+				i+1, cfg.Rounds, one.EventsPerSec, 100*round.Share())
+		}
+	}
+	return res, nil
+}
 
+// applyOnce starts hintstream on the filled stream and times its apply
+// into res (Applied, Duration, EventsPerSec, MBPerSec, CPUPerEvent,
+// CPUProfile). It fails unless exactly cfg.Events were applied.
+func applyOnce(ctx context.Context, cfg IngestConfig, url string, js jetstream.JetStream, res *IngestResult) error {
 	addr, err := freeAddr()
 	if err != nil {
-		return res, err
+		return err
 	}
 	group := "speed-ingest-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	args := []string{"run", "--nats-url", url, "--group", group, "--http-addr", addr, "--snapshot-interval", "0",
@@ -195,7 +277,7 @@ func ingest(ctx context.Context, cfg IngestConfig, url string) (IngestResult, er
 	proc, err := startChild(cfg.Binary, append(args, cfg.ExtraArgs...), "serving /metrics", cfg.ChildLog, time.Minute,
 		"hintstream running")
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer deleteConsumer(js, "LLM_REQUESTS", group+"-requests")
 	stopped := false
@@ -233,7 +315,7 @@ func ingest(ctx context.Context, cfg IngestConfig, url string) (IngestResult, er
 		n, _, err := applied()
 		now := time.Now()
 		if err != nil {
-			return res, err
+			return err
 		}
 		if n > 0 {
 			t1, c1, cpu1 = now, n, cpuTime(proc.cmd.Process.Pid)
@@ -241,25 +323,25 @@ func ingest(ctx context.Context, cfg IngestConfig, url string) (IngestResult, er
 			break
 		}
 		if now.After(deadline) {
-			return res, fmt.Errorf("speed: no KV event applied within %v:\n%s", cfg.Timeout, proc.lastLines())
+			return fmt.Errorf("speed: no KV event applied within %v:\n%s", cfg.Timeout, proc.lastLines())
 		}
 		if err := ctx.Err(); err != nil {
-			return res, err
+			return err
 		}
 		time.Sleep(scrapeEvery) // the scrape interval, not a synchronisation
 	}
 	t2, err := proc.waitLine("hintstream running", time.Until(deadline))
 	if err != nil {
-		return res, err
+		return err
 	}
 	cpu2 := cpuTime(proc.cmd.Process.Pid)
 	n, m, err := applied()
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.Applied = int64(n)
 	if res.Applied != int64(cfg.Events) {
-		return res, fmt.Errorf("speed: hintstream applied %d of %d KV events (metrics %v)", res.Applied, cfg.Events, m)
+		return fmt.Errorf("speed: hintstream applied %d of %d KV events (metrics %v)", res.Applied, cfg.Events, m)
 	}
 	if el := t2.Sub(t1); el > 0 && n > c1 {
 		res.Duration = el
@@ -271,14 +353,14 @@ func ingest(ctx context.Context, cfg IngestConfig, url string) (IngestResult, er
 	}
 	if profErr != nil {
 		if err := <-profErr; err != nil {
-			return res, fmt.Errorf("speed: CPU profile: %w", err)
+			return fmt.Errorf("speed: CPU profile: %w", err)
 		}
 		res.CPUProfile = cfg.CPUProfile
 	}
 	stopProgress()
 	proc.stop()
 	stopped = true
-	return res, bench()
+	return nil
 }
 
 // fillKVEvents publishes cfg.Events stored events and returns their

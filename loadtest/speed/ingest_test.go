@@ -77,3 +77,30 @@ func TestIngestEngineBatches(t *testing.T) {
 		t.Fatalf("applied %d of 1000 engine batches of %d B", res.Applied, res.MeanSize)
 	}
 }
+
+// Rounds fill the stream once and give each round its own bench and
+// apply, every one of them complete; Also applies a second program in
+// every round.
+func TestIngestRounds(t *testing.T) {
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := EnsureNatsCLI(context.Background(), filepath.Join(root, "bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Ingest(context.Background(), IngestConfig{Binary: bins.Hintstream, Also: bins.Hintstream, Events: 20000,
+		NatsCLI: cli, Rounds: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rounds) != 2 || len(res.Bench) != 2 || res.Applied != 20000 {
+		t.Fatalf("%d rounds, %d bench runs, applied %d", len(res.Rounds), len(res.Bench), res.Applied)
+	}
+	for i, r := range res.Rounds {
+		if r.Bench.MsgsPerSec <= 0 || r.Share() <= 0 || r.Also.EventsPerSec <= 0 {
+			t.Fatalf("round %d: %+v", i+1, r)
+		}
+	}
+}

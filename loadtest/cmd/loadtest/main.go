@@ -3,19 +3,24 @@
 // (summary.md and SVG charts):
 //
 //   - hint latency at --rate wake-ups/s, hintstream against the floor
-//     (loadtest/cmd/floor), alternated rounds on one embedded server;
+//     (loadtest/cmd/floor), in --rounds alternated rounds on one embedded
+//     server, for msgpack and for JSON requests (the floor decodes the
+//     same format); each round is reported and every target is judged on
+//     the median of the per-round ratios (issue 17);
 //   - KV-event ingestion, hintstream against `nats bench js ordered`
-//     reading the same stream just before and after;
+//     reading the same stream, in --rounds rounds of bench then
+//     hintstream, for Dynamo RouterEvent JSON and vLLM msgpack batches;
 //   - the prefill hints save on the Mooncake trace (--trace) and on
 //     synthetic agentic sessions: no hints, hintstream and the next-turn
 //     oracle against the clairvoyant bound, each with and without prefetch
 //     affinity and with and without transfer time (--kv-bytes-per-token,
 //     --l3-bandwidth).
 //
-// The default profile is 60 s of load (--duration 20 s per latency
-// target, about 10 s of ingestion) and about 2 min of value runs (four
-// variants of each workload); builds, the natscli install and start-ups
-// come on top.
+// The default profile is 5 rounds of 4 s per target and format (--duration
+// 20 s per target and format; with warm-ups, start-ups and drains about
+// 3 min), 5 ingestion rounds per format (about 1 min) and about 2 min of
+// value runs (four variants of each workload); builds and the natscli
+// install come on top. --skip-value leaves the last out.
 package main
 
 import (
@@ -27,6 +32,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +49,7 @@ type options struct {
 	rounds                          int
 	ingestEvents                    int
 	skipValue, skipSpeed            bool
+	applyShards                     string // comma-separated --kv-apply-shards values
 	kvBytesPerToken                 int
 	l3Bandwidth                     float64 // GB/s
 }
@@ -57,8 +64,9 @@ func main() {
 	fs.StringVar(&o.notes, "notes", "loadtest/NOTES.md", "markdown appended to the report: why the figures are what they are (empty: none)")
 	fs.Float64Var(&o.rate, "rate", 2000, "wake-ups per second of the latency runs")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "measured time of each latency target, split over --rounds")
-	fs.IntVar(&o.rounds, "rounds", 2, "alternated floor/hintstream rounds, so spells of contention fall on both")
-	fs.IntVar(&o.ingestEvents, "ingest-events", 300000, "KV events pre-filled for the ingestion run")
+	fs.IntVar(&o.rounds, "rounds", 5, "alternated floor/hintstream (and bench/hintstream) rounds, so spells of contention fall on both; targets are judged on the median of per-round ratios")
+	fs.IntVar(&o.ingestEvents, "ingest-events", 200000, "KV events pre-filled for the ingestion rounds (each round applies all of them)")
+	fs.StringVar(&o.applyShards, "apply-shards", "1,2", "after the ingestion rounds, 3 more rounds of the Dynamo JSON with hintstream's --kv-apply-shards at each of these (comma-separated; empty: none)")
 	fs.BoolVar(&o.skipValue, "skip-value", false, "leave out the hint-value simulations")
 	fs.BoolVar(&o.skipSpeed, "skip-speed", false, "leave out the latency and ingestion runs")
 	fs.IntVar(&o.kvBytesPerToken, "kv-bytes-per-token", value.DefaultKVBytesPerToken, "KV bytes per token for L3 → device transfer time (default: an 8B model)")
@@ -76,8 +84,14 @@ func main() {
 type results struct {
 	started           time.Time
 	loadBefore, after string
+	// floor and hintstream are the msgpack rounds merged, for the CDF.
 	floor, hintstream speed.LatencyResult
-	ingest            speed.IngestResult
+	// rounds are the latency rounds of each request format, ingests the
+	// ingestion rounds of each event format (both indexed as formats).
+	rounds  [2][]latencyRound
+	ingests [2]speed.IngestResult
+	ingest  speed.IngestResult // ingests[0], the Dynamo JSON
+	shards  []shardRun         // the --apply-shards passes
 	// trace and synthetic are the value runs, one per variant (see
 	// variants); the headline is affinity and transfer time on.
 	trace, synthetic   []value.Result
@@ -127,35 +141,92 @@ func runSpeed(ctx context.Context, o options, progress io.Writer, r *results) er
 		return err
 	}
 	defer srv.Close()
-	per := o.duration / time.Duration(max(o.rounds, 1))
-	for i := range max(o.rounds, 1) {
-		for _, t := range []speed.Target{speed.TargetFloor, speed.TargetHintstream} {
-			bin := bins.Hintstream
-			if t == speed.TargetFloor {
-				bin = bins.Floor
+	if o.rounds < 1 {
+		return fmt.Errorf("--rounds must be at least 1")
+	}
+	per := o.duration / time.Duration(o.rounds)
+	for i := range o.rounds {
+		for f, format := range formats {
+			var round latencyRound
+			for _, t := range []speed.Target{speed.TargetFloor, speed.TargetHintstream} {
+				bin := bins.Hintstream
+				if t == speed.TargetFloor {
+					bin = bins.Floor
+				}
+				fmt.Fprintf(progress, "loadtest: latency round %d/%d, %s requests, %s at %.0f wake-ups/s for %v\n",
+					i+1, o.rounds, format.request, t, o.rate, per)
+				res, err := speed.Latency(ctx, speed.LatencyConfig{Target: t, Binary: bin, NATSURL: srv.URL(),
+					Rate: o.rate, Duration: per, JSON: format.json, Progress: progress, ProgressEvery: 5 * time.Second})
+				if err != nil {
+					return err
+				}
+				if t == speed.TargetFloor {
+					round.floor = res
+				} else {
+					round.hintstream = res
+				}
 			}
-			fmt.Fprintf(progress, "loadtest: latency round %d/%d, %s at %.0f wake-ups/s for %v\n", i+1, o.rounds, t, o.rate, per)
-			res, err := speed.Latency(ctx, speed.LatencyConfig{Target: t, Binary: bin, NATSURL: srv.URL(),
-				Rate: o.rate, Duration: per, Progress: progress, ProgressEvery: 5 * time.Second})
-			if err != nil {
-				return err
-			}
-			if t == speed.TargetFloor {
-				r.floor = r.floor.Merge(res)
-			} else {
-				r.hintstream = r.hintstream.Merge(res)
+			r.rounds[f] = append(r.rounds[f], round)
+			if f == 0 {
+				r.floor, r.hintstream = r.floor.Merge(round.floor), r.hintstream.Merge(round.hintstream)
 			}
 		}
 	}
-	fmt.Fprintf(progress, "loadtest: ingestion of %d KV events, beside nats bench js ordered\n", o.ingestEvents)
-	r.ingest, err = speed.Ingest(ctx, speed.IngestConfig{Binary: bins.Hintstream, NATSURL: srv.URL(),
-		Events: o.ingestEvents, NatsCLI: cli, Progress: progress, ProgressEvery: 5 * time.Second})
-	if err != nil {
-		return err
+	for f, format := range eventFormats {
+		fmt.Fprintf(progress, "loadtest: ingestion of %d %s, %d rounds beside nats bench js ordered\n",
+			o.ingestEvents, format.name, o.rounds)
+		r.ingests[f], err = speed.Ingest(ctx, speed.IngestConfig{Binary: bins.Hintstream, NATSURL: srv.URL(),
+			Events: o.ingestEvents, EngineBatches: format.engine, Rounds: o.rounds, NatsCLI: cli,
+			Progress: progress, ProgressEvery: 5 * time.Second})
+		if err != nil {
+			return err
+		}
+	}
+	r.ingest = r.ingests[0]
+	for _, f := range strings.Split(o.applyShards, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return fmt.Errorf("--apply-shards: %q is not a positive count", f)
+		}
+		fmt.Fprintf(progress, "loadtest: ingestion of %d Dynamo RouterEvent JSON events with --kv-apply-shards %d, %d rounds\n",
+			o.ingestEvents, n, shardRounds)
+		res, err := speed.Ingest(ctx, speed.IngestConfig{Binary: bins.Hintstream, NATSURL: srv.URL(),
+			Events: o.ingestEvents, Rounds: shardRounds, NatsCLI: cli, ExtraArgs: []string{"--kv-apply-shards", f},
+			Progress: progress, ProgressEvery: 5 * time.Second})
+		if err != nil {
+			return err
+		}
+		r.shards = append(r.shards, shardRun{shards: n, ingest: res})
 	}
 	r.haveSpeed = true
 	return nil
 }
+
+// shardRounds are the ingestion rounds of each --apply-shards value.
+const shardRounds = 3
+
+// shardRun is the Dynamo JSON ingestion with one --kv-apply-shards.
+type shardRun struct {
+	shards int
+	ingest speed.IngestResult
+}
+
+// formats are the request formats of the latency rounds; msgpack first
+// (its rounds make the CDF).
+var formats = []struct {
+	request string
+	json    bool
+}{{"msgpack", false}, {"JSON", true}}
+
+// eventFormats are the KV-event formats of the ingestion rounds; the
+// Dynamo JSON first.
+var eventFormats = []struct {
+	name   string
+	engine bool
+}{{"Dynamo RouterEvent JSON events", false}, {"vLLM msgpack EventBatches", true}}
 
 // variants are the value runs of each workload: affinity off and on,
 // each without and with transfer time. The last is the headline.

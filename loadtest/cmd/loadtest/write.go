@@ -12,11 +12,11 @@ import (
 	"github.com/hintstream/hintstream/loadtest/value"
 )
 
-// The issue's targets.
+// The issue's targets (the speed ratios' are in rounds.go; the 2 ms
+// absolute p99 was withdrawn by issue 17: on two shared cores the
+// floor's own p99 is several times it).
 const (
-	targetP99      = 2 * time.Millisecond
-	targetP99Ratio = 1.5
-	targetIngest   = 0.9
+	targetIngest = 0.9
 	// With affinity on, on the Mooncake trace (issue 16).
 	targetAccuracy = 0.95
 	targetOfBound  = 0.7
@@ -80,18 +80,7 @@ func met(ok bool, miss string) string {
 func targets(r results) report.Section {
 	t := report.Table{Header: []string{"measure", "hintstream", "baseline in this run", "target", "met?"}}
 	if r.haveSpeed {
-		hs, fl := r.hintstream.P99, r.floor.P99
-		ratio := float64(hs) / float64(max(fl, 1))
-		t.Rows = append(t.Rows,
-			[]string{fmt.Sprintf("hint latency p99 at %.0f wake-ups/s", r.hintstream.Rate), ms(hs), "floor " + ms(fl), "≤ 2 ms",
-				met(hs <= targetP99, fmt.Sprintf("%.1f× the target", float64(hs)/float64(targetP99)))},
-			[]string{"hint latency p99 / floor p99", fmt.Sprintf("%.2f", ratio), "–", "≤ 1.5",
-				met(ratio <= targetP99Ratio, fmt.Sprintf("%.2f× the allowed ratio", ratio/targetP99Ratio))})
-		b := r.ingest.BenchMsgsPerSec()
-		share := r.ingest.EventsPerSec / max(b, 1)
-		t.Rows = append(t.Rows, []string{fmt.Sprintf("KV-event ingestion (%d B events)", r.ingest.MeanSize),
-			fmt.Sprintf("%.0f events/s", r.ingest.EventsPerSec), fmt.Sprintf("nats bench js ordered %.0f msgs/s", b),
-			"≥ 90% of nats bench", met(share >= targetIngest, fmt.Sprintf("%.0f%%, short by %.0f points", 100*share, 100*(targetIngest-share)))})
+		t.Rows = append(t.Rows, speedRows(r)...)
 	}
 	if r.haveVal && len(r.trace) > 0 {
 		h := r.trace[len(r.trace)-1] // affinity and transfer time on
@@ -110,56 +99,124 @@ func targets(r results) report.Section {
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
 
 func latency(r results) report.Section {
-	t := report.Table{Header: []string{"program", "sent", "received", "lost", "p50", "p99", "p99.9", "max", "publisher lag p99", "CPU per wake-up"}}
-	for _, row := range []struct {
-		name string
-		l    latencyRow
-	}{{"floor", rowOf(r.floor.Sent, r.floor.Received, r.floor.Lost, r.floor.P50, r.floor.P99, r.floor.P999, r.floor.Max,
-		r.floor.SendLag.ValueAtQuantile(0.99), r.floor.CPUPerWakeup)},
-		{"hintstream", rowOf(r.hintstream.Sent, r.hintstream.Received, r.hintstream.Lost, r.hintstream.P50, r.hintstream.P99,
-			r.hintstream.P999, r.hintstream.Max, r.hintstream.SendLag.ValueAtQuantile(0.99), r.hintstream.CPUPerWakeup)}} {
-		t.Rows = append(t.Rows, append([]string{row.name}, row.l...))
-	}
-	return report.Section{
+	sec := report.Section{
 		Heading: "Hint latency",
 		Markdown: fmt.Sprintf("Open-loop wake-ups (2,048-token prompts) at %.0f/s, from each wake-up's scheduled publish time to its "+
-			"kv.prefetch at a real ZMQ PULL socket, both programs on one embedded nats-server, alternated rounds merged. "+
-			"The floor is the least any such program does: consume, decode, encode the same envelope, send.", r.hintstream.Rate),
-		Tables: []report.Table{t},
-		Charts: []report.Chart{report.CDF{File: "latency-cdf.svg", Title: "Hint latency CDF (tail scale)", Tail: true,
-			Series:  []report.CDFSeries{report.SeriesOf("floor", r.floor.Latency), report.SeriesOf("hintstream", r.hintstream.Latency)},
-			Markers: []report.Marker{{Label: "2 ms target", X: targetP99}}}},
+			"kv.prefetch at a real ZMQ PULL socket, both programs on one embedded nats-server, in alternated rounds "+
+			"(floor then hintstream, msgpack then JSON requests). The floor is the least any such program does: consume, "+
+			"decode the same format, encode the same envelope, send. Every round is listed; a round whose publisher-lag p99 "+
+			"exceeds %d× the median round's is marked stalled (the machine, not the program, was late). Targets use the "+
+			"median of the per-round ratios, never a merged histogram. The CDF merges the msgpack rounds.", r.hintstream.Rate, stallFactor),
+		Charts: []report.Chart{report.CDF{File: "latency-cdf.svg", Title: "Hint latency CDF, msgpack rounds merged (tail scale)", Tail: true,
+			Series: []report.CDFSeries{report.SeriesOf("floor", r.floor.Latency), report.SeriesOf("hintstream", r.hintstream.Latency)}}},
 	}
-}
-
-type latencyRow []string
-
-func rowOf(sent, recv, lost int, p50, p99, p999, mx, lag, cpu time.Duration) latencyRow {
-	return latencyRow{fmt.Sprint(sent), fmt.Sprint(recv), fmt.Sprint(lost), ms(p50), ms(p99), ms(p999), ms(mx), ms(lag),
-		fmt.Sprintf("%.0f µs", float64(cpu)/float64(time.Microsecond))}
+	for f, format := range formats {
+		if len(r.rounds[f]) == 0 {
+			continue
+		}
+		j := judgeLatency(r.rounds[f])
+		sec.Markdown += fmt.Sprintf("\n\n**%s requests.** p99 ratios by round: %s (median %.2f); CPU ratios: %s (median %.2f); "+
+			"stalled rounds: %s. Table %d below.", format.request, ratios(j.p99Ratios, "%.2f"), median(j.p99Ratios),
+			ratios(j.cpuRatios, "%.2f"), median(j.cpuRatios), roundList(j.stalled), f+1)
+		sec.Tables = append(sec.Tables, latencyRoundsTable(r.rounds[f]))
+	}
+	return sec
 }
 
 func ingestion(r results) report.Section {
-	t := report.Table{Header: []string{"reader", "messages", "size", "msgs/s", "CPU per message"}}
-	in := r.ingest
-	t.Rows = append(t.Rows, []string{"hintstream (decode + index apply)", fmt.Sprint(in.Events), fmt.Sprintf("%d B", in.MeanSize),
-		fmt.Sprintf("%.0f", in.EventsPerSec), fmt.Sprintf("%.1f µs", float64(in.CPUPerEvent)/float64(time.Microsecond))})
-	for i, b := range in.Bench {
-		when := map[int]string{0: "before", 1: "after"}[i]
-		t.Rows = append(t.Rows, []string{"nats bench js ordered (" + when + ")", fmt.Sprint(b.Msgs), fmt.Sprintf("%d B", b.Size),
-			fmt.Sprintf("%.0f", b.MsgsPerSec), fmt.Sprintf("%.1f µs", float64(b.CPUPerMsg)/float64(time.Microsecond))})
-	}
-	var cmds []string
-	for _, b := range in.Bench {
-		cmds = append(cmds, "`"+b.Command+"`")
-	}
-	return report.Section{
+	sec := report.Section{
 		Heading: "KV-event ingestion",
-		Markdown: "Dynamo RouterEvent JSON stored events (4 blocks each, 64 workers, chained) pre-filled in one stream; " +
-			"hintstream's time from its first to its last applied event, against `nats bench js ordered` reading the same " +
-			"stream just before and just after. Bench commands: " + strings.Join(cmds, ", "),
-		Tables: []report.Table{t},
+		Markdown: "Stored events (4 blocks each, 64 registered workers, chained) pre-filled in one stream, once per format; " +
+			"then rounds of `nats bench js ordered` reading the whole stream and hintstream applying it from a fresh start " +
+			"(its time from its first to its last applied event). The bench reads and discards; hintstream decodes and " +
+			"applies to its index. The target uses the median of the per-round shares.",
 	}
+	for f, format := range eventFormats {
+		in := r.ingests[f]
+		if in.Events == 0 {
+			continue
+		}
+		cmd := ""
+		if len(in.Bench) > 0 {
+			cmd = " Bench command: `" + in.Bench[0].Command + "`."
+		}
+		sh := ingestShares(in)
+		sec.Markdown += fmt.Sprintf("\n\n**%s** (%d events of %d B). Shares by round: %s (median %.0f%%).%s Table %d below.",
+			format.name, in.Events, in.MeanSize, ratios(scale(sh, 100), "%.0f%%"), 100*median(sh), cmd, f+1)
+		sec.Tables = append(sec.Tables, ingestRoundsTable(in))
+	}
+	if len(r.shards) > 0 {
+		t := report.Table{Header: []string{"--kv-apply-shards", "rounds", "hintstream events/s (median)", "CPU per event (median)",
+			"share of the bench (median)", "shares by round"}}
+		for _, s := range r.shards {
+			var ev, cpu []float64
+			for _, x := range s.ingest.Rounds {
+				ev, cpu = append(ev, x.EventsPerSec), append(cpu, float64(x.CPUPerEvent))
+			}
+			sh := ingestShares(s.ingest)
+			t.Rows = append(t.Rows, []string{fmt.Sprint(s.shards), fmt.Sprint(len(sh)), fmt.Sprintf("%.0f", median(ev)),
+				us1(time.Duration(median(cpu))), fmt.Sprintf("%.0f%%", 100*median(sh)), ratios(scale(sh, 100), "%.0f%%")})
+		}
+		sec.Markdown += "\n\n**Apply shards.** The Dynamo JSON again, with hintstream's `--kv-apply-shards` set (default 4, at most " +
+			"GOMAXPROCS are started), each in its own rounds of bench then hintstream (the last table)."
+		sec.Tables = append(sec.Tables, t)
+	}
+	return sec
+}
+
+func scale(xs []float64, k float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = k * x
+	}
+	return out
+}
+
+// speedRows are the speed targets' rows, each judged on the median of
+// per-round ratios (issue 17).
+func speedRows(r results) [][]string {
+	var rows [][]string
+	for f, format := range eventFormats {
+		in := r.ingests[f]
+		if in.Events == 0 {
+			continue
+		}
+		sh := ingestShares(in)
+		var hs, b []float64
+		for _, x := range in.Rounds {
+			hs, b = append(hs, x.EventsPerSec), append(b, x.Bench.MsgsPerSec)
+		}
+		m := median(sh)
+		rows = append(rows, []string{fmt.Sprintf("KV-event ingestion, %s (%d B), median of %d rounds' shares", format.name, in.MeanSize, len(sh)),
+			fmt.Sprintf("%.0f%% (median %.0f events/s)", 100*m, median(hs)), fmt.Sprintf("nats bench js ordered, median %.0f msgs/s", median(b)),
+			"≥ 90% of nats bench", met(m >= targetIngest, fmt.Sprintf("%.0f%%, short by %.0f points", 100*m, 100*(targetIngest-m)))})
+	}
+	for f, format := range formats {
+		if len(r.rounds[f]) == 0 {
+			continue
+		}
+		j := judgeLatency(r.rounds[f])
+		var hc, fc []float64
+		for _, x := range r.rounds[f] {
+			hc, fc = append(hc, float64(x.hintstream.CPUPerWakeup)), append(fc, float64(x.floor.CPUPerWakeup))
+		}
+		mc := median(j.cpuRatios)
+		rows = append(rows, []string{fmt.Sprintf("CPU per wake-up / floor's, %s requests, median of %d rounds", format.request, len(j.cpuRatios)),
+			fmt.Sprintf("%.2f× (median %s)", mc, us(time.Duration(median(hc)))), "floor median " + us(time.Duration(median(fc))),
+			fmt.Sprintf("≤ %.2f×", targetCPURatio), met(j.cpuMet(), fmt.Sprintf("%.2f×, %.0f%% over", mc, 100*(mc/targetCPURatio-1)))})
+	}
+	for f, format := range formats {
+		if len(r.rounds[f]) == 0 {
+			continue
+		}
+		j := judgeLatency(r.rounds[f])
+		n := len(j.p99Ratios)
+		rows = append(rows, []string{fmt.Sprintf("hint latency p99 / floor's at %.0f wake-ups/s, %s requests", r.hintstream.Rate, format.request),
+			fmt.Sprintf("%d of %d rounds ≤ %.2f (median %.2f)", j.p99Passed, n, targetP99Ratio, median(j.p99Ratios)),
+			"stalled rounds: " + roundList(j.stalled), fmt.Sprintf("≤ %.2f in ≥ %d of %d rounds", targetP99Ratio, targetP99Rounds, targetP99Of),
+			met(j.p99Met(), fmt.Sprintf("%d of %d rounds", j.p99Passed, n))})
+	}
+	return rows
 }
 
 func hintValue(heading, file string, runs []value.Result, wall time.Duration) report.Section {

@@ -1,0 +1,117 @@
+package speed
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// BenchmarkLatencyAB measures one change before and after in the same
+// run: SPEED_BIN_A (e.g. hintstream built from the commit before) and
+// the package's own build of hintstream (B) in SPEED_ROUNDS (default 5)
+// alternated rounds of SPEED_DURATION (default 4 s) at 2,000 wake-ups/s,
+// SPEED_JSON=1 for JSON requests. Reports the median of the per-round
+// B/A ratios of CPU per wake-up and p99, and each side's median CPU.
+//
+//	go build -o /tmp/hintstream-before ./cmd/hintstream   # at the old commit
+//	SPEED_BIN_A=/tmp/hintstream-before go test -run '^$' -bench LatencyAB -benchtime 1x ./loadtest/speed/
+func BenchmarkLatencyAB(b *testing.B) {
+	a := os.Getenv("SPEED_BIN_A")
+	if a == "" {
+		b.Skip("SPEED_BIN_A names the binary to compare with")
+	}
+	srv, err := StartServer(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	rounds := 5
+	if v := os.Getenv("SPEED_ROUNDS"); v != "" {
+		if rounds, err = strconv.Atoi(v); err != nil || rounds < 1 {
+			b.Fatalf("SPEED_ROUNDS %q", v)
+		}
+	}
+	dur := envDuration(b, "SPEED_DURATION", 4*time.Second)
+	run := func(bin string) LatencyResult {
+		res, err := Latency(context.Background(), LatencyConfig{Binary: bin, NATSURL: srv.URL(), Duration: dur,
+			JSON: os.Getenv("SPEED_JSON") != ""})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return res
+	}
+	for i := 0; i < b.N; i++ {
+		var cpuA, cpuB, cpuR, p99R []float64
+		for r := range rounds {
+			ra, rb := run(a), run(bins.Hintstream)
+			b.Logf("round %d: A CPU %v p99 %v; B CPU %v p99 %v", r+1, ra.CPUPerWakeup, ra.P99, rb.CPUPerWakeup, rb.P99)
+			cpuA, cpuB = append(cpuA, float64(ra.CPUPerWakeup)), append(cpuB, float64(rb.CPUPerWakeup))
+			cpuR = append(cpuR, float64(rb.CPUPerWakeup)/float64(ra.CPUPerWakeup))
+			p99R = append(p99R, float64(rb.P99)/float64(ra.P99))
+		}
+		b.ReportMetric(medianOf(cpuA)/1e3, "A-cpu-µs/wakeup")
+		b.ReportMetric(medianOf(cpuB)/1e3, "B-cpu-µs/wakeup")
+		b.ReportMetric(medianOf(cpuR), "cpu-B/A")
+		b.ReportMetric(medianOf(p99R), "p99-B/A")
+	}
+}
+
+// BenchmarkIngestAB is BenchmarkLatencyAB for ingestion: SPEED_EVENTS
+// (default 200,000) Dynamo RouterEvent JSON events (SPEED_ENGINE_BATCHES=1:
+// vLLM msgpack batches) applied by the package's hintstream (B) and
+// SPEED_BIN_A in each of SPEED_ROUNDS (default 5) rounds; reports the
+// median per-round B/A ratios of events/s and CPU per event.
+//
+//	SPEED_BIN_A=/tmp/hintstream-before go test -run '^$' -bench IngestAB -benchtime 1x ./loadtest/speed/
+func BenchmarkIngestAB(b *testing.B) {
+	a := os.Getenv("SPEED_BIN_A")
+	if a == "" {
+		b.Skip("SPEED_BIN_A names the binary to compare with")
+	}
+	rounds, events := 5, 200_000
+	var err error
+	if v := os.Getenv("SPEED_ROUNDS"); v != "" {
+		if rounds, err = strconv.Atoi(v); err != nil || rounds < 2 {
+			b.Fatalf("SPEED_ROUNDS %q (at least 2)", v)
+		}
+	}
+	if v := os.Getenv("SPEED_EVENTS"); v != "" {
+		if events, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	srv, err := StartServer(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	for i := 0; i < b.N; i++ {
+		res, err := Ingest(context.Background(), IngestConfig{Binary: bins.Hintstream, Also: a, NATSURL: srv.URL(),
+			Events: events, Rounds: rounds, EngineBatches: os.Getenv("SPEED_ENGINE_BATCHES") != ""})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var rate, cpu, cpuA, cpuB []float64
+		for r, x := range res.Rounds {
+			b.Logf("round %d: A %.0f events/s CPU %v; B %.0f events/s CPU %v", r+1, x.Also.EventsPerSec, x.Also.CPUPerEvent,
+				x.EventsPerSec, x.CPUPerEvent)
+			rate = append(rate, x.EventsPerSec/x.Also.EventsPerSec)
+			cpu = append(cpu, float64(x.CPUPerEvent)/float64(x.Also.CPUPerEvent))
+			cpuA, cpuB = append(cpuA, float64(x.Also.CPUPerEvent)), append(cpuB, float64(x.CPUPerEvent))
+		}
+		b.ReportMetric(medianOf(rate), "rate-B/A")
+		b.ReportMetric(medianOf(cpu), "cpu-B/A")
+		b.ReportMetric(medianOf(cpuA)/1e3, "A-cpu-µs/event")
+		b.ReportMetric(medianOf(cpuB)/1e3, "B-cpu-µs/event")
+	}
+}
+
+// medianOf is the middle value of xs (the upper one for an even count).
+func medianOf(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
