@@ -1,6 +1,7 @@
 package consumers
 
 import (
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
@@ -23,7 +24,8 @@ func KeepWorkers(apply ApplyFunc, lim schemas.Limits, keep func(workerID uint64)
 			}
 			return apply(msg)
 		}
-		evs, err := decodeKVEvents(msg, lim)
+		var one [1]kvevents.Event
+		evs, err := decodeKVEvents(msg, lim, &one)
 		if err != nil || len(evs) == 0 {
 			return apply(msg)
 		}
