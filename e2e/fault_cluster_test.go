@@ -130,6 +130,24 @@ func TestFaultClusterLeaderLoss(t *testing.T) {
 	a.waitLine(t, 60*time.Second, "hintstream running")
 	b := member(1)
 	b.waitLine(t, 60*time.Second, "hintstream running")
+	// The client picks its first node from the list at random: start b
+	// again until the two members sit on different nodes.
+	shared := func() bool {
+		for i := range c.Len() {
+			if c.Clients(i, "hintstream") > 1 {
+				return true
+			}
+		}
+		return false
+	}
+	for try := 1; shared(); try++ {
+		if try > 10 {
+			t.Fatal("the two members kept connecting to one node")
+		}
+		b.stop(t)
+		b = member(1)
+		b.waitLine(t, 60*time.Second, "hintstream running")
+	}
 	for _, name := range []string{"LLM_REQUESTS", "KV_EVENTS", "KV_LOAD"} {
 		st, err := js.Stream(ctx, name)
 		if err != nil {
