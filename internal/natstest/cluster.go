@@ -140,6 +140,9 @@ func (c *Cluster) Restart(i int) {
 func (c *Cluster) WaitReady(within time.Duration) {
 	c.t.Helper()
 	Eventually(c.t, within, func() bool {
+		if !c.peersOnline() {
+			return false
+		}
 		for i := range c.nodes {
 			c.mu.Lock()
 			up := c.srv[i] != nil
@@ -162,6 +165,37 @@ func (c *Cluster) WaitReady(within time.Duration) {
 		}
 		return false
 	}, "JetStream cluster ready")
+}
+
+// peersOnline: the meta leader sees every other running node online and
+// current. Until it does, placing an R3 stream fails with "no suitable
+// peers for placement, peer offline".
+func (c *Cluster) peersOnline() bool {
+	c.mu.Lock()
+	var up []*server.Server
+	for _, s := range c.srv {
+		if s != nil {
+			up = append(up, s)
+		}
+	}
+	c.mu.Unlock()
+	for _, s := range up {
+		if !s.JetStreamIsLeader() {
+			continue
+		}
+		jsz, err := s.Jsz(&server.JSzOptions{})
+		if err != nil || jsz.Meta == nil {
+			return false
+		}
+		online := 0
+		for _, p := range jsz.Meta.Replicas {
+			if p.Current && !p.Offline {
+				online++
+			}
+		}
+		return online >= len(up)-1
+	}
+	return false // no leader yet
 }
 
 // Connect opens a client connection that knows every node (starting at
