@@ -59,9 +59,13 @@ func run(opts *server.Options, what string) (*server.Server, error) {
 		return nil, fmt.Errorf("natsembed: %w", err)
 	}
 	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
+	// Generous: a cluster node is ready only once its routes are up, which
+	// on a loaded 2-core machine (the whole test suite at once) has taken
+	// more than 10 s. A healthy single server is ready in milliseconds.
+	const within = 60 * time.Second
+	if !s.ReadyForConnections(within) {
 		s.Shutdown()
-		return nil, fmt.Errorf("natsembed: %s not ready within 10s", what)
+		return nil, fmt.Errorf("natsembed: %s not ready within %v", what, within)
 	}
 	return s, nil
 }
