@@ -9,12 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hintstream/hintstream/natsconn"
-
 	"github.com/hintstream/hintstream/bridge"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // bridgeCmd republishes one engine's ZMQ KV-event stream to JetStream
@@ -94,17 +91,11 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	checked = true
 
-	ncfg := natsCfg()
-	ncfg.URL, ncfg.Logger, ncfg.ConnectTimeout = *natsURL, log, ct
-	nc, err := natsconn.Dial(ctx, ncfg) // retries until --connect-timeout
+	nc, js, err := dialBus(ctx, natsCfg(), *natsURL, log, ct)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", *natsURL, err)
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	cfg := def.KVEvents
 	cfg.Name, cfg.Subjects = *kvStream, split(*kvSubj)
 	if _, _, err := streams.Ensure(ctx, js, cfg, streams.WithUpdate(*update), streams.WithLogger(log)); err != nil {

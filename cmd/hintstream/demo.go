@@ -7,12 +7,9 @@ import (
 	"io"
 	"time"
 
-	"github.com/hintstream/hintstream/natsconn"
-
 	"github.com/hintstream/hintstream/internal/demo"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // demoCmd runs the simulated cluster of `run --demo` on its own, against
@@ -60,17 +57,11 @@ func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		fmt.Fprintln(stdout, "hintstream demo: configuration ok")
 		return nil
 	}
-	ncfg := natsCfg()
-	ncfg.URL, ncfg.Logger, ncfg.ConnectTimeout = *natsURL, log, ct
-	nc, err := natsconn.Dial(ctx, ncfg) // retries until --connect-timeout
+	nc, js, err := dialBus(ctx, natsCfg(), *natsURL, log, ct)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	// The demo may come up before hintstream: make sure its streams exist.
 	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet(), streams.WithLogger(log)); err != nil {
 		return err

@@ -8,11 +8,9 @@ import (
 	"net/http"
 
 	"github.com/hintstream/hintstream/client"
-	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // registerCmd is the per-worker sidecar: it builds the worker's registry
@@ -86,17 +84,11 @@ func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		fmt.Fprintln(stdout, "hintstream register: configuration ok")
 		return nil
 	}
-	ncfg := natsCfg()
-	ncfg.URL, ncfg.Logger, ncfg.ConnectTimeout = *natsURL, log, ct
-	nc, err := natsconn.Dial(ctx, ncfg) // retries until --connect-timeout
+	nc, js, err := dialBus(ctx, natsCfg(), *natsURL, log, ct)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	log.Info("registering", "worker_id", *workerID, "interval", *interval, "ttl", client.TTLIntervals**interval, "sglang", *sglangURL)
 	return client.Register(ctx, js, rec, client.WithInterval(*interval), client.WithBucket(*bucket),
 		client.WithLogger(log), client.WithKeepOnExit(*keep))
