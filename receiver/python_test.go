@@ -35,7 +35,7 @@ func startPyReceiver(t *testing.T, extra ...string) *pyReceiver {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Skipf("no /usr/bin/python3: %v", err)
+		t.Fatalf("start /usr/bin/python3 (make deps installs it with python3-zmq and python3-msgpack): %v", err)
 	}
 	p := &pyReceiver{cmd: cmd, lines: make(chan map[string]any, 64), stdin: stdin}
 	go func() {
