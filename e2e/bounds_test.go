@@ -59,7 +59,26 @@ func sumSeries(m map[string]float64, name string) float64 {
 }
 
 // junkEndpoint is a loopback endpoint nobody is expected to listen on.
-func junkEndpoint(i int) string { return fmt.Sprintf("tcp://127.0.0.1:%d", 40000+i) }
+// Its port lies below the kernel's ephemeral range, so no port a test
+// binds with ":0" (the sinks, nats-server, the HTTP listener) and no
+// source port of an outgoing connection can be one of them. Inside that
+// range (they were 40000+i) a sink once drew a junk worker's port, took
+// that worker's retried hint and counted 101 of 100.
+func junkEndpoint(i int) string { return fmt.Sprintf("tcp://127.0.0.1:%d", junkPortBase()+i) }
+
+// junkPortBase leaves room for 4,096 junk ports below the ephemeral
+// range's start (/proc/sys/net/ipv4/ip_local_port_range; Linux's default
+// 32768 where it cannot be read).
+func junkPortBase() int {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		var lo, hi int
+		if _, err := fmt.Sscan(string(b), &lo, &hi); err == nil && lo > 0 {
+			low = lo
+		}
+	}
+	return max(low-4096, 1024)
+}
 
 // putJunkWorkers registers n workers, one model each ("junk-<i>"), whose
 // hint endpoints nobody serves.
@@ -167,6 +186,9 @@ func TestSocketBudgetJunkEndpointsThenRealWorker(t *testing.T) {
 			natstest.Eventually(t, 30*time.Second, func() bool {
 				peak = max(peak, openFDs(t, pid))
 				d, _ := sink.counts()
+				if d > hints {
+					t.Fatalf("the real worker's sink got %d distinct hints, %d sent to it", d, hints)
+				}
 				return d == hints
 			}, "the real worker's %d hints", hints)
 
