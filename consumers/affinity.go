@@ -9,26 +9,9 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/metrics"
-	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go/jetstream"
 )
-
-// AffinityRecorder is told each wake-up's choice: the session's next
-// request should go where its prefetch went, until the prefetch expires.
-// It must not block the consumer.
-type AffinityRecorder interface {
-	RecordAffinity(session string, rec schemas.AffinityRecord)
-}
-
-// recordAffinity hands a queued prefetch's choice to the recorder, if any.
-func (c *RequestConsumer) recordAffinity(req *schemas.RequestEvent, cand routing.Candidate, expires time.Time) {
-	if c.cfg.Affinity == nil {
-		return
-	}
-	c.cfg.Affinity.RecordAffinity(req.SessionID, schemas.AffinityRecord{WorkerID: cand.Worker.WorkerID,
-		DpRank: cand.Worker.DpRank, ExpiresAtMs: expires.UnixMilli(), RequestID: req.RequestID})
-}
 
 // Defaults of the affinity bucket.
 const (
@@ -118,7 +101,7 @@ func NewAffinityWriter(kv jetstream.KeyValue, counters *metrics.Counters, log *s
 	return w
 }
 
-// RecordAffinity implements AffinityRecorder: it queues the record and
+// RecordAffinity implements hints.AffinityRecorder: it queues the record and
 // returns at once.
 func (w *AffinityWriter) RecordAffinity(session string, rec schemas.AffinityRecord) {
 	key := schemas.AffinityKey(session)

@@ -29,17 +29,7 @@ func (s staticWorkers) Workers() []schemas.WorkerRecord { return s }
 // pullPayloads binds a real PULL socket and hands the payload of every
 // one-action envelope it receives to decode.
 func pullPayloads(t *testing.T, decode func(payload []byte)) string {
-	t.Helper()
-	sock, err := zmq.NewSocket(zmq.PULL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return zmqtest.Serve(t, sock, "tcp://127.0.0.1:*", func(b []byte) {
-		var env schemas.KvHintsEnvelope
-		if _, err := env.UnmarshalMsg(b); err == nil && len(env.Actions) == 1 {
-			decode(env.Actions[0].Payload)
-		}
-	})
+	return zmqtest.PullPayloads(t, decode)
 }
 
 // pull collects the request ids of the prefetches a PULL socket receives.

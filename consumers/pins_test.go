@@ -25,17 +25,7 @@ func (w workerMap) Get(id uint64) (schemas.WorkerRecord, bool) { r, ok := w[id];
 
 // pinSink stands in for the Mooncake master and collects the pin
 // payloads it receives.
-func pinSink(t *testing.T) (string, <-chan schemas.PinPayload) {
-	t.Helper()
-	out := make(chan schemas.PinPayload, 64)
-	ep := pullPayloads(t, func(b []byte) {
-		var p schemas.PinPayload
-		if _, err := p.UnmarshalMsg(b); err == nil {
-			out <- p
-		}
-	})
-	return ep, out
-}
+func pinSink(t *testing.T) (string, <-chan schemas.PinPayload) { return zmqtest.PinSink(t) }
 
 type pinFixture struct {
 	js       jetstream.JetStream

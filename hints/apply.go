@@ -1,110 +1,140 @@
-package consumers
+package hints
 
 import (
 	"errors"
 	"strconv"
-	"sync"
 
 	"github.com/hintstream/hintstream/bridge"
 	"github.com/hintstream/hintstream/eventplane"
-
 	"github.com/hintstream/hintstream/kvevents"
-	"github.com/hintstream/hintstream/metrics"
-	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
-// ApplyKVEvents returns the ApplyFunc of kv.events.<worker_id>: Dynamo
-// RouterEvent JSON, or a vLLM/SGLang EventBatch in msgpack (array or
-// tagged-map form; the worker comes from the subject), into the index. A
-// stored event whose parent block is unknown is counted and dropped, as
-// Dynamo's indexer does.
-//
-// An engine batch's sequence number (bridge.HeaderSeq) becomes its events'
-// EventID, for the index's gap detection. When the bridge reports a new
-// engine incarnation (bridge.HeaderEpoch changes for a worker), the engine
-// restarted with an empty cache: its old blocks are cleared first.
-// Frames of Dynamo's event plane (subjects namespace.….kv-events) are
-// decoded by package eventplane instead (see consumers/eventplane.go).
-//
-// ix is the index, or a *Holding in front of it: then events of
-// unregistered workers are held, and one message in
-// HoldingConfig.SampleEvery of those it drops is dead-lettered with the
-// reason ReasonUnknownWorker (see holding.go).
-func ApplyKVEvents(ix EventApplier, lim schemas.Limits, counters *metrics.Counters) ApplyFunc {
-	var epochs sync.Map // kvevents.WorkerKey -> string
-	// Counter names, built once: one is bumped per event.
-	applied := map[schemas.EventKind]string{}
-	for _, k := range []schemas.EventKind{schemas.KindStored, schemas.KindRemoved, schemas.KindCleared} {
-		applied[k] = "kv_events.applied|" + k.String()
-	}
-	ep := newEventPlaneKV(ix, lim, counters) // Dynamo's event plane (issue 13)
-	return func(msg jetstream.Msg) error {
-		if eventplane.IsKVEventsSubject(msg.Subject()) {
-			return ep.apply(msg)
-		}
-		var one [1]kvevents.Event // a RouterEvent's, on the stack (issue 17)
-		evs, err := decodeKVEvents(msg, lim, &one)
-		if err != nil {
-			return err
-		}
-		if ep := msg.Headers().Get(bridge.HeaderEpoch); ep != "" && len(evs) > 0 {
-			k := evs[0].Worker
-			if prev, ok := epochs.Swap(k, ep); ok && prev.(string) != ep {
-				counters.Inc("kv_events.engine_restarts")
-				// The engine's own tiers died with it; the shared store did not.
-				for _, tier := range []schemas.StorageTier{"", schemas.TierHostPinned, schemas.TierDisk} {
-					err := ix.Apply(kvevents.Event{Worker: k, Kind: schemas.KindCleared, Tier: tier})
-					if err != nil && !errors.Is(err, ErrHeld) && !errors.Is(err, ErrUnknownWorker) {
-						return err
-					}
-				}
-			}
-		}
-		var unknown *UnknownWorkerError
-		for _, ev := range evs {
-			var uw *UnknownWorkerError
-			switch err := ix.Apply(ev); {
-			case errors.Is(err, ErrHeld):
-			case errors.As(err, &uw):
-				if uw.Sample && unknown == nil {
-					unknown = uw
-				}
-			case err == nil:
-				name, ok := applied[ev.Kind]
-				if !ok {
-					name = "kv_events.applied|" + ev.Kind.String()
-				}
-				counters.Inc(name)
-			case errors.Is(err, kvevents.ErrUnknownParent):
-				counters.Inc("kv_events.unknown_parent")
-			case errors.Is(err, kvevents.ErrUnknownTier):
-				// Counted and ignored, not dead-lettered: a newer engine
-				// or Dynamo may name a tier this version does not rank.
-				counters.Inc("kv_events.unknown_tier")
-			case errors.Is(err, kvevents.ErrBadEvent):
-				return &schemas.DecodeError{Kind: "kv_event", Reason: "invalid event", Err: err}
-			default:
-				return err
-			}
-		}
-		if unknown != nil {
-			return &schemas.DecodeError{Kind: "kv_event", Reason: ReasonUnknownWorker, Err: unknown}
-		}
-		return nil
-	}
+// KVBatch is one KV-event message decoded (DecodeKV): its events, or one
+// frame of Dynamo's event plane.
+type KVBatch struct {
+	Events []kvevents.Event
+	// Epoch is the bridge's engine incarnation (bridge.HeaderEpoch), ""
+	// when the message names none.
+	Epoch string
+	// Frame is set, instead of Events, for a frame of Dynamo's event
+	// plane (subjects namespace.….kv-events, see eventplane.go).
+	Frame *eventplane.KVFrame
 }
 
-// decodeKVEvents decodes msg's events; a Dynamo RouterEvent's one goes
-// into *one, so the common case allocates no slice.
-func decodeKVEvents(msg jetstream.Msg, lim schemas.Limits, one *[1]kvevents.Event) ([]kvevents.Event, error) {
-	if err := lim.CheckHeaders("kv_event", msg.Headers()); err != nil {
+// DecodeKV decodes a message of the KV-events stream: Dynamo RouterEvent
+// JSON, a vLLM/SGLang EventBatch in msgpack (array or tagged-map form;
+// the worker comes from the subject), or an event-plane frame. A Dynamo
+// RouterEvent's one event goes into *one, so the common case allocates no
+// slice. Its errors match schemas.ErrMalformed (a *schemas.DecodeError
+// names the reason).
+func DecodeKV(lim schemas.Limits, m Message, one *[1]kvevents.Event) (KVBatch, error) {
+	if eventplane.IsKVEventsSubject(m.Subject) {
+		if err := lim.CheckHeaders("kv_event", m.Header); err != nil {
+			return KVBatch{}, err
+		}
+		fr, err := eventplane.DecodeKVEvent(m.Data, lim)
+		if err != nil {
+			return KVBatch{}, err
+		}
+		return KVBatch{Frame: &fr}, nil
+	}
+	evs, err := decodeKVEvents(m, lim, one)
+	if err != nil {
+		return KVBatch{}, err
+	}
+	return KVBatch{Events: evs, Epoch: m.Header.Get(bridge.HeaderEpoch)}, nil
+}
+
+// ApplyKV decodes one KV-event message (DecodeKV) and applies it
+// (ApplyKVBatch), unless it is of a worker the engine does not serve
+// (EngineDeps.KeepWorker).
+func (e *Engine) ApplyKV(m Message) error {
+	if e.skipBySubject(m) {
+		return nil
+	}
+	var one [1]kvevents.Event // a RouterEvent's, on the stack (issue 17)
+	b, err := DecodeKV(e.d.Limits, m, &one)
+	if err != nil || e.skipByEvents(b) {
+		return err
+	}
+	return e.ApplyKVBatch(b)
+}
+
+// ApplyKVBatch applies decoded KV events to the index (or the holding
+// area in front of it, EngineDeps.KV). A stored event whose parent block
+// is unknown is counted and dropped, as Dynamo's indexer does.
+//
+// An engine batch's sequence number (bridge.HeaderSeq) is its events'
+// EventID, for the index's gap detection. When the bridge reports a new
+// engine incarnation (b.Epoch changes for a worker), the engine restarted
+// with an empty cache: its old blocks are cleared first. Event-plane
+// frames take their event id from the envelope (see eventplane.go).
+//
+// With a *Holding in front of the index, events of unregistered workers
+// are held, and one message in HoldingConfig.SampleEvery of those it
+// drops returns a DecodeError with the reason ReasonUnknownWorker, to be
+// dead-lettered (see holding_area.go).
+func (e *Engine) ApplyKVBatch(b KVBatch) error {
+	if b.Frame != nil {
+		return e.ep.apply(*b.Frame)
+	}
+	ix, counters, evs := e.kv, e.counters, b.Events
+	if ep := b.Epoch; ep != "" && len(evs) > 0 {
+		k := evs[0].Worker
+		if prev, ok := e.epochs.Swap(k, ep); ok && prev.(string) != ep {
+			counters.Inc("kv_events.engine_restarts")
+			// The engine's own tiers died with it; the shared store did not.
+			for _, tier := range []schemas.StorageTier{"", schemas.TierHostPinned, schemas.TierDisk} {
+				err := ix.Apply(kvevents.Event{Worker: k, Kind: schemas.KindCleared, Tier: tier})
+				if err != nil && !errors.Is(err, ErrHeld) && !errors.Is(err, ErrUnknownWorker) {
+					return err
+				}
+			}
+		}
+	}
+	var unknown *UnknownWorkerError
+	for _, ev := range evs {
+		var uw *UnknownWorkerError
+		switch err := ix.Apply(ev); {
+		case errors.Is(err, ErrHeld):
+		case errors.As(err, &uw):
+			if uw.Sample && unknown == nil {
+				unknown = uw
+			}
+		case err == nil:
+			name, ok := e.applied[ev.Kind]
+			if !ok {
+				name = "kv_events.applied|" + ev.Kind.String()
+			}
+			counters.Inc(name)
+		case errors.Is(err, kvevents.ErrUnknownParent):
+			counters.Inc("kv_events.unknown_parent")
+		case errors.Is(err, kvevents.ErrUnknownTier):
+			// Counted and ignored, not dead-lettered: a newer engine
+			// or Dynamo may name a tier this version does not rank.
+			counters.Inc("kv_events.unknown_tier")
+		case errors.Is(err, kvevents.ErrBadEvent):
+			return &schemas.DecodeError{Kind: "kv_event", Reason: "invalid event", Err: err}
+		default:
+			return err
+		}
+	}
+	if unknown != nil {
+		return &schemas.DecodeError{Kind: "kv_event", Reason: ReasonUnknownWorker, Err: unknown}
+	}
+	return nil
+}
+
+// decodeKVEvents decodes m's events (not an event-plane frame); a Dynamo
+// RouterEvent's one goes into *one.
+func decodeKVEvents(m Message, lim schemas.Limits, one *[1]kvevents.Event) ([]kvevents.Event, error) {
+	if err := lim.CheckHeaders("kv_event", m.Header); err != nil {
 		return nil, err
 	}
-	data := msg.Data()
-	if f, ok := schemas.DetectFormat(msg.Headers().Get("Content-Type"), data); ok && f == schemas.FormatJSON {
+	data := m.Data
+	if f, ok := schemas.DetectFormat(m.Header.Get("Content-Type"), data); ok && f == schemas.FormatJSON {
 		ev, err := lim.DecodeRouterEvent(data)
 		if err != nil {
 			return nil, err
@@ -115,12 +145,12 @@ func decodeKVEvents(msg jetstream.Msg, lim schemas.Limits, one *[1]kvevents.Even
 	if !kvevents.IsEngineBatch(data) {
 		return nil, &schemas.DecodeError{Kind: "kv_event", Reason: "neither a Dynamo RouterEvent nor an engine EventBatch"}
 	}
-	worker, err := streams.WorkerFromSubject(msg.Subject())
+	worker, err := streams.WorkerFromSubject(m.Subject)
 	if err != nil {
 		return nil, &schemas.DecodeError{Kind: "engine_batch", Reason: "subject names no worker id", Err: err}
 	}
 	var seq uint64
-	if h := msg.Headers().Get(bridge.HeaderSeq); h != "" {
+	if h := m.Header.Get(bridge.HeaderSeq); h != "" {
 		if seq, err = strconv.ParseUint(h, 10, 64); err != nil {
 			return nil, &schemas.DecodeError{Kind: "engine_batch", Reason: "invalid " + bridge.HeaderSeq + " header", Err: err}
 		}
@@ -128,31 +158,46 @@ func decodeKVEvents(msg jetstream.Msg, lim schemas.Limits, one *[1]kvevents.Even
 	return kvevents.DecodeEngineBatch(data, worker, seq, lim)
 }
 
-// ApplyLoad returns the ApplyFunc of kv.load.<worker_id>. A report without
-// a worker id takes the one in its subject; an event-plane frame
-// (namespace.….kv_metrics) carries its worker id inside.
-func ApplyLoad(t *routing.LoadTable, lim schemas.Limits) ApplyFunc {
-	return func(msg jetstream.Msg) error {
-		if eventplane.IsLoadSubject(msg.Subject()) { // Dynamo's event plane (issue 13)
-			return applyEventPlaneLoad(t, lim, msg)
-		}
-		if err := lim.CheckHeaders("load", msg.Headers()); err != nil {
-			return err
-		}
-		l, err := lim.DecodeLoad(msg.Data(), msg.Headers().Get("Content-Type"))
-		if err != nil {
-			return err
-		}
-		if l.WorkerID == 0 {
-			if id, err := streams.WorkerFromSubject(msg.Subject()); err == nil {
-				l.WorkerID = id
-			}
-		}
-		if err := t.Update(*l); err != nil {
-			// Counted and dead-lettered like a malformed report: it is
-			// dropped, and whoever floods kv.load.> should be found.
-			return &schemas.DecodeError{Kind: "load", Reason: "too many workers reporting load", Err: err}
-		}
-		return nil
+// DecodeLoad decodes a message of the load stream: a load report (a
+// report without a worker id takes the one in its subject), or an
+// event-plane kv_metrics frame (namespace.….kv_metrics), which carries
+// its worker id inside.
+func DecodeLoad(lim schemas.Limits, m Message) (*schemas.ActiveLoad, error) {
+	if err := lim.CheckHeaders("load", m.Header); err != nil {
+		return nil, err
 	}
+	if eventplane.IsLoadSubject(m.Subject) { // Dynamo's event plane (issue 13)
+		_, l, err := eventplane.DecodeLoad(m.Data, lim)
+		return l, err
+	}
+	l, err := lim.DecodeLoad(m.Data, m.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, err
+	}
+	if l.WorkerID == 0 {
+		if id, err := streams.WorkerFromSubject(m.Subject); err == nil {
+			l.WorkerID = id
+		}
+	}
+	return l, nil
+}
+
+// ApplyLoad decodes one load message (DecodeLoad) and applies it
+// (ApplyLoadReport).
+func (e *Engine) ApplyLoad(m Message) error {
+	l, err := DecodeLoad(e.d.Limits, m)
+	if err != nil {
+		return err
+	}
+	return e.ApplyLoadReport(l)
+}
+
+// ApplyLoadReport records a worker's load for the worker choice.
+func (e *Engine) ApplyLoadReport(l *schemas.ActiveLoad) error {
+	if err := e.loads.Update(*l); err != nil {
+		// Counted and dead-lettered like a malformed report: it is
+		// dropped, and whoever floods kv.load.> should be found.
+		return &schemas.DecodeError{Kind: "load", Reason: "too many workers reporting load", Err: err}
+	}
+	return nil
 }

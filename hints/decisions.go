@@ -7,11 +7,13 @@
 package hints
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/tooltime"
@@ -49,9 +51,11 @@ type Decisions struct {
 	KeepPinOnNextTurn bool
 	// PinRenewMax is how long a tool call's pin is renewed while its
 	// session has not come back, counted from the response (see
-	// consumers/renew.go). Default DefaultPinRenewMax;
-	// negative: pins are never renewed.
+	// pins/renew.go). Default DefaultPinRenewMax; negative is refused.
 	PinRenewMax time.Duration
+	// NoPinRenewal turns renewals off: pins lapse at their TTL
+	// (--pin-renew-max 0). PinRenewMax is then ignored.
+	NoPinRenewal bool
 	// Limits bound what an event may hold; zero fields: schemas' defaults.
 	Limits schemas.Limits
 	// Holding bounds the KV events kept for workers not registered (yet);
@@ -88,6 +92,9 @@ func (d Decisions) Validate() error {
 			return err
 		}
 	}
+	if d.PinRenewMax < 0 {
+		return fmt.Errorf("pin renewal cap %v is negative (NoPinRenewal turns renewals off)", d.PinRenewMax)
+	}
 	if err := d.PinTTL.Validate(); err != nil {
 		return err
 	}
@@ -97,8 +104,21 @@ func (d Decisions) Validate() error {
 	return d.Holding.Validate()
 }
 
-// RenewMax is PinRenewMax as consumers.Pinning takes it: 0 for never.
-func (d Decisions) RenewMax() time.Duration { return max(d.PinRenewMax, 0) }
+// RenewMax is PinRenewMax as pins.Pinning takes it: 0 for never
+// (NoPinRenewal).
+func (d Decisions) RenewMax() time.Duration {
+	if d.NoPinRenewal {
+		return 0
+	}
+	return max(d.PinRenewMax, 0)
+}
+
+// PinConfig is the pins' policy under d: TTL, tool times, keep-pin and
+// the renewal cap.
+func (d Decisions) PinConfig() pins.Config {
+	return pins.Config{TTL: d.PinTTL, ToolTime: d.ToolTime, ReleaseOnNextTurn: !d.KeepPinOnNextTurn,
+		RenewMax: d.RenewMax()}
+}
 
 // NewIndex is the block index under d's IndexOptions, logging to log: the
 // one constructor of run's index (at start-up and after a failed snapshot

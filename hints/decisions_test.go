@@ -20,8 +20,11 @@ func TestDecisionsDefaultsAndValidate(t *testing.T) {
 	if err := d.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if off := (Decisions{PinRenewMax: -1}).WithDefaults(); off.RenewMax() != 0 {
-		t.Fatalf("negative PinRenewMax renews for %v, want never (0)", off.RenewMax())
+	if off := (Decisions{NoPinRenewal: true}).WithDefaults(); off.RenewMax() != 0 || off.PinConfig().RenewMax != 0 {
+		t.Fatalf("NoPinRenewal renews for %v, want never (0)", off.RenewMax())
+	}
+	if err := (Decisions{PinRenewMax: -1}).WithDefaults().Validate(); err == nil {
+		t.Fatal("negative PinRenewMax accepted")
 	}
 	kept := Decisions{PrefetchTTL: time.Minute, KeepPinOnNextTurn: true}.WithDefaults()
 	if kept.PrefetchTTL != time.Minute || !kept.KeepPinOnNextTurn {

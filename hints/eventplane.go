@@ -1,21 +1,18 @@
-package consumers
+package hints
 
 import (
 	"errors"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/hintstream/hintstream/eventplane"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
-	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 )
 
 // eventPlaneKV applies frames of Dynamo's event plane (subjects
 // namespace.{ns}.component.{comp}[.endpoint.{ep}].kv-events, captured by
 // the KV-events stream; see package eventplane): one RouterEvent per
-// frame, inside an EventEnvelope. A frame that fails to decode returns its
+// frame, inside an EventEnvelope. A frame that fails to decode (DecodeKV) returns its
 // DecodeError, so it is counted (kv_events.malformed) and dead-lettered
 // like any other KV event. A well-formed frame hintstream does not index
 // (a cache-owner residency, an unknown tier) is counted in
@@ -26,23 +23,15 @@ import (
 // eventplane.Sequencer).
 type eventPlaneKV struct {
 	ix       EventApplier
-	lim      schemas.Limits
 	counters *metrics.Counters
 	seq      *eventplane.Sequencer
 }
 
-func newEventPlaneKV(ix EventApplier, lim schemas.Limits, counters *metrics.Counters) *eventPlaneKV {
-	return &eventPlaneKV{ix: ix, lim: lim, counters: counters, seq: eventplane.NewSequencer(0)}
+func newEventPlaneKV(ix EventApplier, counters *metrics.Counters) *eventPlaneKV {
+	return &eventPlaneKV{ix: ix, counters: counters, seq: eventplane.NewSequencer(0)}
 }
 
-func (a *eventPlaneKV) apply(msg jetstream.Msg) error {
-	if err := a.lim.CheckHeaders("kv_event", msg.Headers()); err != nil {
-		return err
-	}
-	fr, err := eventplane.DecodeKVEvent(msg.Data(), a.lim)
-	if err != nil {
-		return err
-	}
+func (a *eventPlaneKV) apply(fr eventplane.KVFrame) error {
 	ev := kvevents.FromRouterEvent(fr.Event)
 	ev.EventID = a.seq.EventID(ev.Worker, fr.Envelope, a.ix.LastEventID)
 	if fr.Ignored != "" {
@@ -72,23 +61,6 @@ func (a *eventPlaneKV) apply(msg jetstream.Msg) error {
 		return &schemas.DecodeError{Kind: "kv_event", Reason: "invalid event", Err: err}
 	default:
 		return err
-	}
-	return nil
-}
-
-// applyEventPlaneLoad applies a kv_metrics frame (an ActiveLoad inside an
-// EventEnvelope) to t; a frame that fails to decode is dead-lettered like
-// any malformed load report.
-func applyEventPlaneLoad(t *routing.LoadTable, lim schemas.Limits, msg jetstream.Msg) error {
-	if err := lim.CheckHeaders("load", msg.Headers()); err != nil {
-		return err
-	}
-	_, l, err := eventplane.DecodeLoad(msg.Data(), lim)
-	if err != nil {
-		return err
-	}
-	if err := t.Update(*l); err != nil {
-		return &schemas.DecodeError{Kind: "load", Reason: "too many workers reporting load", Err: err}
 	}
 	return nil
 }

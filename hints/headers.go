@@ -1,9 +1,10 @@
-package consumers
+package hints
 
 import (
 	"strconv"
 	"strings"
 
+	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -12,6 +13,9 @@ import (
 // headers (nats pub -H); both count, names case-insensitive either way,
 // and the body wins on conflict.
 var hintHeaders = [...]string{HeaderWakeup, HeaderSimToolCall}
+
+// HeaderSimToolCall on a request announces a tool call (pins.HeaderSimToolCall).
+const HeaderSimToolCall = pins.HeaderSimToolCall
 
 // mergeNATSHeaders copies the hint headers present as NATS message headers
 // into req.Headers unless the body already names them (in any case). The
@@ -22,7 +26,7 @@ func mergeNATSHeaders(req *schemas.RequestEvent, nh map[string][]string) {
 		return
 	}
 	for _, name := range hintHeaders {
-		if _, ok := header(req.Headers, name); ok {
+		if _, ok := schemas.LookupHeader(req.Headers, name); ok {
 			continue // the body wins
 		}
 		for k, vs := range nh {

@@ -1,14 +1,9 @@
-package consumers
+package hints
 
 import (
-	"context"
-	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/hintstream/hintstream/schemas"
-	"github.com/hintstream/hintstream/streams"
-	"github.com/nats-io/nats.go"
 )
 
 func TestHeaderNearMisses(t *testing.T) {
@@ -42,41 +37,12 @@ func TestMergeNATSHeadersBodyWins(t *testing.T) {
 	if isWakeup(req.Headers) {
 		t.Error("the NATS header overrode the body's wake-up value")
 	}
-	if v, _ := header(req.Headers, HeaderSimToolCall); v != "2500" {
+	if v, _ := schemas.LookupHeader(req.Headers, HeaderSimToolCall); v != "2500" {
 		t.Errorf("sim-tool-call from the NATS header = %q, want 2500", v)
 	}
 	empty := &schemas.RequestEvent{}
 	mergeNATSHeaders(empty, map[string][]string{"X-Dynamo-Experimental-Wakeup": {"yes"}})
 	if !isWakeup(empty.Headers) {
 		t.Error("wake-up only as a NATS header (mixed case) not recognised")
-	}
-}
-
-// TestNATSHeaderWakeupAndNearMiss runs the consumer on real JetStream
-// messages: a wake-up given only as a NATS header makes a hint; a
-// near-miss header name is counted as header_unrecognised, not plain.
-func TestNATSHeaderWakeupAndNearMiss(t *testing.T) {
-	f := setup(t, streams.DefaultSet())
-	subj := streams.RequestSubject("m")
-	send := func(id string, hdr nats.Header, body map[string]string) {
-		b, _ := json.Marshal(schemas.RequestEvent{RequestID: id, Model: "m", TokenIDs: []uint32{1, 2, 3},
-			Headers: body, ReceivedAtMs: time.Now().UnixMilli()})
-		m := &nats.Msg{Subject: subj, Data: b, Header: hdr}
-		if _, err := f.js.PublishMsg(context.Background(), m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	send("near-miss", nats.Header{"X-Dynamo-Wakeup": {"1"}}, nil)
-	send("odd-value", nil, map[string]string{HeaderWakeup: "please"})
-	send("body-says-no", nats.Header{HeaderWakeup: {"1"}}, map[string]string{HeaderWakeup: "0"})
-	send("nats-header", nats.Header{"X-Dynamo-Experimental-Wakeup": {"1"}}, nil)
-	expectHint(t, f.hints, "nats-header") // the three before it made none
-	consumerSettled(t, f.js)
-	for name, want := range map[string]uint64{
-		"requests.header_unrecognised": 2, "requests.plain": 1, "requests.wakeup": 1,
-	} {
-		if got := f.counters.Get(name); got != want {
-			t.Errorf("%s = %d, want %d", name, got, want)
-		}
 	}
 }

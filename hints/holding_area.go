@@ -1,4 +1,4 @@
-package consumers
+package hints
 
 import (
 	"container/list"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
 )
@@ -25,14 +24,6 @@ import (
 // DefaultHoldingSampleEvery of those is dead-lettered with that reason,
 // so an operator can find the publisher.
 
-// Holding defaults, the hints.DefaultHolding* constants (the holding
-// area's bounds are decisions: hints.Decisions.Holding).
-const (
-	DefaultHoldingWorkers     = hints.DefaultHoldingWorkers
-	DefaultHoldingBlocks      = hints.DefaultHoldingBlocks
-	DefaultHoldingSampleEvery = hints.DefaultHoldingSampleEvery
-)
-
 // ReasonUnknownWorker labels events dropped because their worker is not
 // registered and the holding area had no room for them.
 const ReasonUnknownWorker = "unknown worker"
@@ -40,10 +31,10 @@ const ReasonUnknownWorker = "unknown worker"
 var (
 	// ErrHeld means an event's worker is not registered (yet): the event
 	// waits in the holding area and is applied if the worker registers.
-	ErrHeld = errors.New("consumers: event held until its worker registers")
+	ErrHeld = errors.New("hints: event held until its worker registers")
 	// ErrUnknownWorker means events of unregistered workers were dropped
 	// for want of room; see UnknownWorkerError.
-	ErrUnknownWorker = errors.New("consumers: events of an unregistered worker dropped")
+	ErrUnknownWorker = errors.New("hints: events of an unregistered worker dropped")
 )
 
 // UnknownWorkerError reports events dropped from (or refused by) the
@@ -63,17 +54,13 @@ func (e *UnknownWorkerError) Error() string {
 // Unwrap makes errors.Is(err, ErrUnknownWorker) hold.
 func (e *UnknownWorkerError) Unwrap() error { return ErrUnknownWorker }
 
-// EventApplier is what ApplyKVEvents feeds: a *kvevents.Index, or a
+// EventApplier is what the engine applies KV events to (EngineDeps.KV): a *kvevents.Index, or a
 // *Holding in front of one. LastEventID is the index's last applied event
 // id of a worker (the event plane's sequencer rebases on it).
 type EventApplier interface {
 	Apply(ev kvevents.Event) error
 	LastEventID(k kvevents.WorkerKey) (uint64, bool)
 }
-
-// HoldingConfig bounds a Holding (hints.HoldingConfig). Zero fields take
-// the defaults.
-type HoldingConfig = hints.HoldingConfig
 
 // Holding is the gate in front of the index: events of registered workers
 // pass through, others are held (see the comment at the top of this

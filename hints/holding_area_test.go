@@ -1,4 +1,4 @@
-package consumers
+package hints
 
 import (
 	"errors"

@@ -1,40 +1,39 @@
-package consumers
+package hints
 
 import (
-	"github.com/hintstream/hintstream/kvevents"
-	"github.com/hintstream/hintstream/metrics"
-	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
-// KeepWorkers wraps a KV-event ApplyFunc so that messages of workers keep
-// rejects are skipped (counted as kv_events.skipped_model), for members
-// that serve only some models (--models). The worker comes from the
-// subject (kv.events.<worker_id>) without decoding; on other subjects
-// (Dynamo's single queue subject) the message is decoded once more to
-// find it. A message that does not decode is passed on, to be
-// dead-lettered by apply as usual.
-func KeepWorkers(apply ApplyFunc, lim schemas.Limits, keep func(workerID uint64) bool, counters *metrics.Counters) ApplyFunc {
-	return func(msg jetstream.Msg) error {
-		if id, err := streams.WorkerFromSubject(msg.Subject()); err == nil {
-			if !keep(id) {
-				counters.Inc("kv_events.skipped_model")
-				return nil
-			}
-			return apply(msg)
-		}
-		var one [1]kvevents.Event
-		evs, err := decodeKVEvents(msg, lim, &one)
-		if err != nil || len(evs) == 0 {
-			return apply(msg)
-		}
-		for _, ev := range evs {
-			if keep(ev.Worker.WorkerID) {
-				return apply(msg)
-			}
-		}
-		counters.Inc("kv_events.skipped_model")
-		return nil
+// For members that serve only some models (--models), the KV events of
+// workers EngineDeps.KeepWorker rejects are skipped (counted as
+// kv_events.skipped_model). The worker comes from the subject
+// (kv.events.<worker_id>) without decoding; on other subjects (Dynamo's
+// single queue subject) from the decoded events. A message that does not
+// decode is dead-lettered as usual; an event-plane frame is not filtered.
+
+// skipBySubject reports whether m's subject names a worker not served.
+func (e *Engine) skipBySubject(m Message) bool {
+	if e.keep == nil {
+		return false
 	}
+	id, err := streams.WorkerFromSubject(m.Subject)
+	if err != nil || e.keep(id) {
+		return false
+	}
+	e.counters.Inc("kv_events.skipped_model")
+	return true
+}
+
+// skipByEvents reports whether none of b's events is of a served worker.
+func (e *Engine) skipByEvents(b KVBatch) bool {
+	if e.keep == nil || b.Frame != nil || len(b.Events) == 0 {
+		return false
+	}
+	for _, ev := range b.Events {
+		if e.keep(ev.Worker.WorkerID) {
+			return false
+		}
+	}
+	e.counters.Inc("kv_events.skipped_model")
+	return true
 }

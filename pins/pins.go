@@ -1,15 +1,15 @@
-package consumers
+package pins
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/tooltime"
@@ -43,9 +43,20 @@ type SlotStore interface {
 	Renew(ctx context.Context, session, trigger string, expiresAtMs int64) (bool, error)
 }
 
-// Pinning derives tool-call pins. It is shared by the request consumer
-// (index every request; on a session's next turn, learn the tool time and
-// release the slot) and the response consumer (pin on a tool call).
+// DefaultOpTimeout bounds the store operations (KV reads and writes) of
+// one event or one renewal, within the caller's context.
+const DefaultOpTimeout = 5 * time.Second
+
+// ErrNotYet means a tool-call response's request is not (yet) in the
+// request store: another member may still be indexing it, so the
+// response is to be tried again later (see Arrival.Unknown and
+// Arrival.Delivered for when it no longer is).
+var ErrNotYet = errors.New("pins: request not indexed yet; try the response again")
+
+// Pinning derives tool-call pins. The decision engine (package hints)
+// calls OnRequest for every request (index it; on a session's next turn,
+// learn the tool time and release the slot) and OnResponse for every
+// response (pin on a tool call).
 type Pinning struct {
 	Endpoint string // DYN_KVM_PIN_ENDPOINT
 	Index    RequestStore
@@ -53,7 +64,7 @@ type Pinning struct {
 	Learner  *tooltime.Learner
 	TTL      actions.TTLConfig
 	Workers  WorkerLookup
-	Sender   HintSender
+	Sender   actions.Sender
 	// ReleaseOnNextTurn sends a TTL-0 pin for the session's slot when its
 	// next request arrives: the new turn loads the pages itself.
 	ReleaseOnNextTurn bool
@@ -70,27 +81,42 @@ type Pinning struct {
 	renew renewals
 }
 
-// PinDeps are what a Pinning needs besides its decisions: the pin
+// Deps are what a Pinning needs besides its configuration: the pin
 // endpoint, the request and slot stores (JetStream KV live, memory in a
 // replay), the registry, the sender, and the clock (nil: time.Now).
-type PinDeps struct {
+type Deps struct {
 	Endpoint string
 	Index    RequestStore
 	Slots    SlotStore
 	Workers  WorkerLookup
-	Sender   HintSender
+	Sender   actions.Sender
 	Counters *metrics.Counters
 	Log      *slog.Logger
 	Now      func() time.Time
 }
 
-// NewPinning is the one constructor of run's and replay's pins: TTL, tool
-// times, keep-pin and the renewal cap come from d (after its defaults).
-func NewPinning(d hints.Decisions, deps PinDeps) *Pinning {
-	d = d.WithDefaults()
-	return &Pinning{Endpoint: deps.Endpoint, Index: deps.Index, Slots: deps.Slots, Learner: tooltime.New(d.ToolTime),
-		TTL: d.PinTTL, Workers: deps.Workers, Sender: deps.Sender, ReleaseOnNextTurn: !d.KeepPinOnNextTurn,
-		RenewMax: d.RenewMax(), Counters: deps.Counters, Log: deps.Log, Now: deps.Now}
+// Config is a Pinning's policy (hints.Decisions.PinConfig maps run's and
+// replay's decisions onto it).
+type Config struct {
+	TTL      actions.TTLConfig // zero: actions.DefaultTTLConfig()
+	ToolTime tooltime.Config   // zero: tooltime.DefaultConfig()
+	// ReleaseOnNextTurn: see Pinning.ReleaseOnNextTurn.
+	ReleaseOnNextTurn bool
+	// RenewMax: see Pinning.RenewMax; 0: pins are never renewed.
+	RenewMax time.Duration
+}
+
+// New returns a Pinning of cfg over deps.
+func New(cfg Config, deps Deps) *Pinning {
+	if cfg.TTL == (actions.TTLConfig{}) {
+		cfg.TTL = actions.DefaultTTLConfig()
+	}
+	if cfg.ToolTime == (tooltime.Config{}) {
+		cfg.ToolTime = tooltime.DefaultConfig()
+	}
+	return &Pinning{Endpoint: deps.Endpoint, Index: deps.Index, Slots: deps.Slots, Learner: tooltime.New(cfg.ToolTime),
+		TTL: cfg.TTL, Workers: deps.Workers, Sender: deps.Sender, ReleaseOnNextTurn: cfg.ReleaseOnNextTurn,
+		RenewMax: max(cfg.RenewMax, 0), Counters: deps.Counters, Log: deps.Log, Now: deps.Now}
 }
 
 func (p *Pinning) now() time.Time {
@@ -100,16 +126,14 @@ func (p *Pinning) now() time.Time {
 	return time.Now()
 }
 
-// onRequest indexes the request and closes its session's previous pin.
-// An error is transient: the caller naks the request.
-func (p *Pinning) onRequest(d hints.Delivery, req *schemas.RequestEvent) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+// OnRequest indexes the request, at stream sequence seq and stream time
+// at, and closes its session's previous pin. An error is transient: the
+// caller hands the request back.
+func (p *Pinning) OnRequest(ctx context.Context, seq uint64, at time.Time, req *schemas.RequestEvent) error {
+	ctx, cancel := context.WithTimeout(ctx, DefaultOpTimeout)
 	defer cancel()
-	if d.Unknown != nil {
-		return d.Unknown
-	}
-	e := IndexEntry{Seq: d.Seq}
-	if v, ok := header(req.Headers, HeaderSimToolCall); ok {
+	e := IndexEntry{Seq: seq}
+	if v, ok := schemas.LookupHeader(req.Headers, HeaderSimToolCall); ok {
 		e.SimToolMs = 1 // announced, time unknown
 		if ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && ms > 0 {
 			e.SimToolMs = ms
@@ -128,7 +152,6 @@ func (p *Pinning) onRequest(d hints.Delivery, req *schemas.RequestEvent) error {
 	if err != nil || !ok {
 		return err
 	}
-	at := d.Time
 	if req.ReceivedAtMs > 0 {
 		at = time.UnixMilli(req.ReceivedAtMs)
 	}
@@ -157,56 +180,76 @@ func (p *Pinning) onRequest(d hints.Delivery, req *schemas.RequestEvent) error {
 	return nil
 }
 
-// pinResult says what a response came to; transient results are retried.
-type pinResult int
+// Arrival is what OnResponse knows of how its response arrived.
+type Arrival struct {
+	// Time is the response's stream timestamp, used when it carries no
+	// completed_at_ms. Unknown says the transport could not tell it (nor
+	// the delivery count): the response is then never waited on.
+	Time    time.Time
+	Unknown bool
+	// Delivered counts deliveries, this one included: a response whose
+	// request is missing is tried again until its fifth.
+	Delivered uint64
+	// Working, when set, is called before a slow store read, so that the
+	// transport keeps the response ours.
+	Working func()
+	// Done, when set, is called once a queued pin has left (true) or was
+	// dropped (false).
+	Done func(sent bool)
+}
 
-const (
-	pinDone   pinResult = iota // settled: ack
-	pinRetry                   // try again later: nak with delay
-	pinQueued                  // handed to the sender, which settles d (Delivery.Done)
-)
+func (a Arrival) eventTime(ms int64) time.Time {
+	if a.Unknown {
+		return eventTime(time.Time{}, ms)
+	}
+	return eventTime(a.Time, ms)
+}
 
-// onResponse pins the conversation's pages if the response ends in a tool
-// call (or its request announced one). For pinQueued, d.Done is called
-// once the pin has left or was dropped.
-func (p *Pinning) onResponse(d hints.Delivery, resp *schemas.ResponseEvent) pinResult {
-	p.Tick(eventTime(d, resp.CompletedAtMs))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+// OnResponse pins the conversation's pages if the response ends in a tool
+// call (or its request announced one). It reports whether a pin was
+// queued: a.Done is then called once the pin has left or was dropped. An
+// error matching ErrNotYet asks for the response again later; OnResponse
+// returns no other.
+func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a Arrival) (queued bool, err error) {
+	p.Tick(ctx, a.eventTime(resp.CompletedAtMs))
+	ctx, cancel := context.WithTimeout(ctx, DefaultOpTimeout)
 	defer cancel()
 	toolCall := resp.FinishReason == "tool_calls" || len(resp.ToolCalls) > 0
 	e, err := p.Index.Entry(ctx, resp.RequestID)
 	switch {
 	case errors.Is(err, ErrRequestNotFound) && !toolCall:
 		p.Counters.Inc("responses.no_pin")
-		return pinDone // nothing announced a tool call; nothing to wait for
+		return false, nil // nothing announced a tool call; nothing to wait for
 	case err != nil:
-		return p.retryOrSkip(d, resp, err)
+		return false, p.retryOrSkip(a, resp, err)
 	}
 	if !toolCall && e.SimToolMs == 0 {
 		p.Counters.Inc("responses.no_pin")
-		return pinDone
+		return false, nil
 	}
-	// Reading the request back is a stream round trip: tell JetStream the
-	// response is being worked on.
-	d.InProgress()
+	// Reading the request back is a stream round trip: tell the transport
+	// the response is being worked on.
+	if a.Working != nil {
+		a.Working()
+	}
 	req, err := p.Index.Request(ctx, resp.RequestID, e)
 	if err != nil {
-		return p.retryOrSkip(d, resp, err)
+		return false, p.retryOrSkip(a, resp, err)
 	}
 	w, ok := p.Workers.Get(resp.WorkerID)
 	if !ok {
 		p.skip("unknown_worker", resp)
-		return pinDone
+		return false, nil
 	}
 	tokens := append(append(make([]uint32, 0, len(req.TokenIDs)+len(resp.OutputTokenIDs)), req.TokenIDs...), resp.OutputTokenIDs...)
 	keys, err := actions.ObjectKeys(w.ObjectLayout, tokens)
 	if errors.Is(err, actions.ErrNoLayout) {
 		p.skip("no_layout", resp)
-		return pinDone
+		return false, nil
 	}
 	if err != nil || len(keys) == 0 {
 		p.skip("no_full_page", resp)
-		return pinDone
+		return false, nil
 	}
 	tools := make([]string, 0, len(resp.ToolCalls))
 	for _, tc := range resp.ToolCalls {
@@ -230,9 +273,9 @@ func (p *Pinning) onResponse(d hints.Delivery, resp *schemas.ResponseEvent) pinR
 	}
 	pin := actions.Pin{Trigger: resp.RequestID, Slot: slot, Keys: keys, TTL: ttl,
 		Priority: actions.Priority(pageTokens), Tokens: pageTokens}
-	queued := p.send(pin, "pin", p.TTL.Deadline(ttl), d.Settled)
+	queued = p.send(pin, "pin", p.TTL.Deadline(ttl), a.Done)
 	if session != "" {
-		completed := eventTime(d, resp.CompletedAtMs)
+		completed := a.eventTime(resp.CompletedAtMs)
 		rec := PinRecord{Slot: slot, Trigger: resp.RequestID, Tools: tools, CompletedAtMs: completed.UnixMilli(),
 			ExpiresAtMs: p.now().Add(ttl).UnixMilli()}
 		rev, err := p.putSlot(ctx, session, rec)
@@ -245,22 +288,20 @@ func (p *Pinning) onResponse(d hints.Delivery, resp *schemas.ResponseEvent) pinR
 			p.schedule(session, pin, tools, completed, ttl, rev)
 		}
 	}
-	if queued {
-		return pinQueued
-	}
-	return pinDone
+	return queued, nil
 }
 
 // retryOrSkip waits for a request another member may still be indexing,
-// a few times, then gives up on the pin (never on the response).
-func (p *Pinning) retryOrSkip(d hints.Delivery, resp *schemas.ResponseEvent, err error) pinResult {
-	if d.Unknown == nil && d.Delivered < 5 {
+// a few times (ErrNotYet), then gives up on the pin (never on the
+// response: nil).
+func (p *Pinning) retryOrSkip(a Arrival, resp *schemas.ResponseEvent, err error) error {
+	if !a.Unknown && a.Delivered < 5 {
 		p.Counters.Inc("responses.retried")
-		return pinRetry
+		return fmt.Errorf("%w: %w", ErrNotYet, err)
 	}
 	p.skip("request_not_found", resp)
 	p.Log.Debug("no request for tool-call response", "request_id", resp.RequestID, "err", err)
-	return pinDone
+	return nil
 }
 
 func (p *Pinning) skip(reason string, resp *schemas.ResponseEvent) {
@@ -281,7 +322,7 @@ func (p *Pinning) send(pin actions.Pin, what string, deadline time.Duration, set
 	}
 	if err := p.Sender.Send(p.Endpoint, actions.Hint{MessageID: env.MessageID, Body: body,
 		Deadline: p.now().Add(deadline), Done: settled}); err != nil {
-		p.Counters.IncLabel("hints."+what+".dropped", dropReason(err))
+		p.Counters.IncLabel("hints."+what+".dropped", actions.DropReason(err))
 		p.Log.Warn(what+" not queued", "trigger", pin.Trigger, "err", err)
 		return false
 	}

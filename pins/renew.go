@@ -1,4 +1,4 @@
-package consumers
+package pins
 
 import (
 	"container/heap"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/hints"
 )
 
 // Renewal: a tool call that outlasts its expected time would lose its
@@ -22,10 +21,6 @@ import (
 // a replay renews exactly where the live run did. Renewals live in the
 // member that pinned: if it dies, its pins lapse as they would without
 // renewal.
-
-// DefaultPinRenewMax is the default Pinning.RenewMax
-// (hints.DefaultPinRenewMax).
-const DefaultPinRenewMax = hints.DefaultPinRenewMax
 
 // renewal is one pin awaiting its session's next turn.
 type renewal struct {
@@ -64,16 +59,13 @@ type renewals struct {
 	wake  chan struct{}
 }
 
-// eventTime is the time an event stamps itself with, or else its
-// JetStream timestamp.
-func eventTime(d hints.Delivery, ms int64) time.Time {
+// eventTime is the time an event stamps itself with (ms), or else its
+// stream timestamp at (zero when unknown).
+func eventTime(at time.Time, ms int64) time.Time {
 	if ms > 0 {
 		return time.UnixMilli(ms)
 	}
-	if d.Unknown == nil {
-		return d.Time
-	}
-	return time.Time{}
+	return at
 }
 
 // schedule queues pin, just sent with ttl, for renewal once half of ttl
@@ -104,8 +96,9 @@ func (p *Pinning) Pending() int {
 // Tick advances the renewal clock to at (if later) and renews the pins
 // due by then; once RunRenewals runs, it only wakes that goroutine, so
 // handlers never wait for a renewal. Safe for concurrent use; the live
-// service calls it every second, the consumers with each event's time.
-func (p *Pinning) Tick(at time.Time) {
+// service calls it every second, the engine with each event's time. ctx
+// bounds the renewals' store writes (each within DefaultOpTimeout).
+func (p *Pinning) Tick(ctx context.Context, at time.Time) {
 	if p.RenewMax <= 0 {
 		return
 	}
@@ -132,7 +125,7 @@ func (p *Pinning) Tick(at time.Time) {
 	}
 	r.mu.Unlock()
 	for _, x := range due {
-		if p.renewOne(x, now) {
+		if p.renewOne(ctx, x, now) {
 			r.mu.Lock()
 			heap.Push(&r.q, x)
 			r.mu.Unlock()
@@ -143,7 +136,7 @@ func (p *Pinning) Tick(at time.Time) {
 // renewOne pins x's slot again at now, unless its session came back (the
 // slot record is gone or names a newer pin) or the tool call has lasted
 // RenewMax; it reports whether x stays queued.
-func (p *Pinning) renewOne(x *renewal, now time.Time) bool {
+func (p *Pinning) renewOne(ctx context.Context, x *renewal, now time.Time) bool {
 	left := x.completed.Add(p.RenewMax).Sub(now)
 	if left <= 0 {
 		p.Counters.Inc("pins.renewal_ended")
@@ -151,7 +144,7 @@ func (p *Pinning) renewOne(x *renewal, now time.Time) bool {
 	}
 	expected, _ := p.Learner.Expected(x.tools)
 	ttl := min(p.TTL.TTL(expected), left)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, DefaultOpTimeout)
 	defer cancel()
 	ok, err := p.Slots.Renew(ctx, x.session, x.pin.Trigger, now.Add(ttl).UnixMilli())
 	if err != nil {

@@ -1,4 +1,4 @@
-package consumers
+package pins
 
 import (
 	"container/heap"
@@ -176,7 +176,7 @@ func (p *Pinning) renewBatch(ctx context.Context, batch []*renewal, now time.Tim
 	if len(jobs) == 0 {
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, DefaultOpTimeout)
 	defer cancel()
 	var res []RenewResult
 	if br, ok := p.Slots.(BatchRenewer); ok {

@@ -1,8 +1,7 @@
-package consumers
+package pins
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -10,11 +9,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/internal/natstest"
-	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
-	"github.com/hintstream/hintstream/routing"
-	"github.com/hintstream/hintstream/schemas"
-	"github.com/hintstream/hintstream/streams"
 	"github.com/hintstream/hintstream/tooltime"
 )
 
@@ -82,7 +77,7 @@ func TestRenewalsWithinBudget(t *testing.T) {
 	pinned(t, p, clock, n, 10*time.Second)
 	start := time.Now()
 	clock.add(5 * time.Second) // every one due
-	p.Tick(clock.now())
+	p.Tick(context.Background(), clock.now())
 	if d := time.Since(start); d > 50*time.Millisecond {
 		t.Fatalf("Tick took %v with %d renewals due: it renewed inline", d, n)
 	}
@@ -169,55 +164,5 @@ func TestPinSlotsBucketCap(t *testing.T) {
 	}
 	if err == nil || !isBucketFull(err) {
 		t.Fatalf("1,000 puts into a 4 KiB bucket: %v, want a full-bucket error", err)
-	}
-}
-
-// A full request index does not stall requests: they are acked
-// unindexed (not redelivered) and counted.
-func TestRequestIndexFullAcksUnindexed(t *testing.T) {
-	srv := natstest.Start(t)
-	_, js := natstest.Connect(t, srv)
-	ctx := context.Background()
-	set := streams.DefaultSet()
-	if _, err := streams.EnsureSet(ctx, js, set, streams.WithLogger(discard())); err != nil {
-		t.Fatal(err)
-	}
-	idx, err := OpenRequestIndex(ctx, js, "", set.Requests.Name, time.Hour, schemas.Limits{}, WithMaxBytes(2048))
-	if err != nil {
-		t.Fatal(err)
-	}
-	slots, err := OpenPinSlots(ctx, js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	counters := &metrics.Counters{}
-	pool := actions.NewPool()
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = pool.Close(cctx)
-	})
-	p := &Pinning{Endpoint: "tcp://127.0.0.1:1", Index: idx, Slots: slots, Learner: tooltime.New(tooltime.DefaultConfig()),
-		TTL: actions.DefaultTTLConfig(), Workers: workerMap{}, Sender: pool, Counters: counters, Log: discard()}
-	sel := routing.NewSelector(staticWorkers{}, kvevents.NewIndex(), routing.NewLoadTable())
-	reqs := NewRequestConsumer(js, RequestConfig{Stream: set.Requests.Name}, sel, p.Sender, p, NewDeadLetter(js, ""), counters, discard())
-	if err := reqs.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer reqs.Stop()
-	const n = 200
-	for i := range n {
-		b, _ := json.Marshal(schemas.RequestEvent{RequestID: fmt.Sprintf("r-%d", i), SessionID: "s", TokenIDs: []uint32{1}})
-		if _, err := js.Publish(ctx, streams.RequestSubject("m"), b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	natstest.Eventually(t, 20*time.Second, func() bool { return counters.Get("requests.plain") == n },
-		"every request acked (%d)", counters.Get("requests.plain"))
-	if full := counters.Get("pins.request_index_full"); full == 0 || full >= n {
-		t.Fatalf("%d requests refused by a 2 KiB index, want some and not all", full)
-	}
-	if e := counters.Get("requests.transient_errors"); e != 0 {
-		t.Fatalf("%d requests redelivered for a full index", e)
 	}
 }

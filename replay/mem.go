@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -16,47 +16,47 @@ type memRequests struct {
 }
 
 type memEntry struct {
-	e   consumers.IndexEntry
+	e   pins.IndexEntry
 	req *schemas.RequestEvent
 }
 
 func newMemRequests() *memRequests { return &memRequests{reqs: map[string]memEntry{}} }
 
-func (m *memRequests) Put(_ context.Context, req *schemas.RequestEvent, e consumers.IndexEntry) error {
+func (m *memRequests) Put(_ context.Context, req *schemas.RequestEvent, e pins.IndexEntry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.reqs[req.RequestID] = memEntry{e: e, req: req}
 	return nil
 }
 
-func (m *memRequests) Entry(_ context.Context, id string) (consumers.IndexEntry, error) {
+func (m *memRequests) Entry(_ context.Context, id string) (pins.IndexEntry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	me, ok := m.reqs[id]
 	if !ok {
-		return consumers.IndexEntry{}, consumers.ErrRequestNotFound
+		return pins.IndexEntry{}, pins.ErrRequestNotFound
 	}
 	return me.e, nil
 }
 
 // Request returns the replayed request itself.
-func (m *memRequests) Request(_ context.Context, id string, _ consumers.IndexEntry) (*schemas.RequestEvent, error) {
+func (m *memRequests) Request(_ context.Context, id string, _ pins.IndexEntry) (*schemas.RequestEvent, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if me, ok := m.reqs[id]; ok && me.req != nil {
 		return me.req, nil
 	}
-	return nil, consumers.ErrRequestNotFound
+	return nil, pins.ErrRequestNotFound
 }
 
 type memSlots struct {
 	mu    sync.Mutex
-	slots map[string]consumers.PinRecord
+	slots map[string]pins.PinRecord
 }
 
-func newMemSlots() *memSlots { return &memSlots{slots: map[string]consumers.PinRecord{}} }
+func newMemSlots() *memSlots { return &memSlots{slots: map[string]pins.PinRecord{}} }
 
-func (m *memSlots) Put(_ context.Context, session string, r consumers.PinRecord) error {
+func (m *memSlots) Put(_ context.Context, session string, r pins.PinRecord) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.slots[session] = r
@@ -75,7 +75,7 @@ func (m *memSlots) Renew(_ context.Context, session, trigger string, expiresAtMs
 	return true, nil
 }
 
-func (m *memSlots) Take(_ context.Context, session string) (consumers.PinRecord, bool, error) {
+func (m *memSlots) Take(_ context.Context, session string) (pins.PinRecord, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.slots[session]

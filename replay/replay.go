@@ -16,14 +16,12 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/registry"
-	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -42,7 +40,7 @@ type Options struct {
 	DryRun bool
 	Out    io.Writer
 	// Sender sends the hints when not DryRun.
-	Sender consumers.HintSender
+	Sender actions.Sender
 	// Progress, when set, receives a progress line now and then (a
 	// terminal's stderr).
 	Progress io.Writer
@@ -89,39 +87,35 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	counters := &metrics.Counters{}
 	clock := &eventClock{}
 	ix := o.NewIndex(o.Logger)
-	loads := routing.NewLoadTable()
-	sel := routing.NewSelector(reg, ix, loads, routing.WithConfig(*o.Routing), routing.WithLogger(o.Logger),
-		routing.WithClock(clock.now)) // burst spreading decays on the events' clock, as live on its
 	// KV events pass the live run's holding area; the registry's current
 	// workers are registered in it.
-	holding := consumers.NewHolding(ix, o.Holding, counters)
+	holding := hints.NewHolding(ix, o.Holding, counters)
 	for _, w := range reg.Workers() {
 		holding.Register(w.WorkerID)
 	}
-	var sender consumers.HintSender = o.Sender
+	sender := o.Sender
 	if o.DryRun {
 		sender = actions.NewRecorder(o.Out, nil)
 	}
-	dlq := consumers.NewDeadLetter(nil, "")
-	var pins *consumers.Pinning
+	var pinDeps *pins.Deps
 	if o.PinEndpoint != "" {
-		pins = consumers.NewPinning(o.Decisions, consumers.PinDeps{Endpoint: o.PinEndpoint, Index: newMemRequests(),
-			Slots: newMemSlots(), Workers: reg, Sender: sender, Counters: counters, Log: o.Logger, Now: clock.now})
+		pinDeps = &pins.Deps{Endpoint: o.PinEndpoint, Index: newMemRequests(), Slots: newMemSlots(), Workers: reg}
 	}
-	// The live decisions, without their transport: requests and responses
-	// go to the consumers' Decide (nothing to settle: each Outcome is only
-	// counted), KV events and load to the live appliers.
-	reqs := consumers.NewRequestConsumer(js, consumers.RequestConfig{Stream: o.Streams.Requests.Name,
-		PrefetchTTL: o.PrefetchTTL, Limits: o.Limits, Clock: clock.now}, sel, sender, pins, dlq, counters, o.Logger)
-	handlers := map[string]func(jetstream.Msg){
-		"kv_events": applier(consumers.ApplyKVEvents(holding, o.Limits, counters), counters, "kv_events"),
-		"load":      applier(consumers.ApplyLoad(loads, o.Limits), counters, "load"),
-		"requests":  decider(reqs.Decide, counters, "requests"),
+	// The live decisions, without their transport: the engine run builds,
+	// on the events' clock (expiry, burst spreading, renewals). Nothing is
+	// settled: each trigger's Outcome is only counted.
+	eng, err := hints.NewEngine(o.Decisions, hints.EngineDeps{Index: ix, KV: holding, Workers: reg, Sender: sender,
+		Pins: pinDeps, Counters: counters, Log: o.Logger, Clock: clock.now})
+	if err != nil {
+		return Summary{}, err
 	}
-	if pins != nil {
-		resps := consumers.NewResponseConsumer(js, consumers.ResponseConfig{Stream: o.Streams.Responses.Name,
-			Limits: o.Limits}, pins, dlq, counters, o.Logger)
-		handlers["responses"] = decider(resps.Decide, counters, "responses")
+	handlers := map[string]func(context.Context, hints.Delivery, hints.Message){
+		"kv_events": applied(eng.ApplyKV, counters, "kv_events"),
+		"load":      applied(eng.ApplyLoad, counters, "load"),
+		"requests":  decided(eng.Request, counters, "requests"),
+	}
+	if eng.Pins() != nil {
+		handlers["responses"] = decided(eng.Response, counters, "responses")
 	}
 
 	var srcs []*source
@@ -167,11 +161,15 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 			next.done = true
 			continue
 		}
+		d := hints.Delivery{Delivered: 1}
 		if md != nil {
 			clock.set(md.Timestamp)
+			d.Seq, d.Time = md.Sequence.Stream, md.Timestamp
+		} else {
+			d.Unknown = errNoMetadata
 		}
 		counters.Inc("events." + next.kind)
-		handlers[next.kind](m)
+		handlers[next.kind](ctx, d, hints.Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
 		done++
 		if first.IsZero() && md != nil {
 			first = md.Timestamp
@@ -208,8 +206,14 @@ type eventClock struct {
 func (c *eventClock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 func (c *eventClock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 
-func applier(apply consumers.ApplyFunc, counters *metrics.Counters, kind string) func(jetstream.Msg) {
-	return func(m jetstream.Msg) {
+// errNoMetadata: a stored message whose stream position could not be
+// read (a replay gives the decisions what the live consumer would).
+var errNoMetadata = errors.New("replay: message metadata unreadable")
+
+// applied runs a state event's decisions and counts its failure as the
+// live state consumer does.
+func applied(apply func(hints.Message) error, counters *metrics.Counters, kind string) func(context.Context, hints.Delivery, hints.Message) {
+	return func(_ context.Context, _ hints.Delivery, m hints.Message) {
 		if err := apply(m); err != nil {
 			var de *schemas.DecodeError
 			if errors.As(err, &de) {
@@ -221,20 +225,14 @@ func applier(apply consumers.ApplyFunc, counters *metrics.Counters, kind string)
 	}
 }
 
-// decider runs a trigger's decisions on a stored message. Its Outcome
+// decided runs a trigger's decisions on a stored message. Its Outcome
 // has nothing to settle: a Reject is counted as the live consumer counts
 // it, a Retry (a response whose request is not in the replayed history)
 // is already counted by the decision.
-func decider(decide func(hints.Delivery, []byte, nats.Header) hints.Outcome, counters *metrics.Counters,
-	kind string) func(jetstream.Msg) {
-	return func(m jetstream.Msg) {
-		d := hints.Delivery{Delivered: 1}
-		if md, err := m.Metadata(); err != nil {
-			d.Unknown = err
-		} else {
-			d.Seq, d.Time = md.Sequence.Stream, md.Timestamp
-		}
-		if out := decide(d, m.Data(), m.Headers()); out.Verdict == hints.Reject {
+func decided(decide func(context.Context, hints.Delivery, hints.Message) hints.Outcome, counters *metrics.Counters,
+	kind string) func(context.Context, hints.Delivery, hints.Message) {
+	return func(ctx context.Context, d hints.Delivery, m hints.Message) {
+		if out := decide(ctx, d, m); out.Verdict == hints.Reject {
 			counters.IncLabel(kind+".malformed", out.Reason())
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
@@ -178,14 +177,13 @@ func (s *Service) snapshotSuffix() string {
 	return fmt.Sprintf("/models-%016x", xxh3.HashString(strings.Join(ms, "\x00")))
 }
 
-// applyKV is the KV-event apply function, skipping other models' workers
-// when Config.Models is set.
-func (s *Service) applyKV() consumers.ApplyFunc {
-	apply := consumers.ApplyKVEvents(s.holding, s.cfg.Limits, s.Counters)
+// keepWorkerFunc is the engine's filter of KV events by worker
+// (EngineDeps.KeepWorker): nil when every model is served.
+func (s *Service) keepWorkerFunc() func(uint64) bool {
 	if s.models == nil {
-		return apply
+		return nil
 	}
-	return consumers.KeepWorkers(apply, s.cfg.Limits, s.keepWorker, s.Counters)
+	return s.keepWorker
 }
 
 // ErrPermissionDenied: start-up failed while the NATS server was refusing

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/registry"
@@ -35,7 +35,7 @@ func TestReplicasOfBucketsAndObjectStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Stop(context.Background())
-	for _, b := range []string{registry.DefaultBucket, consumers.DefaultRequestIndexBucket, consumers.DefaultPinSlotBucket} {
+	for _, b := range []string{registry.DefaultBucket, pins.DefaultRequestIndexBucket, pins.DefaultPinSlotBucket} {
 		kv, err := js.KeyValue(ctx, b)
 		if err != nil {
 			t.Fatal(err)

@@ -1,13 +1,13 @@
 package service
 
-import "github.com/hintstream/hintstream/consumers"
+import "github.com/hintstream/hintstream/hints"
 
 // startHolding puts the holding area in front of the index (after the
 // snapshot is loaded, since a failed load replaces the index; before the
 // registry opens, since its initial records register workers).
 // Its bounds were validated with the other decisions at Start.
 func (s *Service) startHolding() {
-	s.holding = consumers.NewHolding(s.Index, s.cfg.Holding, s.Counters)
+	s.holding = hints.NewHolding(s.Index, s.cfg.Holding, s.Counters)
 }
 
 // promote lets a newly registered worker's events into the index,

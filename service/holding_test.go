@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/registry"
@@ -96,15 +96,15 @@ func TestKVEventFloodOfUnregisteredWorkers(t *testing.T) {
 	if n := svc.Index.Stats().Workers; n != 1 {
 		t.Fatalf("index tracks %d workers, want 1 (the registered one)", n)
 	}
-	if st := svc.holding.Stats(); st.Workers > consumers.DefaultHoldingWorkers {
+	if st := svc.holding.Stats(); st.Workers > hints.DefaultHoldingWorkers {
 		t.Fatalf("holding area %+v over its bound", st)
 	}
-	dropped := svc.Counters.Get("kv_events.dropped|" + consumers.ReasonUnknownWorker)
-	if dropped < flood-consumers.DefaultHoldingWorkers {
-		t.Fatalf("%d dropped events counted, want at least %d", dropped, flood-consumers.DefaultHoldingWorkers)
+	dropped := svc.Counters.Get("kv_events.dropped|" + hints.ReasonUnknownWorker)
+	if dropped < flood-hints.DefaultHoldingWorkers {
+		t.Fatalf("%d dropped events counted, want at least %d", dropped, flood-hints.DefaultHoldingWorkers)
 	}
-	samples := svc.Counters.Get("kv_events.malformed|" + consumers.ReasonUnknownWorker)
-	if samples == 0 || samples > dropped/consumers.DefaultHoldingSampleEvery+1 {
+	samples := svc.Counters.Get("kv_events.malformed|" + hints.ReasonUnknownWorker)
+	if samples == 0 || samples > dropped/hints.DefaultHoldingSampleEvery+1 {
 		t.Fatalf("%d dead-letter samples for %d drops", samples, dropped)
 	}
 	dlq, err := js.Stream(ctx, "HINTSTREAM_DLQ")
@@ -112,8 +112,8 @@ func TestKVEventFloodOfUnregisteredWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if m, err := dlq.GetLastMsgForSubject(ctx, "hintstream.dlq.kv_events"); err != nil ||
-		m.Header.Get("Hintstream-Error") != consumers.ReasonUnknownWorker {
-		t.Fatalf("no dead-letter sample with reason %q: %v", consumers.ReasonUnknownWorker, err)
+		m.Header.Get("Hintstream-Error") != hints.ReasonUnknownWorker {
+		t.Fatalf("no dead-letter sample with reason %q: %v", hints.ReasonUnknownWorker, err)
 	}
 
 	// The shutdown snapshot holds the registered worker alone.

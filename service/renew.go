@@ -4,20 +4,20 @@ import (
 	"context"
 	"time"
 
-	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/pins"
 )
 
 // startRenewals runs the pins' renewals on their own goroutine, within
-// the --pin-renew-rate budget (consumers/renew_async.go), and ticks their
+// the --pin-renew-rate budget (pins/renew_async.go), and ticks their
 // clock every second, so that pins are renewed on time when no event
 // arrives to advance it.
-func (s *Service) startRenewals(pins *consumers.Pinning) {
-	if pins == nil || pins.RenewMax <= 0 {
+func (s *Service) startRenewals(p *pins.Pinning) {
+	if p == nil || p.RenewMax <= 0 {
 		return
 	}
-	pins.RenewRate = s.cfg.PinRenewRate
+	p.RenewRate = s.cfg.PinRenewRate
 	ctx, cancel := context.WithCancel(context.Background())
-	renewing := pins.RunRenewals(ctx)
+	renewing := p.RunRenewals(ctx)
 	s.renewStop, s.renewDone = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(s.renewDone)
@@ -29,7 +29,7 @@ func (s *Service) startRenewals(pins *consumers.Pinning) {
 			case <-s.renewStop:
 				return
 			case now := <-t.C:
-				pins.Tick(now)
+				p.Tick(ctx, now)
 			}
 		}
 	}()
@@ -44,7 +44,7 @@ func (s *Service) stopRenewals() {
 
 // bucketCap is the options capping a pin bucket at n bytes (0: its
 // default, negative: none).
-func (s *Service) bucketCap(n int64) []consumers.BucketOption {
-	return []consumers.BucketOption{consumers.WithMaxBytes(n), consumers.WithUpdateBucket(s.cfg.UpdateStreams),
-		consumers.WithBucketLogger(s.log)}
+func (s *Service) bucketCap(n int64) []pins.BucketOption {
+	return []pins.BucketOption{pins.WithMaxBytes(n), pins.WithUpdateBucket(s.cfg.UpdateStreams),
+		pins.WithBucketLogger(s.log)}
 }

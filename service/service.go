@@ -14,11 +14,13 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/internal/natsembed"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/observe"
+	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
@@ -45,8 +47,9 @@ type Service struct {
 	registry *registry.Registry
 	pool     *actions.Pool
 	kv       *consumers.StateConsumer
-	holding  *consumers.Holding // gate of the index: registered workers first
-	reclaim  *reclaimer         // start-up purge of interrupted snapshot saves
+	holding  *hints.Holding // gate of the index: registered workers first
+	engine   *hints.Engine  // the decisions, shared with replay
+	reclaim  *reclaimer     // start-up purge of interrupted snapshot saves
 	load     *consumers.StateConsumer
 	requests *consumers.RequestConsumer
 	affinity *consumers.AffinityWriter // issue 16: nil when off
@@ -228,20 +231,11 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		return ctx.Err()
 	}
 	s.pruneUnregistered()
-	s.Selector = routing.NewSelector(modelWorkers{s}, s.Index, s.Loads,
-		routing.WithConfig(*s.cfg.Routing), routing.WithLogger(s.log))
-
-	dlq := consumers.NewDeadLetter(s.js, s.cfg.DeadLetterPrefix)
-	st := s.cfg.Streams
-	s.kv = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "kv_events", Stream: st.KVEvents.Name,
-		Filter: st.KVEvents.Subjects, Shards: s.cfg.KVApplyShards, StartSeq: startSeq}, s.applyKV(), dlq, s.Counters, s.log)
-	s.load = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "load", Stream: st.Load.Name,
-		Filter: st.Load.Subjects}, consumers.ApplyLoad(s.Loads, s.cfg.Limits), dlq, s.Counters, s.log)
 	var sender actions.Sender = s.pool
 	if s.cfg.HintsLog != nil {
 		sender = actions.NewRecorder(s.cfg.HintsLog, s.pool)
 	}
-	pins, err := s.pinning(ctx, sender)
+	pinDeps, err := s.pinStores(ctx)
 	if err != nil {
 		return err
 	}
@@ -249,17 +243,34 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	s.engine, err = hints.NewEngine(s.cfg.Decisions, hints.EngineDeps{Index: s.Index, KV: s.holding, Loads: s.Loads,
+		Workers: modelWorkers{s}, Sender: sender, Pins: pinDeps, Affinity: aff, KeepWorker: s.keepWorkerFunc(),
+		Counters: s.Counters, Log: s.log})
+	if err != nil {
+		return err
+	}
+	s.Selector = s.engine.Selector()
+	pinning := s.engine.Pins()
+	if pinning != nil {
+		s.Learner = pinning.Learner
+	}
+
+	dlq := consumers.NewDeadLetter(s.js, s.cfg.DeadLetterPrefix)
+	st := s.cfg.Streams
+	s.kv = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "kv_events", Stream: st.KVEvents.Name,
+		Filter: st.KVEvents.Subjects, Shards: s.cfg.KVApplyShards, StartSeq: startSeq},
+		consumers.ApplyMessages(s.engine.ApplyKV), dlq, s.Counters, s.log)
+	s.load = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "load", Stream: st.Load.Name,
+		Filter: st.Load.Subjects}, consumers.ApplyMessages(s.engine.ApplyLoad), dlq, s.Counters, s.log)
 	s.requests = consumers.NewRequestConsumer(s.js, consumers.RequestConfig{
 		Stream: st.Requests.Name, Durable: s.cfg.RequestsDurable, Filter: s.consumerFilter(st.Requests.Subjects, streams.RequestPrefix),
-		DeliverNew: !s.cfg.RequestsDeliverAll, PrefetchTTL: s.cfg.PrefetchTTL, Limits: s.cfg.Limits,
-		AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending, Affinity: aff,
-	}, s.Selector, sender, pins, dlq, s.Counters, s.log)
-	if pins != nil {
+		DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
+	}, s.engine.Request, dlq, s.Counters, s.log)
+	if pinning != nil {
 		s.responses = consumers.NewResponseConsumer(s.js, consumers.ResponseConfig{
 			Stream: st.Responses.Name, Durable: s.cfg.ResponsesDurable, Filter: s.consumerFilter(st.Responses.Subjects, streams.ResponsePrefix),
-			DeliverNew: !s.cfg.RequestsDeliverAll, Limits: s.cfg.Limits,
-			AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
-		}, pins, dlq, s.Counters, s.log)
+			DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
+		}, s.engine.Response, dlq, s.Counters, s.log)
 	}
 	for _, c := range []*consumers.StateConsumer{s.kv, s.load} {
 		if err := c.Start(ctx); err != nil {
@@ -278,7 +289,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		if err := s.responses.Start(ctx); err != nil {
 			return err
 		}
-		s.startRenewals(pins)
+		s.startRenewals(pinning)
 	}
 	if s.cfg.SnapshotInterval > 0 {
 		s.snapshotDone, s.snapshotStopped = make(chan struct{}), make(chan struct{})
@@ -321,26 +332,24 @@ func (s *Service) pending() map[string]uint64 {
 	return out
 }
 
-// pinning sets tool-call pins up, or says once that they are off.
-func (s *Service) pinning(ctx context.Context, sender actions.Sender) (*consumers.Pinning, error) {
+// pinStores opens tool-call pins' request index and slot buckets, or
+// says once that pins are off (nil).
+func (s *Service) pinStores(ctx context.Context) (*pins.Deps, error) {
 	if s.cfg.PinEndpoint == "" {
 		s.log.Info("tool-call pins off: DYN_KVM_PIN_ENDPOINT (--pin-endpoint) is unset")
 		return nil, nil
 	}
-	idx, err := consumers.OpenRequestIndex(ctx, s.js, "", s.cfg.Streams.Requests.Name, s.cfg.RequestIndexTTL, s.cfg.Limits,
+	idx, err := pins.OpenRequestIndex(ctx, s.js, "", s.cfg.Streams.Requests.Name, s.cfg.RequestIndexTTL, s.cfg.Limits,
 		s.bucketCap(s.cfg.RequestIndexMaxBytes)...)
 	if err != nil {
 		return nil, err
 	}
-	slots, err := consumers.OpenPinSlots(ctx, s.js, "", s.bucketCap(s.cfg.PinSlotsMaxBytes)...)
+	slots, err := pins.OpenPinSlots(ctx, s.js, "", s.bucketCap(s.cfg.PinSlotsMaxBytes)...)
 	if err != nil {
 		return nil, err
 	}
 	s.log.Info("tool-call pins on", "endpoint", s.cfg.PinEndpoint)
-	pins := consumers.NewPinning(s.cfg.Decisions, consumers.PinDeps{Endpoint: s.cfg.PinEndpoint, Index: idx, Slots: slots,
-		Workers: s.registry, Sender: sender, Counters: s.Counters, Log: s.log})
-	s.Learner = pins.Learner
-	return pins, nil
+	return &pins.Deps{Endpoint: s.cfg.PinEndpoint, Index: idx, Slots: slots, Workers: s.registry}, nil
 }
 
 // WaitCaughtUp waits until the KV-event and load streams, as they are at

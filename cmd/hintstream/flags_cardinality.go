@@ -4,7 +4,7 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/service"
 )
 
@@ -15,9 +15,9 @@ import (
 func cardinalityFlags(fs *flag.FlagSet) func(*service.Config) error {
 	var (
 		grace      = fs.Duration("snapshot-reclaim-grace", service.DefaultSnapshotReclaimGrace, "chunks of an interrupted snapshot save, idle this long, are purged after the next save and at start-up")
-		renewRate  = fs.Float64("pin-renew-rate", consumers.DefaultPinRenewRate, "budget of pin renewals per second, on their own goroutine; a due renewal waits for budget, and is skipped (counted) if its pin lapsed meanwhile")
-		slotsBytes = fs.Int64("pin-slots-max-bytes", consumers.DefaultPinSlotsMaxBytes, "size cap of the hintstream_pins bucket when created (or with --update-streams); when full, new pins are sent but not renewed (0: no cap)")
-		reqBytes   = fs.Int64("request-index-max-bytes", consumers.DefaultRequestIndexMaxBytes, "size cap of the hintstream_requests bucket when created (or with --update-streams); when full, new requests are not indexed and their responses not pinned (0: no cap)")
+		renewRate  = fs.Float64("pin-renew-rate", pins.DefaultPinRenewRate, "budget of pin renewals per second, on their own goroutine; a due renewal waits for budget, and is skipped (counted) if its pin lapsed meanwhile")
+		slotsBytes = fs.Int64("pin-slots-max-bytes", pins.DefaultPinSlotsMaxBytes, "size cap of the hintstream_pins bucket when created (or with --update-streams); when full, new pins are sent but not renewed (0: no cap)")
+		reqBytes   = fs.Int64("request-index-max-bytes", pins.DefaultRequestIndexMaxBytes, "size cap of the hintstream_requests bucket when created (or with --update-streams); when full, new requests are not indexed and their responses not pinned (0: no cap)")
 	)
 	return func(cfg *service.Config) error {
 		switch {

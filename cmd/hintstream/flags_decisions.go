@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/routing"
@@ -19,7 +18,7 @@ import (
 // area. `run` and `replay` both call it, so a replay given a live run's
 // flags makes that run's choices. The returned func validates the parsed
 // values and sets them on a hints.Decisions; the command line's 0 for
-// --pin-renew-max (never) becomes the Decisions' negative.
+// --pin-renew-max (never) becomes the Decisions' NoPinRenewal.
 func decisionFlags(fs *flag.FlagSet) func(*hints.Decisions) error {
 	ttlDef, toolDef := actions.DefaultTTLConfig(), tooltime.DefaultConfig()
 	var (
@@ -38,7 +37,7 @@ func decisionFlags(fs *flag.FlagSet) func(*hints.Decisions) error {
 		toolDefault  = fs.Duration("tool-time-default", toolDef.Default, "expected tool time until enough have been observed")
 		toolPct      = fs.Float64("tool-time-percentile", toolDef.Percentile, "percentile of observed tool times used as the expected one")
 		toolMin      = fs.Int("tool-time-min-samples", toolDef.MinSamples, "observations of a tool needed before its own percentile is used")
-		pinRenewMax  = fs.Duration("pin-renew-max", consumers.DefaultPinRenewMax, "renew a tool call's pin while its session has not come back, until the call has lasted this long (0: never renew)")
+		pinRenewMax  = fs.Duration("pin-renew-max", hints.DefaultPinRenewMax, "renew a tool call's pin while its session has not come back, until the call has lasted this long (0: never renew)")
 		keepPin      = fs.Bool("keep-pin-on-next-turn", false, "leave a session's pin when its next request arrives (default: release the slot)")
 		maxTokens    = fs.Int("max-tokens", 1<<20, "largest token_ids accepted in an event")
 		maxBytes     = fs.Int("max-message-bytes", 16<<20, "largest event accepted, in bytes (larger ones are dead-lettered)")
@@ -46,8 +45,8 @@ func decisionFlags(fs *flag.FlagSet) func(*hints.Decisions) error {
 		maxString    = fs.Int("max-string", 64<<10, "longest id, model, header or tool name accepted, in bytes")
 		maxDepth     = fs.Int("max-depth", 32, "deepest JSON or msgpack nesting accepted in an event")
 		maxHdrBytes  = fs.Int("max-header-bytes", 16<<10, "most bytes of NATS headers accepted on one event")
-		holdWorkers  = fs.Int("holding-workers", consumers.DefaultHoldingWorkers, "KV events of at most this many unregistered worker ids are held until they register (least recently heard evicted; past it events are dropped as \"unknown worker\")")
-		holdBlocks   = fs.Int("holding-blocks", consumers.DefaultHoldingBlocks, "blocks held per unregistered worker id; more are dropped as \"unknown worker\"")
+		holdWorkers  = fs.Int("holding-workers", hints.DefaultHoldingWorkers, "KV events of at most this many unregistered worker ids are held until they register (least recently heard evicted; past it events are dropped as \"unknown worker\")")
+		holdBlocks   = fs.Int("holding-blocks", hints.DefaultHoldingBlocks, "blocks held per unregistered worker id; more are dropped as \"unknown worker\"")
 	)
 	routerCost := routerFlags(fs)
 	return func(d *hints.Decisions) error {
@@ -73,12 +72,10 @@ func decisionFlags(fs *flag.FlagSet) func(*hints.Decisions) error {
 		d.ToolTime = toolDef
 		d.ToolTime.Default, d.ToolTime.Percentile, d.ToolTime.MinSamples = *toolDefault, *toolPct, *toolMin
 		d.KeepPinOnNextTurn, d.PinRenewMax = *keepPin, *pinRenewMax
-		if *pinRenewMax == 0 {
-			d.PinRenewMax = -1 // 0 means "never" on the command line
-		}
+		d.NoPinRenewal = *pinRenewMax == 0 // 0 means "never" on the command line
 		d.Limits = schemas.Limits{MaxBytes: *maxBytes, MaxTokens: *maxTokens, MaxHeaders: *maxHeaders,
 			MaxString: *maxString, MaxDepth: *maxDepth, MaxHeaderBytes: *maxHdrBytes}
-		d.Holding = consumers.HoldingConfig{MaxWorkers: *holdWorkers, MaxBlocksPerWorker: *holdBlocks}
+		d.Holding = hints.HoldingConfig{MaxWorkers: *holdWorkers, MaxBlocksPerWorker: *holdBlocks}
 		return d.Validate()
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -186,7 +186,7 @@ func (w *Workload) RequestEvent(i int, epoch time.Time, announceToolTime bool) *
 	ev := &schemas.RequestEvent{RequestID: r.ID, SessionID: r.Session, Model: w.Model,
 		TokenIDs: w.PromptTokens(i), ReceivedAtMs: ms(epoch, r.At)}
 	if announceToolTime && r.ToolCall {
-		ev.Headers = map[string]string{consumers.HeaderSimToolCall: strconv.FormatInt(max(r.ToolTime.Milliseconds(), 1), 10)}
+		ev.Headers = map[string]string{hints.HeaderSimToolCall: strconv.FormatInt(max(r.ToolTime.Milliseconds(), 1), 10)}
 	}
 	return ev
 }
@@ -196,7 +196,7 @@ func (w *Workload) WakeupEvent(i int, epoch time.Time) *schemas.RequestEvent {
 	r := &w.Requests[i]
 	return &schemas.RequestEvent{RequestID: w.WakeupID(i), SessionID: r.Session, Model: w.Model,
 		TokenIDs: w.PromptTokens(i), ReceivedAtMs: ms(epoch, r.WakeupAt),
-		Headers: map[string]string{consumers.HeaderWakeup: "1"}}
+		Headers: map[string]string{hints.HeaderWakeup: "1"}}
 }
 
 // ResponseEvent is request i's response from workerID, completed at

@@ -1,0 +1,124 @@
+package consumers
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/metrics"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Decide is a trigger event's decisions (hints.Engine.Request or
+// .Response): the consumer hands over the message and settles it by the
+// Outcome.
+type Decide func(ctx context.Context, d hints.Delivery, m hints.Message) hints.Outcome
+
+// Apply is a state event's decisions (hints.Engine.ApplyKV or
+// .ApplyLoad).
+type Apply func(m hints.Message) error
+
+// MessageOf is what the decisions are given of msg: subject, headers and
+// bytes (decoded by package hints, as a replay's are).
+func MessageOf(msg jetstream.Msg) hints.Message {
+	return hints.Message{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}
+}
+
+// ApplyMessages is the ApplyFunc of a state consumer whose messages go to
+// apply.
+func ApplyMessages(apply Apply) ApplyFunc {
+	return func(msg jetstream.Msg) error { return apply(MessageOf(msg)) }
+}
+
+// TriggerConfig configures a RequestConsumer or a ResponseConsumer.
+type TriggerConfig struct {
+	Stream  string   // stream holding the events (required)
+	Durable string   // durable consumer name; default "hintstream-requests" or "hintstream-responses"
+	Filter  []string // subjects; default the stream's own
+	// DeliverNew starts a newly created durable at the stream's end rather
+	// than its beginning: old wake-ups can only make expired hints.
+	DeliverNew bool
+	// MaxAckPending bounds messages in flight; default 1024.
+	MaxAckPending int
+	// AckWait is the redelivery timeout; default 30s.
+	AckWait time.Duration
+	// MaxDeliver bounds deliveries of one message; then it is copied to
+	// the dead-letter subject. Default 10; -1 unbounded.
+	MaxDeliver int
+}
+
+// RequestConfig configures a RequestConsumer.
+type RequestConfig = TriggerConfig
+
+// ResponseConfig configures a ResponseConsumer.
+type ResponseConfig = TriggerConfig
+
+// trigger is a durable consumer whose messages are decided on and
+// settled by the Outcome.
+type trigger struct {
+	decide   Decide
+	counters *metrics.Counters
+	log      *slog.Logger
+	d        durable
+	rej      rejecter
+}
+
+func newTrigger(js jetstream.JetStream, cfg TriggerConfig, kind, defaultDurable string, decide Decide,
+	dlq *DeadLetter, counters *metrics.Counters, log *slog.Logger) trigger {
+	if cfg.Durable == "" {
+		cfg.Durable = defaultDurable
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("consumer", cfg.Durable)
+	return trigger{decide: decide, counters: counters, log: log,
+		d: durable{js: js, stream: cfg.Stream, name: cfg.Durable, filter: cfg.Filter, deliverNew: cfg.DeliverNew,
+			ackWait: cfg.AckWait, maxAckPending: cfg.MaxAckPending, maxDeliver: cfg.MaxDeliver, log: log,
+			dlq: dlq, dlqKind: kind, counters: counters},
+		rej: rejecter{kind: kind, dlq: dlq, counters: counters, log: log}}
+}
+
+// handle is the JetStream side: it hands the message to the decisions
+// and acts on the Outcome. The decisions' store operations are bounded by
+// their own timeouts (pins.DefaultOpTimeout).
+func (t *trigger) handle(msg jetstream.Msg) {
+	d := deliveryOf(msg, func(bool) { ack(msg, t.counters, t.rej.kind, t.log) })
+	settle(msg, t.decide(context.Background(), d, MessageOf(msg)), &t.rej)
+}
+
+// RequestConsumer consumes request events for the decisions (with
+// hints.Engine: a kv.prefetch for every wake-up, and with pins on, every
+// request indexed and a session's pin slot released on its next turn).
+type RequestConsumer struct{ t trigger }
+
+// NewRequestConsumer wires a consumer; Start begins consuming.
+func NewRequestConsumer(js jetstream.JetStream, cfg RequestConfig, decide Decide, dlq *DeadLetter,
+	counters *metrics.Counters, log *slog.Logger) *RequestConsumer {
+	return &RequestConsumer{t: newTrigger(js, cfg, "requests", "hintstream-requests", decide, dlq, counters, log)}
+}
+
+// Start creates (or attaches to) the durable consumer and consumes until
+// Stop.
+func (c *RequestConsumer) Start(ctx context.Context) error { return c.t.d.start(ctx, c.t.handle) }
+
+// Stop stops fetching and waits until the message in hand is finished.
+func (c *RequestConsumer) Stop() { c.t.d.stop() }
+
+// ResponseConsumer consumes response events for the decisions (with
+// hints.Engine: a kv.pin for every tool call).
+type ResponseConsumer struct{ t trigger }
+
+// NewResponseConsumer wires a consumer; Start begins consuming.
+func NewResponseConsumer(js jetstream.JetStream, cfg ResponseConfig, decide Decide, dlq *DeadLetter,
+	counters *metrics.Counters, log *slog.Logger) *ResponseConsumer {
+	return &ResponseConsumer{t: newTrigger(js, cfg, "responses", "hintstream-responses", decide, dlq, counters, log)}
+}
+
+// Start creates (or attaches to) the durable consumer and consumes until
+// Stop.
+func (c *ResponseConsumer) Start(ctx context.Context) error { return c.t.d.start(ctx, c.t.handle) }
+
+// Stop stops fetching and waits until the message in hand is finished.
+func (c *ResponseConsumer) Stop() { c.t.d.stop() }

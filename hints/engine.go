@@ -1,0 +1,174 @@
+package hints
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/pins"
+	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/nats-io/nats.go"
+)
+
+// DefaultRetryDelay is how long a tool-call response whose request is not
+// yet indexed waits before it is tried again (EngineDeps.RetryDelay).
+const DefaultRetryDelay = 500 * time.Millisecond
+
+// ErrEngineDeps means NewEngine was given too little to decide with.
+var ErrEngineDeps = errors.New("hints: engine dependencies incomplete")
+
+// Message is an event as a transport hands it over: subject, headers and
+// bytes. Decoding is the engine's (DecodeKV, DecodeLoad, DecodeRequest,
+// DecodeResponse), not the transport's, because what an event decodes to
+// depends on its subject and headers as much as on its bytes (the worker
+// id of an engine batch, the bridge's epoch and sequence, hint headers
+// sent as NATS headers), and a replay must read them exactly as the live
+// consumers do: one decoder, beside the decisions, serves both.
+type Message struct {
+	Subject string
+	Header  nats.Header
+	Data    []byte
+}
+
+// AffinityRecorder is told each wake-up's choice: the session's next
+// request should go where its prefetch went, until the prefetch expires.
+// It must not block (consumers.AffinityWriter queues to a KV bucket).
+type AffinityRecorder interface {
+	RecordAffinity(session string, rec schemas.AffinityRecord)
+}
+
+// EngineDeps are what an Engine decides with, apart from its Decisions.
+type EngineDeps struct {
+	// Index is the block index the worker choice reads (required).
+	Index *kvevents.Index
+	// KV is what KV events are applied to: a *Holding in front of Index
+	// (registered workers first); nil: Index itself.
+	KV EventApplier
+	// Loads is the workers' load, fed by ApplyLoad; nil: a new table.
+	Loads *routing.LoadTable
+	// Workers are those a request may be routed to (the registry, or a
+	// view of it limited to the served models).
+	Workers routing.Workers
+	// Sender takes the hints (an *actions.Pool, or an actions.Recorder in
+	// front of one, or alone in a dry run).
+	Sender actions.Sender
+	// Pins, when set, turns tool-call pins on: the request and slot
+	// stores, the registry and the pin endpoint. Its zero Sender,
+	// Counters, Log and Now are the engine's.
+	Pins *pins.Deps
+	// Affinity, when set, is told each queued prefetch's worker.
+	Affinity AffinityRecorder
+	// KeepWorker, when set, limits the KV events applied to those of the
+	// workers it accepts (--models; see models.go).
+	KeepWorker func(workerID uint64) bool
+	// RetryDelay: see DefaultRetryDelay.
+	RetryDelay time.Duration
+	// Counters and Log: nil gives private counters and slog.Default().
+	Counters *metrics.Counters
+	Log      *slog.Logger
+	// Clock is "now" for expiry, burst spreading and renewals; nil:
+	// time.Now. A replay gives the time of the event in hand.
+	Clock func() time.Time
+}
+
+// Engine makes hintstream's decisions on decoded events, apart from how
+// they arrive: it updates the index and the load table, and derives
+// prefetches, pins, releases and renewals, each trigger event ending in
+// an Outcome for its transport to settle. Package consumers drives it
+// from JetStream in `hintstream run`, package replay from stream history;
+// both build it with NewEngine. Safe for concurrent use as the consumers
+// call it (events of one worker from one goroutine at a time).
+type Engine struct {
+	d          Decisions
+	kv         EventApplier
+	loads      *routing.LoadTable
+	selector   *routing.Selector
+	sender     actions.Sender
+	pins       *pins.Pinning
+	affinity   AffinityRecorder
+	keep       func(uint64) bool
+	retryDelay time.Duration
+	counters   *metrics.Counters
+	log        *slog.Logger
+	now        func() time.Time
+
+	epochs  sync.Map // kvevents.WorkerKey -> string (ApplyKVBatch)
+	applied map[schemas.EventKind]string
+	ep      *eventPlaneKV
+}
+
+// NewEngine is the one constructor of run's and replay's decisions: d
+// (after its defaults, validated) configures the worker choice, the
+// prefetch TTL, the pins and their renewals; deps are what they work on.
+// Its errors wrap ErrEngineDeps or the Decisions' own (see Validate).
+func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
+	d = d.WithDefaults()
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Index == nil {
+		return nil, fmt.Errorf("%w: no index", ErrEngineDeps)
+	}
+	e := &Engine{d: d, kv: deps.KV, loads: deps.Loads, sender: deps.Sender, affinity: deps.Affinity,
+		keep: deps.KeepWorker, retryDelay: deps.RetryDelay, counters: deps.Counters, log: deps.Log, now: deps.Clock}
+	if e.kv == nil {
+		e.kv = deps.Index
+	}
+	if e.loads == nil {
+		e.loads = routing.NewLoadTable()
+	}
+	if e.retryDelay <= 0 {
+		e.retryDelay = DefaultRetryDelay
+	}
+	if e.counters == nil {
+		e.counters = &metrics.Counters{}
+	}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	opts := []routing.Option{routing.WithConfig(*d.Routing), routing.WithLogger(e.log)}
+	if deps.Clock != nil {
+		// Burst spreading decays on the events' clock in a replay, as live on its.
+		opts = append(opts, routing.WithClock(deps.Clock))
+	}
+	e.selector = routing.NewSelector(deps.Workers, deps.Index, e.loads, opts...)
+	if deps.Pins != nil {
+		pd := *deps.Pins
+		if pd.Sender == nil {
+			pd.Sender = deps.Sender
+		}
+		if pd.Counters == nil {
+			pd.Counters = e.counters
+		}
+		if pd.Log == nil {
+			pd.Log = e.log
+		}
+		if pd.Now == nil {
+			pd.Now = deps.Clock
+		}
+		e.pins = pins.New(d.PinConfig(), pd)
+	}
+	// Counter names, built once: one is bumped per event.
+	e.applied = map[schemas.EventKind]string{}
+	for _, k := range []schemas.EventKind{schemas.KindStored, schemas.KindRemoved, schemas.KindCleared} {
+		e.applied[k] = "kv_events.applied|" + k.String()
+	}
+	e.ep = newEventPlaneKV(e.kv, e.counters) // Dynamo's event plane (issue 13)
+	return e, nil
+}
+
+// Selector is the worker choice (for /debug/route).
+func (e *Engine) Selector() *routing.Selector { return e.selector }
+
+// Pins are the tool-call pins, nil when off: the service ticks their
+// renewal clock and runs their renewals (pins.Pinning.RunRenewals).
+func (e *Engine) Pins() *pins.Pinning { return e.pins }
