@@ -10,15 +10,15 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/bridge"
+	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
-	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	zmq "github.com/pebbe/zmq4"
 	"github.com/tinylib/msgp/msgp"
 )
 
@@ -63,21 +63,22 @@ func setup(t *testing.T, set streams.Set) *fixture {
 	if _, err := streams.EnsureSet(ctx, js, set); err != nil {
 		t.Fatal(err)
 	}
-	ep, hints := pull(t)
-	f := &fixture{js: js, nc: nc, counters: &metrics.Counters{}, index: kvevents.NewIndex(), hints: hints}
+	ep, got := pull(t)
+	f := &fixture{js: js, nc: nc, counters: &metrics.Counters{}, index: kvevents.NewIndex(), hints: got}
 	pool := actions.NewPool()
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = pool.Close(cctx)
 	})
-	sel := routing.NewSelector(staticWorkers{{WorkerID: 1, Model: "m", KvBlockSize: 16, HintEndpoints: []string{ep}}},
-		f.index, routing.NewLoadTable())
+	eng := testEngine(t, hints.Decisions{}, hints.EngineDeps{Index: f.index,
+		Workers: staticWorkers{{WorkerID: 1, Model: "m", KvBlockSize: 16, HintEndpoints: []string{ep}}},
+		Sender:  pool, Counters: f.counters})
 	dlq := NewDeadLetter(js, "")
 	def := streams.DefaultSet()
-	f.reqs = NewRequestConsumer(js, RequestConfig{Stream: def.Requests.Name}, sel, pool, nil, dlq, f.counters, nil)
+	f.reqs = NewRequestConsumer(js, RequestConfig{Stream: def.Requests.Name}, eng.Request, dlq, f.counters, nil)
 	f.kv = NewStateConsumer(js, StateConfig{Kind: "kv_events", Stream: def.KVEvents.Name},
-		ApplyKVEvents(f.index, schemas.Limits{}, f.counters), dlq, f.counters, nil)
+		ApplyMessages(eng.ApplyKV), dlq, f.counters, nil)
 	for _, start := range []func(context.Context) error{f.reqs.Start, f.kv.Start} {
 		if err := start(ctx); err != nil {
 			t.Fatal(err)
@@ -103,7 +104,7 @@ func (f *fixture) publish(t *testing.T, subject string, data []byte, contentType
 func wakeJSON(t *testing.T, id, model string, receivedAt time.Time) []byte {
 	t.Helper()
 	b, err := json.Marshal(schemas.RequestEvent{RequestID: id, Model: model, TokenIDs: []uint32{1, 2, 3},
-		Headers: map[string]string{HeaderWakeup: "1"}, ReceivedAtMs: receivedAt.UnixMilli()})
+		Headers: map[string]string{hints.HeaderWakeup: "1"}, ReceivedAtMs: receivedAt.UnixMilli()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,20 +235,6 @@ func TestMalformedKVEventSkippedAndDeadLettered(t *testing.T) {
 	}
 }
 
-func TestWakeupHeaderDetection(t *testing.T) {
-	for h, want := range map[string]bool{"1": true, "true": true, "": true, "0": false, "false": false, "OFF": false} {
-		if got := isWakeup(map[string]string{HeaderWakeup: h}); got != want {
-			t.Errorf("value %q: %v, want %v", h, got, want)
-		}
-	}
-	if !isWakeup(map[string]string{"X-Dynamo-Experimental-Wakeup": "1"}) {
-		t.Error("mixed-case header name not recognised")
-	}
-	if isWakeup(map[string]string{"x-other": "1"}) || isWakeup(nil) {
-		t.Error("wake-up without the header")
-	}
-}
-
 // engineBatch builds a vLLM tagged-map EventBatch storing the full blocks
 // of tokens (block size 16) under engine hashes base+i.
 func engineBatch(tokens []uint32, base int64) []byte {
@@ -363,17 +350,17 @@ func TestMaxDeliveriesDeadLettered(t *testing.T) {
 	if _, err := streams.EnsureSet(ctx, js, set); err != nil {
 		t.Fatal(err)
 	}
-	idx, err := OpenRequestIndex(ctx, js, "", set.Requests.Name, time.Hour, schemas.Limits{})
+	idx, err := pins.OpenRequestIndex(ctx, js, "", set.Requests.Name, time.Hour, schemas.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Without its bucket, indexing fails on every delivery.
-	if err := js.DeleteKeyValue(ctx, DefaultRequestIndexBucket); err != nil {
+	if err := js.DeleteKeyValue(ctx, pins.DefaultRequestIndexBucket); err != nil {
 		t.Fatal(err)
 	}
 	counters := &metrics.Counters{}
-	pins := &Pinning{Index: idx, Counters: counters, Log: discard()}
-	c := NewRequestConsumer(js, RequestConfig{Stream: set.Requests.Name, MaxDeliver: 2}, nil, nil, pins,
+	eng := testEngine(t, hints.Decisions{}, hints.EngineDeps{Pins: &pins.Deps{Index: idx}, Counters: counters, Log: discard()})
+	c := NewRequestConsumer(js, RequestConfig{Stream: set.Requests.Name, MaxDeliver: 2}, eng.Request,
 		NewDeadLetter(js, ""), counters, discard())
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package consumers
 import (
 	"context"
 	"errors"
+	"github.com/hintstream/hintstream/hints"
 	"testing"
 	"time"
 
@@ -73,7 +74,8 @@ func TestEventPlaneFrames(t *testing.T) {
 	ix := kvevents.NewIndex()
 	counters := &metrics.Counters{}
 	loads := routing.NewLoadTable()
-	applyKV, applyLoad := ApplyKVEvents(ix, schemas.Limits{}, counters), ApplyLoad(loads, schemas.Limits{})
+	eng := testEngine(t, hints.Decisions{}, hints.EngineDeps{Index: ix, Loads: loads, Counters: counters})
+	applyKV, applyLoad := ApplyMessages(eng.ApplyKV), ApplyMessages(eng.ApplyLoad)
 	k := kvevents.WorkerKey{WorkerID: 5}
 	var reasons []string
 	for i := range frames {

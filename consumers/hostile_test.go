@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/pins"
 	"strconv"
 	"strings"
 	"sync"
@@ -287,21 +289,24 @@ func newHostileRig(t *testing.T) *hostileRig {
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 
-	idx, err := OpenRequestIndex(ctx, js, "", set.Requests.Name, time.Hour, hostileLimits)
+	idx, err := pins.OpenRequestIndex(ctx, js, "", set.Requests.Name, time.Hour, hostileLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dlq := NewDeadLetter(js, "")
 	log := discard()
-	pins := &Pinning{Index: idx, Counters: h.counters, Log: log}
-	reqs := NewRequestConsumer(js, RequestConfig{Stream: set.Requests.Name, Limits: hostileLimits}, nil, nil, nil,
-		dlq, h.counters, log)
-	resps := NewResponseConsumer(js, ResponseConfig{Stream: set.Responses.Name, Limits: hostileLimits}, pins, dlq,
+	// Requests are decided on without pins, responses with them (only an
+	// index), state events by the first engine.
+	lim := hints.Decisions{Limits: hostileLimits}
+	eng := testEngine(t, lim, hints.EngineDeps{Loads: h.loads, Counters: h.counters, Log: log})
+	pinEng := testEngine(t, lim, hints.EngineDeps{Pins: &pins.Deps{Index: idx}, Counters: h.counters, Log: log})
+	reqs := NewRequestConsumer(js, RequestConfig{Stream: set.Requests.Name}, eng.Request, dlq, h.counters, log)
+	resps := NewResponseConsumer(js, ResponseConfig{Stream: set.Responses.Name}, pinEng.Response, dlq,
 		h.counters, log)
 	kv := NewStateConsumer(js, StateConfig{Kind: "kv_events", Stream: set.KVEvents.Name},
-		ApplyKVEvents(kvevents.NewIndex(), hostileLimits, h.counters), dlq, h.counters, log)
+		ApplyMessages(eng.ApplyKV), dlq, h.counters, log)
 	load := NewStateConsumer(js, StateConfig{Kind: "load", Stream: set.Load.Name},
-		ApplyLoad(h.loads, hostileLimits), dlq, h.counters, log)
+		ApplyMessages(eng.ApplyLoad), dlq, h.counters, log)
 	for _, start := range []func(context.Context) error{reqs.Start, resps.Start, kv.Start, load.Start} {
 		if err := start(ctx); err != nil {
 			t.Fatal(err)

@@ -8,14 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"fmt"
+
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/internal/natstest"
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/internal/zmqtest"
 	"github.com/hintstream/hintstream/metrics"
-	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
-	"github.com/hintstream/hintstream/tooltime"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -33,7 +35,7 @@ type pinFixture struct {
 	pins     <-chan schemas.PinPayload
 }
 
-func setupPins(t *testing.T, workers workerMap, mods ...func(*Pinning)) *pinFixture {
+func setupPins(t *testing.T, workers workerMap, mods ...func(*pins.Pinning)) *pinFixture {
 	t.Helper()
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
@@ -42,13 +44,13 @@ func setupPins(t *testing.T, workers workerMap, mods ...func(*Pinning)) *pinFixt
 	if _, err := streams.EnsureSet(ctx, js, set); err != nil {
 		t.Fatal(err)
 	}
-	ep, pins := pinSink(t)
-	f := &pinFixture{js: js, counters: &metrics.Counters{}, pins: pins}
-	idx, err := OpenRequestIndex(ctx, js, "", set.Requests.Name, time.Hour, schemas.Limits{})
+	ep, sink := pinSink(t)
+	f := &pinFixture{js: js, counters: &metrics.Counters{}, pins: sink}
+	idx, err := pins.OpenRequestIndex(ctx, js, "", set.Requests.Name, time.Hour, schemas.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	slots, err := OpenPinSlots(ctx, js, "")
+	slots, err := pins.OpenPinSlots(ctx, js, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,21 +60,19 @@ func setupPins(t *testing.T, workers workerMap, mods ...func(*Pinning)) *pinFixt
 		defer cancel()
 		_ = pool.Close(cctx)
 	})
-	p := &Pinning{Endpoint: ep, Index: idx, Slots: slots, Learner: tooltime.New(tooltime.DefaultConfig()),
-		TTL: actions.DefaultTTLConfig(), Workers: workers, Sender: pool, ReleaseOnNextTurn: true,
-		Counters: f.counters, Log: discard()}
-	for _, m := range mods {
-		m(p)
-	}
 	dlq := NewDeadLetter(js, "")
 	var recs staticWorkers
 	for _, w := range workers {
 		recs = append(recs, w)
 	}
-	sel := routing.NewSelector(recs, kvevents.NewIndex(), routing.NewLoadTable())
-	reqs := NewRequestConsumer(js, RequestConfig{Stream: set.Requests.Name}, sel, pool, p, dlq, f.counters, discard())
-	resps := NewResponseConsumer(js, ResponseConfig{Stream: set.Responses.Name, RetryDelay: 20 * time.Millisecond},
-		p, dlq, f.counters, discard())
+	eng := testEngine(t, hints.Decisions{}, hints.EngineDeps{Workers: recs, Sender: pool, Counters: f.counters,
+		Log: discard(), RetryDelay: 20 * time.Millisecond,
+		Pins: &pins.Deps{Endpoint: ep, Index: idx, Slots: slots, Workers: workers}})
+	for _, m := range mods {
+		m(eng.Pins())
+	}
+	reqs := NewRequestConsumer(js, RequestConfig{Stream: set.Requests.Name}, eng.Request, dlq, f.counters, discard())
+	resps := NewResponseConsumer(js, ResponseConfig{Stream: set.Responses.Name}, eng.Response, dlq, f.counters, discard())
 	for _, start := range []func(context.Context) error{reqs.Start, resps.Start} {
 		if err := start(ctx); err != nil {
 			t.Fatal(err)
@@ -212,3 +212,53 @@ func TestNewerPinReplacesAndNextTurnReleases(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// A full request index does not stall requests: they are acked
+// unindexed (not redelivered) and counted.
+func TestRequestIndexFullAcksUnindexed(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	ctx := context.Background()
+	set := streams.DefaultSet()
+	if _, err := streams.EnsureSet(ctx, js, set, streams.WithLogger(discard())); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := pins.OpenRequestIndex(ctx, js, "", set.Requests.Name, time.Hour, schemas.Limits{}, pins.WithMaxBytes(2048))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slots, err := pins.OpenPinSlots(ctx, js, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counters := &metrics.Counters{}
+	pool := actions.NewPool()
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = pool.Close(cctx)
+	})
+	eng := testEngine(t, hints.Decisions{KeepPinOnNextTurn: true}, hints.EngineDeps{Workers: staticWorkers{},
+		Sender: pool, Counters: counters, Log: discard(),
+		Pins: &pins.Deps{Endpoint: "tcp://127.0.0.1:1", Index: idx, Slots: slots, Workers: workerMap{}}})
+	reqs := NewRequestConsumer(js, RequestConfig{Stream: set.Requests.Name}, eng.Request, NewDeadLetter(js, ""), counters, discard())
+	if err := reqs.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer reqs.Stop()
+	const n = 200
+	for i := range n {
+		b, _ := json.Marshal(schemas.RequestEvent{RequestID: fmt.Sprintf("r-%d", i), SessionID: "s", TokenIDs: []uint32{1}})
+		if _, err := js.Publish(ctx, streams.RequestSubject("m"), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	natstest.Eventually(t, 20*time.Second, func() bool { return counters.Get("requests.plain") == n },
+		"every request acked (%d)", counters.Get("requests.plain"))
+	if full := counters.Get("pins.request_index_full"); full == 0 || full >= n {
+		t.Fatalf("%d requests refused by a 2 KiB index, want some and not all", full)
+	}
+	if e := counters.Get("requests.transient_errors"); e != 0 {
+		t.Fatalf("%d requests redelivered for a full index", e)
+	}
+}

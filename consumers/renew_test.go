@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 )
@@ -16,7 +17,7 @@ import (
 // never renewed.
 func TestPinRenewedUntilNextTurnOrCap(t *testing.T) {
 	f := setupPins(t, workerMap{2: {WorkerID: 2, KvBlockSize: 16, HintEndpoints: []string{"tcp://127.0.0.1:1"},
-		ObjectLayout: layout16()}}, func(p *Pinning) { p.RenewMax = time.Minute })
+		ObjectLayout: layout16()}}, func(p *pins.Pinning) { p.RenewMax = time.Minute })
 	prompt := make([]uint32, 32)
 	t0 := time.Now().Truncate(time.Millisecond)
 	at := func(d time.Duration) int64 { return t0.Add(d).UnixMilli() }

@@ -46,3 +46,17 @@ func TestMergeNATSHeadersBodyWins(t *testing.T) {
 		t.Error("wake-up only as a NATS header (mixed case) not recognised")
 	}
 }
+
+func TestWakeupHeaderDetection(t *testing.T) {
+	for h, want := range map[string]bool{"1": true, "true": true, "": true, "0": false, "false": false, "OFF": false} {
+		if got := isWakeup(map[string]string{HeaderWakeup: h}); got != want {
+			t.Errorf("value %q: %v, want %v", h, got, want)
+		}
+	}
+	if !isWakeup(map[string]string{"X-Dynamo-Experimental-Wakeup": "1"}) {
+		t.Error("mixed-case header name not recognised")
+	}
+	if isWakeup(map[string]string{"x-other": "1"}) || isWakeup(nil) {
+		t.Error("wake-up without the header")
+	}
+}

@@ -1,10 +1,11 @@
-package consumers
+package pins_test
 
 import (
-	"container/heap"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -14,14 +15,15 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/zmqtest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
-	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
-	"github.com/hintstream/hintstream/tooltime"
 	"github.com/nats-io/nats.go/jetstream"
 	zmq "github.com/pebbe/zmq4"
 )
@@ -76,11 +78,11 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 	if _, err := streams.EnsureSet(ctx, js, set, streams.WithLogger(discard())); err != nil {
 		b.Fatal(err)
 	}
-	idx, err := OpenRequestIndex(ctx, js, "", set.Requests.Name, time.Hour, schemas.Limits{})
+	idx, err := pins.OpenRequestIndex(ctx, js, "", set.Requests.Name, time.Hour, schemas.Limits{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	slots, err := OpenPinSlots(ctx, js, "")
+	slots, err := pins.OpenPinSlots(ctx, js, "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -124,9 +126,13 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 	worker := schemas.WorkerRecord{WorkerID: 1, Model: "m", KvBlockSize: 16, HintEndpoints: []string{hintEP},
 		ObjectLayout: layout16()}
 	counters := &metrics.Counters{}
-	p := &Pinning{Endpoint: pinEP, Index: idx, Slots: slots, Learner: tooltime.New(tooltime.DefaultConfig()),
-		TTL: actions.DefaultTTLConfig(), Workers: workerMap{1: worker}, Sender: pool, ReleaseOnNextTurn: true,
-		RenewMax: DefaultPinRenewMax, Counters: counters, Log: discard()}
+	eng, err := hints.NewEngine(hints.Decisions{PrefetchTTL: time.Minute}, hints.EngineDeps{Index: kvevents.NewIndex(),
+		Workers: staticWorkers{worker}, Sender: pool, Counters: counters, Log: discard(),
+		Pins: &pins.Deps{Endpoint: pinEP, Index: idx, Slots: slots, Workers: workerMap{1: worker}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := eng.Pins() // default decisions: renewals for hints.DefaultPinRenewMax
 	if v, err := strconv.ParseFloat(os.Getenv("HINTSTREAM_BENCH_RENEW_RATE"), 64); err == nil && v > 0 {
 		p.RenewRate = v // another budget than the default
 	}
@@ -135,9 +141,8 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 		done := p.RunRenewals(rctx)
 		defer func() { rcancel(); <-done }()
 	}
-	sel := routing.NewSelector(staticWorkers{worker}, kvevents.NewIndex(), routing.NewLoadTable())
-	dlq := NewDeadLetter(js, "")
-	reqs := NewRequestConsumer(js, RequestConfig{Stream: set.Requests.Name, PrefetchTTL: time.Minute}, sel, pool, p, dlq, counters, discard())
+	dlq := consumers.NewDeadLetter(js, "")
+	reqs := consumers.NewRequestConsumer(js, consumers.RequestConfig{Stream: set.Requests.Name}, eng.Request, dlq, counters, discard())
 	if err := reqs.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -169,10 +174,10 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 	revs := make([]jetstream.PubAckFuture, pinned)
 	for i := range pinned {
 		s := fmt.Sprintf("pinned-%d", i)
-		rec := PinRecord{Slot: "session:" + s, Trigger: "t-" + s, CompletedAtMs: now.UnixMilli(),
+		rec := pins.PinRecord{Slot: "session:" + s, Trigger: "t-" + s, CompletedAtMs: now.UnixMilli(),
 			ExpiresAtMs: now.Add(time.Minute).UnixMilli()}
 		body, _ := json.Marshal(rec)
-		if revs[i], err = js.PublishAsync("$KV."+DefaultPinSlotBucket+"."+slotKey(s), body); err != nil {
+		if revs[i], err = js.PublishAsync("$KV."+pins.DefaultPinSlotBucket+"."+pins.SlotKey(s), body); err != nil {
 			b.Fatal(err)
 		}
 		if i%512 == 0 {
@@ -180,7 +185,6 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 		}
 	}
 	<-js.PublishAsyncComplete()
-	p.renew.mu.Lock()
 	for i := range pinned {
 		s := fmt.Sprintf("pinned-%d", i)
 		var rev uint64
@@ -190,11 +194,9 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 		case err := <-revs[i].Err():
 			b.Fatal(err)
 		}
-		heap.Push(&p.renew.q, &renewal{due: now, session: s, completed: now, expires: now.Add(time.Minute), rev: rev,
-			pin: actions.Pin{Trigger: "t-" + s, Slot: "session:" + s, Keys: []string{"p_0_k", "p_0_v"}, TTL: time.Minute,
-				Priority: 1, Tokens: 64}})
+		p.QueueRenewal(s, actions.Pin{Trigger: "t-" + s, Slot: "session:" + s, Keys: []string{"p_0_k", "p_0_v"},
+			TTL: time.Minute, Priority: 1, Tokens: 64}, now, now.Add(time.Minute), rev)
 	}
-	p.renew.mu.Unlock()
 
 	for i := range responses {
 		pub(streams.ResponseSubject("m"), schemas.ResponseEvent{RequestID: fmt.Sprintf("q-%d", i),
@@ -208,7 +210,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 
 	// Measure: the response consumer starts on a full backlog; wake-ups
 	// arrive at a steady pace meanwhile.
-	resps := NewResponseConsumer(js, ResponseConfig{Stream: set.Responses.Name}, p, dlq, counters, discard())
+	resps := consumers.NewResponseConsumer(js, consumers.ResponseConfig{Stream: set.Responses.Name}, eng.Response, dlq, counters, discard())
 	start, cpu0 := time.Now(), cpuTime(b)
 	if err := resps.Start(ctx); err != nil {
 		b.Fatal(err)
@@ -229,7 +231,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 			}
 			id := fmt.Sprintf("w-%d", i)
 			body, _ := json.Marshal(schemas.RequestEvent{RequestID: id, Model: "m", TokenIDs: prompt,
-				Headers: map[string]string{HeaderWakeup: "1"}, ReceivedAtMs: time.Now().UnixMilli()})
+				Headers: map[string]string{hints.HeaderWakeup: "1"}, ReceivedAtMs: time.Now().UnixMilli()})
 			mu.Lock()
 			sentAt[id] = time.Now()
 			mu.Unlock()
@@ -269,7 +271,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 	slices.Sort(ls)
 	p99 := ls[min(len(ls)-1, len(ls)*99/100)]
 	b.Logf("pinned=%d inline=%v rate=%v: %d responses in %v (cpu %v), %d of %d wake-ups hinted, p50 %v p99 %v, renewed %d, skipped %d",
-		pinned, inline, p.renewRate(), responses, elapsed.Round(time.Millisecond), cpu.Round(time.Millisecond), len(ls), sent, ls[len(ls)/2], p99,
+		pinned, inline, p.RenewRateInUse(), responses, elapsed.Round(time.Millisecond), cpu.Round(time.Millisecond), len(ls), sent, ls[len(ls)/2], p99,
 		counters.Get("hints.renew.queued"), counters.Get("pins.renewal_skipped|budget"))
 	return float64(responses) / elapsed.Seconds(), p99, cpu / responses
 }
@@ -281,4 +283,19 @@ func cpuTime(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+type staticWorkers []schemas.WorkerRecord
+
+func (s staticWorkers) Workers() []schemas.WorkerRecord { return s }
+
+type workerMap map[uint64]schemas.WorkerRecord
+
+func (w workerMap) Get(id uint64) (schemas.WorkerRecord, bool) { r, ok := w[id]; return r, ok }
+
+func layout16() *schemas.ObjectLayout {
+	return &schemas.ObjectLayout{PageSize: 16, HicacheObjectLayout: schemas.HicacheObjectLayout{KeyPrefix: "p",
+		Pools: []schemas.LayoutPool{{Pool: "kv", Suffixes: []string{"_k", "_v"}, HitPolicy: "all_pages"}}}}
 }

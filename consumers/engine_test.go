@@ -1,0 +1,25 @@
+package consumers
+
+import (
+	"testing"
+
+	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/kvevents"
+)
+
+// testEngine builds the decisions a test's consumers drive. Renewals are
+// off unless d sets PinRenewMax (a test may set Pins().RenewMax after).
+func testEngine(t testing.TB, d hints.Decisions, deps hints.EngineDeps) *hints.Engine {
+	t.Helper()
+	if deps.Index == nil {
+		deps.Index = kvevents.NewIndex()
+	}
+	if d.PinRenewMax == 0 {
+		d.NoPinRenewal = true
+	}
+	e, err := hints.NewEngine(d, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
