@@ -1,4 +1,6 @@
-// Package consumers turns JetStream messages into index updates and hints.
+// Package consumers is hintstream's JetStream side: it hands messages to
+// the decisions (a hints.Engine, as hints.Message) and acts on what they
+// say. The decisions themselves live in package hints (and pins).
 //
 // Two kinds of consumer live here, chosen by what their stream is for:
 //
@@ -8,8 +10,9 @@
 //     cannot be acked or terminated; a malformed state event is copied to the
 //     dead-letter subject, counted and skipped.
 //   - Trigger streams (requests, later responses) are work to be shared: a
-//     durable pull consumer with explicit acks. A message is acked once its
-//     hint is handed to a sender (or once it is known to need none), and a
+//     durable pull consumer with explicit acks, settled by the decision's
+//     hints.Outcome: acked once its hint has left (or once it is known to
+//     need none), handed back after a delay on a transient failure, and a
 //     malformed one is copied to the dead-letter subject, counted and
 //     terminated with its reason, so it is never redelivered.
 package consumers

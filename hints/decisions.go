@@ -1,9 +1,18 @@
-// Package hints holds what hintstream's hint decisions depend on, apart
-// from how events arrive: Decisions is the one configuration of the
-// worker choice, the index, prefetch and pin TTLs, tool times, renewals,
-// input limits and the holding area, embedded in both service.Config
-// (`hintstream run`) and replay.Options (`hintstream replay`), so that a
-// replay makes the choices of the live run it replays.
+// Package hints makes hintstream's hint decisions, apart from how events
+// arrive. Engine (built by NewEngine, the one constructor of
+// `hintstream run` and `hintstream replay`) applies KV events and load
+// to the index and load table, and decides on requests and responses:
+// each returns an Outcome (ack, retry after d, held until the hint
+// leaves, reject with reason) that the transport acts on (package
+// consumers settles JetStream messages by it; a replay only counts it).
+// The decoders (DecodeKV, DecodeLoad, DecodeRequest, DecodeResponse) sit
+// beside the engine so that run and replay read events the same way.
+// Tool-call pins are package pins, which the engine drives.
+//
+// Decisions is the one configuration of the worker choice, the index,
+// prefetch and pin TTLs, tool times, renewals, input limits and the
+// holding area, embedded in both service.Config and replay.Options, so
+// that a replay makes the choices of the live run it replays.
 package hints
 
 import (

@@ -2,8 +2,8 @@ package hints
 
 import "fmt"
 
-// Holding area defaults (consumers.Holding keeps the KV events of workers
-// not registered yet; see consumers/holding.go).
+// Holding area defaults (Holding keeps the KV events of workers not
+// registered yet; see holding_area.go).
 const (
 	// DefaultHoldingWorkers is the number of unregistered worker ids whose
 	// events are held: a deployment rolling out that many workers at

@@ -119,7 +119,7 @@ func TestProgressBar(t *testing.T) {
 // TestReplayRenewsPinsOnEventTime: a tool call whose session is still out
 // when a later event (another session's request stamped 40 s on) is
 // replayed gets its pin renewed, on the events' clock, however fast the
-// replay runs; with renewals off (a negative PinRenewMax, as in run's
+// replay runs; with renewals off (NoPinRenewal, here run(-1), as in run's
 // Config) it does not.
 func TestReplayRenewsPinsOnEventTime(t *testing.T) {
 	ctx, js, set := setup(t, &schemas.ObjectLayout{PageSize: 16, HicacheObjectLayout: schemas.HicacheObjectLayout{KeyPrefix: "p",
@@ -144,7 +144,7 @@ func TestReplayRenewsPinsOnEventTime(t *testing.T) {
 		rc := routing.DefaultConfig()
 		sum, err := Run(ctx, js, Options{Streams: set, DryRun: true, Out: &out, PinEndpoint: "tcp://127.0.0.1:9",
 			Decisions: hints.Decisions{Routing: &rc, PrefetchTTL: time.Minute, PinTTL: actions.DefaultTTLConfig(),
-				ToolTime: tooltime.DefaultConfig(), PinRenewMax: renewMax}, Since: t0.Add(-time.Hour)})
+				ToolTime: tooltime.DefaultConfig(), PinRenewMax: max(renewMax, 0), NoPinRenewal: renewMax < 0}, Since: t0.Add(-time.Hour)})
 		if err != nil {
 			t.Fatal(err)
 		}
