@@ -114,11 +114,11 @@ func wakeupValue(v string) (wake, ok bool) {
 // call (empty, true, yes, on, or a tool's name made of letters, digits,
 // '_', '-' and '.'), which gives ms = 1 (time unknown). ok is false for a
 // value that is neither, such as a negative or fractional number; the
-// request is still announced (pins.go reads any value so) but counted.
+// request is still announced (package pins reads any value so) but counted.
 func simToolValue(v string) (ms int64, ok bool) {
 	v = strings.TrimSpace(v)
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		return max(n, 1), n >= 0 // 0: announced, time unknown (as pins.go reads it)
+		return max(n, 1), n >= 0 // 0: announced, time unknown (as package pins reads it)
 	}
 	if v == "" {
 		return 1, true
