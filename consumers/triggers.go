@@ -88,37 +88,30 @@ func (t *trigger) handle(msg jetstream.Msg) {
 	settle(msg, t.decide(context.Background(), d, MessageOf(msg)), &t.rej)
 }
 
+// Start creates (or attaches to) the durable consumer and consumes until
+// Stop.
+func (t *trigger) Start(ctx context.Context) error { return t.d.start(ctx, t.handle) }
+
+// Stop stops fetching and waits until the message in hand is finished.
+func (t *trigger) Stop() { t.d.stop() }
+
 // RequestConsumer consumes request events for the decisions (with
 // hints.Engine: a kv.prefetch for every wake-up, and with pins on, every
 // request indexed and a session's pin slot released on its next turn).
-type RequestConsumer struct{ t trigger }
+type RequestConsumer struct{ trigger }
 
 // NewRequestConsumer wires a consumer; Start begins consuming.
 func NewRequestConsumer(js jetstream.JetStream, cfg RequestConfig, decide Decide, dlq *DeadLetter,
 	counters *metrics.Counters, log *slog.Logger) *RequestConsumer {
-	return &RequestConsumer{t: newTrigger(js, cfg, "requests", "hintstream-requests", decide, dlq, counters, log)}
+	return &RequestConsumer{newTrigger(js, cfg, "requests", "hintstream-requests", decide, dlq, counters, log)}
 }
-
-// Start creates (or attaches to) the durable consumer and consumes until
-// Stop.
-func (c *RequestConsumer) Start(ctx context.Context) error { return c.t.d.start(ctx, c.t.handle) }
-
-// Stop stops fetching and waits until the message in hand is finished.
-func (c *RequestConsumer) Stop() { c.t.d.stop() }
 
 // ResponseConsumer consumes response events for the decisions (with
 // hints.Engine: a kv.pin for every tool call).
-type ResponseConsumer struct{ t trigger }
+type ResponseConsumer struct{ trigger }
 
 // NewResponseConsumer wires a consumer; Start begins consuming.
 func NewResponseConsumer(js jetstream.JetStream, cfg ResponseConfig, decide Decide, dlq *DeadLetter,
 	counters *metrics.Counters, log *slog.Logger) *ResponseConsumer {
-	return &ResponseConsumer{t: newTrigger(js, cfg, "responses", "hintstream-responses", decide, dlq, counters, log)}
+	return &ResponseConsumer{newTrigger(js, cfg, "responses", "hintstream-responses", decide, dlq, counters, log)}
 }
-
-// Start creates (or attaches to) the durable consumer and consumes until
-// Stop.
-func (c *ResponseConsumer) Start(ctx context.Context) error { return c.t.d.start(ctx, c.t.handle) }
-
-// Stop stops fetching and waits until the message in hand is finished.
-func (c *ResponseConsumer) Stop() { c.t.d.stop() }
