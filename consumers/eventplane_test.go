@@ -75,7 +75,7 @@ func TestEventPlaneFrames(t *testing.T) {
 	counters := &metrics.Counters{}
 	loads := routing.NewLoadTable()
 	eng := testEngine(t, hints.Decisions{}, hints.EngineDeps{Index: ix, Loads: loads, Counters: counters})
-	applyKV, applyLoad := ApplyMessages(eng.ApplyKV), ApplyMessages(eng.ApplyLoad)
+	applyKV, applyLoad := ApplyMessages(eng.KV), ApplyMessages(eng.Load)
 	k := kvevents.WorkerKey{WorkerID: 5}
 	var reasons []string
 	for i := range frames {

@@ -304,9 +304,9 @@ func newHostileRig(t *testing.T) *hostileRig {
 	resps := NewResponseConsumer(js, ResponseConfig{Stream: set.Responses.Name}, pinEng.Response, dlq,
 		h.counters, log)
 	kv := NewStateConsumer(js, StateConfig{Kind: "kv_events", Stream: set.KVEvents.Name},
-		ApplyMessages(eng.ApplyKV), dlq, h.counters, log)
+		ApplyMessages(eng.KV), dlq, h.counters, log)
 	load := NewStateConsumer(js, StateConfig{Kind: "load", Stream: set.Load.Name},
-		ApplyMessages(eng.ApplyLoad), dlq, h.counters, log)
+		ApplyMessages(eng.Load), dlq, h.counters, log)
 	for _, start := range []func(context.Context) error{reqs.Start, resps.Start, kv.Start, load.Start} {
 		if err := start(ctx); err != nil {
 			t.Fatal(err)

@@ -15,8 +15,7 @@ import (
 // Outcome.
 type Decide func(ctx context.Context, d hints.Delivery, m hints.Message) hints.Outcome
 
-// Apply is a state event's decisions (hints.Engine.ApplyKV or
-// .ApplyLoad).
+// Apply is a state event's decisions (hints.Engine.KV or .Load).
 type Apply func(m hints.Message) error
 
 // MessageOf is what the decisions are given of msg: subject, headers and

@@ -11,7 +11,7 @@ import (
 	"github.com/hintstream/hintstream/streams"
 )
 
-// KVBatch is one KV-event message decoded (DecodeKV): its events, or one
+// KVBatch is one KV-event message decoded (DecodeKV), for ApplyKV: its events, or one
 // frame of Dynamo's event plane.
 type KVBatch struct {
 	Events []kvevents.Event
@@ -47,24 +47,25 @@ func DecodeKV(lim schemas.Limits, m Message, one *[1]kvevents.Event) (KVBatch, e
 	return KVBatch{Events: evs, Epoch: m.Header.Get(bridge.HeaderEpoch)}, nil
 }
 
-// ApplyKV decodes one KV-event message (DecodeKV) and applies it
-// (ApplyKVBatch), unless it is of a worker the engine does not serve
-// (EngineDeps.KeepWorker).
-func (e *Engine) ApplyKV(m Message) error {
+// KV decodes one KV-event message (DecodeKV) and applies it (ApplyKV),
+// unless its subject names a worker the engine does not serve
+// (EngineDeps.KeepWorker): that is known without decoding.
+func (e *Engine) KV(m Message) error {
 	if e.skipBySubject(m) {
 		return nil
 	}
 	var one [1]kvevents.Event // a RouterEvent's, on the stack (issue 17)
 	b, err := DecodeKV(e.d.Limits, m, &one)
-	if err != nil || e.skipByEvents(b) {
+	if err != nil {
 		return err
 	}
-	return e.ApplyKVBatch(b)
+	return e.ApplyKV(b)
 }
 
-// ApplyKVBatch applies decoded KV events to the index (or the holding
-// area in front of it, EngineDeps.KV). A stored event whose parent block
-// is unknown is counted and dropped, as Dynamo's indexer does.
+// ApplyKV applies decoded KV events to the index (or the holding area in
+// front of it, EngineDeps.KV), unless none is of a worker the engine
+// serves (EngineDeps.KeepWorker). A stored event whose parent block is
+// unknown is counted and dropped, as Dynamo's indexer does.
 //
 // An engine batch's sequence number (bridge.HeaderSeq) is its events'
 // EventID, for the index's gap detection. When the bridge reports a new
@@ -76,7 +77,10 @@ func (e *Engine) ApplyKV(m Message) error {
 // are held, and one message in HoldingConfig.SampleEvery of those it
 // drops returns a DecodeError with the reason ReasonUnknownWorker, to be
 // dead-lettered (see holding_area.go).
-func (e *Engine) ApplyKVBatch(b KVBatch) error {
+func (e *Engine) ApplyKV(b KVBatch) error {
+	if e.skipByEvents(b) {
+		return nil
+	}
 	if b.Frame != nil {
 		return e.ep.apply(*b.Frame)
 	}
@@ -182,18 +186,17 @@ func DecodeLoad(lim schemas.Limits, m Message) (*schemas.ActiveLoad, error) {
 	return l, nil
 }
 
-// ApplyLoad decodes one load message (DecodeLoad) and applies it
-// (ApplyLoadReport).
-func (e *Engine) ApplyLoad(m Message) error {
+// Load decodes one load message (DecodeLoad) and applies it (ApplyLoad).
+func (e *Engine) Load(m Message) error {
 	l, err := DecodeLoad(e.d.Limits, m)
 	if err != nil {
 		return err
 	}
-	return e.ApplyLoadReport(l)
+	return e.ApplyLoad(l)
 }
 
-// ApplyLoadReport records a worker's load for the worker choice.
-func (e *Engine) ApplyLoadReport(l *schemas.ActiveLoad) error {
+// ApplyLoad records a worker's decoded load for the worker choice.
+func (e *Engine) ApplyLoad(l *schemas.ActiveLoad) error {
 	if err := e.loads.Update(*l); err != nil {
 		// Counted and dead-lettered like a malformed report: it is
 		// dropped, and whoever floods kv.load.> should be found.

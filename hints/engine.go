@@ -98,7 +98,7 @@ type Engine struct {
 	log        *slog.Logger
 	now        func() time.Time
 
-	epochs  sync.Map // kvevents.WorkerKey -> string (ApplyKVBatch)
+	epochs  sync.Map // kvevents.WorkerKey -> string (ApplyKV)
 	applied map[schemas.EventKind]string
 	ep      *eventPlaneKV
 }

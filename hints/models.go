@@ -7,8 +7,8 @@ import (
 // For members that serve only some models (--models), the KV events of
 // workers EngineDeps.KeepWorker rejects are skipped (counted as
 // kv_events.skipped_model). The worker comes from the subject
-// (kv.events.<worker_id>) without decoding; on other subjects (Dynamo's
-// single queue subject) from the decoded events. A message that does not
+// (kv.events.<worker_id>) without decoding (Engine.KV); on other subjects
+// (Dynamo's single queue subject) from the decoded events (ApplyKV). A message that does not
 // decode is dead-lettered as usual; an event-plane frame is not filtered.
 
 // skipBySubject reports whether m's subject names a worker not served.

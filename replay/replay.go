@@ -110,8 +110,8 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 		return Summary{}, err
 	}
 	handlers := map[string]func(context.Context, hints.Delivery, hints.Message){
-		"kv_events": applied(eng.ApplyKV, counters, "kv_events"),
-		"load":      applied(eng.ApplyLoad, counters, "load"),
+		"kv_events": applied(eng.KV, counters, "kv_events"),
+		"load":      applied(eng.Load, counters, "load"),
 		"requests":  decided(eng.Request, counters, "requests"),
 	}
 	if eng.Pins() != nil {

@@ -259,9 +259,9 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	st := s.cfg.Streams
 	s.kv = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "kv_events", Stream: st.KVEvents.Name,
 		Filter: st.KVEvents.Subjects, Shards: s.cfg.KVApplyShards, StartSeq: startSeq},
-		consumers.ApplyMessages(s.engine.ApplyKV), dlq, s.Counters, s.log)
+		consumers.ApplyMessages(s.engine.KV), dlq, s.Counters, s.log)
 	s.load = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "load", Stream: st.Load.Name,
-		Filter: st.Load.Subjects}, consumers.ApplyMessages(s.engine.ApplyLoad), dlq, s.Counters, s.log)
+		Filter: st.Load.Subjects}, consumers.ApplyMessages(s.engine.Load), dlq, s.Counters, s.log)
 	s.requests = consumers.NewRequestConsumer(s.js, consumers.RequestConfig{
 		Stream: st.Requests.Name, Durable: s.cfg.RequestsDurable, Filter: s.consumerFilter(st.Requests.Subjects, streams.RequestPrefix),
 		DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
