@@ -33,12 +33,12 @@ import (
 // unregistered workers are held, and one message in
 // HoldingConfig.SampleEvery of those it drops is dead-lettered with the
 // reason ReasonUnknownWorker (see holding.go).
-func ApplyKVEvents(ix EventApplier, lim schemas.Limits, counters *metrics.Counters) ApplyFunc {
+func ApplyKVEvents(ix EventApplier, lim schemas.Limits, counters *metrics.Families) ApplyFunc {
 	var epochs sync.Map // kvevents.WorkerKey -> string
-	// Counter names, built once: one is bumped per event.
-	applied := map[schemas.EventKind]string{}
+	// Counters, looked up once: one is bumped per event.
+	applied := map[schemas.EventKind]*metrics.Counter{}
 	for _, k := range []schemas.EventKind{schemas.KindStored, schemas.KindRemoved, schemas.KindCleared} {
-		applied[k] = "kv_events.applied|" + k.String()
+		applied[k] = counters.KVEventsApplied.With(k.String())
 	}
 	ep := newEventPlaneKV(ix, lim, counters) // Dynamo's event plane (issue 13)
 	return func(msg jetstream.Msg) error {
@@ -53,7 +53,7 @@ func ApplyKVEvents(ix EventApplier, lim schemas.Limits, counters *metrics.Counte
 		if ep := msg.Headers().Get(bridge.HeaderEpoch); ep != "" && len(evs) > 0 {
 			k := evs[0].Worker
 			if prev, ok := epochs.Swap(k, ep); ok && prev.(string) != ep {
-				counters.Inc("kv_events.engine_restarts")
+				counters.KVEventsEngineRestarts.Inc()
 				// The engine's own tiers died with it; the shared store did not.
 				for _, tier := range []schemas.StorageTier{"", schemas.TierHostPinned, schemas.TierDisk} {
 					err := ix.Apply(kvevents.Event{Worker: k, Kind: schemas.KindCleared, Tier: tier})
@@ -73,17 +73,17 @@ func ApplyKVEvents(ix EventApplier, lim schemas.Limits, counters *metrics.Counte
 					unknown = uw
 				}
 			case err == nil:
-				name, ok := applied[ev.Kind]
-				if !ok {
-					name = "kv_events.applied|" + ev.Kind.String()
+				if c, ok := applied[ev.Kind]; ok {
+					c.Inc()
+				} else {
+					counters.KVEventsApplied.Inc(ev.Kind.String())
 				}
-				counters.Inc(name)
 			case errors.Is(err, kvevents.ErrUnknownParent):
-				counters.Inc("kv_events.unknown_parent")
+				counters.KVEventsUnknownParent.Inc()
 			case errors.Is(err, kvevents.ErrUnknownTier):
 				// Counted and ignored, not dead-lettered: a newer engine
 				// or Dynamo may name a tier this version does not rank.
-				counters.Inc("kv_events.unknown_tier")
+				counters.KVEventsUnknownTier.Inc()
 			case errors.Is(err, kvevents.ErrBadEvent):
 				return &schemas.DecodeError{Kind: "kv_event", Reason: "invalid event", Err: err}
 			default:

@@ -3,6 +3,7 @@ package consumers
 import (
 	"context"
 	"errors"
+	"github.com/hintstream/hintstream/internal/metricstest"
 	"testing"
 	"time"
 
@@ -71,7 +72,7 @@ func TestEventPlaneFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	ix := kvevents.NewIndex()
-	counters := &metrics.Counters{}
+	counters := metrics.New()
 	loads := routing.NewLoadTable()
 	applyKV, applyLoad := ApplyKVEvents(ix, schemas.Limits{}, counters), ApplyLoad(loads, schemas.Limits{})
 	k := kvevents.WorkerKey{WorkerID: 5}
@@ -99,10 +100,10 @@ func TestEventPlaneFrames(t *testing.T) {
 	if len(reasons) != 2 || reasons[0] != "envelope not a msgpack map" || reasons[1] != "envelope topic is not kv-events" {
 		t.Fatalf("decode errors %q", reasons)
 	}
-	if got := counters.Get("kv_events.event_plane_ignored"); got != 2 {
+	if got := metricstest.Get(counters, "kv_events.event_plane_ignored"); got != 2 {
 		t.Fatalf("%d frames ignored, want 2", got)
 	}
-	if c, r := counters.Get("kv_events.applied|cleared"), counters.Get("kv_events.applied|removed"); c != 2 || r != 1 {
+	if c, r := metricstest.Get(counters, "kv_events.applied|cleared"), metricstest.Get(counters, "kv_events.applied|removed"); c != 2 || r != 1 {
 		t.Fatalf("applied %d cleared and %d removed, want 2 and 1", c, r)
 	}
 	// Sequences 5-8 never came: one gap, worker stale.

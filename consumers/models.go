@@ -15,11 +15,11 @@ import (
 // (Dynamo's single queue subject) the message is decoded once more to
 // find it. A message that does not decode is passed on, to be
 // dead-lettered by apply as usual.
-func KeepWorkers(apply ApplyFunc, lim schemas.Limits, keep func(workerID uint64) bool, counters *metrics.Counters) ApplyFunc {
+func KeepWorkers(apply ApplyFunc, lim schemas.Limits, keep func(workerID uint64) bool, counters *metrics.Families) ApplyFunc {
 	return func(msg jetstream.Msg) error {
 		if id, err := streams.WorkerFromSubject(msg.Subject()); err == nil {
 			if !keep(id) {
-				counters.Inc("kv_events.skipped_model")
+				counters.KVEventsSkippedModel.Inc()
 				return nil
 			}
 			return apply(msg)
@@ -34,7 +34,7 @@ func KeepWorkers(apply ApplyFunc, lim schemas.Limits, keep func(workerID uint64)
 				return apply(msg)
 			}
 		}
-		counters.Inc("kv_events.skipped_model")
+		counters.KVEventsSkippedModel.Inc()
 		return nil
 	}
 }

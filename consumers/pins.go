@@ -63,7 +63,7 @@ type Pinning struct {
 	// RenewRate is the renewal budget of RunRenewals, renewals/s; 0:
 	// DefaultPinRenewRate (see renew_async.go).
 	RenewRate float64
-	Counters  *metrics.Counters
+	Counters  *metrics.Families
 	Log       *slog.Logger
 	Now       func() time.Time
 
@@ -79,7 +79,7 @@ type PinDeps struct {
 	Slots    SlotStore
 	Workers  WorkerLookup
 	Sender   HintSender
-	Counters *metrics.Counters
+	Counters *metrics.Families
 	Log      *slog.Logger
 	Now      func() time.Time
 }
@@ -117,7 +117,7 @@ func (p *Pinning) onRequest(d hints.Delivery, req *schemas.RequestEvent) error {
 	}
 	if err := p.Index.Put(ctx, req, e); isBucketFull(err) {
 		// Not retried: it would stay full. Its response goes unpinned.
-		p.Counters.Inc("pins.request_index_full")
+		p.Counters.PinsRequestIndexFull.Inc()
 	} else if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (p *Pinning) onRequest(d hints.Delivery, req *schemas.RequestEvent) error {
 	}
 	for _, tool := range tools {
 		if !p.Learner.Observe(tool, gap) {
-			p.Counters.Inc("tooltime.discarded")
+			p.Counters.ToolDiscarded.Inc()
 			continue
 		}
 		// Exposed per tracked tool (a bounded set, see Learner.Label): what
@@ -147,9 +147,9 @@ func (p *Pinning) onRequest(d hints.Delivery, req *schemas.RequestEvent) error {
 		label := p.Learner.Label(tool)
 		if label != tooltime.Other {
 			d, _ := p.Learner.Expected([]string{tool})
-			p.Counters.Set("tooltime.expected_ms|"+label, uint64(d.Milliseconds()))
+			p.Counters.ToolExpected.Set(label, float64(d.Milliseconds())/1000)
 		}
-		p.Counters.Inc("tooltime.observed|" + label)
+		p.Counters.ToolObserved.Inc(label)
 	}
 	if p.ReleaseOnNextTurn && p.now().Before(time.UnixMilli(rec.ExpiresAtMs)) {
 		p.send(actions.Pin{Trigger: rec.Trigger, Slot: rec.Slot}, "release", time.Second, nil)
@@ -177,13 +177,13 @@ func (p *Pinning) onResponse(d hints.Delivery, resp *schemas.ResponseEvent) pinR
 	e, err := p.Index.Entry(ctx, resp.RequestID)
 	switch {
 	case errors.Is(err, ErrRequestNotFound) && !toolCall:
-		p.Counters.Inc("responses.no_pin")
+		p.Counters.ResponsesNoPin.Inc()
 		return pinDone // nothing announced a tool call; nothing to wait for
 	case err != nil:
 		return p.retryOrSkip(d, resp, err)
 	}
 	if !toolCall && e.SimToolMs == 0 {
-		p.Counters.Inc("responses.no_pin")
+		p.Counters.ResponsesNoPin.Inc()
 		return pinDone
 	}
 	// Reading the request back is a stream round trip: tell JetStream the
@@ -216,7 +216,7 @@ func (p *Pinning) onResponse(d hints.Delivery, resp *schemas.ResponseEvent) pinR
 	if e.SimToolMs <= 1 {
 		var src tooltime.Source
 		expected, src = p.Learner.Expected(tools)
-		p.Counters.Inc("pins.expected_from|" + src.String())
+		p.Counters.PinsExpectedFrom.Inc(src.String())
 	}
 	ttl := p.TTL.TTL(expected)
 	pageTokens := len(tokens) / int(w.ObjectLayout.PageSize) * int(w.ObjectLayout.PageSize)
@@ -238,7 +238,7 @@ func (p *Pinning) onResponse(d hints.Delivery, resp *schemas.ResponseEvent) pinR
 		rev, err := p.putSlot(ctx, session, rec)
 		if err != nil {
 			if isBucketFull(err) {
-				p.Counters.Inc("pins.slots_full")
+				p.Counters.PinsSlotsFull.Inc()
 			}
 			p.Log.Warn("pin slot not recorded", "session", session, "err", err)
 		} else if queued {
@@ -255,7 +255,7 @@ func (p *Pinning) onResponse(d hints.Delivery, resp *schemas.ResponseEvent) pinR
 // a few times, then gives up on the pin (never on the response).
 func (p *Pinning) retryOrSkip(d hints.Delivery, resp *schemas.ResponseEvent, err error) pinResult {
 	if d.Unknown == nil && d.Delivered < 5 {
-		p.Counters.Inc("responses.retried")
+		p.Counters.ResponsesRetried.Inc()
 		return pinRetry
 	}
 	p.skip("request_not_found", resp)
@@ -264,7 +264,7 @@ func (p *Pinning) retryOrSkip(d hints.Delivery, resp *schemas.ResponseEvent, err
 }
 
 func (p *Pinning) skip(reason string, resp *schemas.ResponseEvent) {
-	p.Counters.IncLabel("hints.pin.skipped", reason)
+	p.Counters.HintsPinSkipped.Inc(reason)
 	p.Log.Debug("no pin", "request_id", resp.RequestID, "reason", reason)
 }
 
@@ -275,17 +275,19 @@ func (p *Pinning) send(pin actions.Pin, what string, deadline time.Duration, set
 		body, err = actions.EncodeEnvelope(env)
 	}
 	if err != nil {
-		p.Counters.IncLabel("hints.pin.skipped", "encode")
+		p.Counters.HintsPinSkipped.Inc("encode")
 		p.Log.Error("encode pin", "trigger", pin.Trigger, "err", err)
 		return false
 	}
 	if err := p.Sender.Send(p.Endpoint, actions.Hint{MessageID: env.MessageID, Body: body,
 		Deadline: p.now().Add(deadline), Done: settled}); err != nil {
-		p.Counters.IncLabel("hints."+what+".dropped", dropReason(err))
+		_, dropped := p.Counters.Hint(what)
+		dropped.Inc(dropReason(err))
 		p.Log.Warn(what+" not queued", "trigger", pin.Trigger, "err", err)
 		return false
 	}
-	p.Counters.Inc("hints." + what + ".queued")
+	queued, _ := p.Counters.Hint(what)
+	queued.Inc()
 	p.Log.Debug(what+" queued", "trigger", pin.Trigger, "slot", pin.Slot, "keys", len(pin.Keys),
 		"ttl", pin.TTL, "priority", pin.Priority)
 	return true

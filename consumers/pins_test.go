@@ -3,6 +3,7 @@ package consumers
 import (
 	"context"
 	"encoding/json"
+	"github.com/hintstream/hintstream/internal/metricstest"
 	"io"
 	"log/slog"
 	"testing"
@@ -39,7 +40,7 @@ func pinSink(t *testing.T) (string, <-chan schemas.PinPayload) {
 
 type pinFixture struct {
 	js       jetstream.JetStream
-	counters *metrics.Counters
+	counters *metrics.Families
 	pins     <-chan schemas.PinPayload
 }
 
@@ -53,7 +54,7 @@ func setupPins(t *testing.T, workers workerMap, mods ...func(*Pinning)) *pinFixt
 		t.Fatal(err)
 	}
 	ep, pins := pinSink(t)
-	f := &pinFixture{js: js, counters: &metrics.Counters{}, pins: pins}
+	f := &pinFixture{js: js, counters: metrics.New(), pins: pins}
 	idx, err := OpenRequestIndex(ctx, js, "", set.Requests.Name, time.Hour, schemas.Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +152,7 @@ func TestPinSkipsAreCountedAndAcked(t *testing.T) {
 		"hints.pin.skipped|request_not_found": 1, "responses.no_pin": 1, "hints.pin.queued": 1,
 		"responses.retried": 4, "responses.malformed": 1,
 	} {
-		if got := f.counters.Get(name); got != want {
+		if got := metricstest.Get(f.counters, name); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)
 		}
 	}
@@ -196,7 +197,7 @@ func TestNewerPinReplacesAndNextTurnReleases(t *testing.T) {
 		t.Fatalf("the wake-up released or replaced the pin: %+v", p)
 	default:
 	}
-	if n := f.counters.Get("tooltime.observed|grep"); n != 0 {
+	if n := metricstest.Get(f.counters, "tooltime.observed|grep"); n != 0 {
 		t.Fatalf("the wake-up observed a tool time (%d)", n)
 	}
 	f.pub(t, streams.RequestSubject("m"), schemas.RequestEvent{RequestID: "t3", SessionID: "s", TokenIDs: prompt,
@@ -216,8 +217,8 @@ func TestNewerPinReplacesAndNextTurnReleases(t *testing.T) {
 		t.Fatalf("a second release for one pin: %+v", p)
 	default:
 	}
-	if f.counters.Get("hints.release.queued") != 1 || f.counters.Get("tooltime.observed|grep") != 1 {
-		t.Fatalf("counters %v", f.counters.Snapshot(""))
+	if metricstest.Get(f.counters, "hints.release.queued") != 1 || metricstest.Get(f.counters, "tooltime.observed|grep") != 1 {
+		t.Fatalf("counters %v", metricstest.Snapshot(f.counters, ""))
 	}
 }
 

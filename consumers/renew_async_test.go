@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hintstream/hintstream/internal/metricstest"
 	"sync"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func asyncPins(t *testing.T, rate float64, opts ...BucketOption) (*Pinning, *fak
 	clock := &fakeClock{t: time.Now()}
 	p := &Pinning{Endpoint: ep, Slots: slots, Learner: tooltime.New(tooltime.DefaultConfig()),
 		TTL: actions.DefaultTTLConfig(), Sender: pool, RenewMax: time.Hour, RenewRate: rate,
-		Counters: &metrics.Counters{}, Log: discard(), Now: clock.now}
+		Counters: metrics.New(), Log: discard(), Now: clock.now}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := p.RunRenewals(ctx)
 	t.Cleanup(func() { cancel(); <-done })
@@ -86,19 +87,19 @@ func TestRenewalsWithinBudget(t *testing.T) {
 	if d := time.Since(start); d > 50*time.Millisecond {
 		t.Fatalf("Tick took %v with %d renewals due: it renewed inline", d, n)
 	}
-	natstest.Eventually(t, 10*time.Second, func() bool { return p.Counters.Get("hints.renew.queued") >= rate },
+	natstest.Eventually(t, 10*time.Second, func() bool { return metricstest.Get(p.Counters, "hints.renew.queued") >= rate },
 		"%d renewals", rate)
 	clock.add(6 * time.Second) // past every first pin's expiry
 	natstest.Eventually(t, 10*time.Second, func() bool {
-		return p.Counters.Get("hints.renew.queued")+p.Counters.Get("pins.renewal_skipped|budget") == n
+		return metricstest.Get(p.Counters, "hints.renew.queued")+metricstest.Get(p.Counters, "pins.renewal_skipped|budget") == n
 	}, "every due renewal renewed or skipped: renewed %d, skipped %d",
-		p.Counters.Get("hints.renew.queued"), p.Counters.Get("pins.renewal_skipped|budget"))
-	renewed := p.Counters.Get("hints.renew.queued")
+		metricstest.Get(p.Counters, "hints.renew.queued"), metricstest.Get(p.Counters, "pins.renewal_skipped|budget"))
+	renewed := metricstest.Get(p.Counters, "hints.renew.queued")
 	// The budget: rate per second of wall time (and a burst of a tenth).
 	if limit := uint64(rate*time.Since(start).Seconds() + rate/10 + 1); renewed > limit {
 		t.Fatalf("%d renewals in %v, over the budget of %d", renewed, time.Since(start), limit)
 	}
-	if skipped := p.Counters.Get("pins.renewal_skipped|budget"); skipped < n/2 {
+	if skipped := metricstest.Get(p.Counters, "pins.renewal_skipped|budget"); skipped < n/2 {
 		t.Fatalf("%d skipped for budget, want most of the %d beyond it", skipped, n-rate)
 	}
 	// The renewed ones stay queued, the skipped ones are gone.
@@ -190,7 +191,7 @@ func TestRequestIndexFullAcksUnindexed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	counters := &metrics.Counters{}
+	counters := metrics.New()
 	pool := actions.NewPool()
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -212,12 +213,12 @@ func TestRequestIndexFullAcksUnindexed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	natstest.Eventually(t, 20*time.Second, func() bool { return counters.Get("requests.plain") == n },
-		"every request acked (%d)", counters.Get("requests.plain"))
-	if full := counters.Get("pins.request_index_full"); full == 0 || full >= n {
+	natstest.Eventually(t, 20*time.Second, func() bool { return metricstest.Get(counters, "requests.plain") == n },
+		"every request acked (%d)", metricstest.Get(counters, "requests.plain"))
+	if full := metricstest.Get(counters, "pins.request_index_full"); full == 0 || full >= n {
 		t.Fatalf("%d requests refused by a 2 KiB index, want some and not all", full)
 	}
-	if e := counters.Get("requests.transient_errors"); e != 0 {
+	if e := metricstest.Get(counters, "requests.transient_errors"); e != 0 {
 		t.Fatalf("%d requests redelivered for a full index", e)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hintstream/hintstream/internal/metricstest"
 	"os"
 	"slices"
 	"strconv"
@@ -123,7 +124,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 	}()
 	worker := schemas.WorkerRecord{WorkerID: 1, Model: "m", KvBlockSize: 16, HintEndpoints: []string{hintEP},
 		ObjectLayout: layout16()}
-	counters := &metrics.Counters{}
+	counters := metrics.New()
 	p := &Pinning{Endpoint: pinEP, Index: idx, Slots: slots, Learner: tooltime.New(tooltime.DefaultConfig()),
 		TTL: actions.DefaultTTLConfig(), Workers: workerMap{1: worker}, Sender: pool, ReleaseOnNextTurn: true,
 		RenewMax: DefaultPinRenewMax, Counters: counters, Log: discard()}
@@ -161,7 +162,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 		}
 	}
 	<-js.PublishAsyncComplete()
-	natstest.Eventually(b, time.Minute, func() bool { return counters.Get("requests.plain") >= responses }, "requests indexed")
+	natstest.Eventually(b, time.Minute, func() bool { return metricstest.Get(counters, "requests.plain") >= responses }, "requests indexed")
 
 	// The pinned sessions: a live slot each (its revision known, as
 	// onResponse knows it), and a renewal due now.
@@ -238,7 +239,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 			}
 		}
 	}()
-	natstest.Eventually(b, 4*time.Minute, func() bool { return counters.Get("hints.pin.queued") >= responses },
+	natstest.Eventually(b, 4*time.Minute, func() bool { return metricstest.Get(counters, "hints.pin.queued") >= responses },
 		"every response pinned")
 	elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
 	close(stopWake)
@@ -270,7 +271,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 	p99 := ls[min(len(ls)-1, len(ls)*99/100)]
 	b.Logf("pinned=%d inline=%v rate=%v: %d responses in %v (cpu %v), %d of %d wake-ups hinted, p50 %v p99 %v, renewed %d, skipped %d",
 		pinned, inline, p.renewRate(), responses, elapsed.Round(time.Millisecond), cpu.Round(time.Millisecond), len(ls), sent, ls[len(ls)/2], p99,
-		counters.Get("hints.renew.queued"), counters.Get("pins.renewal_skipped|budget"))
+		metricstest.Get(counters, "hints.renew.queued"), metricstest.Get(counters, "pins.renewal_skipped|budget"))
 	return float64(responses) / elapsed.Seconds(), p99, cpu / responses
 }
 

@@ -64,7 +64,7 @@ type RequestConsumer struct {
 	selector Selector
 	sender   HintSender
 	pins     *Pinning
-	counters *metrics.Counters
+	counters *metrics.Families
 	log      *slog.Logger
 	now      func() time.Time
 	d        durable
@@ -74,7 +74,7 @@ type RequestConsumer struct {
 // NewRequestConsumer wires a consumer; Start begins consuming. pins may be
 // nil (pinning off).
 func NewRequestConsumer(js jetstream.JetStream, cfg RequestConfig, sel Selector, snd HintSender,
-	pins *Pinning, dlq *DeadLetter, counters *metrics.Counters, log *slog.Logger) *RequestConsumer {
+	pins *Pinning, dlq *DeadLetter, counters *metrics.Families, log *slog.Logger) *RequestConsumer {
 	if cfg.Durable == "" {
 		cfg.Durable = "hintstream-requests"
 	}
@@ -112,7 +112,7 @@ func (c *RequestConsumer) handle(msg jetstream.Msg) {
 // arrived: the consumer settles its message by the Outcome, a replay
 // calls it on history.
 func (c *RequestConsumer) Decide(d hints.Delivery, data []byte, hdr nats.Header) hints.Outcome {
-	c.counters.Inc("requests.received")
+	c.counters.RequestsReceived.Inc()
 	err := c.cfg.Limits.CheckHeaders("request", hdr)
 	var req *schemas.RequestEvent
 	if err == nil {
@@ -137,7 +137,7 @@ func (c *RequestConsumer) OnRequest(d hints.Delivery, req *schemas.RequestEvent,
 		if err := c.pins.onRequest(d, req); err != nil {
 			// The index must hold the request before it is acked, or a
 			// tool-call response could find nothing to pin.
-			c.counters.Inc("requests.transient_errors")
+			c.counters.RequestsTransientErrors.Inc()
 			c.log.Warn("request not indexed; will redeliver", "request_id", req.RequestID, "err", err)
 			return hints.RetryAfter(time.Second, err)
 		}
@@ -149,17 +149,17 @@ func (c *RequestConsumer) OnRequest(d hints.Delivery, req *schemas.RequestEvent,
 	}
 	if odd {
 		// Not silently plain: the frontend meant something (see headers.go).
-		c.counters.Inc("requests.header_unrecognised")
+		c.counters.RequestsHeaderUnrecognised.Inc()
 		c.log.Debug("request header looks like a hint header but is not one",
 			"request_id", req.RequestID, "wakeup", wakeup)
 	}
 	if !wakeup {
 		if !odd {
-			c.counters.Inc("requests.plain")
+			c.counters.RequestsPlain.Inc()
 		}
 		return hints.Done()
 	}
-	c.counters.Inc("requests.wakeup")
+	c.counters.RequestsWakeup.Inc()
 	if c.prefetch(d, req) {
 		return hints.HeldUntilSent()
 	}
@@ -184,12 +184,12 @@ func (c *RequestConsumer) prefetch(d hints.Delivery, req *schemas.RequestEvent) 
 	}
 	expires := base.Add(c.cfg.PrefetchTTL)
 	if !c.now().Before(expires) {
-		c.counters.IncLabel("hints.prefetch.skipped", "expired")
+		c.counters.HintsPrefetchSkipped.Inc("expired")
 		return false
 	}
 	cand, err := c.selector.Select(req)
 	if err != nil {
-		c.counters.IncLabel("hints.prefetch.skipped", "no_worker")
+		c.counters.HintsPrefetchSkipped.Inc("no_worker")
 		c.log.Debug("no worker for wake-up", "request_id", req.RequestID, "model", req.Model)
 		return false
 	}
@@ -198,18 +198,18 @@ func (c *RequestConsumer) prefetch(d hints.Delivery, req *schemas.RequestEvent) 
 		TokenIDs: req.TokenIDs, DpRank: cand.Worker.DpRank, ExpiresAt: expires,
 	})
 	if err != nil {
-		c.counters.IncLabel("hints.prefetch.skipped", "encode")
+		c.counters.HintsPrefetchSkipped.Inc("encode")
 		c.log.Error("encode prefetch", "request_id", req.RequestID, "err", err)
 		return false
 	}
 	err = c.sender.Send(cand.Endpoint, actions.Hint{MessageID: id, Body: body, Deadline: expires,
 		Done: d.Settled})
 	if err != nil {
-		c.counters.IncLabel("hints.prefetch.dropped", dropReason(err))
+		c.counters.HintsPrefetchDropped.Inc(dropReason(err))
 		c.log.Warn("prefetch not queued", "request_id", req.RequestID, "endpoint", cand.Endpoint, "err", err)
 		return false
 	}
-	c.counters.Inc("hints.prefetch.queued")
+	c.counters.HintsPrefetchQueued.Inc()
 	c.recordAffinity(req, cand, expires)
 	c.log.Debug("prefetch queued", "request_id", req.RequestID, "worker_id", cand.Worker.WorkerID,
 		"dp_rank", cand.Worker.DpRank, "overlap_blocks", cand.Overlap, "endpoint", cand.Endpoint)

@@ -33,7 +33,7 @@ type ResponseConfig struct {
 type ResponseConsumer struct {
 	cfg      ResponseConfig
 	pins     *Pinning
-	counters *metrics.Counters
+	counters *metrics.Families
 	log      *slog.Logger
 	d        durable
 	rej      rejecter
@@ -41,7 +41,7 @@ type ResponseConsumer struct {
 
 // NewResponseConsumer wires a consumer; Start begins consuming.
 func NewResponseConsumer(js jetstream.JetStream, cfg ResponseConfig, pins *Pinning, dlq *DeadLetter,
-	counters *metrics.Counters, log *slog.Logger) *ResponseConsumer {
+	counters *metrics.Families, log *slog.Logger) *ResponseConsumer {
 	if cfg.Durable == "" {
 		cfg.Durable = "hintstream-responses"
 	}
@@ -77,7 +77,7 @@ func (c *ResponseConsumer) handle(msg jetstream.Msg) {
 // how it arrived: the consumer settles its message by the Outcome, a
 // replay calls it on history.
 func (c *ResponseConsumer) Decide(d hints.Delivery, data []byte, hdr nats.Header) hints.Outcome {
-	c.counters.Inc("responses.received")
+	c.counters.ResponsesReceived.Inc()
 	err := c.cfg.Limits.CheckHeaders("response", hdr)
 	var resp *schemas.ResponseEvent
 	if err == nil {

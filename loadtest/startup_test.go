@@ -3,6 +3,7 @@ package loadtest
 import (
 	"context"
 	"encoding/json"
+	"github.com/hintstream/hintstream/internal/metricstest"
 	"io"
 	"log/slog"
 	"os"
@@ -96,11 +97,11 @@ func BenchmarkStartup(b *testing.B) {
 	svc.Stop(ctx)
 	_, svc = startup(time.Hour) // same, then saves a snapshot at shutdown
 	svc.Stop(ctx)
-	if svc.Counters.Get("snapshots.saved") != 1 {
+	if metricstest.Get(svc.Counters, "snapshots.saved") != 1 {
 		b.Fatal("no snapshot saved")
 	}
 	snap, svc := startup(time.Hour)
-	if svc.Counters.Get("snapshots.loaded") != 1 {
+	if metricstest.Get(svc.Counters, "snapshots.loaded") != 1 {
 		b.Fatal("the snapshot was not loaded")
 	}
 	svc.Stop(ctx)

@@ -40,7 +40,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{}
-	c := new(metrics.Counters)
+	c := metrics.New()
 	for range 5 {
 		c.Inc("requests.received")
 	}
@@ -355,7 +355,7 @@ func TestCloseLeaksNoGoroutine(t *testing.T) {
 	if s := serverStacks(); s != "" {
 		t.Fatalf("server goroutines before the test:\n%s", s)
 	}
-	srv, err := Start(Options{Addr: "127.0.0.1:0", Pprof: true}, Sources{Counters: new(metrics.Counters)})
+	srv, err := Start(Options{Addr: "127.0.0.1:0", Pprof: true}, Sources{Counters: metrics.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +410,7 @@ func TestCollectorNilSources(t *testing.T) {
 
 // Odd counter names from any writer must give a valid exposition.
 func TestCollectorOddNames(t *testing.T) {
-	c := new(metrics.Counters)
+	c := metrics.New()
 	c.Inc("weird-name.x")
 	c.Inc("weird_name.x") // sanitises to the same family: summed
 	c.Inc("bad.utf8|\xff\xfe")

@@ -14,7 +14,7 @@ import (
 // ever hand over, and more) leave TopTools series plus "other" and ""; the
 // counts of the tools left out add up in "other", and their gauges go.
 func TestTopToolsBoundSeries(t *testing.T) {
-	c := new(metrics.Counters)
+	c := metrics.New()
 	var total uint64
 	for i := range 5000 {
 		tool := fmt.Sprintf("tool-%04d", i)

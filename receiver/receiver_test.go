@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"context"
+	"github.com/hintstream/hintstream/internal/metricstest"
 	"sync"
 	"testing"
 	"time"
@@ -99,7 +100,7 @@ func TestReceivesTheRealSender(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	natstest.Eventually(t, 10*time.Second, func() bool { return len(c.hints()) >= 3 && r.Counters().Get("receiver.duplicate") == 1 },
+	natstest.Eventually(t, 10*time.Second, func() bool { return len(c.hints()) >= 3 && metricstest.Get(r.Counters(), "receiver.duplicate") == 1 },
 		"three hints and one duplicate")
 	got := c.hints()
 	if len(got) != 3 {
@@ -129,7 +130,7 @@ func TestExpiredPrefetchDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	natstest.Eventually(t, 10*time.Second, func() bool { return len(c.hints()) == 1 }, "the pin")
-	natstest.Eventually(t, 10*time.Second, func() bool { return r.Counters().Get("receiver.expired") == 1 }, "the prefetch counted expired")
+	natstest.Eventually(t, 10*time.Second, func() bool { return metricstest.Get(r.Counters(), "receiver.expired") == 1 }, "the prefetch counted expired")
 	if c.hints()[0].Pin == nil {
 		t.Fatal("the expired prefetch was delivered")
 	}
