@@ -32,10 +32,18 @@ func (c *Counter) Inc() { c.c.Inc() }
 func (c *Counter) Add(n uint64) { c.c.Add(float64(n)) }
 
 // Value returns the count so far.
-func (c *Counter) Value() uint64 { return uint64(readValue(c.c)) }
+func (c *Counter) Value() uint64 {
+	var m dto.Metric
+	if c.c.Write(&m) != nil {
+		return 0
+	}
+	return uint64(m.GetCounter().GetValue())
+}
 
-// Name returns the exposed metric name.
+// Name returns the exposed metric name; Key the dotted name of old
+// ("requests.received"), which summaries show.
 func (c *Counter) Name() string { return c.name }
+func (c *Counter) Key() string  { return c.key }
 
 // Describe and Collect make a Counter a prometheus.Collector.
 func (c *Counter) Describe(ch chan<- *prometheus.Desc) { c.c.Describe(ch) }
@@ -94,9 +102,11 @@ func (v *CounterVec) Total() uint64 {
 	return n
 }
 
-// Name returns the exposed metric name; Label the label's name; Help
-// the HELP text; Known the label values that exist from construction.
+// Name returns the exposed metric name; Key the dotted name of old
+// ("requests.malformed"); Label the label's name; Help the HELP text;
+// Known the label values that exist from construction.
 func (v *CounterVec) Name() string    { return v.name }
+func (v *CounterVec) Key() string     { return v.key }
 func (v *CounterVec) Label() string   { return v.label }
 func (v *CounterVec) Help() string    { return v.help }
 func (v *CounterVec) Known() []string { return slices.Clone(v.known) }
@@ -156,15 +166,6 @@ func (g *GaugeVec) summarize(out map[string]uint64) {
 }
 
 func valid(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
-
-// readValue reads a single-series collector's value.
-func readValue(c prometheus.Collector) float64 {
-	var v float64
-	for _, m := range collect(c) {
-		v += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-	}
-	return v
-}
 
 // collectLabelled reads a one-label vector's series by label value.
 func collectLabelled(c prometheus.Collector) map[string]float64 {
