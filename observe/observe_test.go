@@ -440,3 +440,16 @@ func TestCollectorOddLabels(t *testing.T) {
 		t.Errorf("tool time = %v, want 1.5", v)
 	}
 }
+
+// hintstream_ready follows Sources.Ready, as /readyz does.
+func TestReadyGauge(t *testing.T) {
+	var ready atomic.Bool
+	c := NewCollector(Sources{Ready: ready.Load})
+	if v := testutil.ToFloat64(c); v != 0 {
+		t.Errorf("hintstream_ready = %v before ready", v)
+	}
+	ready.Store(true)
+	if v := testutil.ToFloat64(c); v != 1 {
+		t.Errorf("hintstream_ready = %v once ready", v)
+	}
+}
