@@ -18,15 +18,7 @@ import (
 // for every reason) and hintstream_ready, each with a HELP text that says
 // what it counts rather than "hintstream counter <name>".
 func TestFreshScrapeListsEveryFamily(t *testing.T) {
-	srv := natstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	svc := New(Config{NATSURL: srv.ClientURL(), HTTPAddr: "127.0.0.1:0",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err := svc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Stop(context.Background())
+	svc := startHTTP(t)
 	resp, err := http.Get("http://" + svc.HTTPAddr() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -57,4 +49,20 @@ func TestFreshScrapeListsEveryFamily(t *testing.T) {
 			t.Errorf("fresh /metrics lacks %s", series)
 		}
 	}
+}
+
+// startHTTP starts a default instance serving /metrics on a free port;
+// it is stopped when the test ends.
+func startHTTP(t *testing.T) *Service {
+	t.Helper()
+	srv := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	svc := New(Config{NATSURL: srv.ClientURL(), HTTPAddr: "127.0.0.1:0",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := svc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Stop(context.Background()) })
+	return svc
 }
