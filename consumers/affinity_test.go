@@ -45,7 +45,7 @@ func TestAffinityWriter(t *testing.T) {
 	w.RecordAffinity(strings.Repeat("x", schemas.MaxAffinitySession+1), rec)
 	w.Close()
 	w.Close() // safe twice
-	if metricstest.Get(counters, "affinity.written") != 1 || metricstest.Get(counters, "affinity.skipped|no_session") != 2 {
+	if counters.AffinityWritten.Value() != 1 || counters.AffinitySkipped.Value("no_session") != 2 {
 		t.Fatalf("counters %v", metricstest.Snapshot(counters, "affinity"))
 	}
 	e, err := kv.Get(ctx, schemas.AffinityKey("s 9"))

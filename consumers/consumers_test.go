@@ -162,7 +162,7 @@ func TestMalformedRequestTerminatedAndNextHinted(t *testing.T) {
 	if info.NumRedelivered != 0 {
 		t.Fatalf("%d redeliveries: the malformed request must be terminated, not retried", info.NumRedelivered)
 	}
-	if got := metricstest.Get(f.counters, "requests.malformed|truncated msgpack"); got != 1 {
+	if got := f.counters.RequestsMalformed.Value("truncated msgpack"); got != 1 {
 		t.Fatalf("malformed counted %d times", got)
 	}
 	s, _ := f.js.Stream(context.Background(), "HINTSTREAM_DLQ")
@@ -184,7 +184,7 @@ func TestMalformedRequestKeptUntilDeadLettered(t *testing.T) {
 	set.DeadLetter.Name = "" // no stream captures hintstream.dlq.> yet
 	f := setup(t, set)
 	f.publish(t, streams.RequestSubject("m"), []byte(`{"session_id":"no id"}`), "")
-	natstest.Eventually(t, 10*time.Second, func() bool { return metricstest.Get(f.counters, "requests.received") >= 2 },
+	natstest.Eventually(t, 10*time.Second, func() bool { return f.counters.RequestsReceived.Value() >= 2 },
 		"the malformed request to be redelivered while the dead-letter copy fails")
 	if _, _, err := streams.Ensure(context.Background(), f.js, dlqCfg); err != nil {
 		t.Fatal(err)
@@ -236,8 +236,8 @@ func TestMalformedKVEventSkippedAndDeadLettered(t *testing.T) {
 	if ov := f.index.Overlap(kvevents.PromptHashes(make([]uint32, 16), 16)); ov[kvevents.WorkerKey{WorkerID: 1}] != 1 {
 		t.Fatalf("the good event after the bad one was not applied: %v", ov)
 	}
-	if metricstest.Get(f.counters, "kv_events.malformed") != 1 {
-		t.Fatalf("kv_events.malformed = %d", metricstest.Get(f.counters, "kv_events.malformed"))
+	if f.counters.KVEventsMalformed.Total() != 1 {
+		t.Fatalf("kv_events.malformed = %d", f.counters.KVEventsMalformed.Total())
 	}
 	s, _ := f.js.Stream(context.Background(), "HINTSTREAM_DLQ")
 	if _, err := s.GetLastMsgForSubject(context.Background(), "hintstream.dlq.kv_events"); err != nil {
@@ -334,8 +334,8 @@ func TestEngineRestartClearsWorker(t *testing.T) {
 	if got := overlap(); got != 0 {
 		t.Fatalf("overlap %d after the engine restarted, want 0", got)
 	}
-	if metricstest.Get(f.counters, "kv_events.engine_restarts") != 1 {
-		t.Fatalf("engine_restarts = %d", metricstest.Get(f.counters, "kv_events.engine_restarts"))
+	if f.counters.KVEventsEngineRestarts.Value() != 1 {
+		t.Fatalf("engine_restarts = %d", f.counters.KVEventsEngineRestarts.Value())
 	}
 	pub(engineBatch(tokens, 400), "2000", "1") // the new run's next batch
 	caughtUp()
@@ -358,7 +358,7 @@ func TestDeletedConsumerRecreated(t *testing.T) {
 	if err := f.js.DeleteConsumer(context.Background(), "LLM_REQUESTS", "hintstream-requests"); err != nil {
 		t.Fatal(err)
 	}
-	natstest.Eventually(t, 10*time.Second, func() bool { return metricstest.Get(f.counters, "requests.consumer_recreated") == 1 },
+	natstest.Eventually(t, 10*time.Second, func() bool { return f.counters.RequestsConsumerRecreated.Value() == 1 },
 		"the deleted consumer recreated")
 	f.publish(t, subj, wakeJSON(t, "after", "m", time.Now()), "")
 	expectHint(t, f.hints, "after")
@@ -402,7 +402,7 @@ func TestMaxDeliveriesDeadLettered(t *testing.T) {
 		m, err := s.GetLastMsgForSubject(ctx, "hintstream.dlq.requests")
 		return err == nil && m.Header.Get(HeaderDLQReason) == "max deliveries" && string(m.Data) == string(b)
 	}, "the undeliverable request in the dead-letter stream")
-	if metricstest.Get(counters, "requests.max_deliveries") != 1 || metricstest.Get(counters, "requests.transient_errors") != 2 {
+	if counters.RequestsMaxDeliveries.Value() != 1 || counters.RequestsTransientErrors.Value() != 2 {
 		t.Fatalf("counters %v", metricstest.Snapshot(counters, ""))
 	}
 }

@@ -3,7 +3,6 @@ package consumers
 import (
 	"context"
 	"errors"
-	"github.com/hintstream/hintstream/internal/metricstest"
 	"testing"
 	"time"
 
@@ -100,10 +99,10 @@ func TestEventPlaneFrames(t *testing.T) {
 	if len(reasons) != 2 || reasons[0] != "envelope not a msgpack map" || reasons[1] != "envelope topic is not kv-events" {
 		t.Fatalf("decode errors %q", reasons)
 	}
-	if got := metricstest.Get(counters, "kv_events.event_plane_ignored"); got != 2 {
+	if got := counters.KVEventsEventPlaneIgnored.Total(); got != 2 {
 		t.Fatalf("%d frames ignored, want 2", got)
 	}
-	if c, r := metricstest.Get(counters, "kv_events.applied|cleared"), metricstest.Get(counters, "kv_events.applied|removed"); c != 2 || r != 1 {
+	if c, r := counters.KVEventsApplied.Value("cleared"), counters.KVEventsApplied.Value("removed"); c != 2 || r != 1 {
 		t.Fatalf("applied %d cleared and %d removed, want 2 and 1", c, r)
 	}
 	// Sequences 5-8 never came: one gap, worker stale.

@@ -500,7 +500,7 @@ func TestDeadLetterCopyOfMaxPayloadMessage(t *testing.T) {
 		!bytes.HasPrefix(data, m.Data) || len(m.Data) >= len(data) {
 		t.Fatalf("copy: headers %v, %d of %d bytes", m.Header, len(m.Data), len(data))
 	}
-	if v := metricstest.Get(h.counters, "requests.malformed|missing request_id"); v != 1 {
+	if v := h.counters.RequestsMalformed.Value("missing request_id"); v != 1 {
 		t.Fatalf("counted %d times", v)
 	}
 }
@@ -567,11 +567,11 @@ func TestUnknownTierCountedAndIgnored(t *testing.T) {
 		h.publish(t, tg.subject, data, "", nil)
 		h.publish(t, tg.subject, tg.valid(i+1), "", nil)
 		natstest.Eventually(t, 10*time.Second, func() bool { return tg.handled(h, i+1) }, "the event after the unknown tier applied")
-		if got := metricstest.Get(h.counters, "kv_events.unknown_tier"); got != uint64(i+1) {
+		if got := h.counters.KVEventsUnknownTier.Value(); got != uint64(i+1) {
 			t.Fatalf("kv_events.unknown_tier = %d, want %d", got, i+1)
 		}
 	}
-	if got := metricstest.Get(h.counters, "kv_events.malformed"); got != 0 {
+	if got := h.counters.KVEventsMalformed.Total(); got != 0 {
 		t.Fatalf("kv_events.malformed = %d, want 0", got)
 	}
 	dlq, err := h.js.Stream(context.Background(), streams.DefaultSet().DeadLetter.Name)

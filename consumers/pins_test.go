@@ -197,7 +197,7 @@ func TestNewerPinReplacesAndNextTurnReleases(t *testing.T) {
 		t.Fatalf("the wake-up released or replaced the pin: %+v", p)
 	default:
 	}
-	if n := metricstest.Get(f.counters, "tooltime.observed|grep"); n != 0 {
+	if n := f.counters.ToolObserved.Value("grep"); n != 0 {
 		t.Fatalf("the wake-up observed a tool time (%d)", n)
 	}
 	f.pub(t, streams.RequestSubject("m"), schemas.RequestEvent{RequestID: "t3", SessionID: "s", TokenIDs: prompt,
@@ -217,7 +217,7 @@ func TestNewerPinReplacesAndNextTurnReleases(t *testing.T) {
 		t.Fatalf("a second release for one pin: %+v", p)
 	default:
 	}
-	if metricstest.Get(f.counters, "hints.release.queued") != 1 || metricstest.Get(f.counters, "tooltime.observed|grep") != 1 {
+	if f.counters.HintsReleaseQueued.Value() != 1 || f.counters.ToolObserved.Value("grep") != 1 {
 		t.Fatalf("counters %v", metricstest.Snapshot(f.counters, ""))
 	}
 }

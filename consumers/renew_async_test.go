@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/hintstream/hintstream/internal/metricstest"
 	"sync"
 	"testing"
 	"time"
@@ -87,19 +86,19 @@ func TestRenewalsWithinBudget(t *testing.T) {
 	if d := time.Since(start); d > 50*time.Millisecond {
 		t.Fatalf("Tick took %v with %d renewals due: it renewed inline", d, n)
 	}
-	natstest.Eventually(t, 10*time.Second, func() bool { return metricstest.Get(p.Counters, "hints.renew.queued") >= rate },
+	natstest.Eventually(t, 10*time.Second, func() bool { return p.Counters.HintsRenewQueued.Value() >= rate },
 		"%d renewals", rate)
 	clock.add(6 * time.Second) // past every first pin's expiry
 	natstest.Eventually(t, 10*time.Second, func() bool {
-		return metricstest.Get(p.Counters, "hints.renew.queued")+metricstest.Get(p.Counters, "pins.renewal_skipped|budget") == n
+		return p.Counters.HintsRenewQueued.Value()+p.Counters.PinsRenewalSkipped.Value("budget") == n
 	}, "every due renewal renewed or skipped: renewed %d, skipped %d",
-		metricstest.Get(p.Counters, "hints.renew.queued"), metricstest.Get(p.Counters, "pins.renewal_skipped|budget"))
-	renewed := metricstest.Get(p.Counters, "hints.renew.queued")
+		p.Counters.HintsRenewQueued.Value(), p.Counters.PinsRenewalSkipped.Value("budget"))
+	renewed := p.Counters.HintsRenewQueued.Value()
 	// The budget: rate per second of wall time (and a burst of a tenth).
 	if limit := uint64(rate*time.Since(start).Seconds() + rate/10 + 1); renewed > limit {
 		t.Fatalf("%d renewals in %v, over the budget of %d", renewed, time.Since(start), limit)
 	}
-	if skipped := metricstest.Get(p.Counters, "pins.renewal_skipped|budget"); skipped < n/2 {
+	if skipped := p.Counters.PinsRenewalSkipped.Value("budget"); skipped < n/2 {
 		t.Fatalf("%d skipped for budget, want most of the %d beyond it", skipped, n-rate)
 	}
 	// The renewed ones stay queued, the skipped ones are gone.
@@ -213,12 +212,12 @@ func TestRequestIndexFullAcksUnindexed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	natstest.Eventually(t, 20*time.Second, func() bool { return metricstest.Get(counters, "requests.plain") == n },
-		"every request acked (%d)", metricstest.Get(counters, "requests.plain"))
-	if full := metricstest.Get(counters, "pins.request_index_full"); full == 0 || full >= n {
+	natstest.Eventually(t, 20*time.Second, func() bool { return counters.RequestsPlain.Value() == n },
+		"every request acked (%d)", counters.RequestsPlain.Value())
+	if full := counters.PinsRequestIndexFull.Value(); full == 0 || full >= n {
 		t.Fatalf("%d requests refused by a 2 KiB index, want some and not all", full)
 	}
-	if e := metricstest.Get(counters, "requests.transient_errors"); e != 0 {
+	if e := counters.RequestsTransientErrors.Value(); e != 0 {
 		t.Fatalf("%d requests redelivered for a full index", e)
 	}
 }

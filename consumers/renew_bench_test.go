@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/hintstream/hintstream/internal/metricstest"
 	"os"
 	"slices"
 	"strconv"
@@ -162,7 +161,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 		}
 	}
 	<-js.PublishAsyncComplete()
-	natstest.Eventually(b, time.Minute, func() bool { return metricstest.Get(counters, "requests.plain") >= responses }, "requests indexed")
+	natstest.Eventually(b, time.Minute, func() bool { return counters.RequestsPlain.Value() >= responses }, "requests indexed")
 
 	// The pinned sessions: a live slot each (its revision known, as
 	// onResponse knows it), and a renewal due now.
@@ -239,7 +238,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 			}
 		}
 	}()
-	natstest.Eventually(b, 4*time.Minute, func() bool { return metricstest.Get(counters, "hints.pin.queued") >= responses },
+	natstest.Eventually(b, 4*time.Minute, func() bool { return counters.HintsPinQueued.Value() >= responses },
 		"every response pinned")
 	elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
 	close(stopWake)
@@ -271,7 +270,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 	p99 := ls[min(len(ls)-1, len(ls)*99/100)]
 	b.Logf("pinned=%d inline=%v rate=%v: %d responses in %v (cpu %v), %d of %d wake-ups hinted, p50 %v p99 %v, renewed %d, skipped %d",
 		pinned, inline, p.renewRate(), responses, elapsed.Round(time.Millisecond), cpu.Round(time.Millisecond), len(ls), sent, ls[len(ls)/2], p99,
-		metricstest.Get(counters, "hints.renew.queued"), metricstest.Get(counters, "pins.renewal_skipped|budget"))
+		counters.HintsRenewQueued.Value(), counters.PinsRenewalSkipped.Value("budget"))
 	return float64(responses) / elapsed.Seconds(), p99, cpu / responses
 }
 

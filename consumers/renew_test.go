@@ -37,7 +37,7 @@ func TestPinRenewedUntilNextTurnOrCap(t *testing.T) {
 	// other pin has arrived.
 	noPin := func(what string, renewals uint64) {
 		t.Helper()
-		if got := metricstest.Get(f.counters, "hints.renew.queued"); got != renewals {
+		if got := f.counters.HintsRenewQueued.Value(); got != renewals {
 			t.Fatalf("%s: %d renewals queued, want %d", what, got, renewals)
 		}
 		select {

@@ -3,7 +3,6 @@ package loadtest
 import (
 	"context"
 	"encoding/json"
-	"github.com/hintstream/hintstream/internal/metricstest"
 	"io"
 	"log/slog"
 	"os"
@@ -97,11 +96,11 @@ func BenchmarkStartup(b *testing.B) {
 	svc.Stop(ctx)
 	_, svc = startup(time.Hour) // same, then saves a snapshot at shutdown
 	svc.Stop(ctx)
-	if metricstest.Get(svc.Counters, "snapshots.saved") != 1 {
+	if svc.Counters.SnapshotsSaved.Value() != 1 {
 		b.Fatal("no snapshot saved")
 	}
 	snap, svc := startup(time.Hour)
-	if metricstest.Get(svc.Counters, "snapshots.loaded") != 1 {
+	if svc.Counters.SnapshotsLoaded.Value() != 1 {
 		b.Fatal("the snapshot was not loaded")
 	}
 	svc.Stop(ctx)

@@ -2,7 +2,6 @@ package receiver
 
 import (
 	"context"
-	"github.com/hintstream/hintstream/internal/metricstest"
 	"sync"
 	"testing"
 	"time"
@@ -100,7 +99,7 @@ func TestReceivesTheRealSender(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	natstest.Eventually(t, 10*time.Second, func() bool { return len(c.hints()) >= 3 && metricstest.Get(r.Counters(), "receiver.duplicate") == 1 },
+	natstest.Eventually(t, 10*time.Second, func() bool { return len(c.hints()) >= 3 && r.Counters().Duplicate.Value() == 1 },
 		"three hints and one duplicate")
 	got := c.hints()
 	if len(got) != 3 {
@@ -130,7 +129,7 @@ func TestExpiredPrefetchDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	natstest.Eventually(t, 10*time.Second, func() bool { return len(c.hints()) == 1 }, "the pin")
-	natstest.Eventually(t, 10*time.Second, func() bool { return metricstest.Get(r.Counters(), "receiver.expired") == 1 }, "the prefetch counted expired")
+	natstest.Eventually(t, 10*time.Second, func() bool { return r.Counters().Expired.Value() == 1 }, "the prefetch counted expired")
 	if c.hints()[0].Pin == nil {
 		t.Fatal("the expired prefetch was delivered")
 	}

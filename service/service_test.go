@@ -174,7 +174,7 @@ func TestSnapshotRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Stop(ctx) // saves the snapshot
-	if metricstest.Get(a.Counters, "snapshots.saved") != 1 {
+	if a.Counters.SnapshotsSaved.Value() != 1 {
 		t.Fatalf("no snapshot saved at shutdown: %v", metricstest.Snapshot(a.Counters, "snapshots"))
 	}
 	// Published while no instance runs: the tail.
@@ -186,10 +186,10 @@ func TestSnapshotRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Stop(context.Background())
-	if metricstest.Get(b.Counters, "snapshots.loaded") != 1 {
+	if b.Counters.SnapshotsLoaded.Value() != 1 {
 		t.Fatal("the snapshot was not loaded")
 	}
-	if got := metricstest.Get(b.Counters, "kv_events.received"); got != 1 {
+	if got := b.Counters.KVEventsReceived.Value(); got != 1 {
 		t.Fatalf("replayed %d KV events, want only the 1 after the snapshot", got)
 	}
 	ov := b.Index.Overlap(kvevents.PromptHashes(tokens, 16))
