@@ -1,3 +1,8 @@
+// Package metrics defines hintstream's counters once, as typed Prometheus
+// families (client_golang) with HELP texts and known label values, on a
+// registry of their own (Families, New; Receiver for the sink). Call
+// sites bump typed fields; readers (replay, the load test, the shutdown
+// summary) read them back with Value, Values and Total, never by name.
 package metrics
 
 import (
