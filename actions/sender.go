@@ -60,6 +60,10 @@ const (
 
 var dropReasons = [...]string{DropExpired, DropQueueFull, DropRemoved, DropClosed, DropError, DropBudget}
 
+// DropReasons returns every Drop* reason, the labels of
+// EndpointStats.Dropped.
+func DropReasons() []string { r := dropReasons; return r[:] }
+
 // counters outlive the sender of an endpoint, so that stats stay monotonic
 // across Remove and a later re-creation.
 type counters struct {

@@ -36,7 +36,7 @@ const (
 // affinity.dropped|closed (still queued when Close's grace ran out).
 type AffinityWriter struct {
 	kv       jetstream.KeyValue
-	counters *metrics.Counters
+	counters *metrics.Families
 	log      *slog.Logger
 	queue    chan affinityPut
 	ctx      context.Context // cancelled affinityCloseGrace after Close
@@ -82,7 +82,7 @@ func OpenAffinityBucket(ctx context.Context, js jetstream.JetStream, bucket stri
 
 // NewAffinityWriter starts the writer; Close stops it. By default each
 // record is one kv.Put; AffinityAsync batches them (affinity_batch.go).
-func NewAffinityWriter(kv jetstream.KeyValue, counters *metrics.Counters, log *slog.Logger, opts ...AffinityOption) *AffinityWriter {
+func NewAffinityWriter(kv jetstream.KeyValue, counters *metrics.Families, log *slog.Logger, opts ...AffinityOption) *AffinityWriter {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -106,19 +106,19 @@ func NewAffinityWriter(kv jetstream.KeyValue, counters *metrics.Counters, log *s
 func (w *AffinityWriter) RecordAffinity(session string, rec schemas.AffinityRecord) {
 	key := schemas.AffinityKey(session)
 	if key == "" {
-		w.counters.IncLabel("affinity.skipped", "no_session")
+		w.counters.AffinitySkipped.Inc("no_session")
 		return
 	}
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.closed {
-		w.counters.IncLabel("affinity.dropped", "closed")
+		w.counters.AffinityDropped.Inc("closed")
 		return
 	}
 	select {
 	case w.queue <- affinityPut{key: key, rec: rec}:
 	default:
-		w.counters.IncLabel("affinity.dropped", "queue_full")
+		w.counters.AffinityDropped.Inc("queue_full")
 	}
 }
 
@@ -126,7 +126,7 @@ func (w *AffinityWriter) run() {
 	defer w.wg.Done()
 	for p := range w.queue {
 		if w.ctx.Err() != nil {
-			w.counters.IncLabel("affinity.dropped", "closed")
+			w.counters.AffinityDropped.Inc("closed")
 			continue
 		}
 		// A record outlives its use within seconds; a slow bus must not
@@ -135,15 +135,15 @@ func (w *AffinityWriter) run() {
 		_, err := w.kv.Put(ctx, p.key, p.rec.Encode())
 		cancel()
 		if err != nil && w.ctx.Err() != nil {
-			w.counters.IncLabel("affinity.dropped", "closed")
+			w.counters.AffinityDropped.Inc("closed")
 			continue
 		}
 		if err != nil {
-			w.counters.IncLabel("affinity.dropped", "error")
+			w.counters.AffinityDropped.Inc("error")
 			w.log.Debug("affinity record not written", "worker_id", p.rec.WorkerID, "dp_rank", p.rec.DpRank, "err", err)
 			continue
 		}
-		w.counters.Inc("affinity.written")
+		w.counters.AffinityWritten.Inc()
 	}
 }
 

@@ -67,12 +67,12 @@ func (w *AffinityWriter) runBatched() {
 func (w *AffinityWriter) publishBatch(prefix string, batch []affinityPut, futs []jetstream.PubAckFuture) []jetstream.PubAckFuture {
 	for _, p := range batch {
 		if w.ctx.Err() != nil {
-			w.counters.IncLabel("affinity.dropped", "closed")
+			w.counters.AffinityDropped.Inc("closed")
 			continue
 		}
 		f, err := w.js.PublishAsync(prefix+p.key, p.rec.Encode())
 		if err != nil {
-			w.counters.IncLabel("affinity.dropped", "error")
+			w.counters.AffinityDropped.Inc("error")
 			w.log.Debug("affinity record not written", "worker_id", p.rec.WorkerID, "dp_rank", p.rec.DpRank, "err", err)
 			continue
 		}
@@ -92,9 +92,9 @@ func (w *AffinityWriter) awaitBatch(futs []jetstream.PubAckFuture) {
 	for i, f := range futs {
 		select {
 		case <-f.Ok():
-			w.counters.Inc("affinity.written")
+			w.counters.AffinityWritten.Inc()
 		case err := <-f.Err():
-			w.counters.IncLabel("affinity.dropped", "error")
+			w.counters.AffinityDropped.Inc("error")
 			w.log.Debug("affinity record not written", "err", err)
 		case <-deadline.C:
 			w.dropRest("error", len(futs)-i)
@@ -107,6 +107,5 @@ func (w *AffinityWriter) awaitBatch(futs []jetstream.PubAckFuture) {
 }
 
 func (w *AffinityWriter) dropRest(reason string, n int) {
-	w.counters.Add("affinity.dropped", uint64(n))
-	w.counters.Add("affinity.dropped|"+reason, uint64(n))
+	w.counters.AffinityDropped.Add(reason, uint64(n))
 }

@@ -3,6 +3,7 @@ package consumers
 import (
 	"context"
 	"fmt"
+	"github.com/hintstream/hintstream/internal/metricstest"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func TestAffinityWriterAsync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	counters := &metrics.Counters{}
+	counters := metrics.New()
 	w := NewAffinityWriter(kv, counters, nil, AffinityAsync(js))
 	const n = 3*DefaultAffinityBatch + 5
 	for i := range n {
@@ -33,7 +34,7 @@ func TestAffinityWriterAsync(t *testing.T) {
 	}
 	w.RecordAffinity("", schemas.AffinityRecord{WorkerID: 1})
 	w.Close()
-	if c := counters.Snapshot("affinity"); c["affinity.written"] != n || c["affinity.skipped|no_session"] != 1 ||
+	if c := metricstest.Snapshot(counters, "affinity"); c["affinity.written"] != n || c["affinity.skipped|no_session"] != 1 ||
 		c["affinity.dropped"] != 0 {
 		t.Fatalf("counters %v", c)
 	}
@@ -60,7 +61,7 @@ func TestAffinityWriterAsyncCloseIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	counters := &metrics.Counters{}
+	counters := metrics.New()
 	w := NewAffinityWriter(kv, counters, nil, AffinityAsync(js))
 	srv.Shutdown()
 	srv.WaitForShutdown()
@@ -72,7 +73,7 @@ func TestAffinityWriterAsyncCloseIsBounded(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("Close took %v with the bus down", d)
 	}
-	c := counters.Snapshot("affinity")
+	c := metricstest.Snapshot(counters, "affinity")
 	if c["affinity.written"] != 0 || c["affinity.dropped"] != 50 {
 		t.Fatalf("counters %v", c)
 	}

@@ -3,6 +3,7 @@ package consumers
 import (
 	"context"
 	"fmt"
+	"github.com/hintstream/hintstream/internal/metricstest"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func TestAffinityWriter(t *testing.T) {
 	if _, err := OpenAffinityBucket(ctx, js, schemas.DefaultAffinityBucket); err != nil {
 		t.Fatalf("second open: %v", err)
 	}
-	counters := &metrics.Counters{}
+	counters := metrics.New()
 	w := NewAffinityWriter(kv, counters, nil)
 	rec := schemas.AffinityRecord{WorkerID: 3, DpRank: 1, ExpiresAtMs: 1700000000000, RequestID: "wake-9"}
 	w.RecordAffinity("s 9", rec)
@@ -44,8 +45,8 @@ func TestAffinityWriter(t *testing.T) {
 	w.RecordAffinity(strings.Repeat("x", schemas.MaxAffinitySession+1), rec)
 	w.Close()
 	w.Close() // safe twice
-	if counters.Get("affinity.written") != 1 || counters.Get("affinity.skipped|no_session") != 2 {
-		t.Fatalf("counters %v", counters.Snapshot("affinity"))
+	if counters.AffinityWritten.Value() != 1 || counters.AffinitySkipped.Value("no_session") != 2 {
+		t.Fatalf("counters %v", metricstest.Snapshot(counters, "affinity"))
 	}
 	e, err := kv.Get(ctx, schemas.AffinityKey("s 9"))
 	if err != nil {
@@ -68,7 +69,7 @@ func TestAffinityWriterCloseIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	counters := &metrics.Counters{}
+	counters := metrics.New()
 	w := NewAffinityWriter(kv, counters, nil)
 	srv.Shutdown()
 	srv.WaitForShutdown()
@@ -81,7 +82,7 @@ func TestAffinityWriterCloseIsBounded(t *testing.T) {
 		t.Fatalf("Close took %v with the bus down", d)
 	}
 	w.RecordAffinity("late", schemas.AffinityRecord{WorkerID: 1, ExpiresAtMs: 1})
-	c := counters.Snapshot("affinity")
+	c := metricstest.Snapshot(counters, "affinity")
 	if c["affinity.written"] != 0 || c["affinity.dropped"] != 51 || c["affinity.dropped|closed"] == 0 {
 		t.Fatalf("counters %v", c)
 	}

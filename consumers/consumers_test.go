@@ -3,6 +3,7 @@ package consumers
 import (
 	"context"
 	"encoding/json"
+	"github.com/hintstream/hintstream/internal/metricstest"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func pull(t *testing.T) (string, <-chan string) {
 type fixture struct {
 	js       jetstream.JetStream
 	nc       *nats.Conn
-	counters *metrics.Counters
+	counters *metrics.Families
 	index    *kvevents.Index
 	hints    <-chan string
 	reqs     *RequestConsumer
@@ -64,7 +65,7 @@ func setup(t *testing.T, set streams.Set) *fixture {
 		t.Fatal(err)
 	}
 	ep, got := pull(t)
-	f := &fixture{js: js, nc: nc, counters: &metrics.Counters{}, index: kvevents.NewIndex(), hints: got}
+	f := &fixture{js: js, nc: nc, counters: metrics.New(), index: kvevents.NewIndex(), hints: got}
 	pool := actions.NewPool()
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -152,7 +153,7 @@ func TestMalformedRequestTerminatedAndNextHinted(t *testing.T) {
 	if info.NumRedelivered != 0 {
 		t.Fatalf("%d redeliveries: the malformed request must be terminated, not retried", info.NumRedelivered)
 	}
-	if got := f.counters.Get("requests.malformed|truncated msgpack"); got != 1 {
+	if got := f.counters.RequestsMalformed.Value("truncated msgpack"); got != 1 {
 		t.Fatalf("malformed counted %d times", got)
 	}
 	s, _ := f.js.Stream(context.Background(), "HINTSTREAM_DLQ")
@@ -174,7 +175,7 @@ func TestMalformedRequestKeptUntilDeadLettered(t *testing.T) {
 	set.DeadLetter.Name = "" // no stream captures hintstream.dlq.> yet
 	f := setup(t, set)
 	f.publish(t, streams.RequestSubject("m"), []byte(`{"session_id":"no id"}`), "")
-	natstest.Eventually(t, 10*time.Second, func() bool { return f.counters.Get("requests.received") >= 2 },
+	natstest.Eventually(t, 10*time.Second, func() bool { return f.counters.RequestsReceived.Value() >= 2 },
 		"the malformed request to be redelivered while the dead-letter copy fails")
 	if _, _, err := streams.Ensure(context.Background(), f.js, dlqCfg); err != nil {
 		t.Fatal(err)
@@ -204,7 +205,7 @@ func TestExpiredAndUnservedWakeupsAckedWithoutHint(t *testing.T) {
 		"hints.prefetch.skipped|expired": 1, "hints.prefetch.skipped|no_worker": 1,
 		"requests.plain": 1, "hints.prefetch.queued": 1,
 	} {
-		if got := f.counters.Get(name); got != want {
+		if got := metricstest.Get(f.counters, name); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)
 		}
 	}
@@ -226,8 +227,8 @@ func TestMalformedKVEventSkippedAndDeadLettered(t *testing.T) {
 	if ov := f.index.Overlap(kvevents.PromptHashes(make([]uint32, 16), 16)); ov[kvevents.WorkerKey{WorkerID: 1}] != 1 {
 		t.Fatalf("the good event after the bad one was not applied: %v", ov)
 	}
-	if f.counters.Get("kv_events.malformed") != 1 {
-		t.Fatalf("kv_events.malformed = %d", f.counters.Get("kv_events.malformed"))
+	if f.counters.KVEventsMalformed.Total() != 1 {
+		t.Fatalf("kv_events.malformed = %d", f.counters.KVEventsMalformed.Total())
 	}
 	s, _ := f.js.Stream(context.Background(), "HINTSTREAM_DLQ")
 	if _, err := s.GetLastMsgForSubject(context.Background(), "hintstream.dlq.kv_events"); err != nil {
@@ -310,8 +311,8 @@ func TestEngineRestartClearsWorker(t *testing.T) {
 	if got := overlap(); got != 0 {
 		t.Fatalf("overlap %d after the engine restarted, want 0", got)
 	}
-	if f.counters.Get("kv_events.engine_restarts") != 1 {
-		t.Fatalf("engine_restarts = %d", f.counters.Get("kv_events.engine_restarts"))
+	if f.counters.KVEventsEngineRestarts.Value() != 1 {
+		t.Fatalf("engine_restarts = %d", f.counters.KVEventsEngineRestarts.Value())
 	}
 	pub(engineBatch(tokens, 400), "2000", "1") // the new run's next batch
 	caughtUp()
@@ -334,7 +335,7 @@ func TestDeletedConsumerRecreated(t *testing.T) {
 	if err := f.js.DeleteConsumer(context.Background(), "LLM_REQUESTS", "hintstream-requests"); err != nil {
 		t.Fatal(err)
 	}
-	natstest.Eventually(t, 10*time.Second, func() bool { return f.counters.Get("requests.consumer_recreated") == 1 },
+	natstest.Eventually(t, 10*time.Second, func() bool { return f.counters.RequestsConsumerRecreated.Value() == 1 },
 		"the deleted consumer recreated")
 	f.publish(t, subj, wakeJSON(t, "after", "m", time.Now()), "")
 	expectHint(t, f.hints, "after")
@@ -358,7 +359,7 @@ func TestMaxDeliveriesDeadLettered(t *testing.T) {
 	if err := js.DeleteKeyValue(ctx, pins.DefaultRequestIndexBucket); err != nil {
 		t.Fatal(err)
 	}
-	counters := &metrics.Counters{}
+	counters := metrics.New()
 	eng := testEngine(t, hints.Decisions{}, hints.EngineDeps{Pins: &pins.Deps{Index: idx}, Counters: counters, Log: discard()})
 	c := NewRequestConsumer(js, RequestConfig{Stream: set.Requests.Name, MaxDeliver: 2}, eng.Request,
 		NewDeadLetter(js, ""), counters, discard())
@@ -378,7 +379,7 @@ func TestMaxDeliveriesDeadLettered(t *testing.T) {
 		m, err := s.GetLastMsgForSubject(ctx, "hintstream.dlq.requests")
 		return err == nil && m.Header.Get(HeaderDLQReason) == "max deliveries" && string(m.Data) == string(b)
 	}, "the undeliverable request in the dead-letter stream")
-	if counters.Get("requests.max_deliveries") != 1 || counters.Get("requests.transient_errors") != 2 {
-		t.Fatalf("counters %v", counters.Snapshot(""))
+	if counters.RequestsMaxDeliveries.Value() != 1 || counters.RequestsTransientErrors.Value() != 2 {
+		t.Fatalf("counters %v", metricstest.Snapshot(counters, ""))
 	}
 }

@@ -32,7 +32,7 @@ type durable struct {
 	// dlq receives messages that reached maxDeliver (nil: not watched).
 	dlq      *DeadLetter
 	dlqKind  string
-	counters *metrics.Counters
+	counters *metrics.Families
 
 	// handled is the highest stream sequence handled: a recreated consumer
 	// resumes after it, so nothing is skipped or done twice.
@@ -204,7 +204,7 @@ func (d *durable) recover() bool {
 		d.stopConsume()
 		before := d.streamCreated
 		if err = d.consume(ctx); err == nil {
-			d.counters.Inc(d.dlqKind + ".consumer_recreated")
+			d.counters.Trigger(d.dlqKind).ConsumerRecreated.Inc()
 			if d.streamCreated.Equal(before) { // a new stream was logged by consume
 				d.log.Warn("durable consumer was deleted; recreated it", "stream", d.stream,
 					"resume_after_seq", d.handled.Load())
@@ -239,7 +239,7 @@ func (d *durable) watchMaxDeliveries() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		d.counters.Inc(d.dlqKind + ".max_deliveries")
+		d.counters.Trigger(d.dlqKind).MaxDeliveries.Inc()
 		if err := d.dlq.PublishStored(ctx, d.dlqKind, "max deliveries", d.stream, adv.StreamSeq); err != nil {
 			d.log.Error("dead-letter of an undeliverable message failed", "stream_seq", adv.StreamSeq, "err", err)
 			return
@@ -289,7 +289,7 @@ func (d *durable) stop() {
 type rejecter struct {
 	kind     string // "requests", "responses"
 	dlq      *DeadLetter
-	counters *metrics.Counters
+	counters *metrics.Families
 	log      *slog.Logger
 }
 
@@ -299,7 +299,7 @@ func (r *rejecter) reject(msg jetstream.Msg, err error) {
 	if errors.As(err, &de) {
 		reason = de.Reason
 	}
-	r.counters.IncLabel(r.kind+".malformed", reason)
+	r.counters.Trigger(r.kind).Malformed.Inc(reason)
 	// The copy waits for the dead-letter stream's ack; keep the message
 	// ours meanwhile rather than let AckWait hand it to another member.
 	_ = msg.InProgress()
@@ -318,9 +318,9 @@ func (r *rejecter) reject(msg jetstream.Msg, err error) {
 	}
 }
 
-func ack(msg jetstream.Msg, counters *metrics.Counters, kind string, log *slog.Logger) {
+func ack(msg jetstream.Msg, counters *metrics.Families, kind string, log *slog.Logger) {
 	if err := msg.Ack(); err != nil {
-		counters.Inc(kind + ".ack_errors")
+		counters.Trigger(kind).AckErrors.Inc()
 		log.Warn("ack", "err", err)
 	}
 }

@@ -72,7 +72,7 @@ func TestEventPlaneFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	ix := kvevents.NewIndex()
-	counters := &metrics.Counters{}
+	counters := metrics.New()
 	loads := routing.NewLoadTable()
 	eng := testEngine(t, hints.Decisions{}, hints.EngineDeps{Index: ix, Loads: loads, Counters: counters})
 	applyKV, applyLoad := ApplyMessages(eng.KV), ApplyMessages(eng.Load)
@@ -101,10 +101,10 @@ func TestEventPlaneFrames(t *testing.T) {
 	if len(reasons) != 2 || reasons[0] != "envelope not a msgpack map" || reasons[1] != "envelope topic is not kv-events" {
 		t.Fatalf("decode errors %q", reasons)
 	}
-	if got := counters.Get("kv_events.event_plane_ignored"); got != 2 {
+	if got := counters.KVEventsEventPlaneIgnored.Total(); got != 2 {
 		t.Fatalf("%d frames ignored, want 2", got)
 	}
-	if c, r := counters.Get("kv_events.applied|cleared"), counters.Get("kv_events.applied|removed"); c != 2 || r != 1 {
+	if c, r := counters.KVEventsApplied.Value("cleared"), counters.KVEventsApplied.Value("removed"); c != 2 || r != 1 {
 		t.Fatalf("applied %d cleared and %d removed, want 2 and 1", c, r)
 	}
 	// Sequences 5-8 never came: one gap, worker stale.

@@ -3,6 +3,7 @@ package consumers
 import (
 	"context"
 	"encoding/json"
+	"github.com/hintstream/hintstream/internal/metricstest"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func TestNATSHeaderWakeupAndNearMiss(t *testing.T) {
 	for name, want := range map[string]uint64{
 		"requests.header_unrecognised": 2, "requests.plain": 1, "requests.wakeup": 1,
 	} {
-		if got := f.counters.Get(name); got != want {
+		if got := metricstest.Get(f.counters, name); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/internal/metricstest"
 	"github.com/hintstream/hintstream/pins"
 	"strconv"
 	"strings"
@@ -253,7 +254,7 @@ func zerosMsgpack(n int) []byte {
 // hostileRig runs every consumer hintstream has on one embedded server.
 type hostileRig struct {
 	js       jetstream.JetStream
-	counters *metrics.Counters
+	counters *metrics.Families
 	loads    *routing.LoadTable
 	targets  map[string]target
 
@@ -270,7 +271,7 @@ func newHostileRig(t *testing.T) *hostileRig {
 	if _, err := streams.EnsureSet(ctx, js, set); err != nil {
 		t.Fatal(err)
 	}
-	h := &hostileRig{js: js, counters: &metrics.Counters{}, loads: routing.NewLoadTable(),
+	h := &hostileRig{js: js, counters: metrics.New(), loads: routing.NewLoadTable(),
 		terminated: map[string]string{}}
 	sub, err := nc.Subscribe("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.>", func(m *nats.Msg) {
 		var adv struct {
@@ -318,7 +319,7 @@ func newHostileRig(t *testing.T) *hostileRig {
 	t.Cleanup(load.Stop)
 
 	counted := func(name string) func(*hostileRig, int) bool {
-		return func(h *hostileRig, n int) bool { return h.counters.Get(name) >= uint64(n) }
+		return func(h *hostileRig, n int) bool { return metricstest.Get(h.counters, name) >= uint64(n) }
 	}
 	h.targets = map[string]target{
 		"requests": {kind: "requests", subject: streams.RequestSubject("m"), stream: set.Requests.Name,
@@ -375,7 +376,7 @@ func TestHostileInputOnEverySubject(t *testing.T) {
 	for _, c := range hostileCases() {
 		tg := h.targets[c.on]
 		t.Run(c.on+"/"+c.class, func(t *testing.T) {
-			before := h.counters.Snapshot(tg.kind + ".malformed")
+			before := metricstest.Snapshot(h.counters, tg.kind+".malformed")
 			seq := h.publish(t, tg.subject, c.data, c.ct, c.header)
 			seen[c.on]++
 			n := seen[c.on]
@@ -384,7 +385,7 @@ func TestHostileInputOnEverySubject(t *testing.T) {
 				"the valid %s message after the hostile one processed", tg.kind)
 
 			// Counted once, under one reason.
-			after := h.counters.Snapshot(tg.kind + ".malformed")
+			after := metricstest.Snapshot(h.counters, tg.kind+".malformed")
 			if d := after[tg.kind+".malformed"] - before[tg.kind+".malformed"]; d != 1 {
 				t.Fatalf("%s.malformed went up by %d, want 1", tg.kind, d)
 			}
@@ -449,7 +450,7 @@ func TestHostileInputOnEverySubject(t *testing.T) {
 	}
 	for _, name := range []string{"requests.dead_letter_errors", "kv_events.dead_letter_errors",
 		"load.dead_letter_errors", "kv_events.apply_errors", "load.apply_errors"} {
-		if v := h.counters.Get(name); v != 0 {
+		if v := metricstest.Get(h.counters, name); v != 0 {
 			t.Errorf("%s = %d", name, v)
 		}
 	}
@@ -504,7 +505,7 @@ func TestDeadLetterCopyOfMaxPayloadMessage(t *testing.T) {
 		!bytes.HasPrefix(data, m.Data) || len(m.Data) >= len(data) {
 		t.Fatalf("copy: headers %v, %d of %d bytes", m.Header, len(m.Data), len(data))
 	}
-	if v := h.counters.Get("requests.malformed|missing request_id"); v != 1 {
+	if v := h.counters.RequestsMalformed.Value("missing request_id"); v != 1 {
 		t.Fatalf("counted %d times", v)
 	}
 }
@@ -571,11 +572,11 @@ func TestUnknownTierCountedAndIgnored(t *testing.T) {
 		h.publish(t, tg.subject, data, "", nil)
 		h.publish(t, tg.subject, tg.valid(i+1), "", nil)
 		natstest.Eventually(t, 10*time.Second, func() bool { return tg.handled(h, i+1) }, "the event after the unknown tier applied")
-		if got := h.counters.Get("kv_events.unknown_tier"); got != uint64(i+1) {
+		if got := h.counters.KVEventsUnknownTier.Value(); got != uint64(i+1) {
 			t.Fatalf("kv_events.unknown_tier = %d, want %d", got, i+1)
 		}
 	}
-	if got := h.counters.Get("kv_events.malformed"); got != 0 {
+	if got := h.counters.KVEventsMalformed.Total(); got != 0 {
 		t.Fatalf("kv_events.malformed = %d, want 0", got)
 	}
 	dlq, err := h.js.Stream(context.Background(), streams.DefaultSet().DeadLetter.Name)

@@ -3,6 +3,7 @@ package consumers
 import (
 	"context"
 	"encoding/json"
+	"github.com/hintstream/hintstream/internal/metricstest"
 	"io"
 	"log/slog"
 	"testing"
@@ -31,7 +32,7 @@ func pinSink(t *testing.T) (string, <-chan schemas.PinPayload) { return zmqtest.
 
 type pinFixture struct {
 	js       jetstream.JetStream
-	counters *metrics.Counters
+	counters *metrics.Families
 	pins     <-chan schemas.PinPayload
 }
 
@@ -45,7 +46,7 @@ func setupPins(t *testing.T, workers workerMap, mods ...func(*pins.Pinning)) *pi
 		t.Fatal(err)
 	}
 	ep, sink := pinSink(t)
-	f := &pinFixture{js: js, counters: &metrics.Counters{}, pins: sink}
+	f := &pinFixture{js: js, counters: metrics.New(), pins: sink}
 	idx, err := pins.OpenRequestIndex(ctx, js, "", set.Requests.Name, time.Hour, schemas.Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +142,7 @@ func TestPinSkipsAreCountedAndAcked(t *testing.T) {
 		"hints.pin.skipped|request_not_found": 1, "responses.no_pin": 1, "hints.pin.queued": 1,
 		"responses.retried": 4, "responses.malformed": 1,
 	} {
-		if got := f.counters.Get(name); got != want {
+		if got := metricstest.Get(f.counters, name); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)
 		}
 	}
@@ -186,7 +187,7 @@ func TestNewerPinReplacesAndNextTurnReleases(t *testing.T) {
 		t.Fatalf("the wake-up released or replaced the pin: %+v", p)
 	default:
 	}
-	if n := f.counters.Get("tooltime.observed|grep"); n != 0 {
+	if n := f.counters.ToolObserved.Value("grep"); n != 0 {
 		t.Fatalf("the wake-up observed a tool time (%d)", n)
 	}
 	f.pub(t, streams.RequestSubject("m"), schemas.RequestEvent{RequestID: "t3", SessionID: "s", TokenIDs: prompt,
@@ -206,8 +207,8 @@ func TestNewerPinReplacesAndNextTurnReleases(t *testing.T) {
 		t.Fatalf("a second release for one pin: %+v", p)
 	default:
 	}
-	if f.counters.Get("hints.release.queued") != 1 || f.counters.Get("tooltime.observed|grep") != 1 {
-		t.Fatalf("counters %v", f.counters.Snapshot(""))
+	if f.counters.HintsReleaseQueued.Value() != 1 || f.counters.ToolObserved.Value("grep") != 1 {
+		t.Fatalf("counters %v", metricstest.Snapshot(f.counters, ""))
 	}
 }
 
@@ -231,7 +232,7 @@ func TestRequestIndexFullAcksUnindexed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	counters := &metrics.Counters{}
+	counters := metrics.New()
 	pool := actions.NewPool()
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -253,12 +254,12 @@ func TestRequestIndexFullAcksUnindexed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	natstest.Eventually(t, 20*time.Second, func() bool { return counters.Get("requests.plain") == n },
-		"every request acked (%d)", counters.Get("requests.plain"))
-	if full := counters.Get("pins.request_index_full"); full == 0 || full >= n {
+	natstest.Eventually(t, 20*time.Second, func() bool { return counters.RequestsPlain.Value() == n },
+		"every request acked (%d)", counters.RequestsPlain.Value())
+	if full := counters.PinsRequestIndexFull.Value(); full == 0 || full >= n {
 		t.Fatalf("%d requests refused by a 2 KiB index, want some and not all", full)
 	}
-	if e := counters.Get("requests.transient_errors"); e != 0 {
+	if e := counters.RequestsTransientErrors.Value(); e != 0 {
 		t.Fatalf("%d requests redelivered for a full index", e)
 	}
 }

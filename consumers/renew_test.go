@@ -1,6 +1,7 @@
 package consumers
 
 import (
+	"github.com/hintstream/hintstream/internal/metricstest"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ func TestPinRenewedUntilNextTurnOrCap(t *testing.T) {
 	// other pin has arrived.
 	noPin := func(what string, renewals uint64) {
 		t.Helper()
-		if got := f.counters.Get("hints.renew.queued"); got != renewals {
+		if got := f.counters.HintsRenewQueued.Value(); got != renewals {
 			t.Fatalf("%s: %d renewals queued, want %d", what, got, renewals)
 		}
 		select {
@@ -90,7 +91,7 @@ func TestPinRenewedUntilNextTurnOrCap(t *testing.T) {
 	for name, want := range map[string]uint64{
 		"hints.pin.queued": 2, "hints.release.queued": 1, "hints.renew.queued": 2, "pins.renewal_ended": 1,
 	} {
-		if got := f.counters.Get(name); got != want {
+		if got := metricstest.Get(f.counters, name); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)
 		}
 	}

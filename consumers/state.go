@@ -46,9 +46,10 @@ type StateConsumer struct {
 	cfg      StateConfig
 	apply    ApplyFunc
 	dlq      *DeadLetter
-	counters *metrics.Counters
+	counters *metrics.Families
 	log      *slog.Logger
-	received string // counter name, built once: it is bumped per message
+	received *metrics.Counter // looked up once: it is bumped per message
+	st       metrics.State
 
 	dispatched atomic.Uint64 // last stream sequence handed to a shard
 	inflight   atomic.Int64  // handed to a shard, not yet applied
@@ -73,12 +74,12 @@ type StateConsumer struct {
 
 // NewStateConsumer wires a consumer; Start begins consuming.
 func NewStateConsumer(js jetstream.JetStream, cfg StateConfig, apply ApplyFunc,
-	dlq *DeadLetter, counters *metrics.Counters, log *slog.Logger) *StateConsumer {
+	dlq *DeadLetter, counters *metrics.Families, log *slog.Logger) *StateConsumer {
 	if log == nil {
 		log = slog.Default()
 	}
 	return &StateConsumer{js: js, cfg: cfg, apply: apply, dlq: dlq, counters: counters,
-		log: log.With("consumer", cfg.Kind), received: cfg.Kind + ".received"}
+		log: log.With("consumer", cfg.Kind), received: counters.State(cfg.Kind).Received, st: counters.State(cfg.Kind)}
 }
 
 // shardQueue bounds each shard's backlog; a full queue makes the consumer
@@ -327,22 +328,22 @@ func shardOf(subject string, n int) int {
 }
 
 func (c *StateConsumer) process(msg jetstream.Msg) {
-	c.counters.Inc(c.received)
+	c.received.Inc()
 	err := c.apply(msg)
 	if err == nil {
 		return
 	}
 	var de *schemas.DecodeError
 	if !errors.As(err, &de) {
-		c.counters.Inc(c.cfg.Kind + ".apply_errors")
+		c.st.ApplyErrors.Inc()
 		c.log.Debug("not applied", "subject", msg.Subject(), "err", err)
 		return
 	}
-	c.counters.IncLabel(c.cfg.Kind+".malformed", de.Reason)
+	c.st.Malformed.Inc(de.Reason)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if dErr := c.dlq.Publish(ctx, c.cfg.Kind, de.Reason, msg); dErr != nil {
-		c.counters.Inc(c.cfg.Kind + ".dead_letter_errors")
+		c.st.DeadLetterErrors.Inc()
 		c.log.Error("dead-letter failed", "err", dErr)
 	}
 	c.log.Warn("malformed state event skipped", "subject", msg.Subject(), "reason", de.Reason, "err", err)

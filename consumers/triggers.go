@@ -57,14 +57,14 @@ type ResponseConfig = TriggerConfig
 // settled by the Outcome.
 type trigger struct {
 	decide   Decide
-	counters *metrics.Counters
+	counters *metrics.Families
 	log      *slog.Logger
 	d        durable
 	rej      rejecter
 }
 
 func newTrigger(js jetstream.JetStream, cfg TriggerConfig, kind, defaultDurable string, decide Decide,
-	dlq *DeadLetter, counters *metrics.Counters, log *slog.Logger) trigger {
+	dlq *DeadLetter, counters *metrics.Families, log *slog.Logger) trigger {
 	if cfg.Durable == "" {
 		cfg.Durable = defaultDurable
 	}
@@ -101,7 +101,7 @@ type RequestConsumer struct{ trigger }
 
 // NewRequestConsumer wires a consumer; Start begins consuming.
 func NewRequestConsumer(js jetstream.JetStream, cfg RequestConfig, decide Decide, dlq *DeadLetter,
-	counters *metrics.Counters, log *slog.Logger) *RequestConsumer {
+	counters *metrics.Families, log *slog.Logger) *RequestConsumer {
 	return &RequestConsumer{newTrigger(js, cfg, "requests", "hintstream-requests", decide, dlq, counters, log)}
 }
 
@@ -111,6 +111,6 @@ type ResponseConsumer struct{ trigger }
 
 // NewResponseConsumer wires a consumer; Start begins consuming.
 func NewResponseConsumer(js jetstream.JetStream, cfg ResponseConfig, decide Decide, dlq *DeadLetter,
-	counters *metrics.Counters, log *slog.Logger) *ResponseConsumer {
+	counters *metrics.Families, log *slog.Logger) *ResponseConsumer {
 	return &ResponseConsumer{newTrigger(js, cfg, "responses", "hintstream-responses", decide, dlq, counters, log)}
 }

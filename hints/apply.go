@@ -88,7 +88,7 @@ func (e *Engine) ApplyKV(b KVBatch) error {
 	if ep := b.Epoch; ep != "" && len(evs) > 0 {
 		k := evs[0].Worker
 		if prev, ok := e.epochs.Swap(k, ep); ok && prev.(string) != ep {
-			counters.Inc("kv_events.engine_restarts")
+			counters.KVEventsEngineRestarts.Inc()
 			// The engine's own tiers died with it; the shared store did not.
 			for _, tier := range []schemas.StorageTier{"", schemas.TierHostPinned, schemas.TierDisk} {
 				err := ix.Apply(kvevents.Event{Worker: k, Kind: schemas.KindCleared, Tier: tier})
@@ -108,17 +108,17 @@ func (e *Engine) ApplyKV(b KVBatch) error {
 				unknown = uw
 			}
 		case err == nil:
-			name, ok := e.applied[ev.Kind]
-			if !ok {
-				name = "kv_events.applied|" + ev.Kind.String()
+			if c, ok := e.applied[ev.Kind]; ok {
+				c.Inc()
+			} else {
+				counters.KVEventsApplied.Inc(ev.Kind.String())
 			}
-			counters.Inc(name)
 		case errors.Is(err, kvevents.ErrUnknownParent):
-			counters.Inc("kv_events.unknown_parent")
+			counters.KVEventsUnknownParent.Inc()
 		case errors.Is(err, kvevents.ErrUnknownTier):
 			// Counted and ignored, not dead-lettered: a newer engine
 			// or Dynamo may name a tier this version does not rank.
-			counters.Inc("kv_events.unknown_tier")
+			counters.KVEventsUnknownTier.Inc()
 		case errors.Is(err, kvevents.ErrBadEvent):
 			return &schemas.DecodeError{Kind: "kv_event", Reason: "invalid event", Err: err}
 		default:

@@ -70,7 +70,7 @@ type EngineDeps struct {
 	// RetryDelay: see DefaultRetryDelay.
 	RetryDelay time.Duration
 	// Counters and Log: nil gives private counters and slog.Default().
-	Counters *metrics.Counters
+	Counters *metrics.Families
 	Log      *slog.Logger
 	// Clock is "now" for expiry, burst spreading and renewals; nil:
 	// time.Now. A replay gives the time of the event in hand.
@@ -94,12 +94,12 @@ type Engine struct {
 	affinity   AffinityRecorder
 	keep       func(uint64) bool
 	retryDelay time.Duration
-	counters   *metrics.Counters
+	counters   *metrics.Families
 	log        *slog.Logger
 	now        func() time.Time
 
-	epochs  sync.Map // kvevents.WorkerKey -> string (ApplyKV)
-	applied map[schemas.EventKind]string
+	epochs  sync.Map                               // kvevents.WorkerKey -> string (ApplyKV)
+	applied map[schemas.EventKind]*metrics.Counter // looked up once: one is bumped per event
 	ep      *eventPlaneKV
 }
 
@@ -127,7 +127,7 @@ func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
 		e.retryDelay = DefaultRetryDelay
 	}
 	if e.counters == nil {
-		e.counters = &metrics.Counters{}
+		e.counters = metrics.New()
 	}
 	if e.log == nil {
 		e.log = slog.Default()
@@ -157,10 +157,10 @@ func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
 		}
 		e.pins = pins.New(d.PinConfig(), pd)
 	}
-	// Counter names, built once: one is bumped per event.
-	e.applied = map[schemas.EventKind]string{}
+	// Looked up once: one is bumped per event.
+	e.applied = map[schemas.EventKind]*metrics.Counter{}
 	for _, k := range []schemas.EventKind{schemas.KindStored, schemas.KindRemoved, schemas.KindCleared} {
-		e.applied[k] = "kv_events.applied|" + k.String()
+		e.applied[k] = e.counters.KVEventsApplied.With(k.String())
 	}
 	e.ep = newEventPlaneKV(e.kv, e.counters) // Dynamo's event plane (issue 13)
 	return e, nil

@@ -23,11 +23,11 @@ import (
 // eventplane.Sequencer).
 type eventPlaneKV struct {
 	ix       EventApplier
-	counters *metrics.Counters
+	counters *metrics.Families
 	seq      *eventplane.Sequencer
 }
 
-func newEventPlaneKV(ix EventApplier, counters *metrics.Counters) *eventPlaneKV {
+func newEventPlaneKV(ix EventApplier, counters *metrics.Families) *eventPlaneKV {
 	return &eventPlaneKV{ix: ix, counters: counters, seq: eventplane.NewSequencer(0)}
 }
 
@@ -38,7 +38,7 @@ func (a *eventPlaneKV) apply(fr eventplane.KVFrame) error {
 		// Its sequence still counts, or the next frame would look like a
 		// gap: an empty removal on the device tier records the id and
 		// changes nothing.
-		a.counters.IncLabel("kv_events.event_plane_ignored", fr.Ignored)
+		a.counters.KVEventsEventPlaneIgnored.Inc(fr.Ignored)
 		err := a.ix.Apply(kvevents.Event{Worker: ev.Worker, EventID: ev.EventID, Kind: schemas.KindRemoved})
 		var uw *UnknownWorkerError
 		if errors.Is(err, ErrHeld) || errors.As(err, &uw) {
@@ -54,9 +54,9 @@ func (a *eventPlaneKV) apply(fr eventplane.KVFrame) error {
 			return &schemas.DecodeError{Kind: "kv_event", Reason: ReasonUnknownWorker, Err: uw}
 		}
 	case err == nil:
-		a.counters.Inc("kv_events.applied|" + ev.Kind.String())
+		a.counters.KVEventsApplied.Inc(ev.Kind.String())
 	case errors.Is(err, kvevents.ErrUnknownParent):
-		a.counters.Inc("kv_events.unknown_parent")
+		a.counters.KVEventsUnknownParent.Inc()
 	case errors.Is(err, kvevents.ErrBadEvent):
 		return &schemas.DecodeError{Kind: "kv_event", Reason: "invalid event", Err: err}
 	default:

@@ -70,7 +70,7 @@ type EventApplier interface {
 type Holding struct {
 	ix       *kvevents.Index
 	cfg      HoldingConfig
-	counters *metrics.Counters
+	counters *metrics.Families
 
 	// mu is held for reading while an event of a registered worker is
 	// applied, and for writing while a worker is registered (its held
@@ -90,9 +90,9 @@ type heldWorker struct {
 }
 
 // NewHolding returns a gate in front of ix; counters may be nil.
-func NewHolding(ix *kvevents.Index, cfg HoldingConfig, counters *metrics.Counters) *Holding {
+func NewHolding(ix *kvevents.Index, cfg HoldingConfig, counters *metrics.Families) *Holding {
 	if counters == nil {
-		counters = &metrics.Counters{}
+		counters = metrics.New()
 	}
 	return &Holding{ix: ix, cfg: cfg.WithDefaults(), counters: counters,
 		registered: map[uint64]struct{}{}, held: map[uint64]*list.Element{}}
@@ -133,7 +133,7 @@ func (h *Holding) Apply(ev kvevents.Event) error {
 		}
 		w.events = append(w.events, ev)
 		w.blocks += cost
-		h.counters.Inc("kv_events.held")
+		h.counters.KVEventsHeld.Inc()
 		return ErrHeld
 	}
 	if cost > h.cfg.MaxBlocksPerWorker {
@@ -146,7 +146,7 @@ func (h *Holding) Apply(ev kvevents.Event) error {
 		evicted += len(w.events)
 	}
 	h.held[id] = h.lru.PushFront(&heldWorker{id: id, events: []kvevents.Event{ev}, blocks: cost})
-	h.counters.Inc("kv_events.held")
+	h.counters.KVEventsHeld.Inc()
 	if evicted > 0 {
 		return h.dropped(evicted, true)
 	}
@@ -156,8 +156,7 @@ func (h *Holding) Apply(ev kvevents.Event) error {
 // dropped counts n dropped events and says whether this message is the
 // sample to dead-letter. h.mu is held.
 func (h *Holding) dropped(n int, held bool) error {
-	h.counters.Add("kv_events.dropped|"+ReasonUnknownWorker, uint64(n))
-	h.counters.Add("kv_events.dropped", uint64(n))
+	h.counters.KVEventsDropped.Add(ReasonUnknownWorker, uint64(n))
 	sample := h.dropMsgs%uint64(h.cfg.SampleEvery) == 0
 	h.dropMsgs++
 	return &UnknownWorkerError{Dropped: n, Held: held, Sample: sample}
@@ -180,12 +179,12 @@ func (h *Holding) Register(id uint64) int {
 		switch err := h.ix.Apply(ev); {
 		case err == nil:
 		case errors.Is(err, kvevents.ErrUnknownParent):
-			h.counters.Inc("kv_events.unknown_parent")
+			h.counters.KVEventsUnknownParent.Inc()
 		default:
-			h.counters.Inc("kv_events.apply_errors")
+			h.counters.KVEventsApplyErrors.Inc()
 		}
 	}
-	h.counters.Add("kv_events.promoted", uint64(len(w.events)))
+	h.counters.KVEventsPromoted.Add(uint64(len(w.events)))
 	return len(w.events)
 }
 

@@ -2,6 +2,7 @@ package hints
 
 import (
 	"errors"
+	"github.com/hintstream/hintstream/internal/metricstest"
 	"testing"
 
 	"github.com/hintstream/hintstream/kvevents"
@@ -33,7 +34,7 @@ func promptTokens(seed uint32, n int) []uint32 {
 // indexed afterwards.
 func TestHoldingFloodThenRegisteredWorker(t *testing.T) {
 	ix := kvevents.NewIndex()
-	c := &metrics.Counters{}
+	c := metrics.New()
 	h := NewHolding(ix, HoldingConfig{}, c)
 	flood := storedPrompt(0, promptTokens(1, 32), 1)
 	samples := 0
@@ -61,7 +62,7 @@ func TestHoldingFloodThenRegisteredWorker(t *testing.T) {
 		t.Fatalf("index tracks %d flood workers, want 0", n)
 	}
 	wantDropped := uint64(100_000 - DefaultHoldingWorkers)
-	if got := c.Get("kv_events.dropped|" + ReasonUnknownWorker); got != wantDropped {
+	if got := metricstest.Get(c, "kv_events.dropped|"+ReasonUnknownWorker); got != wantDropped {
 		t.Fatalf("dropped %d, want %d", got, wantDropped)
 	}
 	if want := int((wantDropped + DefaultHoldingSampleEvery - 1) / DefaultHoldingSampleEvery); samples != want {
@@ -96,7 +97,7 @@ func TestHoldingFloodThenRegisteredWorker(t *testing.T) {
 // leaves takes its blocks along and is held again.
 func TestHoldingPerWorkerCapAndUnregister(t *testing.T) {
 	ix := kvevents.NewIndex()
-	c := &metrics.Counters{}
+	c := metrics.New()
 	h := NewHolding(ix, HoldingConfig{MaxWorkers: 2, MaxBlocksPerWorker: 4}, c)
 	tokens := promptTokens(3, 96) // six blocks
 	first := storedPrompt(9, tokens[:32], 1)

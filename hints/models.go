@@ -20,7 +20,7 @@ func (e *Engine) skipBySubject(m Message) bool {
 	if err != nil || e.keep(id) {
 		return false
 	}
-	e.counters.Inc("kv_events.skipped_model")
+	e.counters.KVEventsSkippedModel.Inc()
 	return true
 }
 
@@ -34,6 +34,6 @@ func (e *Engine) skipByEvents(b KVBatch) bool {
 			return false
 		}
 	}
-	e.counters.Inc("kv_events.skipped_model")
+	e.counters.KVEventsSkippedModel.Inc()
 	return true
 }

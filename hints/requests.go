@@ -33,7 +33,7 @@ func DecodeRequest(lim schemas.Limits, m Message) (req *schemas.RequestEvent, od
 // Request decodes one request event (DecodeRequest) and decides on it
 // (OnRequest); a malformed one is Rejected.
 func (e *Engine) Request(ctx context.Context, d Delivery, m Message) Outcome {
-	e.counters.Inc("requests.received")
+	e.counters.RequestsReceived.Inc()
 	req, odd, err := DecodeRequest(e.d.Limits, m)
 	if err != nil {
 		return Rejected(err)
@@ -58,7 +58,7 @@ func (e *Engine) OnRequest(ctx context.Context, d Delivery, req *schemas.Request
 		if err != nil {
 			// The index must hold the request before it is acked, or a
 			// tool-call response could find nothing to pin.
-			e.counters.Inc("requests.transient_errors")
+			e.counters.RequestsTransientErrors.Inc()
 			e.log.Warn("request not indexed; will redeliver", "request_id", req.RequestID, "err", err)
 			return RetryAfter(time.Second, err)
 		}
@@ -70,17 +70,17 @@ func (e *Engine) OnRequest(ctx context.Context, d Delivery, req *schemas.Request
 	}
 	if odd {
 		// Not silently plain: the frontend meant something (see headers.go).
-		e.counters.Inc("requests.header_unrecognised")
+		e.counters.RequestsHeaderUnrecognised.Inc()
 		e.log.Debug("request header looks like a hint header but is not one",
 			"request_id", req.RequestID, "wakeup", wakeup)
 	}
 	if !wakeup {
 		if !odd {
-			e.counters.Inc("requests.plain")
+			e.counters.RequestsPlain.Inc()
 		}
 		return Done()
 	}
-	e.counters.Inc("requests.wakeup")
+	e.counters.RequestsWakeup.Inc()
 	if e.prefetch(d, req) {
 		return HeldUntilSent()
 	}
@@ -117,12 +117,12 @@ func (e *Engine) prefetch(d Delivery, req *schemas.RequestEvent) bool {
 	}
 	expires := base.Add(e.d.PrefetchTTL)
 	if !e.now().Before(expires) {
-		e.counters.IncLabel("hints.prefetch.skipped", "expired")
+		e.counters.HintsPrefetchSkipped.Inc("expired")
 		return false
 	}
 	cand, err := e.selector.Select(req)
 	if err != nil {
-		e.counters.IncLabel("hints.prefetch.skipped", "no_worker")
+		e.counters.HintsPrefetchSkipped.Inc("no_worker")
 		e.log.Debug("no worker for wake-up", "request_id", req.RequestID, "model", req.Model)
 		return false
 	}
@@ -131,18 +131,18 @@ func (e *Engine) prefetch(d Delivery, req *schemas.RequestEvent) bool {
 		TokenIDs: req.TokenIDs, DpRank: cand.Worker.DpRank, ExpiresAt: expires,
 	})
 	if err != nil {
-		e.counters.IncLabel("hints.prefetch.skipped", "encode")
+		e.counters.HintsPrefetchSkipped.Inc("encode")
 		e.log.Error("encode prefetch", "request_id", req.RequestID, "err", err)
 		return false
 	}
 	err = e.sender.Send(cand.Endpoint, actions.Hint{MessageID: id, Body: body, Deadline: expires,
 		Done: d.Settled})
 	if err != nil {
-		e.counters.IncLabel("hints.prefetch.dropped", actions.DropReason(err))
+		e.counters.HintsPrefetchDropped.Inc(actions.DropReason(err))
 		e.log.Warn("prefetch not queued", "request_id", req.RequestID, "endpoint", cand.Endpoint, "err", err)
 		return false
 	}
-	e.counters.Inc("hints.prefetch.queued")
+	e.counters.HintsPrefetchQueued.Inc()
 	e.recordAffinity(req, cand, expires)
 	e.log.Debug("prefetch queued", "request_id", req.RequestID, "worker_id", cand.Worker.WorkerID,
 		"dp_rank", cand.Worker.DpRank, "overlap_blocks", cand.Overlap, "endpoint", cand.Endpoint)

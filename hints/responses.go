@@ -20,7 +20,7 @@ func DecodeResponse(lim schemas.Limits, m Message) (*schemas.ResponseEvent, erro
 // Response decodes one response event (DecodeResponse) and decides on it
 // (OnResponse); a malformed one is Rejected.
 func (e *Engine) Response(ctx context.Context, d Delivery, m Message) Outcome {
-	e.counters.Inc("responses.received")
+	e.counters.ResponsesReceived.Inc()
 	resp, err := DecodeResponse(e.d.Limits, m)
 	if err != nil {
 		return Rejected(err)

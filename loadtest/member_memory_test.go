@@ -89,7 +89,7 @@ func memberMemory(b *testing.B, bin string, n int) (heap, rss int64) {
 	}
 	fillIndex(b, svc.Index, n)
 	svc.Stop(ctx) // saves the snapshot
-	if svc.Counters.Get("snapshots.saved") != 1 {
+	if svc.Counters.SnapshotsSaved.Value() != 1 {
 		b.Fatal("no snapshot saved")
 	}
 	svc = nil

@@ -96,11 +96,11 @@ func BenchmarkStartup(b *testing.B) {
 	svc.Stop(ctx)
 	_, svc = startup(time.Hour) // same, then saves a snapshot at shutdown
 	svc.Stop(ctx)
-	if svc.Counters.Get("snapshots.saved") != 1 {
+	if svc.Counters.SnapshotsSaved.Value() != 1 {
 		b.Fatal("no snapshot saved")
 	}
 	snap, svc := startup(time.Hour)
-	if svc.Counters.Get("snapshots.loaded") != 1 {
+	if svc.Counters.SnapshotsLoaded.Value() != 1 {
 		b.Fatal("the snapshot was not loaded")
 	}
 	svc.Stop(ctx)

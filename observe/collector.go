@@ -2,7 +2,7 @@ package observe
 
 import (
 	"cmp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,7 +18,9 @@ import (
 // Sources are what the collector reads on each scrape. Every field may be
 // nil: its families are then absent.
 type Sources struct {
-	Counters  *metrics.Counters
+	// Counters are the typed families (metrics.New); the tool-labelled
+	// ones are bounded to TopTools (toplabels.go).
+	Counters  *metrics.Families
 	Index     func() kvevents.Stats
 	Endpoints func() map[string]actions.EndpointStats
 	// Ready answers /readyz; nil means always ready.
@@ -53,35 +55,15 @@ type Sources struct {
 
 const ns = "hintstream_"
 
-// gaugeSpec turns a Counters.Set name into a gauge.
-type gaugeSpec struct {
-	name  string
-	scale float64
-}
-
-// gauges lists the Counters names written with Set, by sanitised name.
-var gauges = map[string]gaugeSpec{
-	"tooltime_expected_ms": {ns + "tooltime_expected_seconds", 1e-3},
-}
-
-// labelNames gives the label of a labelled counter family by sanitised
-// name prefix; "reason" otherwise.
-var labelNames = []struct{ prefix, label string }{
-	{"tooltime_", "tool"},
-	{"kv_events_applied", "kind"},
-	{"pins_expected_from", "source"},
-}
-
 type collector struct {
-	src   Sources
-	fixed map[string]bool // fixed family names, which counters may not take
+	src Sources
 
 	indexBlocks, indexWorkers, indexStale, indexHashes *prometheus.Desc
 	indexCounters                                      []indexCounter
 
 	sent, retried, released, dropped, queueDepth, sendSeconds, sendMax *prometheus.Desc
 
-	pending, latency *prometheus.Desc
+	pending, latency, ready *prometheus.Desc
 
 	budget budgetDescs
 }
@@ -92,12 +74,11 @@ type indexCounter struct {
 }
 
 // NewCollector returns a Collector of the sources' metrics (see the
-// package doc for the mapping). It is unchecked: the counter families are
-// known only at scrape time, so Describe sends nothing.
+// package doc). It is unchecked: the tool label values are known only at
+// scrape time, so Describe sends nothing.
 func NewCollector(s Sources) prometheus.Collector {
-	c := &collector{src: s, fixed: map[string]bool{}}
+	c := &collector{src: s}
 	d := func(name, help string, labels ...string) *prometheus.Desc {
-		c.fixed[ns+name] = true
 		return prometheus.NewDesc(ns+name, help, labels, nil)
 	}
 	c.indexBlocks = d("index_blocks", "(worker, block) pairs indexed, by storage tier.", "tier")
@@ -127,6 +108,7 @@ func NewCollector(s Sources) prometheus.Collector {
 	c.sendMax = d("hint_send_max_seconds", "Longest time from enqueuing a hint to ZeroMQ accepting it.", "endpoint")
 	c.latency = d("hint_latency_seconds", "Time from enqueuing a hint to ZeroMQ accepting it.", "endpoint")
 	c.pending = d("consumer_pending", "Messages pending for a JetStream consumer.", "consumer")
+	c.ready = d("ready", "1 once the instance has caught up and answers /readyz with 200, 0 before.")
 	c.budget = newBudgetDescs(d)
 	return c
 }
@@ -164,15 +146,35 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if c.src.Budget != nil {
 		c.budget.collect(ch, c.src.Budget())
 	}
+	if c.src.Ready != nil {
+		v := 0.0
+		if c.src.Ready() {
+			v = 1
+		}
+		emit(ch, c.ready, prometheus.GaugeValue, v)
+	}
 }
 
+// collectEndpoints exports every endpoint's stats, every drop reason at 0
+// until it happens. Before the first endpoint, the families exist at 0
+// for endpoint="departed" (actions.DepartedEndpoint), which is where a
+// forgotten endpoint's counts go anyway.
 func (c *collector) collectEndpoints(ch chan<- prometheus.Metric) {
-	for ep, st := range c.src.Endpoints() {
+	eps := c.src.Endpoints()
+	if len(eps) == 0 {
+		eps = map[string]actions.EndpointStats{actions.DepartedEndpoint: {}}
+	}
+	for ep, st := range eps {
 		emit(ch, c.sent, prometheus.CounterValue, float64(st.Sent), ep)
 		emit(ch, c.retried, prometheus.CounterValue, float64(st.Retried), ep)
 		emit(ch, c.released, prometheus.CounterValue, float64(st.Released), ep)
+		for _, reason := range actions.DropReasons() {
+			emit(ch, c.dropped, prometheus.CounterValue, float64(st.Dropped[reason]), ep, reason)
+		}
 		for reason, n := range st.Dropped {
-			emit(ch, c.dropped, prometheus.CounterValue, float64(n), ep, reason)
+			if !slices.Contains(actions.DropReasons(), reason) {
+				emit(ch, c.dropped, prometheus.CounterValue, float64(n), ep, reason)
+			}
 		}
 		emit(ch, c.queueDepth, prometheus.GaugeValue, float64(st.QueueDepth), ep)
 		m, err := prometheus.NewConstSummary(c.sendSeconds, st.LatencyCount, st.LatencySum.Seconds(), nil, label(ep)...)
@@ -181,94 +183,40 @@ func (c *collector) collectEndpoints(ch chan<- prometheus.Metric) {
 	}
 }
 
-// family gathers the counters that map to one metric name.
+// family is one tool-labelled family being bounded (toplabels.go).
 type family struct {
-	help     string
+	desc     *prometheus.Desc
 	label    string
 	gauge    bool
-	scale    float64
-	total    uint64
-	hasTotal bool
-	labelled map[string]uint64
+	labelled map[string]float64
 }
 
+// collectCounters sends the typed families, the tool-labelled ones
+// bounded to the top tools.
 func (c *collector) collectCounters(ch chan<- prometheus.Metric) {
-	snap := c.src.Counters.Snapshot("")
-	names := make([]string, 0, len(snap))
-	for k := range snap {
-		names = append(names, k)
+	m := c.src.Counters
+	for _, col := range m.Collectors() {
+		col.Collect(ch)
 	}
-	sort.Strings(names) // the first name of a family gives its help text
 	fams := map[string]*family{}
-	for _, k := range names {
-		base, lv, labelled := strings.Cut(k, "|")
-		san := sanitize(base)
-		if san == "" {
-			continue
-		}
-		f := c.familyOf(fams, base, san)
-		if labelled {
-			f.labelled[strings.ToValidUTF8(lv, "\uFFFD")] += snap[k]
-		} else {
-			f.total += snap[k]
-			f.hasTotal = true
-		}
+	obs := map[string]float64{}
+	for tool, n := range m.ToolObserved.Values() {
+		obs[tool] = float64(n)
 	}
+	fams[m.ToolObserved.Name()] = &family{label: m.ToolObserved.Label(), labelled: obs,
+		desc: prometheus.NewDesc(m.ToolObserved.Name(), m.ToolObserved.Help(), []string{m.ToolObserved.Label()}, nil)}
+	fams[m.ToolExpected.Name()] = &family{label: m.ToolExpected.Label(), gauge: true, labelled: m.ToolExpected.Values(),
+		desc: prometheus.NewDesc(m.ToolExpected.Name(), m.ToolExpected.Help(), []string{m.ToolExpected.Label()}, nil)}
 	boundTools(fams, cmp.Or(max(c.src.TopTools, 0), DefaultTopTools))
-	for name, f := range fams {
-		vt, scale := prometheus.CounterValue, 1.0
+	for _, f := range fams {
+		vt := prometheus.CounterValue
 		if f.gauge {
-			vt, scale = prometheus.GaugeValue, f.scale
+			vt = prometheus.GaugeValue
 		}
-		if len(f.labelled) == 0 {
-			emit(ch, prometheus.NewDesc(name, f.help, nil, nil), vt, float64(f.total)*scale)
-			continue
-		}
-		desc := prometheus.NewDesc(name, f.help, []string{f.label}, nil)
 		for lv, v := range f.labelled {
-			emit(ch, desc, vt, float64(v)*scale, lv)
+			emit(ch, f.desc, vt, v, lv)
 		}
 	}
-}
-
-func (c *collector) familyOf(fams map[string]*family, base, san string) *family {
-	var name string
-	g, isGauge := gauges[san]
-	switch {
-	case isGauge:
-		name = g.name
-	case c.fixed[ns+san+"_total"]:
-		name = ns + "counters_" + san + "_total"
-	default:
-		name = ns + san + "_total"
-	}
-	if f := fams[name]; f != nil {
-		return f
-	}
-	f := &family{label: "reason", labelled: map[string]uint64{}, gauge: isGauge, scale: g.scale}
-	f.help = "hintstream counter " + strings.ToValidUTF8(base, "\uFFFD") + "."
-	if isGauge {
-		f.help = "hintstream gauge " + strings.ToValidUTF8(base, "\uFFFD") + "."
-	}
-	for _, l := range labelNames {
-		if strings.HasPrefix(san, l.prefix) {
-			f.label = l.label
-			break
-		}
-	}
-	fams[name] = f
-	return f
-}
-
-// sanitize maps a dotted counter name to a metric name fragment.
-func sanitize(s string) string {
-	b := []byte(s)
-	for i, r := range b {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
-			b[i] = '_'
-		}
-	}
-	return string(b)
 }
 
 func label(vs ...string) []string {

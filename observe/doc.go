@@ -4,32 +4,18 @@
 //
 // The metrics are read from the sources on each scrape (see Sources and
 // NewCollector): nothing is counted twice, and a scrape costs one pass
-// over the counters and the stats snapshots.
+// over the typed families and the stats snapshots.
 //
-// Mapping of the in-process counters (metrics.Counters):
-//
-//	"a.b.c"        → hintstream_a_b_c_total                 counter
-//	"a.b.c|x"      → hintstream_a_b_c_total{reason="x"}     counter
-//	"tooltime.*|x"          label tool
-//	"kv_events.applied|x"   label kind
-//	"pins.expected_from|x"  label source
-//	"tooltime.expected_ms|x" → hintstream_tooltime_expected_seconds{tool="x"} gauge (ms → s)
-//
-// Families labelled tool keep only the Sources.TopTools (default
-// DefaultTopTools) most observed tools; the others' counts go to
-// tool="other" and their gauges are left out (toplabels.go). The
-// consumers label only the tools the tool-time learner tracks
-// (tooltime.Learner.Label), so the counters themselves stay bounded.
-//
-// Characters outside [a-zA-Z0-9_] in a name become '_'. A family holds
-// either labelled series or one unlabelled series, never both: when any
-// "name|label" counter exists, the unlabelled "name" total is left out,
-// because Counters.IncLabel keeps it equal to the sum of the labelled
-// ones (sum() in PromQL gives it back). A counter whose name would clash
-// with one of the fixed families below is exported as
-// hintstream_counters_<name>_total instead. Names set with Counters.Set
-// are gauges only when listed in the gauge table (tooltime.expected_ms);
-// any other name is exported as a counter.
+// The counters are metrics.Families: typed families defined once in
+// package metrics, each with its HELP text and its known label values at
+// 0 from start-up. They are exported as they are, but for the families
+// labelled tool (hintstream_tooltime_observed_total and the gauge
+// hintstream_tooltime_expected_seconds), which keep only the
+// Sources.TopTools (default DefaultTopTools) most observed tools; the
+// others' counts go to tool="other" and their gauges are left out
+// (toplabels.go). The consumers label only the tools the tool-time
+// learner tracks (tooltime.Learner.Label), so the counters themselves
+// stay bounded.
 //
 // Fixed families (each only when its source is set):
 //
@@ -39,7 +25,7 @@
 //	hintstream_hints_sent_total{endpoint}                  counter
 //	hintstream_hints_retried_total{endpoint}               counter
 //	hintstream_hints_released_early_total{endpoint}        counter
-//	hintstream_hints_dropped_total{endpoint,reason}        counter
+//	hintstream_hints_dropped_total{endpoint,reason}        counter (every actions.DropReasons at 0)
 //	hintstream_sender_queue_depth{endpoint}                gauge
 //	hintstream_hint_send_seconds{endpoint}                 summary (count and sum only)
 //	hintstream_hint_send_max_seconds{endpoint}             gauge
@@ -47,8 +33,10 @@
 //	hintstream_consumer_pending{consumer}                  gauge
 //	hintstream_senders_open, _senders_max                  gauge (Sources.Budget, the socket budget)
 //	hintstream_senders_evicted_total, _idle_closed_total   counter
+//	hintstream_ready                                       gauge 1/0 (Sources.Ready, as /readyz)
 //
-// Endpoint labels come from the pool's stats, which forget an endpoint
+// Before the pool has seen an endpoint, the endpoint families exist at 0
+// for endpoint="departed". Endpoint labels come from the pool's stats, which forget an endpoint
 // once no registered worker lists it (actions.Pool.Forget), adding its
 // counts to endpoint="departed" (actions.DepartedEndpoint).
 //

@@ -40,30 +40,29 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{}
-	c := new(metrics.Counters)
+	c := metrics.New()
 	for range 5 {
-		c.Inc("requests.received")
+		c.RequestsReceived.Inc()
 	}
-	c.IncLabel("requests.malformed", "missing request_id")
-	c.IncLabel("requests.malformed", "missing request_id")
-	c.Inc("requests.wakeup")
-	c.Inc("requests.plain")
-	c.IncLabel("hints.prefetch.skipped", "no_worker")
-	c.IncLabel("hints.prefetch.dropped", "queue_full")
-	c.Inc("hints.prefetch.queued")
-	c.IncLabel("hints.pin.dropped", "expired")
-	c.Inc("responses.received")
-	c.IncLabel("responses.malformed", "bad json")
-	c.Inc("kv_events.received")
-	c.Inc("kv_events.applied|stored")
-	c.Inc("kv_events.applied|stored")
-	c.Inc("kv_events.applied|removed")
-	c.IncLabel("kv_events.malformed", "invalid event")
-	c.Set("tooltime.expected_ms|search", 9000)
-	c.Set("tooltime.expected_ms|search", 4000)
-	c.Inc("tooltime.observed|search")
-	c.Inc("pins.expected_from|learned")
-	c.Inc("hints.sent") // clashes with the pool's family
+	c.RequestsMalformed.Inc("missing request_id")
+	c.RequestsMalformed.Inc("missing request_id")
+	c.RequestsWakeup.Inc()
+	c.RequestsPlain.Inc()
+	c.HintsPrefetchSkipped.Inc("no_worker")
+	c.HintsPrefetchDropped.Inc("queue_full")
+	c.HintsPrefetchQueued.Inc()
+	c.HintsPinDropped.Inc("expired")
+	c.ResponsesReceived.Inc()
+	c.ResponsesMalformed.Inc("bad json")
+	c.KVEventsReceived.Inc()
+	c.KVEventsApplied.Inc("stored")
+	c.KVEventsApplied.Inc("stored")
+	c.KVEventsApplied.Inc("removed")
+	c.KVEventsMalformed.Inc("invalid event")
+	c.ToolExpected.Set("search", 9)
+	c.ToolExpected.Set("search", 4)
+	c.ToolObserved.Inc("search")
+	c.PinsExpectedFrom.Inc("learned")
 	f.src.Counters = c
 
 	ix := kvevents.NewIndex()
@@ -232,7 +231,6 @@ func TestMetricsEndpoint(t *testing.T) {
 		{"hintstream_tooltime_expected_seconds", G, []string{"tool", "search"}, 4},
 		{"hintstream_tooltime_observed_total", C, []string{"tool", "search"}, 1},
 		{"hintstream_pins_expected_from_total", C, []string{"source", "learned"}, 1},
-		{"hintstream_counters_hints_sent_total", C, nil, 1},
 		{"hintstream_index_blocks", G, []string{"tier", "device"}, 3},
 		{"hintstream_index_blocks", G, []string{"tier", "other"}, 1},
 		{"hintstream_index_workers", G, nil, 2},
@@ -355,7 +353,7 @@ func TestCloseLeaksNoGoroutine(t *testing.T) {
 	if s := serverStacks(); s != "" {
 		t.Fatalf("server goroutines before the test:\n%s", s)
 	}
-	srv, err := Start(Options{Addr: "127.0.0.1:0", Pprof: true}, Sources{Counters: new(metrics.Counters)})
+	srv, err := Start(Options{Addr: "127.0.0.1:0", Pprof: true}, Sources{Counters: metrics.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,19 +406,14 @@ func TestCollectorNilSources(t *testing.T) {
 	}
 }
 
-// Odd counter names from any writer must give a valid exposition.
-func TestCollectorOddNames(t *testing.T) {
-	c := new(metrics.Counters)
-	c.Inc("weird-name.x")
-	c.Inc("weird_name.x") // sanitises to the same family: summed
-	c.Inc("bad.utf8|\xff\xfe")
-	c.Inc("|orphan")
-	c.Inc("")
-	c.Inc("ends.with|")
-	c.Inc("mixed")
-	c.IncLabel("mixed", "r")
-	c.Inc("index.gaps") // clashes with the index family
-	c.Set("tooltime.expected_ms", 1500)
+// Label values from input that are not valid UTF-8 must give a valid
+// exposition, and a labelled family carries no unlabelled total.
+func TestCollectorOddLabels(t *testing.T) {
+	c := metrics.New()
+	c.RequestsMalformed.Inc("\xff\xfe")
+	c.RequestsMalformed.Inc("")
+	c.ToolObserved.Inc("search")
+	c.ToolExpected.Set("search", 1.5)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(Sources{Counters: c}))
 	fams, err := reg.Gather()
@@ -431,19 +424,32 @@ func TestCollectorOddNames(t *testing.T) {
 	for _, mf := range fams {
 		got[mf.GetName()] = mf
 	}
-	if v := got["hintstream_weird_name_x_total"].GetMetric()[0].GetCounter().GetValue(); v != 2 {
-		t.Errorf("merged family = %v, want 2", v)
+	bad := 0.0
+	for _, m := range got["hintstream_requests_malformed_total"].GetMetric() {
+		if len(m.Label) != 1 {
+			t.Errorf("malformed family series %v", m.Label)
+		}
+		if m.Label[0].GetValue() == "\uFFFD" {
+			bad = m.GetCounter().GetValue()
+		}
 	}
-	if l := got["hintstream_bad_utf8_total"].GetMetric()[0].GetLabel()[0].GetValue(); l != "\uFFFD" {
-		t.Errorf("invalid UTF-8 label became %q", l)
-	}
-	if m := got["hintstream_mixed_total"].GetMetric(); len(m) != 1 || len(m[0].Label) != 1 {
-		t.Errorf("mixed family: %v", m)
-	}
-	if got["hintstream_counters_index_gaps_total"] == nil || got["hintstream_index_gaps_total"] != nil {
-		t.Error("a counter clashing with the index family was not renamed")
+	if bad != 1 {
+		t.Errorf("invalid UTF-8 label counted %v under U+FFFD", bad)
 	}
 	if v := got["hintstream_tooltime_expected_seconds"].GetMetric()[0].GetGauge().GetValue(); v != 1.5 {
-		t.Errorf("unlabelled tool time = %v, want 1.5", v)
+		t.Errorf("tool time = %v, want 1.5", v)
+	}
+}
+
+// hintstream_ready follows Sources.Ready, as /readyz does.
+func TestReadyGauge(t *testing.T) {
+	var ready atomic.Bool
+	c := NewCollector(Sources{Ready: ready.Load})
+	if v := testutil.ToFloat64(c); v != 0 {
+		t.Errorf("hintstream_ready = %v before ready", v)
+	}
+	ready.Store(true)
+	if v := testutil.ToFloat64(c); v != 1 {
+		t.Errorf("hintstream_ready = %v once ready", v)
 	}
 }

@@ -34,7 +34,7 @@ func boundTools(fams map[string]*family, n int) {
 	if f := fams[observedFamily]; f != nil {
 		type tv struct {
 			tool string
-			n    uint64
+			n    float64
 		}
 		ranked := make([]tv, 0, len(f.labelled))
 		for tool, v := range f.labelled {

@@ -74,7 +74,7 @@ type Pinning struct {
 	// RenewRate is the renewal budget of RunRenewals, renewals/s; 0:
 	// DefaultPinRenewRate (see renew_async.go).
 	RenewRate float64
-	Counters  *metrics.Counters
+	Counters  *metrics.Families
 	Log       *slog.Logger
 	Now       func() time.Time
 
@@ -90,7 +90,7 @@ type Deps struct {
 	Slots    SlotStore
 	Workers  WorkerLookup
 	Sender   actions.Sender
-	Counters *metrics.Counters
+	Counters *metrics.Families
 	Log      *slog.Logger
 	Now      func() time.Time
 }
@@ -141,7 +141,7 @@ func (p *Pinning) OnRequest(ctx context.Context, seq uint64, at time.Time, req *
 	}
 	if err := p.Index.Put(ctx, req, e); isBucketFull(err) {
 		// Not retried: it would stay full. Its response goes unpinned.
-		p.Counters.Inc("pins.request_index_full")
+		p.Counters.PinsRequestIndexFull.Inc()
 	} else if err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ func (p *Pinning) OnRequest(ctx context.Context, seq uint64, at time.Time, req *
 	}
 	for _, tool := range tools {
 		if !p.Learner.Observe(tool, gap) {
-			p.Counters.Inc("tooltime.discarded")
+			p.Counters.ToolDiscarded.Inc()
 			continue
 		}
 		// Exposed per tracked tool (a bounded set, see Learner.Label): what
@@ -170,9 +170,9 @@ func (p *Pinning) OnRequest(ctx context.Context, seq uint64, at time.Time, req *
 		label := p.Learner.Label(tool)
 		if label != tooltime.Other {
 			d, _ := p.Learner.Expected([]string{tool})
-			p.Counters.Set("tooltime.expected_ms|"+label, uint64(d.Milliseconds()))
+			p.Counters.ToolExpected.Set(label, float64(d.Milliseconds())/1000)
 		}
-		p.Counters.Inc("tooltime.observed|" + label)
+		p.Counters.ToolObserved.Inc(label)
 	}
 	if p.ReleaseOnNextTurn && p.now().Before(time.UnixMilli(rec.ExpiresAtMs)) {
 		p.send(actions.Pin{Trigger: rec.Trigger, Slot: rec.Slot}, "release", time.Second, nil)
@@ -218,13 +218,13 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 	e, err := p.Index.Entry(ctx, resp.RequestID)
 	switch {
 	case errors.Is(err, ErrRequestNotFound) && !toolCall:
-		p.Counters.Inc("responses.no_pin")
+		p.Counters.ResponsesNoPin.Inc()
 		return false, nil // nothing announced a tool call; nothing to wait for
 	case err != nil:
 		return false, p.retryOrSkip(a, resp, err)
 	}
 	if !toolCall && e.SimToolMs == 0 {
-		p.Counters.Inc("responses.no_pin")
+		p.Counters.ResponsesNoPin.Inc()
 		return false, nil
 	}
 	// Reading the request back is a stream round trip: tell the transport
@@ -259,7 +259,7 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 	if e.SimToolMs <= 1 {
 		var src tooltime.Source
 		expected, src = p.Learner.Expected(tools)
-		p.Counters.Inc("pins.expected_from|" + src.String())
+		p.Counters.PinsExpectedFrom.Inc(src.String())
 	}
 	ttl := p.TTL.TTL(expected)
 	pageTokens := len(tokens) / int(w.ObjectLayout.PageSize) * int(w.ObjectLayout.PageSize)
@@ -281,7 +281,7 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		rev, err := p.putSlot(ctx, session, rec)
 		if err != nil {
 			if isBucketFull(err) {
-				p.Counters.Inc("pins.slots_full")
+				p.Counters.PinsSlotsFull.Inc()
 			}
 			p.Log.Warn("pin slot not recorded", "session", session, "err", err)
 		} else if queued {
@@ -296,7 +296,7 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 // response: nil).
 func (p *Pinning) retryOrSkip(a Arrival, resp *schemas.ResponseEvent, err error) error {
 	if !a.Unknown && a.Delivered < 5 {
-		p.Counters.Inc("responses.retried")
+		p.Counters.ResponsesRetried.Inc()
 		return fmt.Errorf("%w: %w", ErrNotYet, err)
 	}
 	p.skip("request_not_found", resp)
@@ -305,7 +305,7 @@ func (p *Pinning) retryOrSkip(a Arrival, resp *schemas.ResponseEvent, err error)
 }
 
 func (p *Pinning) skip(reason string, resp *schemas.ResponseEvent) {
-	p.Counters.IncLabel("hints.pin.skipped", reason)
+	p.Counters.HintsPinSkipped.Inc(reason)
 	p.Log.Debug("no pin", "request_id", resp.RequestID, "reason", reason)
 }
 
@@ -316,17 +316,19 @@ func (p *Pinning) send(pin actions.Pin, what string, deadline time.Duration, set
 		body, err = actions.EncodeEnvelope(env)
 	}
 	if err != nil {
-		p.Counters.IncLabel("hints.pin.skipped", "encode")
+		p.Counters.HintsPinSkipped.Inc("encode")
 		p.Log.Error("encode pin", "trigger", pin.Trigger, "err", err)
 		return false
 	}
 	if err := p.Sender.Send(p.Endpoint, actions.Hint{MessageID: env.MessageID, Body: body,
 		Deadline: p.now().Add(deadline), Done: settled}); err != nil {
-		p.Counters.IncLabel("hints."+what+".dropped", actions.DropReason(err))
+		_, dropped := p.Counters.Hint(what)
+		dropped.Inc(actions.DropReason(err))
 		p.Log.Warn(what+" not queued", "trigger", pin.Trigger, "err", err)
 		return false
 	}
-	p.Counters.Inc("hints." + what + ".queued")
+	queued, _ := p.Counters.Hint(what)
+	queued.Inc()
 	p.Log.Debug(what+" queued", "trigger", pin.Trigger, "slot", pin.Slot, "keys", len(pin.Keys),
 		"ttl", pin.TTL, "priority", pin.Priority)
 	return true

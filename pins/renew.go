@@ -139,7 +139,7 @@ func (p *Pinning) Tick(ctx context.Context, at time.Time) {
 func (p *Pinning) renewOne(ctx context.Context, x *renewal, now time.Time) bool {
 	left := x.completed.Add(p.RenewMax).Sub(now)
 	if left <= 0 {
-		p.Counters.Inc("pins.renewal_ended")
+		p.Counters.PinsRenewalEnded.Inc()
 		return false
 	}
 	expected, _ := p.Learner.Expected(x.tools)

@@ -143,7 +143,7 @@ func (p *Pinning) takeDue(n int) (batch []*renewal, now time.Time, more bool) {
 		}
 		x := heap.Pop(&r.q).(*renewal)
 		if !x.expires.IsZero() && !now.Before(x.expires) {
-			p.Counters.IncLabel("pins.renewal_skipped", "budget")
+			p.Counters.PinsRenewalSkipped.Inc("budget")
 			continue
 		}
 		batch = append(batch, x)
@@ -163,7 +163,7 @@ func (p *Pinning) renewBatch(ctx context.Context, batch []*renewal, now time.Tim
 	for _, x := range batch {
 		left := x.completed.Add(p.RenewMax).Sub(now)
 		if left <= 0 {
-			p.Counters.Inc("pins.renewal_ended")
+			p.Counters.PinsRenewalEnded.Inc()
 			continue
 		}
 		expected, _ := p.Learner.Expected(x.tools)
@@ -194,7 +194,7 @@ func (p *Pinning) renewBatch(ctx context.Context, batch []*renewal, now time.Tim
 			// Try again shortly rather than renew a slot that may have
 			// been released.
 			p.Log.Debug("pin renewal not recorded", "session", j.x.session, "err", res[i].Err)
-			p.Counters.Inc("pins.renewal_errors")
+			p.Counters.PinsRenewalErrors.Inc()
 			j.x.due = now.Add(time.Second)
 			again = append(again, j.x)
 		case !res[i].OK: // the next turn (or a newer pin) took the slot

@@ -43,7 +43,7 @@ func asyncPins(t *testing.T, rate float64, opts ...BucketOption) (*Pinning, *fak
 	clock := &fakeClock{t: time.Now()}
 	p := &Pinning{Endpoint: ep, Slots: slots, Learner: tooltime.New(tooltime.DefaultConfig()),
 		TTL: actions.DefaultTTLConfig(), Sender: pool, RenewMax: time.Hour, RenewRate: rate,
-		Counters: &metrics.Counters{}, Log: discard(), Now: clock.now}
+		Counters: metrics.New(), Log: discard(), Now: clock.now}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := p.RunRenewals(ctx)
 	t.Cleanup(func() { cancel(); <-done })
@@ -81,19 +81,19 @@ func TestRenewalsWithinBudget(t *testing.T) {
 	if d := time.Since(start); d > 50*time.Millisecond {
 		t.Fatalf("Tick took %v with %d renewals due: it renewed inline", d, n)
 	}
-	natstest.Eventually(t, 10*time.Second, func() bool { return p.Counters.Get("hints.renew.queued") >= rate },
+	natstest.Eventually(t, 10*time.Second, func() bool { return p.Counters.HintsRenewQueued.Value() >= rate },
 		"%d renewals", rate)
 	clock.add(6 * time.Second) // past every first pin's expiry
 	natstest.Eventually(t, 10*time.Second, func() bool {
-		return p.Counters.Get("hints.renew.queued")+p.Counters.Get("pins.renewal_skipped|budget") == n
+		return p.Counters.HintsRenewQueued.Value()+p.Counters.PinsRenewalSkipped.Value("budget") == n
 	}, "every due renewal renewed or skipped: renewed %d, skipped %d",
-		p.Counters.Get("hints.renew.queued"), p.Counters.Get("pins.renewal_skipped|budget"))
-	renewed := p.Counters.Get("hints.renew.queued")
+		p.Counters.HintsRenewQueued.Value(), p.Counters.PinsRenewalSkipped.Value("budget"))
+	renewed := p.Counters.HintsRenewQueued.Value()
 	// The budget: rate per second of wall time (and a burst of a tenth).
 	if limit := uint64(rate*time.Since(start).Seconds() + rate/10 + 1); renewed > limit {
 		t.Fatalf("%d renewals in %v, over the budget of %d", renewed, time.Since(start), limit)
 	}
-	if skipped := p.Counters.Get("pins.renewal_skipped|budget"); skipped < n/2 {
+	if skipped := p.Counters.PinsRenewalSkipped.Value("budget"); skipped < n/2 {
 		t.Fatalf("%d skipped for budget, want most of the %d beyond it", skipped, n-rate)
 	}
 	// The renewed ones stay queued, the skipped ones are gone.

@@ -125,7 +125,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 	}()
 	worker := schemas.WorkerRecord{WorkerID: 1, Model: "m", KvBlockSize: 16, HintEndpoints: []string{hintEP},
 		ObjectLayout: layout16()}
-	counters := &metrics.Counters{}
+	counters := metrics.New()
 	eng, err := hints.NewEngine(hints.Decisions{PrefetchTTL: time.Minute}, hints.EngineDeps{Index: kvevents.NewIndex(),
 		Workers: staticWorkers{worker}, Sender: pool, Counters: counters, Log: discard(),
 		Pins: &pins.Deps{Endpoint: pinEP, Index: idx, Slots: slots, Workers: workerMap{1: worker}}})
@@ -166,7 +166,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 		}
 	}
 	<-js.PublishAsyncComplete()
-	natstest.Eventually(b, time.Minute, func() bool { return counters.Get("requests.plain") >= responses }, "requests indexed")
+	natstest.Eventually(b, time.Minute, func() bool { return counters.RequestsPlain.Value() >= responses }, "requests indexed")
 
 	// The pinned sessions: a live slot each (its revision known, as
 	// onResponse knows it), and a renewal due now.
@@ -240,7 +240,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 			}
 		}
 	}()
-	natstest.Eventually(b, 4*time.Minute, func() bool { return counters.Get("hints.pin.queued") >= responses },
+	natstest.Eventually(b, 4*time.Minute, func() bool { return counters.HintsPinQueued.Value() >= responses },
 		"every response pinned")
 	elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
 	close(stopWake)
@@ -272,7 +272,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 	p99 := ls[min(len(ls)-1, len(ls)*99/100)]
 	b.Logf("pinned=%d inline=%v rate=%v: %d responses in %v (cpu %v), %d of %d wake-ups hinted, p50 %v p99 %v, renewed %d, skipped %d",
 		pinned, inline, p.RenewRateInUse(), responses, elapsed.Round(time.Millisecond), cpu.Round(time.Millisecond), len(ls), sent, ls[len(ls)/2], p99,
-		counters.Get("hints.renew.queued"), counters.Get("pins.renewal_skipped|budget"))
+		counters.HintsRenewQueued.Value(), counters.PinsRenewalSkipped.Value("budget"))
 	return float64(responses) / elapsed.Seconds(), p99, cpu / responses
 }
 

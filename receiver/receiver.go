@@ -46,7 +46,7 @@ type options struct {
 	window      int
 	curveSecret string
 	now         func() time.Time
-	counters    *metrics.Counters
+	counters    *metrics.Receiver
 	log         *slog.Logger
 }
 
@@ -87,10 +87,9 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
-// WithCounters counts into c (default a fresh set, see Counters):
-// receiver.received, receiver.invalid, receiver.duplicate,
-// receiver.expired, receiver.unknown_action and receiver.delivered|<type>.
-func WithCounters(c *metrics.Counters) Option {
+// WithCounters counts into c (default metrics.NewReceiver(), see
+// Counters).
+func WithCounters(c *metrics.Receiver) Option {
 	return func(o *options) error {
 		if c == nil {
 			return fmt.Errorf("%w: nil counters", ErrInvalidOption)
@@ -124,7 +123,7 @@ type Receiver struct {
 // New binds a PULL socket at bind ("tcp://127.0.0.1:*" picks a free
 // port; Endpoint tells which) and returns a Receiver that Run serves.
 func New(bind string, h Handler, opts ...Option) (*Receiver, error) {
-	o := options{window: DefaultDedupWindow, now: time.Now, counters: &metrics.Counters{}, log: slog.Default()}
+	o := options{window: DefaultDedupWindow, now: time.Now, counters: metrics.NewReceiver(), log: slog.Default()}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -178,7 +177,7 @@ func configure(sock *zmq.Socket, o options) error {
 func (r *Receiver) Endpoint() string { return r.endpoint }
 
 // Counters are the receiver's counters (see WithCounters).
-func (r *Receiver) Counters() *metrics.Counters { return r.o.counters }
+func (r *Receiver) Counters() *metrics.Receiver { return r.o.counters }
 
 // Run receives until ctx ends, then closes the socket and returns nil. A
 // message that is not a valid envelope is counted and logged, never fatal.
@@ -208,15 +207,15 @@ func (r *Receiver) Close() { r.close.Do(func() { r.sock.Close() }) }
 // owns its own socket calls it directly.
 func (r *Receiver) Handle(ctx context.Context, b []byte) {
 	c := r.o.counters
-	c.Inc("receiver.received")
+	c.Received.Inc()
 	env, err := Decode(b)
 	if err != nil {
-		c.Inc("receiver.invalid")
+		c.Invalid.Inc()
 		r.o.log.Warn("hint rejected", "endpoint", r.endpoint, "err", err)
 		return
 	}
 	if !r.seen.add(env.MessageID) {
-		c.Inc("receiver.duplicate")
+		c.Duplicate.Inc()
 		return
 	}
 	now := r.o.now().UnixMilli()
@@ -224,14 +223,14 @@ func (r *Receiver) Handle(ctx context.Context, b []byte) {
 		switch {
 		case a.Prefetch != nil:
 			if a.Prefetch.ExpiresAtMs != 0 && a.Prefetch.ExpiresAtMs <= now {
-				c.Inc("receiver.expired")
+				c.Expired.Inc()
 				continue
 			}
 		case a.Pin == nil:
-			c.Inc("receiver.unknown_action")
+			c.UnknownAction.Inc()
 			continue
 		}
-		c.Inc("receiver.delivered|" + a.Type)
+		c.Delivered.Inc(a.Type)
 		r.handler(ctx, Hint{Endpoint: r.endpoint, MessageID: env.MessageID, Action: a})
 	}
 }

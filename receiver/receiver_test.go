@@ -99,7 +99,7 @@ func TestReceivesTheRealSender(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	natstest.Eventually(t, 10*time.Second, func() bool { return len(c.hints()) >= 3 && r.Counters().Get("receiver.duplicate") == 1 },
+	natstest.Eventually(t, 10*time.Second, func() bool { return len(c.hints()) >= 3 && r.Counters().Duplicate.Value() == 1 },
 		"three hints and one duplicate")
 	got := c.hints()
 	if len(got) != 3 {
@@ -129,7 +129,7 @@ func TestExpiredPrefetchDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	natstest.Eventually(t, 10*time.Second, func() bool { return len(c.hints()) == 1 }, "the pin")
-	natstest.Eventually(t, 10*time.Second, func() bool { return r.Counters().Get("receiver.expired") == 1 }, "the prefetch counted expired")
+	natstest.Eventually(t, 10*time.Second, func() bool { return r.Counters().Expired.Value() == 1 }, "the prefetch counted expired")
 	if c.hints()[0].Pin == nil {
 		t.Fatal("the expired prefetch was delivered")
 	}

@@ -84,7 +84,8 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	if err := o.Decisions.Validate(); err != nil {
 		return Summary{}, err
 	}
-	counters := &metrics.Counters{}
+	counters := metrics.New()
+	events := map[string]uint64{} // replayed, by kind
 	clock := &eventClock{}
 	ix := o.NewIndex(o.Logger)
 	// KV events pass the live run's holding area; the registry's current
@@ -168,7 +169,7 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 		} else {
 			d.Unknown = errNoMetadata
 		}
-		counters.Inc("events." + next.kind)
+		events[next.kind]++
 		handlers[next.kind](ctx, d, hints.Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
 		done++
 		if first.IsZero() && md != nil {
@@ -183,7 +184,7 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	if o.Progress != nil {
 		fmt.Fprintf(o.Progress, "\rreplay: %d events done%20s\n", done, "")
 	}
-	return summarize(counters), nil
+	return summarize(events, counters), nil
 }
 
 // bar draws how far at is from first to end.
@@ -212,15 +213,15 @@ var errNoMetadata = errors.New("replay: message metadata unreadable")
 
 // applied runs a state event's decisions and counts its failure as the
 // live state consumer does.
-func applied(apply func(hints.Message) error, counters *metrics.Counters, kind string) func(context.Context, hints.Delivery, hints.Message) {
+func applied(apply func(hints.Message) error, counters *metrics.Families, kind string) func(context.Context, hints.Delivery, hints.Message) {
 	return func(_ context.Context, _ hints.Delivery, m hints.Message) {
 		if err := apply(m); err != nil {
 			var de *schemas.DecodeError
 			if errors.As(err, &de) {
-				counters.IncLabel(kind+".malformed", de.Reason)
+				counters.State(kind).Malformed.Inc(de.Reason)
 				return
 			}
-			counters.Inc(kind + ".apply_errors")
+			counters.State(kind).ApplyErrors.Inc()
 		}
 	}
 }
@@ -229,45 +230,48 @@ func applied(apply func(hints.Message) error, counters *metrics.Counters, kind s
 // has nothing to settle: a Reject is counted as the live consumer counts
 // it, a Retry (a response whose request is not in the replayed history)
 // is already counted by the decision.
-func decided(decide func(context.Context, hints.Delivery, hints.Message) hints.Outcome, counters *metrics.Counters,
+func decided(decide func(context.Context, hints.Delivery, hints.Message) hints.Outcome, counters *metrics.Families,
 	kind string) func(context.Context, hints.Delivery, hints.Message) {
 	return func(ctx context.Context, d hints.Delivery, m hints.Message) {
 		if out := decide(ctx, d, m); out.Verdict == hints.Reject {
-			counters.IncLabel(kind+".malformed", out.Reason())
+			counters.Trigger(kind).Malformed.Inc(out.Reason())
 		}
 	}
 }
 
-func summarize(c *metrics.Counters) Summary {
+// summarize reads the replay's typed counters. Errors are keyed by the
+// counters' dotted names ("requests.malformed|bad json"): the malformed,
+// skipped and dropped series by label, apply errors and unknown parents.
+// Zero values are left out.
+func summarize(events map[string]uint64, c *metrics.Families) Summary {
 	s := Summary{Events: map[string]uint64{}, Hints: map[string]uint64{}, Errors: map[string]uint64{}}
-	for name, v := range c.Snapshot("") {
-		switch {
-		case len(name) > 7 && name[:7] == "events.":
-			s.Events[name[7:]] = v
-		case name == "hints.prefetch.queued":
-			s.Hints["prefetch"] = v
-		case name == "hints.pin.queued":
-			s.Hints["pin"] = v
-		case name == "hints.release.queued":
-			s.Hints["release"] = v
-		case name == "hints.renew.queued":
-			s.Hints["renew"] = v
-		case containsAny(name, ".malformed|", ".skipped|", ".dropped|", "apply_errors", "unknown_parent"):
-			s.Errors[name] = v
+	for kind, n := range events {
+		if n > 0 {
+			s.Events[kind] = n
 		}
 	}
-	return s
-}
-
-func containsAny(s string, subs ...string) bool {
-	for _, sub := range subs {
-		for i := 0; i+len(sub) <= len(s); i++ {
-			if s[i:i+len(sub)] == sub {
-				return true
+	for kind, q := range map[string]*metrics.Counter{"prefetch": c.HintsPrefetchQueued, "pin": c.HintsPinQueued,
+		"release": c.HintsReleaseQueued, "renew": c.HintsRenewQueued} {
+		if n := q.Value(); n > 0 {
+			s.Hints[kind] = n
+		}
+	}
+	for _, v := range []*metrics.CounterVec{c.RequestsMalformed, c.ResponsesMalformed, c.KVEventsMalformed, c.LoadMalformed,
+		c.HintsPrefetchSkipped, c.HintsPinSkipped, c.AffinitySkipped, c.PinsRenewalSkipped,
+		c.HintsPrefetchDropped, c.HintsPinDropped, c.HintsRenewDropped, c.HintsReleaseDropped,
+		c.AffinityDropped, c.KVEventsDropped} {
+		for lv, n := range v.Values() {
+			if n > 0 {
+				s.Errors[v.Key()+"|"+lv] = n
 			}
 		}
 	}
-	return false
+	for _, e := range []*metrics.Counter{c.KVEventsApplyErrors, c.LoadApplyErrors, c.KVEventsUnknownParent} {
+		if n := e.Value(); n > 0 {
+			s.Errors[e.Key()] = n
+		}
+	}
+	return s
 }
 
 // Lines renders a summary for people.

@@ -65,10 +65,8 @@ func (s *Service) ensureFileLimit() error {
 // registryOptions make the registry validate endpoints under the
 // configured rules and count refusals by reason.
 func (s *Service) registryOptions() []registry.Option {
-	const name = "registry.invalid_records"
-	s.Counters.Add(name, 0) // exported at 0 before the first refusal
 	return []registry.Option{registry.WithEndpointRules(s.cfg.EndpointRules),
-		registry.WithOnInvalid(func(reason string) { s.Counters.IncLabel(name, reason) })}
+		registry.WithOnInvalid(func(reason string) { s.Counters.RegistryInvalidRecords.Inc(reason) })}
 }
 
 // releaseEndpoint closes the sender of an endpoint its worker no longer

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"github.com/hintstream/hintstream/internal/metricstest"
 	"io"
 	"log/slog"
 	"testing"
@@ -125,7 +126,7 @@ func TestModelsRestrictIndexAndChoices(t *testing.T) {
 	// Worker 3 is not registered yet: its events are kept (indexed here;
 	// held aside where only registered workers are indexed), since they
 	// may precede its record.
-	if got := svc.Counters.Snapshot("")["kv_events.skipped_model"]; got != 1 {
+	if got := metricstest.Snapshot(svc.Counters, "")["kv_events.skipped_model"]; got != 1 {
 		t.Errorf("skipped_model %d, want 1", got)
 	}
 	// Worker 3 registers as model b: dropped from the index.

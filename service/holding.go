@@ -23,7 +23,7 @@ func (s *Service) promote(id uint64) {
 // version, or a worker that left while no instance ran, is not kept.
 func (s *Service) pruneUnregistered() {
 	if gone := s.holding.Prune(); len(gone) > 0 {
-		s.Counters.Add("kv_events.pruned_workers", uint64(len(gone)))
+		s.Counters.KVEventsPrunedWorkers.Add(uint64(len(gone)))
 		s.log.Info("unregistered workers removed from the loaded index", "workers", len(gone))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hintstream/hintstream/internal/metricstest"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -228,8 +229,8 @@ func TestRetentionCompressedTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.State.FirstSeq <= 1 || live.Counters.Snapshot("")["kv_events.purged"] == 0 {
-		t.Fatalf("KV_EVENTS not compacted: first seq %d, purged %d", info.State.FirstSeq, live.Counters.Snapshot("")["kv_events.purged"])
+	if info.State.FirstSeq <= 1 || metricstest.Snapshot(live.Counters, "")["kv_events.purged"] == 0 {
+		t.Fatalf("KV_EVENTS not compacted: first seq %d, purged %d", info.State.FirstSeq, metricstest.Snapshot(live.Counters, "")["kv_events.purged"])
 	}
 	t.Logf("KV_EVENTS after compaction: seqs %d..%d (%d messages, %d B) of %d published",
 		info.State.FirstSeq, info.State.LastSeq, info.State.Msgs, info.State.Bytes, lastSeq)
@@ -241,7 +242,7 @@ func TestRetentionCompressedTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fresh.Stop(context.Background())
-	if fresh.Counters.Snapshot("")["snapshots.loaded"] != 1 {
+	if metricstest.Snapshot(fresh.Counters, "")["snapshots.loaded"] != 1 {
 		t.Fatal("fresh member did not start from the snapshot")
 	}
 	n := c.sameIndex(t, live.Index, fresh.Index)
@@ -275,7 +276,7 @@ func TestForeignKVStreamNeverPurged(t *testing.T) {
 		for range 50 {
 			<-c.step(ctx).Ok()
 		}
-		natstest.Eventually(t, 20*time.Second, func() bool { return svc.Counters.Snapshot("")["snapshots.saved"] >= uint64(n+1) },
+		natstest.Eventually(t, 20*time.Second, func() bool { return metricstest.Snapshot(svc.Counters, "")["snapshots.saved"] >= uint64(n+1) },
 			"snapshot %d saved", n+1)
 	}
 	natstest.Eventually(t, 5*time.Second, svc.purgeOff.Load, "the stream found foreign")

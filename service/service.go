@@ -36,7 +36,7 @@ type Service struct {
 	cfg Config
 	log *slog.Logger
 
-	Counters *metrics.Counters
+	Counters *metrics.Families
 	Index    *kvevents.Index
 	Loads    *routing.LoadTable
 	Selector *routing.Selector
@@ -99,7 +99,7 @@ func New(cfg Config) *Service {
 	return &Service{
 		cfg:      cfg,
 		log:      cfg.Logger,
-		Counters: &metrics.Counters{},
+		Counters: metrics.New(),
 		Index:    cfg.NewIndex(cfg.Logger),
 		Loads:    routing.NewLoadTable(),
 	}
@@ -511,7 +511,7 @@ func (s *Service) recreateStream(cfg streams.Config) {
 			return
 		}
 		if err == nil {
-			s.Counters.Inc("streams.recreated")
+			s.Counters.StreamsRecreated.Inc()
 			s.log.Warn("stream was deleted; recreated it empty, consumers resume on it", "stream", cfg.Name)
 			return
 		}

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"github.com/hintstream/hintstream/internal/metricstest"
 	"io"
 	"log/slog"
 	"net"
@@ -173,8 +174,8 @@ func TestSnapshotRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Stop(ctx) // saves the snapshot
-	if a.Counters.Get("snapshots.saved") != 1 {
-		t.Fatalf("no snapshot saved at shutdown: %v", a.Counters.Snapshot("snapshots"))
+	if a.Counters.SnapshotsSaved.Value() != 1 {
+		t.Fatalf("no snapshot saved at shutdown: %v", metricstest.Snapshot(a.Counters, "snapshots"))
 	}
 	// Published while no instance runs: the tail.
 	parent := schemas.BlockHash(101)
@@ -185,10 +186,10 @@ func TestSnapshotRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Stop(context.Background())
-	if b.Counters.Get("snapshots.loaded") != 1 {
+	if b.Counters.SnapshotsLoaded.Value() != 1 {
 		t.Fatal("the snapshot was not loaded")
 	}
-	if got := b.Counters.Get("kv_events.received"); got != 1 {
+	if got := b.Counters.KVEventsReceived.Value(); got != 1 {
 		t.Fatalf("replayed %d KV events, want only the 1 after the snapshot", got)
 	}
 	ov := b.Index.Overlap(kvevents.PromptHashes(tokens, 16))
@@ -272,7 +273,7 @@ func TestNATSRestartRecovered(t *testing.T) {
 		} else {
 			t.Logf("consumer: %v", cerr)
 		}
-		t.Fatalf("no hint after the NATS restart: %v; counters %v", err, svc.Counters.Snapshot(""))
+		t.Fatalf("no hint after the NATS restart: %v; counters %v", err, metricstest.Snapshot(svc.Counters, ""))
 	}
 	var env schemas.KvHintsEnvelope
 	if _, err := env.UnmarshalMsg(msg); err != nil || env.MessageID != actions.PrefetchMessageID("after-restart") {

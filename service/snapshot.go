@@ -86,7 +86,7 @@ func (s *Service) loadSnapshot(ctx context.Context) uint64 {
 	st := s.Index.Stats()
 	s.log.Info("index snapshot loaded", "covers_seq", seq, "device_blocks", st.DeviceBlocks,
 		"workers", st.Workers, "took", time.Since(start).Round(time.Millisecond))
-	s.Counters.Inc("snapshots.loaded")
+	s.Counters.SnapshotsLoaded.Inc()
 	return seq + 1
 }
 
@@ -111,11 +111,11 @@ func (s *Service) saveSnapshot(ctx context.Context) error {
 	}}, pr)
 	pr.CloseWithError(err) // unblock the writer if Put gave up
 	if err != nil {
-		s.Counters.Inc("snapshots.errors")
+		s.Counters.SnapshotsErrors.Inc()
 		return fmt.Errorf("index snapshot: %w", err)
 	}
 	s.lastSnapshot.Store(covered)
-	s.Counters.Inc("snapshots.saved")
+	s.Counters.SnapshotsSaved.Inc()
 	s.log.Info("index snapshot saved", "covers_seq", covered, "took", time.Since(start).Round(time.Millisecond))
 	s.reclaimAfterSave(ctx) // what interrupted saves left (snapshot_reclaim.go)
 	return nil
@@ -163,7 +163,7 @@ func (s *Service) purgeKVEvents(ctx context.Context) {
 	case err != nil:
 		s.log.Warn("KV events not purged", "stream", name, "err", err)
 	case p.Messages > 0:
-		s.Counters.Add("kv_events.purged", p.Messages)
+		s.Counters.KVEventsPurged.Add(p.Messages)
 		s.log.Info("KV events behind the snapshots purged", "stream", name, "messages", p.Messages,
 			"bytes", p.Bytes, "kept_from_seq", p.KeptFrom)
 	}

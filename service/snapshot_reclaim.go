@@ -137,8 +137,8 @@ func (s *Service) reclaimChunks(ctx context.Context) (time.Duration, error) {
 		msgs += n
 	}
 	if purged > 0 {
-		s.Counters.Add("snapshots.reclaimed", uint64(purged))
-		s.Counters.Add("snapshots.reclaimed_chunks", msgs)
+		s.Counters.SnapshotsReclaimed.Add(uint64(purged))
+		s.Counters.SnapshotsReclaimedChunks.Add(msgs)
 		s.log.Info("reclaimed the chunks of interrupted snapshot saves", "saves", purged, "chunks", msgs)
 	}
 	if next > 0 {

@@ -208,10 +208,10 @@ func (h *hintstreamRun) settle(ctx context.Context) error {
 // package documentation, "Waiting for hintstream").
 func (h *hintstreamRun) settled() bool {
 	c := h.svc.Counters
-	reqDone := c.Get("requests.plain") + c.Get("requests.malformed") + c.Get("hints.prefetch.skipped") +
-		c.Get("hints.prefetch.dropped") + c.Get("hints.prefetch.queued")
-	respDone := c.Get("responses.no_pin") + c.Get("responses.malformed") + c.Get("hints.pin.skipped") +
-		c.Get("hints.pin.dropped") + c.Get("hints.pin.queued")
+	reqDone := c.RequestsPlain.Value() + c.RequestsMalformed.Total() + c.HintsPrefetchSkipped.Total() +
+		c.HintsPrefetchDropped.Total() + c.HintsPrefetchQueued.Value()
+	respDone := c.ResponsesNoPin.Value() + c.ResponsesMalformed.Total() + c.HintsPinSkipped.Total() +
+		c.HintsPinDropped.Total() + c.HintsPinQueued.Value()
 	if reqDone < uint64(h.reqPub) || respDone < uint64(h.respPub) {
 		return false
 	}
@@ -223,16 +223,16 @@ func (h *hintstreamRun) settled() bool {
 			dropped += n
 		}
 	}
-	want := uint64(0)
-	for _, kind := range []string{"prefetch", "pin", "release", "renew"} {
-		want += c.Get("hints."+kind+".queued") + c.Get("hints."+kind+".dropped|expired") +
-			c.Get("hints."+kind+".dropped|queue_full")
+	want := c.HintsPrefetchQueued.Value() + c.HintsPrefetchDropped.Value("expired") + c.HintsPrefetchDropped.Value("queue_full")
+	for _, kind := range []string{"pin", "release", "renew"} {
+		queued, dropped := c.Hint(kind)
+		want += queued.Value() + dropped.Value("expired") + dropped.Value("queue_full")
 	}
 	h.last = [3]uint64{sent, dropped, want}
 	// ...and every one sent has been applied, and every queued
 	// prefetch's affinity record is written (or dropped).
-	if h.p.cfg.Affinity && c.Get("affinity.written")+c.Get("affinity.dropped|queue_full")+
-		c.Get("affinity.dropped|error")+c.Get("affinity.skipped|no_session") < c.Get("hints.prefetch.queued") {
+	if h.p.cfg.Affinity && c.AffinityWritten.Value()+c.AffinityDropped.Value("queue_full")+
+		c.AffinityDropped.Value("error")+c.AffinitySkipped.Value("no_session") < c.HintsPrefetchQueued.Value() {
 		return false
 	}
 	// At least as many as were sent: a socket's port may be one another
@@ -253,7 +253,7 @@ func (h *hintstreamRun) until(ctx context.Context, cond func() bool, what string
 	for !cond() {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("waiting for %s: not done within %v (published %d requests, %d responses; applied %d hints; senders sent %d, dropped %d of %d handed to them; counters %v)",
-				what, h.p.cfg.HintTimeout, h.reqPub, h.respPub, h.applied, h.last[0], h.last[1], h.last[2], h.svc.Counters.Snapshot(""))
+				what, h.p.cfg.HintTimeout, h.reqPub, h.respPub, h.applied, h.last[0], h.last[1], h.last[2], h.svc.Counters.Summary())
 		}
 		t.Reset(wait)
 		select {
@@ -327,11 +327,12 @@ func (h *hintstreamRun) apply(hint sim.Hint) {
 }
 
 func (h *hintstreamRun) finish(res *ModeResult) {
-	res.Counters = h.svc.Counters.Snapshot("")
+	c := h.svc.Counters
+	res.Counters = c.Summary()
 	// A renewal is a pin of a slot already pinned: the L3 store cannot
 	// tell it from a new one, hintstream's counters can.
-	res.Renewals = int(res.Counters["hints.renew.queued"] - res.Counters["hints.renew.dropped|expired"] -
-		res.Counters["hints.renew.dropped|queue_full"])
+	res.Renewals = int(c.HintsRenewQueued.Value() - c.HintsRenewDropped.Value("expired") -
+		c.HintsRenewDropped.Value("queue_full"))
 	res.Pins -= res.Renewals
 }
 

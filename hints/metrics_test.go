@@ -1,0 +1,26 @@
+package hints
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/metrics"
+)
+
+// The label values metrics lists at 0 from start-up are the ones this
+// package counts under.
+func TestMetricsReasonsAgree(t *testing.T) {
+	if ReasonUnknownWorker != metrics.ReasonUnknownWorker {
+		t.Errorf("ReasonUnknownWorker %q, metrics has %q", ReasonUnknownWorker, metrics.ReasonUnknownWorker)
+	}
+	m := metrics.New()
+	for _, err := range []error{actions.ErrQueueFull, actions.ErrExpired, actions.ErrClosed, actions.ErrBudget, errors.New("x")} {
+		for _, v := range []*metrics.CounterVec{m.HintsPrefetchDropped, m.HintsPinDropped, m.HintsRenewDropped, m.HintsReleaseDropped} {
+			if r := actions.DropReason(err); !slices.Contains(v.Known(), r) {
+				t.Errorf("%s: drop reason %q not among %v", v.Name(), r, v.Known())
+			}
+		}
+	}
+}
