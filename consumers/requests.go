@@ -76,7 +76,7 @@ type RequestConsumer struct {
 func NewRequestConsumer(js jetstream.JetStream, cfg RequestConfig, sel Selector, snd HintSender,
 	pins *Pinning, dlq *DeadLetter, counters *metrics.Counters, log *slog.Logger) *RequestConsumer {
 	if cfg.Durable == "" {
-		cfg.Durable = "hintstream-requests"
+		cfg.Durable = DefaultRequestsDurable
 	}
 	if cfg.PrefetchTTL <= 0 {
 		cfg.PrefetchTTL = 2 * time.Second
@@ -95,7 +95,7 @@ func NewRequestConsumer(js jetstream.JetStream, cfg RequestConfig, sel Selector,
 
 // Start creates (or attaches to) the durable consumer and consumes until
 // Stop.
-func (c *RequestConsumer) Start(ctx context.Context) error { return c.d.start(ctx, c.handle) }
+func (c *RequestConsumer) Start(ctx context.Context) error { return c.d.start(ctx, c.handle, &c.rej) }
 
 // Stop stops fetching and waits until the message in hand is finished.
 func (c *RequestConsumer) Stop() { c.d.stop() }

@@ -43,7 +43,7 @@ type ResponseConsumer struct {
 func NewResponseConsumer(js jetstream.JetStream, cfg ResponseConfig, pins *Pinning, dlq *DeadLetter,
 	counters *metrics.Counters, log *slog.Logger) *ResponseConsumer {
 	if cfg.Durable == "" {
-		cfg.Durable = "hintstream-responses"
+		cfg.Durable = DefaultResponsesDurable
 	}
 	if cfg.RetryDelay <= 0 {
 		cfg.RetryDelay = 500 * time.Millisecond
@@ -61,7 +61,7 @@ func NewResponseConsumer(js jetstream.JetStream, cfg ResponseConfig, pins *Pinni
 
 // Start creates (or attaches to) the durable consumer and consumes until
 // Stop.
-func (c *ResponseConsumer) Start(ctx context.Context) error { return c.d.start(ctx, c.handle) }
+func (c *ResponseConsumer) Start(ctx context.Context) error { return c.d.start(ctx, c.handle, &c.rej) }
 
 // Stop stops fetching and waits until the message in hand is finished.
 func (c *ResponseConsumer) Stop() { c.d.stop() }
