@@ -128,11 +128,11 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		}
 	}()
 	s.lc = newLifecycle()
-	if err := s.ensureFileLimit(); err != nil {
+	// The configuration is validated once, before anything is connected.
+	if err := s.cfg.Validate(); err != nil {
 		return err
 	}
-	// The decisions are validated once, before anything is connected.
-	if err := s.cfg.Decisions.Validate(); err != nil {
+	if err := s.ensureFileLimit(); err != nil {
 		return err
 	}
 	s.models = s.modelSet()

@@ -27,7 +27,7 @@ func clusterFlags(fs *flag.FlagSet) func(cfg *service.Config) error {
 		case *keep < 0:
 			return fmt.Errorf("--kv-events-keep must not be negative, got %v", *keep)
 		case *keep == 0:
-			cfg.KVEventsKeep = -1 // 0 means "never" on the command line
+			cfg.KVEventsKeep = service.Off // 0 means "never" on the command line
 		default:
 			cfg.KVEventsKeep = *keep
 		}

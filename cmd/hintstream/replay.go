@@ -11,6 +11,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/natsconn"
+	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/replay"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
@@ -32,7 +33,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		dryRun     = fs.Bool("dry-run", false, "write the hints to --out instead of sending them")
 		out        = fs.String("out", "-", "where a dry run writes its hints, one JSON line each (- = stdout)")
 		pinEP      = fs.String("pin-endpoint", env("DYN_KVM_PIN_ENDPOINT", ""), "as in run (env DYN_KVM_PIN_ENDPOINT); empty: no pins")
-		bucket     = fs.String("registry-bucket", "hintstream_workers", "worker registry bucket (its current entries are used)")
+		bucket     = fs.String("registry-bucket", registry.DefaultBucket, "worker registry bucket (its current entries are used)")
 		reqStream  = fs.String("requests-stream", def.Requests.Name, "as in run")
 		respStream = fs.String("responses-stream", def.Responses.Name, "as in run")
 		kvStream   = fs.String("kv-events-stream", def.KVEvents.Name, "as in run")
