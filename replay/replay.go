@@ -50,6 +50,11 @@ type Options struct {
 	RegistryBucket string
 	PinEndpoint    string // empty: no pins
 	Logger         *slog.Logger
+	// Models replays a member that serves only these models (`run
+	// --models`): only their requests and responses, only their workers'
+	// KV events, only their workers chosen (registry.Served, as run).
+	// Empty: every model.
+	Models []string
 
 	// Decisions are the live run's: the same struct, the same flags
 	// (cmd/hintstream/flags_decisions.go), the same defaults. Pins are
@@ -90,7 +95,8 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	clock := &eventClock{}
 	ix := o.NewIndex(o.Logger)
 	loads := routing.NewLoadTable()
-	sel := routing.NewSelector(reg, ix, loads, routing.WithConfig(*o.Routing), routing.WithLogger(o.Logger),
+	served := registry.ServedModels(o.Models)
+	sel := routing.NewSelector(served.View(reg), ix, loads, routing.WithConfig(*o.Routing), routing.WithLogger(o.Logger),
 		routing.WithClock(clock.now)) // burst spreading decays on the events' clock, as live on its
 	// KV events pass the live run's holding area; the registry's current
 	// workers are registered in it.
@@ -114,7 +120,7 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	reqs := consumers.NewRequestConsumer(js, consumers.RequestConfig{Stream: o.Streams.Requests.Name,
 		PrefetchTTL: o.PrefetchTTL, Limits: o.Limits, Clock: clock.now}, sel, sender, pins, dlq, counters, o.Logger)
 	handlers := map[string]func(jetstream.Msg){
-		"kv_events": applier(consumers.ApplyKVEvents(holding, o.Limits, counters), counters, "kv_events"),
+		"kv_events": applier(applyKV(holding, o, served, reg, counters), counters, "kv_events"),
 		"load":      applier(consumers.ApplyLoad(loads, o.Limits), counters, "load"),
 		"requests":  decider(reqs.Decide, counters, "requests"),
 	}
@@ -131,7 +137,8 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 		trigger bool
 	}{
 		{"kv_events", o.Streams.KVEvents, false}, {"load", o.Streams.Load, false},
-		{"requests", o.Streams.Requests, true}, {"responses", o.Streams.Responses, true},
+		{"requests", servedOnly(o.Streams.Requests, served, streams.RequestPrefix), true},
+		{"responses", servedOnly(o.Streams.Responses, served, streams.ResponsePrefix), true},
 	} {
 		if _, ok := handlers[s.kind]; !ok {
 			continue
@@ -289,4 +296,21 @@ func (s Summary) Lines() []string {
 		}
 	}
 	return out
+}
+
+// applyKV is the KV-event apply function, skipping other models' workers
+// when o.Models is set, as run's (service/cluster.go).
+func applyKV(h *consumers.Holding, o Options, served registry.Served, reg *registry.Registry,
+	counters *metrics.Counters) consumers.ApplyFunc {
+	apply := consumers.ApplyKVEvents(h, o.Limits, counters)
+	if served.All() {
+		return apply
+	}
+	return consumers.KeepWorkers(apply, o.Limits, func(id uint64) bool { return served.KeepWorker(reg, id) }, counters)
+}
+
+// servedOnly narrows a trigger stream's subjects to the served models'.
+func servedOnly(cfg streams.Config, served registry.Served, prefix string) streams.Config {
+	cfg.Subjects = served.Subjects(cfg.Subjects, prefix)
+	return cfg
 }

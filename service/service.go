@@ -78,9 +78,9 @@ type Service struct {
 	endpoints endpointRefs
 	fileLimit uint64
 
-	// models is Config.Models as a set, nil when every model is served
-	// (issue 15, see cluster.go).
-	models map[string]bool
+	// served is Config.Models, the models this member serves (issue 15,
+	// see cluster.go).
+	served registry.Served
 	// purgeOff is set once the KV-event stream proves foreign: it is
 	// never purged (see purgeKVEvents).
 	purgeOff atomic.Bool
@@ -135,7 +135,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if err := s.ensureFileLimit(); err != nil {
 		return err
 	}
-	s.models = s.modelSet()
+	s.served = registry.ServedModels(s.cfg.Models)
 	url := s.cfg.NATSURL
 	if url == "" {
 		if err := os.MkdirAll(s.cfg.EmbeddedDir, 0o755); err != nil {

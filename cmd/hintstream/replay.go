@@ -44,6 +44,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	)
 	natsCfg := natsFlags(fs, "hintstream-replay")
 	applyDecisions := decisionFlags(fs) // the decision flags of run (flags_decisions.go)
+	models := modelsFlag(fs)            // run's --models (flags_models.go)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream replay (--since TIME | --from-seq N) [--until TIME] [--dry-run --out FILE] [flags]\n\n"+
 			"Replays KV events, load, requests and responses in their original time order, so each choice\n"+
@@ -70,6 +71,9 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	o := replay.Options{Streams: def, FromSeq: *fromSeq, DryRun: *dryRun, RegistryBucket: *bucket,
 		PinEndpoint: *pinEP, Logger: log}
 	if err := applyDecisions(&o.Decisions); err != nil {
+		return err
+	}
+	if o.Models, err = models(); err != nil {
 		return err
 	}
 	o.Streams.Requests.Name, o.Streams.Responses.Name, o.Streams.Load.Name = *reqStream, *respStream, *loadStream
