@@ -46,7 +46,7 @@ type RequestConfig struct {
 	// AckWait is the redelivery timeout; default 30s.
 	AckWait time.Duration
 	// MaxDeliver bounds deliveries of one message; then it is copied to
-	// the dead-letter subject. Default 10; -1 unbounded.
+	// the dead-letter subject. Default DefaultMaxDeliver; Unbounded: no bound.
 	MaxDeliver int
 	Limits     schemas.Limits
 	// Clock is the time expiry is judged by; default time.Now (a replay

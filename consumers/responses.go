@@ -21,7 +21,7 @@ type ResponseConfig struct {
 	DeliverNew    bool
 	MaxAckPending int           // default 1024
 	AckWait       time.Duration // default 30s
-	MaxDeliver    int           // default 10, then dead-lettered; -1 unbounded
+	MaxDeliver    int           // default DefaultMaxDeliver, then dead-lettered; Unbounded: no bound
 	// RetryDelay is how long a tool-call response whose request is not yet
 	// indexed waits before it is tried again; default 500ms.
 	RetryDelay time.Duration
