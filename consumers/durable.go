@@ -125,11 +125,13 @@ func (d *durable) start(ctx context.Context, handle func(jetstream.Msg), rej ...
 	d.stopped = make(chan struct{})
 	if err := d.consume(ctx); err != nil {
 		d.cancel()
+		d.done = nil // not started: stop has nothing to wait for
 		return err
 	}
 	if err := d.watchMaxDeliveries(); err != nil {
 		d.stopConsume()
 		d.cancel()
+		d.done = nil
 		return err
 	}
 	go d.supervise()

@@ -265,6 +265,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	}
 	for _, c := range []*consumers.StateConsumer{s.kv, s.load} {
 		if err := c.Start(ctx); err != nil {
+			c.Stop() // what a half start left (its shards)
 			return err
 		}
 		s.lc.run(stageState, "state consumer", c.Run)

@@ -13,6 +13,7 @@ import (
 	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/replay"
+	"github.com/hintstream/hintstream/service"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -111,7 +112,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	} else {
 		pool := actions.NewPool(actions.WithLogger(log))
 		defer func() {
-			cctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			cctx, cancel := context.WithTimeout(context.Background(), service.DefaultShutdownTimeout)
 			defer cancel()
 			_ = pool.Close(cctx)
 		}()
