@@ -60,8 +60,18 @@ type poolOptions struct {
 	keep         map[string]bool
 }
 
+// Defaults of a Pool's per-endpoint queue and held triggers.
+const (
+	// DefaultQueueSize is each endpoint's queue (WithQueueSize).
+	DefaultQueueSize = 1024
+	// DefaultMaxHeld bounds each endpoint's held triggers (WithMaxHeld).
+	DefaultMaxHeld = 64
+	// NoMaxHeld lifts that bound (WithMaxHeld(NoMaxHeld)).
+	NoMaxHeld = 0
+)
+
 // WithMaxHeld bounds the hints per endpoint whose Done is still to come
-// (default 64; 0: no bound). A consumer acks its trigger in Done, so
+// (default DefaultMaxHeld; NoMaxHeld: no bound). A consumer acks its trigger in Done, so
 // every waiting hint holds one of its consumer's MaxAckPending slots: a
 // backed-up endpoint with a 1,024-hint queue could hold them all and
 // stall every other endpoint's triggers behind it. Past the bound, Send
@@ -85,7 +95,7 @@ func WithSentHook(f func(endpoint string, latency time.Duration)) PoolOption {
 	return func(o *poolOptions) { o.onSent = f }
 }
 
-// WithQueueSize bounds each endpoint's queue (default 1024). Send fails
+// WithQueueSize bounds each endpoint's queue (default DefaultQueueSize). Send fails
 // with ErrQueueFull beyond it. Values below 1 are ignored.
 func WithQueueSize(n int) PoolOption {
 	return func(o *poolOptions) {
@@ -127,11 +137,11 @@ func WithContext(zctx *zmq.Context) PoolOption {
 // that error; Err reports it at once.
 func NewPool(opts ...PoolOption) *Pool {
 	o := poolOptions{
-		queueSize:   1024,
+		queueSize:   DefaultQueueSize,
 		logger:      slog.Default(),
 		sendTimeout: DefaultSendTimeout,
 		linger:      DefaultLinger,
-		maxHeld:     64,
+		maxHeld:     DefaultMaxHeld,
 		settleDelay: DefaultSettleDelay,
 
 		maxEndpoints: DefaultMaxEndpoints,

@@ -38,12 +38,16 @@ type DeadLetter struct {
 	prefix string
 }
 
+// DefaultDeadLetterPrefix is the dead-letter subject prefix: copies go
+// to <prefix>.<kind>.
+const DefaultDeadLetterPrefix = "hintstream.dlq"
+
 // NewDeadLetter returns a DeadLetter publishing under prefix (default
-// "hintstream.dlq"); with a nil js it copies nothing (for replays). The subjects must be captured by a stream (the
+// DefaultDeadLetterPrefix); with a nil js it copies nothing (for replays). The subjects must be captured by a stream (the
 // HINTSTREAM_DLQ default) for the copies to be kept.
 func NewDeadLetter(js jetstream.JetStream, prefix string) *DeadLetter {
 	if prefix == "" {
-		prefix = "hintstream.dlq"
+		prefix = DefaultDeadLetterPrefix
 	}
 	return &DeadLetter{js: js, prefix: prefix}
 }

@@ -42,6 +42,12 @@ type durable struct {
 	// from its start instead.
 	streamCreated time.Time
 
+	// ctx is the component's context (from start, without its deadline),
+	// cancelled once stop has drained: every operation's timeout derives
+	// from it (DefaultOpTimeout).
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	mu      sync.Mutex
 	cc      jetstream.ConsumeContext
 	handle  func(jetstream.Msg)
@@ -51,14 +57,33 @@ type durable struct {
 	stopped chan struct{}
 }
 
-// Defaults of the trigger consumers.
+// Defaults of the trigger consumers (RequestConfig, ResponseConfig; the
+// `run` flags take theirs from here).
 const (
-	defaultMaxAckPending = 1024
-	defaultAckWait       = 30 * time.Second
-	// defaultMaxDeliver bounds redeliveries; past it the message is copied
-	// to the dead-letter subject (see watchMaxDeliveries).
-	defaultMaxDeliver = 10
+	DefaultRequestsDurable  = "hintstream-requests"
+	DefaultResponsesDurable = "hintstream-responses"
+	DefaultMaxAckPending    = 1024
+	DefaultAckWait          = 30 * time.Second
+	// DefaultMaxDeliver bounds redeliveries; past it the message is copied
+	// to the dead-letter subject (see watchMaxDeliveries). MaxDeliver
+	// Unbounded (-1) lifts the bound.
+	DefaultMaxDeliver = 10
+	// Unbounded is the MaxDeliver that lifts the bound (JetStream's -1).
+	Unbounded = -1
+	// DefaultOpTimeout bounds one JetStream operation of a consumer
+	// (lookup, recreation, dead-letter copy); it derives from the
+	// consumer's context, so it ends with the consumer.
+	DefaultOpTimeout = 5 * time.Second
 )
+
+// opContext is a DefaultOpTimeout context derived from parent (nil: a
+// component never started, as in tests that call a handler directly).
+func opContext(parent context.Context) (context.Context, context.CancelFunc) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	return context.WithTimeout(parent, DefaultOpTimeout)
+}
 
 func (d *durable) config() jetstream.ConsumerConfig {
 	cfg := jetstream.ConsumerConfig{
@@ -79,25 +104,34 @@ func (d *durable) config() jetstream.ConsumerConfig {
 // start attaches to the durable (creating it when absent) and consumes
 // until stop. A consumer deleted while running is recreated, with one log
 // line, without a restart.
-func (d *durable) start(ctx context.Context, handle func(jetstream.Msg)) error {
+// rej, when given, dead-letters under the consumer's context.
+func (d *durable) start(ctx context.Context, handle func(jetstream.Msg), rej ...*rejecter) error {
 	if d.maxAckPending <= 0 {
-		d.maxAckPending = defaultMaxAckPending
+		d.maxAckPending = DefaultMaxAckPending
 	}
 	if d.ackWait <= 0 {
-		d.ackWait = defaultAckWait
+		d.ackWait = DefaultAckWait
 	}
 	if d.maxDeliver == 0 {
-		d.maxDeliver = defaultMaxDeliver
+		d.maxDeliver = DefaultMaxDeliver
+	}
+	d.ctx, d.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	for _, r := range rej {
+		r.ctx = d.ctx
 	}
 	d.handle = handle
 	d.lost = make(chan struct{}, 1)
 	d.done = make(chan struct{})
 	d.stopped = make(chan struct{})
 	if err := d.consume(ctx); err != nil {
+		d.cancel()
+		d.done = nil // not started: stop has nothing to wait for
 		return err
 	}
 	if err := d.watchMaxDeliveries(); err != nil {
 		d.stopConsume()
+		d.cancel()
+		d.done = nil
 		return err
 	}
 	go d.supervise()
@@ -187,7 +221,7 @@ func (d *durable) supervise() {
 // recover reattaches to the durable, recreating it when it is gone; false
 // means try again later.
 func (d *durable) recover() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := opContext(d.ctx)
 	defer cancel()
 	_, err := d.js.Consumer(ctx, d.stream, d.name)
 	switch {
@@ -237,7 +271,7 @@ func (d *durable) watchMaxDeliveries() error {
 		if json.Unmarshal(m.Data, &adv) != nil || adv.StreamSeq == 0 {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := opContext(d.ctx)
 		defer cancel()
 		d.counters.Trigger(d.dlqKind).MaxDeliveries.Inc()
 		if err := d.dlq.PublishStored(ctx, d.dlqKind, "max deliveries", d.stream, adv.StreamSeq); err != nil {
@@ -282,6 +316,7 @@ func (d *durable) stop() {
 		_ = d.advSub.Unsubscribe()
 	}
 	d.stopConsume()
+	d.cancel() // drained: nothing of this consumer runs any more
 }
 
 // rejecter terminates malformed trigger events after copying them to the
@@ -291,6 +326,7 @@ type rejecter struct {
 	dlq      *DeadLetter
 	counters *metrics.Families
 	log      *slog.Logger
+	ctx      context.Context // the consumer's (set by durable.start)
 }
 
 func (r *rejecter) reject(msg jetstream.Msg, err error) {
@@ -303,7 +339,7 @@ func (r *rejecter) reject(msg jetstream.Msg, err error) {
 	// The copy waits for the dead-letter stream's ack; keep the message
 	// ours meanwhile rather than let AckWait hand it to another member.
 	_ = msg.InProgress()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := opContext(r.ctx)
 	defer cancel()
 	if dErr := r.dlq.Publish(ctx, r.kind, reason, msg); dErr != nil {
 		// Without a stored copy, terminating would lose the event: let it

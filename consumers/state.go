@@ -70,6 +70,11 @@ type StateConsumer struct {
 	stopping      chan struct{} // closed by Stop
 	stopOnce      sync.Once
 	resets        sync.WaitGroup
+
+	// ctx is the consumer's context (Start's, without its deadline),
+	// cancelled once Stop has drained; operation timeouts derive from it.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // NewStateConsumer wires a consumer; Start begins consuming.
@@ -100,6 +105,7 @@ func (c *StateConsumer) Start(ctx context.Context) error {
 		return fmt.Errorf("%s consumer on %s: %w", c.cfg.Kind, c.cfg.Stream, err)
 	}
 	c.streamCreated = st.CachedInfo().Created
+	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	c.stopping = make(chan struct{})
 	if n := min(c.cfg.Shards, runtime.GOMAXPROCS(0)); n > 1 {
 		c.shards = make([]chan jetstream.Msg, n)
@@ -173,7 +179,7 @@ func (c *StateConsumer) watchRecreated() {
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, time.Second)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := opContext(c.ctx)
 		st, err := c.js.Stream(ctx, c.cfg.Stream)
 		cancel()
 		if err != nil {
@@ -194,7 +200,7 @@ func (c *StateConsumer) watchRecreated() {
 func (c *StateConsumer) restart(created time.Time) bool {
 	c.stopConsume()
 	c.dispatched.Store(0)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := opContext(c.ctx)
 	defer cancel()
 	occ := jetstream.OrderedConsumerConfig{FilterSubjects: c.cfg.Filter, DeliverPolicy: jetstream.DeliverAllPolicy}
 	if err := c.consume(ctx, occ); err != nil {
@@ -239,6 +245,9 @@ func (c *StateConsumer) Stop() {
 	}
 	c.mu.Unlock()
 	c.wg.Wait()
+	if c.cancel != nil {
+		c.cancel() // drained: nothing of this consumer runs any more
+	}
 }
 
 // Applied returns the stream sequence up to which every message has been
@@ -340,7 +349,7 @@ func (c *StateConsumer) process(msg jetstream.Msg) {
 		return
 	}
 	c.st.Malformed.Inc(de.Reason)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := opContext(c.ctx)
 	defer cancel()
 	if dErr := c.dlq.Publish(ctx, c.cfg.Kind, de.Reason, msg); dErr != nil {
 		c.st.DeadLetterErrors.Inc()

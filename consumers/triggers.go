@@ -33,17 +33,17 @@ func ApplyMessages(apply Apply) ApplyFunc {
 // TriggerConfig configures a RequestConsumer or a ResponseConsumer.
 type TriggerConfig struct {
 	Stream  string   // stream holding the events (required)
-	Durable string   // durable consumer name; default "hintstream-requests" or "hintstream-responses"
+	Durable string   // durable consumer name; default DefaultRequestsDurable or DefaultResponsesDurable
 	Filter  []string // subjects; default the stream's own
 	// DeliverNew starts a newly created durable at the stream's end rather
 	// than its beginning: old wake-ups can only make expired hints.
 	DeliverNew bool
-	// MaxAckPending bounds messages in flight; default 1024.
+	// MaxAckPending bounds messages in flight; default DefaultMaxAckPending.
 	MaxAckPending int
-	// AckWait is the redelivery timeout; default 30s.
+	// AckWait is the redelivery timeout; default DefaultAckWait.
 	AckWait time.Duration
 	// MaxDeliver bounds deliveries of one message; then it is copied to
-	// the dead-letter subject. Default 10; -1 unbounded.
+	// the dead-letter subject. Default DefaultMaxDeliver; Unbounded: no bound.
 	MaxDeliver int
 }
 
@@ -80,16 +80,17 @@ func newTrigger(js jetstream.JetStream, cfg TriggerConfig, kind, defaultDurable 
 }
 
 // handle is the JetStream side: it hands the message to the decisions
-// and acts on the Outcome. The decisions' store operations are bounded by
-// their own timeouts (pins.DefaultOpTimeout).
+// and acts on the Outcome. The decisions run under the consumer's context
+// (cancelled once the consumer has stopped); their store operations are
+// bounded by their own timeouts (pins.DefaultOpTimeout).
 func (t *trigger) handle(msg jetstream.Msg) {
 	d := deliveryOf(msg, func(bool) { ack(msg, t.counters, t.rej.kind, t.log) })
-	settle(msg, t.decide(context.Background(), d, MessageOf(msg)), &t.rej)
+	settle(msg, t.decide(t.d.ctx, d, MessageOf(msg)), &t.rej)
 }
 
 // Start creates (or attaches to) the durable consumer and consumes until
 // Stop.
-func (t *trigger) Start(ctx context.Context) error { return t.d.start(ctx, t.handle) }
+func (t *trigger) Start(ctx context.Context) error { return t.d.start(ctx, t.handle, &t.rej) }
 
 // Stop stops fetching and waits until the message in hand is finished.
 func (t *trigger) Stop() { t.d.stop() }
@@ -102,7 +103,7 @@ type RequestConsumer struct{ trigger }
 // NewRequestConsumer wires a consumer; Start begins consuming.
 func NewRequestConsumer(js jetstream.JetStream, cfg RequestConfig, decide Decide, dlq *DeadLetter,
 	counters *metrics.Families, log *slog.Logger) *RequestConsumer {
-	return &RequestConsumer{newTrigger(js, cfg, "requests", "hintstream-requests", decide, dlq, counters, log)}
+	return &RequestConsumer{newTrigger(js, cfg, "requests", DefaultRequestsDurable, decide, dlq, counters, log)}
 }
 
 // ResponseConsumer consumes response events for the decisions (with
@@ -112,5 +113,5 @@ type ResponseConsumer struct{ trigger }
 // NewResponseConsumer wires a consumer; Start begins consuming.
 func NewResponseConsumer(js jetstream.JetStream, cfg ResponseConfig, decide Decide, dlq *DeadLetter,
 	counters *metrics.Families, log *slog.Logger) *ResponseConsumer {
-	return &ResponseConsumer{newTrigger(js, cfg, "responses", "hintstream-responses", decide, dlq, counters, log)}
+	return &ResponseConsumer{newTrigger(js, cfg, "responses", DefaultResponsesDurable, decide, dlq, counters, log)}
 }

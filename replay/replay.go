@@ -48,6 +48,11 @@ type Options struct {
 	RegistryBucket string
 	PinEndpoint    string // empty: no pins
 	Logger         *slog.Logger
+	// Models replays a member that serves only these models (`run
+	// --models`): only their requests and responses, only their workers'
+	// KV events, only their workers chosen (registry.Served, as run).
+	// Empty: every model.
+	Models []string
 
 	// Decisions are the live run's: the same struct, the same flags
 	// (cmd/hintstream/flags_decisions.go), the same defaults. Pins are
@@ -88,6 +93,7 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	events := map[string]uint64{} // replayed, by kind
 	clock := &eventClock{}
 	ix := o.NewIndex(o.Logger)
+	served := registry.ServedModels(o.Models)
 	// KV events pass the live run's holding area; the registry's current
 	// workers are registered in it.
 	holding := hints.NewHolding(ix, o.Holding, counters)
@@ -105,8 +111,12 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	// The live decisions, without their transport: the engine run builds,
 	// on the events' clock (expiry, burst spreading, renewals). Nothing is
 	// settled: each trigger's Outcome is only counted.
-	eng, err := hints.NewEngine(o.Decisions, hints.EngineDeps{Index: ix, KV: holding, Workers: reg, Sender: sender,
-		Pins: pinDeps, Counters: counters, Log: o.Logger, Clock: clock.now})
+	var keep func(uint64) bool
+	if !served.All() {
+		keep = func(id uint64) bool { return served.KeepWorker(reg, id) }
+	}
+	eng, err := hints.NewEngine(o.Decisions, hints.EngineDeps{Index: ix, KV: holding, Workers: served.View(reg),
+		Sender: sender, Pins: pinDeps, KeepWorker: keep, Counters: counters, Log: o.Logger, Clock: clock.now})
 	if err != nil {
 		return Summary{}, err
 	}
@@ -126,7 +136,8 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 		trigger bool
 	}{
 		{"kv_events", o.Streams.KVEvents, false}, {"load", o.Streams.Load, false},
-		{"requests", o.Streams.Requests, true}, {"responses", o.Streams.Responses, true},
+		{"requests", servedOnly(o.Streams.Requests, served, streams.RequestPrefix), true},
+		{"responses", servedOnly(o.Streams.Responses, served, streams.ResponsePrefix), true},
 	} {
 		if _, ok := handlers[s.kind]; !ok {
 			continue
@@ -291,4 +302,10 @@ func (s Summary) Lines() []string {
 		}
 	}
 	return out
+}
+
+// servedOnly narrows a trigger stream's subjects to the served models'.
+func servedOnly(cfg streams.Config, served registry.Served, prefix string) streams.Config {
+	cfg.Subjects = served.Subjects(cfg.Subjects, prefix)
+	return cfg
 }

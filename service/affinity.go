@@ -20,13 +20,13 @@ func (s *Service) startAffinity(ctx context.Context) (hints.AffinityRecorder, er
 	}
 	// Batched asynchronous writes (issue 17): the bucket is opened on s.js.
 	s.affinity = consumers.NewAffinityWriter(kv, s.Counters, s.log, consumers.AffinityAsync(s.js))
+	// The writer's part writes what is queued once ctx ends, after the
+	// request consumer stopped (stage order, run.go).
+	s.lc.run(stageAffinity, "affinity writer", func(ctx context.Context) error {
+		<-ctx.Done()
+		s.affinity.Close()
+		return nil
+	})
 	s.log.Info("recording prefetch affinity", "bucket", kv.Bucket())
 	return s.affinity, nil
-}
-
-// stopAffinity writes what is queued; after the request consumer stopped.
-func (s *Service) stopAffinity() {
-	if s.affinity != nil {
-		s.affinity.Close()
-	}
 }

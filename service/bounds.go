@@ -49,11 +49,9 @@ func (s *Service) budgetOptions() []actions.PoolOption {
 }
 
 // ensureFileLimit raises RLIMIT_NOFILE to what the socket budget needs,
-// or fails start-up saying so; Start calls it first, before connecting.
+// or fails start-up saying so; Start calls it after Validate, before
+// connecting.
 func (s *Service) ensureFileLimit() error {
-	if err := actions.ValidateMaxEndpoints(s.cfg.maxEndpoints()); err != nil {
-		return err
-	}
 	need := actions.FilesFor(s.cfg.maxEndpoints(), len(s.cfg.keptEndpoints()))
 	var err error
 	if s.fileLimit, err = actions.EnsureFileLimit(need); err != nil {

@@ -76,39 +76,19 @@ func (j placedJetStream) CreateOrUpdateObjectStore(ctx context.Context, cfg jets
 	return j.JetStream.CreateOrUpdateObjectStore(ctx, cfg)
 }
 
-// modelSet is Config.Models as a set; nil when every model is served.
-func (s *Service) modelSet() map[string]bool {
-	if len(s.cfg.Models) == 0 {
-		return nil
-	}
-	m := make(map[string]bool, len(s.cfg.Models))
-	for _, name := range s.cfg.Models {
-		m[name] = true
-	}
-	return m
-}
-
 // servesWorker reports whether w's model is one this member serves.
-func (s *Service) servesWorker(w *schemas.WorkerRecord) bool {
-	return s.models == nil || (w != nil && s.models[w.Model])
-}
+func (s *Service) servesWorker(w *schemas.WorkerRecord) bool { return s.served.Worker(w) }
 
 // keepWorker decides whether KV events of worker id are indexed: a
 // registered worker of another model is not; an unregistered one is (its
 // events may precede its record; dropForeign removes it once the record
 // says otherwise).
-func (s *Service) keepWorker(id uint64) bool {
-	if s.models == nil || s.registry == nil {
-		return true
-	}
-	w, ok := s.registry.Get(id)
-	return !ok || s.models[w.Model]
-}
+func (s *Service) keepWorker(id uint64) bool { return s.served.KeepWorker(s.registry, id) }
 
 // dropForeign forgets a worker that turns out to serve a model this
 // member does not: its blocks would only cost memory.
 func (s *Service) dropForeign(ch registry.Change) {
-	if s.models == nil || ch.Kind == registry.Deleted || s.servesWorker(ch.Record) {
+	if s.served.All() || ch.Kind == registry.Deleted || s.servesWorker(ch.Record) {
 		return
 	}
 	s.Index.RemoveWorker(ch.WorkerID)
@@ -116,54 +96,19 @@ func (s *Service) dropForeign(ch registry.Change) {
 }
 
 // modelWorkers is the registry as this member's selector sees it: only
-// workers of the models it serves.
+// workers of the models it serves (registry.Served, shared with replay).
 type modelWorkers struct{ s *Service }
 
-func (m modelWorkers) Workers() []schemas.WorkerRecord {
-	all := m.s.registry.Workers()
-	if m.s.models == nil {
-		return all
-	}
-	return slices.DeleteFunc(all, func(w schemas.WorkerRecord) bool { return !m.s.models[w.Model] })
-}
+func (m modelWorkers) Workers() []schemas.WorkerRecord { return m.s.served.Workers(m.s.registry) }
 
-// WorkersFor keeps the registry's per-model candidate lists (a choice's
-// cost must not grow with other models' records), narrowed to the served
-// models as Workers is.
 func (m modelWorkers) WorkersFor(model string) []schemas.WorkerRecord {
-	if m.s.models == nil {
-		return m.s.registry.WorkersFor(model)
-	}
-	if model == "" {
-		return m.Workers()
-	}
-	if !m.s.models[model] {
-		return nil
-	}
-	ws := m.s.registry.WorkersFor(model)
-	if !slices.ContainsFunc(ws, func(w schemas.WorkerRecord) bool { return !m.s.models[w.Model] }) {
-		return ws // shared, unmodified
-	}
-	return slices.DeleteFunc(slices.Clone(ws), func(w schemas.WorkerRecord) bool { return !m.s.models[w.Model] })
+	return m.s.served.WorkersFor(m.s.registry, model)
 }
 
 // consumerFilter narrows a request or response stream's subjects to the
-// served models' subjects (<prefix><model token>), when the stream's
-// subjects are the default wildcard; with other subjects it cannot know
-// where a model's events go, and keeps them (the selector still only
-// chooses among served workers).
+// served models' subjects (registry.Served.Subjects).
 func (s *Service) consumerFilter(subjects []string, prefix string) []string {
-	if s.models == nil || !slices.Equal(subjects, []string{prefix + ">"}) {
-		return subjects
-	}
-	out := make([]string, 0, len(s.cfg.Models))
-	for _, m := range s.cfg.Models {
-		sub := prefix + streams.ModelToken(m)
-		if !slices.Contains(out, sub) {
-			out = append(out, sub)
-		}
-	}
-	return out
+	return s.served.Subjects(subjects, prefix)
 }
 
 // snapshotSuffix keeps snapshots of members serving different models
@@ -180,7 +125,7 @@ func (s *Service) snapshotSuffix() string {
 // keepWorkerFunc is the engine's filter of KV events by worker
 // (EngineDeps.KeepWorker): nil when every model is served.
 func (s *Service) keepWorkerFunc() func(uint64) bool {
-	if s.models == nil {
+	if s.served.All() {
 		return nil
 	}
 	return s.keepWorker

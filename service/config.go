@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/registry"
@@ -32,7 +33,8 @@ type Config struct {
 	// (for servers that authorise clients by key); empty: one is made at
 	// start-up.
 	CurveClientPublicKey, CurveClientSecretKey string
-	// EmbeddedDir holds the embedded server's store; default ".hintstream/nats".
+	// EmbeddedDir holds the embedded server's store; default
+	// DefaultEmbeddedDir.
 	EmbeddedDir string
 	// EmbeddedPort for the embedded server; 0 picks a free port (the URL
 	// is logged and returned by ClientURL).
@@ -44,41 +46,44 @@ type Config struct {
 	UpdateStreams bool
 
 	RegistryBucket  string // default "hintstream_workers"
-	RequestsDurable string // default "hintstream-requests"
+	RequestsDurable string // default consumers.DefaultRequestsDurable
 	// RequestsDeliverAll makes a newly created requests consumer start at
 	// the beginning of the stream instead of its end.
 	RequestsDeliverAll bool
 	// AckWait is how long a group member may hold a request or response
-	// before JetStream gives it to another; default 30s.
+	// before JetStream gives it to another; default
+	// consumers.DefaultAckWait (30s).
 	AckWait time.Duration
 	// MaxAckPending bounds the messages one member holds unacked; default
-	// 1024.
+	// consumers.DefaultMaxAckPending (1024).
 	MaxAckPending    int
-	DeadLetterPrefix string // default "hintstream.dlq"
-	SenderQueue      int    // per endpoint; default 1024
+	DeadLetterPrefix string // default consumers.DefaultDeadLetterPrefix
+	SenderQueue      int    // per endpoint; default actions.DefaultQueueSize
 	// SenderMaxHeld bounds the triggers one endpoint's waiting hints keep
-	// unacked (actions.WithMaxHeld); default 64, negative: no bound.
+	// unacked (actions.WithMaxHeld); default actions.DefaultMaxHeld,
+	// NoBound: no bound.
 	SenderMaxHeld int
 	// SenderSettleDelay is how long after ZMQ took a hint its trigger is
 	// acked (actions.WithSettleDelay); default
-	// actions.DefaultSettleDelay, negative: at once.
+	// actions.DefaultSettleDelay, Immediately: at once.
 	SenderSettleDelay time.Duration
 
 	// KVApplyShards applies KV events of different subjects (workers) in
-	// parallel, each subject in order; default 4.
+	// parallel, each subject in order; default DefaultKVApplyShards.
 	KVApplyShards int
 
 	// PinEndpoint is the Mooncake master's PULL socket for tool-call pins
 	// (DYN_KVM_PIN_ENDPOINT); empty turns pins off.
 	PinEndpoint      string
-	ResponsesDurable string // default "hintstream-responses"
+	ResponsesDurable string // default consumers.DefaultResponsesDurable
 	// RequestIndexTTL is how long a response may trail its request and
-	// still be pinned; default 1h.
+	// still be pinned; default DefaultRequestIndexTTL.
 	RequestIndexTTL time.Duration
 
 	// SnapshotInterval saves the index to the object store this often, and
 	// at shutdown; start-up loads the latest snapshot and replays only the
-	// KV events after it. Default 5m; negative: no snapshots.
+	// KV events after it. Default DefaultSnapshotInterval; Off: no
+	// snapshots.
 	SnapshotInterval time.Duration
 	SnapshotBucket   string // default "hintstream_snapshots"
 
@@ -113,7 +118,7 @@ type Config struct {
 	// PinSlotsMaxBytes and RequestIndexMaxBytes cap the hintstream_pins
 	// and hintstream_requests buckets when they are created (or updated,
 	// with UpdateStreams); default DefaultPinSlotsMaxBytes and
-	// DefaultRequestIndexMaxBytes, negative: no cap.
+	// DefaultRequestIndexMaxBytes, NoBound: no cap.
 	PinSlotsMaxBytes, RequestIndexMaxBytes int64
 
 	// Cardinality bounds (issue 19; service/bounds.go).
@@ -124,7 +129,7 @@ type Config struct {
 	// actions.FilesFor it or fails.
 	MaxEndpoints int
 	// SenderIdleClose closes a sender with nothing to send for this long;
-	// default actions.DefaultIdleClose, negative: never.
+	// default actions.DefaultIdleClose, Off: never.
 	SenderIdleClose time.Duration
 	// EndpointRules say which hint endpoints a worker record may list
 	// (ipc://, at most MaxDPRanks); the zero value is tcp:// only and
@@ -144,7 +149,7 @@ type Config struct {
 	// KVEventsKeep: after a snapshot is saved, the KV events every
 	// snapshot of the stream covers and older than this are purged, but
 	// only from a KV-event stream hintstream created (see
-	// streams.CreatedByHintstream). Default DefaultKVEventsKeep; negative:
+	// streams.CreatedByHintstream). Default DefaultKVEventsKeep; Off:
 	// never purge.
 	KVEventsKeep time.Duration
 	// Models restricts this member to these models: it consumes only their
@@ -162,7 +167,7 @@ type Config struct {
 // Defaults fills zero fields with their defaults.
 func (c Config) Defaults() Config {
 	if c.EmbeddedDir == "" {
-		c.EmbeddedDir = ".hintstream/nats"
+		c.EmbeddedDir = DefaultEmbeddedDir
 	}
 	if c.Streams.Requests.Name == "" {
 		c.Streams = streams.DefaultSet()
@@ -171,40 +176,40 @@ func (c Config) Defaults() Config {
 		c.RegistryBucket = registry.DefaultBucket
 	}
 	if c.RequestsDurable == "" {
-		c.RequestsDurable = "hintstream-requests"
+		c.RequestsDurable = consumers.DefaultRequestsDurable
 	}
 	if c.AffinityBucket == "" {
 		c.AffinityBucket = schemas.DefaultAffinityBucket
 	}
 	if c.DeadLetterPrefix == "" {
-		c.DeadLetterPrefix = "hintstream.dlq"
+		c.DeadLetterPrefix = consumers.DefaultDeadLetterPrefix
 	}
 	if c.SenderSettleDelay == 0 {
 		c.SenderSettleDelay = actions.DefaultSettleDelay
 	}
 	if c.SenderMaxHeld == 0 {
-		c.SenderMaxHeld = 64
+		c.SenderMaxHeld = actions.DefaultMaxHeld
 	}
 	if c.SenderQueue <= 0 {
-		c.SenderQueue = 1024
+		c.SenderQueue = actions.DefaultQueueSize
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	if c.KVApplyShards <= 0 {
-		c.KVApplyShards = 4
+		c.KVApplyShards = DefaultKVApplyShards
 	}
 	if c.ResponsesDurable == "" {
-		c.ResponsesDurable = "hintstream-responses"
+		c.ResponsesDurable = consumers.DefaultResponsesDurable
 	}
 	if c.SnapshotInterval == 0 {
-		c.SnapshotInterval = 5 * time.Minute
+		c.SnapshotInterval = DefaultSnapshotInterval
 	}
 	if c.SnapshotBucket == "" {
 		c.SnapshotBucket = DefaultSnapshotBucket
 	}
 	if c.RequestIndexTTL <= 0 {
-		c.RequestIndexTTL = time.Hour
+		c.RequestIndexTTL = DefaultRequestIndexTTL
 	}
 	c.Decisions = c.Decisions.WithDefaults()
 	return c.clusterDefaults()

@@ -10,35 +10,30 @@ import (
 // startRenewals runs the pins' renewals on their own goroutine, within
 // the --pin-renew-rate budget (pins/renew_async.go), and ticks their
 // clock every second, so that pins are renewed on time when no event
-// arrives to advance it.
+// arrives to advance it: the renewal ticker, one part of the service's
+// group (run.go).
 func (s *Service) startRenewals(p *pins.Pinning) {
 	if p == nil || p.RenewMax <= 0 {
 		return
 	}
 	p.RenewRate = s.cfg.PinRenewRate
-	ctx, cancel := context.WithCancel(context.Background())
-	renewing := p.RunRenewals(ctx)
-	s.renewStop, s.renewDone = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(s.renewDone)
-		defer func() { cancel(); <-renewing }()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.renewStop:
-				return
-			case now := <-t.C:
-				p.Tick(ctx, now)
-			}
-		}
-	}()
+	s.lc.run(stageRenewals, "pin renewals", func(ctx context.Context) error { return runRenewals(ctx, p) })
 }
 
-func (s *Service) stopRenewals() {
-	if s.renewStop != nil {
-		close(s.renewStop)
-		<-s.renewDone
+// runRenewals ticks pins' clock until ctx ends, then waits for the
+// renewals under way (they run under ctx too).
+func runRenewals(ctx context.Context, p *pins.Pinning) error {
+	renewing := p.RunRenewals(ctx)
+	defer func() { <-renewing }()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			p.Tick(ctx, now)
+		}
 	}
 }
 

@@ -49,7 +49,6 @@ type Service struct {
 	kv       *consumers.StateConsumer
 	holding  *hints.Holding // gate of the index: registered workers first
 	engine   *hints.Engine  // the decisions, shared with replay
-	reclaim  *reclaimer     // start-up purge of interrupted snapshot saves
 	load     *consumers.StateConsumer
 	requests *consumers.RequestConsumer
 	affinity *consumers.AffinityWriter // issue 16: nil when off
@@ -58,12 +57,13 @@ type Service struct {
 	// Learner holds the learned tool times (nil when pins are off).
 	Learner *tooltime.Learner
 
-	lastSnapshot    atomic.Uint64 // KV stream sequence the last saved snapshot covers
-	snapshotDone    chan struct{}
-	snapshotStopped chan struct{}
+	lastSnapshot atomic.Uint64 // KV stream sequence the last saved snapshot covers
+
+	// lc runs every long-running part under one errgroup (run.go).
+	lc *lifecycle
 
 	// streamsSub watches for our streams being deleted (see watchStreams);
-	// recreations run under watchCtx, cancelled by Stop.
+	// recreations run under watchCtx, the stream watcher's.
 	streamsSub  *nats.Subscription
 	watchCtx    context.Context
 	watchCancel context.CancelFunc
@@ -81,16 +81,14 @@ type Service struct {
 	endpoints endpointRefs
 	fileLimit uint64
 
-	// models is Config.Models as a set, nil when every model is served
-	// (issue 15, see cluster.go).
-	models map[string]bool
+	// served is Config.Models, the models this member serves (issue 15,
+	// see cluster.go).
+	served registry.Served
 	// purgeOff is set once the KV-event stream proves foreign: it is
 	// never purged (see purgeKVEvents).
 	purgeOff atomic.Bool
 
 	stopOnce sync.Once
-	// renewStop ends the pin renewal ticker, which closes renewDone.
-	renewStop, renewDone chan struct{}
 }
 
 // New returns a Service; Start connects and begins consuming.
@@ -132,14 +130,15 @@ func (s *Service) Start(ctx context.Context) (err error) {
 			s.Stop(context.Background())
 		}
 	}()
+	s.lc = newLifecycle()
+	// The configuration is validated once, before anything is connected.
+	if err := s.cfg.Validate(); err != nil {
+		return err
+	}
 	if err := s.ensureFileLimit(); err != nil {
 		return err
 	}
-	// The decisions are validated once, before anything is connected.
-	if err := s.cfg.Decisions.Validate(); err != nil {
-		return err
-	}
-	s.models = s.modelSet()
+	s.served = registry.ServedModels(s.cfg.Models)
 	url := s.cfg.NATSURL
 	if url == "" {
 		if err := os.MkdirAll(s.cfg.EmbeddedDir, 0o755); err != nil {
@@ -195,6 +194,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		popts = append(popts, actions.WithCurveClientKeys(s.cfg.CurveClientPublicKey, s.cfg.CurveClientSecretKey))
 	}
 	s.pool = actions.NewPool(append(popts, s.budgetOptions()...)...)
+	s.lc.run(stageSenders, "hint senders", s.runSenders)
 	if err := s.pool.Err(); err != nil {
 		return err
 	}
@@ -218,6 +218,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
+		s.lc.run(stageHTTP, "http server", s.runHTTP)
 		s.log.Info("serving /metrics, /healthz, /readyz", "addr", s.http.Addr(), "pprof", s.cfg.Pprof)
 	}
 	s.registry, err = registry.Open(ctx, s.js, append([]registry.Option{registry.WithBucket(s.cfg.RegistryBucket),
@@ -225,6 +226,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	s.lc.run(stageRegistry, "registry watcher", s.registry.Run)
 	select {
 	case <-s.registry.Ready():
 	case <-ctx.Done():
@@ -274,8 +276,10 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	}
 	for _, c := range []*consumers.StateConsumer{s.kv, s.load} {
 		if err := c.Start(ctx); err != nil {
+			c.Stop() // what a half start left (its shards)
 			return err
 		}
+		s.lc.run(stageState, "state consumer", c.Run)
 	}
 	// Hints chosen from a half-built index would go to the wrong worker:
 	// take requests only once the state streams are applied up to now.
@@ -285,15 +289,16 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if err := s.requests.Start(ctx); err != nil {
 		return err
 	}
+	s.lc.run(stageRequests, "requests consumer", s.requests.Run)
 	if s.responses != nil {
 		if err := s.responses.Start(ctx); err != nil {
 			return err
 		}
+		s.lc.run(stageResponses, "responses consumer", s.responses.Run)
 		s.startRenewals(pinning)
 	}
 	if s.cfg.SnapshotInterval > 0 {
-		s.snapshotDone, s.snapshotStopped = make(chan struct{}), make(chan struct{})
-		go s.snapshotLoop(s.snapshotDone)
+		s.lc.run(stageSnapshots, "snapshotter", s.runSnapshots)
 	}
 	s.ready.Store(true)
 	s.log.Info("hintstream running", "nats", url, "index_blocks", s.Index.Stats().DeviceBlocks, "requests", st.Requests.Subjects,
@@ -314,7 +319,7 @@ func (s *Service) Ready() bool { return s.ready.Load() }
 
 // pending reports the group's consumers' backlog, for /metrics.
 func (s *Service) pending() map[string]uint64 {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithTimeout(s.lc.ctx, DefaultPendingTimeout)
 	defer cancel()
 	out := map[string]uint64{}
 	st := s.cfg.Streams
@@ -365,53 +370,13 @@ func (s *Service) WaitCaughtUp(ctx context.Context) error {
 }
 
 // Stop stops consuming, flushes queued hints until ctx is done, and
-// closes the connection and the embedded server. Safe to call twice.
+// closes the connection and the embedded server. It cancels the parts'
+// group and waits for every part (run.go: in shutdown order, each drain
+// bounded by ctx). Safe to call twice.
 func (s *Service) Stop(ctx context.Context) {
 	s.stopOnce.Do(func() {
-		if s.requests != nil {
-			s.requests.Stop()
-		}
-		s.stopAffinity()
-		if s.responses != nil {
-			s.responses.Stop()
-		}
-		s.stopRenewals()
-		if s.snapshotDone != nil {
-			close(s.snapshotDone)
-			<-s.snapshotStopped
-		}
-		for _, c := range []*consumers.StateConsumer{s.kv, s.load} {
-			if c != nil {
-				c.Stop()
-			}
-		}
-		// A snapshot at shutdown makes the next start-up replay little.
-		if s.snapshotDone != nil && s.ready.Load() {
-			if err := s.saveSnapshot(ctx); err != nil {
-				s.log.Warn("shutdown snapshot not saved", "err", err)
-			}
-		}
-		s.stopReclaim()
-		if s.streamsSub != nil {
-			_ = s.streamsSub.Unsubscribe()
-			s.watchMu.Lock()
-			s.watchStop = true
-			s.watchMu.Unlock()
-			s.watchCancel()
-			s.watchWG.Wait()
-		}
-		if s.registry != nil {
-			s.registry.Stop()
-		}
-		if s.pool != nil {
-			if err := s.pool.Close(ctx); err != nil {
-				s.log.Warn("hint senders closed before flushing", "err", err)
-			}
-		}
-		if s.http != nil {
-			if err := s.http.Close(ctx); err != nil {
-				s.log.Warn("http server close", "err", err)
-			}
+		if s.lc != nil {
+			_ = s.lc.stop(ctx) // a part's error is Err's
 		}
 		if s.nc != nil {
 			s.nc.Close()
@@ -436,7 +401,7 @@ func (s *Service) watchStreams() error {
 			ours[c.Name] = c
 		}
 	}
-	s.watchCtx, s.watchCancel = context.WithCancel(context.Background())
+	s.watchCtx, s.watchCancel = context.WithCancel(s.lc.stageContext(stageStreams))
 	s.recreating = map[string]bool{}
 	sub, err := s.nc.Subscribe("$JS.EVENT.ADVISORY.STREAM.DELETED.*", func(m *nats.Msg) {
 		if cfg, ok := ours[m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]]; ok {
@@ -448,30 +413,40 @@ func (s *Service) watchStreams() error {
 		return fmt.Errorf("watch stream deletions: %w", err)
 	}
 	s.streamsSub = sub
-	// The server sends the advisory from the dying stream's own queue and
-	// may drop it: look for missing streams now and then as well.
-	s.watchWG.Add(1)
-	go func() {
-		defer s.watchWG.Done()
-		tick := time.NewTicker(streamCheckInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-s.watchCtx.Done():
-				return
-			case <-tick.C:
-			}
-			for name, cfg := range ours {
-				ctx, cancel := context.WithTimeout(s.watchCtx, 5*time.Second)
-				_, err := s.js.Stream(ctx, name)
-				cancel()
-				if errors.Is(err, jetstream.ErrStreamNotFound) {
-					s.recreate(cfg)
-				}
+	s.lc.run(stageStreams, "stream watcher", func(ctx context.Context) error { return s.runStreamWatch(ctx, ours) })
+	return nil
+}
+
+// runStreamWatch looks for missing streams now and then as well: the
+// server sends the deletion advisory from the dying stream's own queue
+// and may drop it. When ctx ends it stops watching and waits for the
+// recreations under way.
+func (s *Service) runStreamWatch(ctx context.Context, ours map[string]streams.Config) error {
+	defer func() {
+		_ = s.streamsSub.Unsubscribe()
+		s.watchMu.Lock()
+		s.watchStop = true
+		s.watchMu.Unlock()
+		s.watchCancel()
+		s.watchWG.Wait()
+	}()
+	tick := time.NewTicker(streamCheckInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		for name, cfg := range ours {
+			octx, cancel := context.WithTimeout(s.watchCtx, DefaultOpTimeout)
+			_, err := s.js.Stream(octx, name)
+			cancel()
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				s.recreate(cfg)
 			}
 		}
-	}()
-	return nil
+	}
 }
 
 // streamCheckInterval is how often watchStreams looks for a deleted
@@ -502,7 +477,7 @@ func (s *Service) recreateStream(cfg streams.Config) {
 	}()
 	wait := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(s.watchCtx, 5*time.Second)
+		ctx, cancel := context.WithTimeout(s.watchCtx, DefaultOpTimeout)
 		_, outcome, err := streams.Ensure(ctx, s.js, cfg, streams.WithLogger(discardLogger))
 		cancel()
 		if err == nil && outcome != streams.Created {

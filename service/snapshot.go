@@ -38,9 +38,6 @@ func (s *Service) snapshotStore(ctx context.Context) (jetstream.ObjectStore, err
 	return obs, err
 }
 
-// snapshotLoadTimeout bounds reading a snapshot at start-up.
-const snapshotLoadTimeout = 10 * time.Minute
-
 // loadSnapshot fills the index from the latest snapshot and returns the
 // stream sequence to resume KV events at (0: from the start). A missing
 // or unusable snapshot is not an error: the whole stream is replayed.
@@ -51,7 +48,7 @@ func (s *Service) loadSnapshot(ctx context.Context) uint64 {
 	// Without a deadline of ours, nats.go bounds the whole object read by
 	// its 5 s default: a 10M-entry snapshot (160 MB) on a busy machine
 	// timed out and start-up fell back to a full replay.
-	ctx, cancel := context.WithTimeout(ctx, snapshotLoadTimeout)
+	ctx, cancel := context.WithTimeout(ctx, DefaultSnapshotLoadTimeout)
 	defer cancel()
 	start := time.Now()
 	obs, err := s.snapshotStore(ctx)
@@ -121,22 +118,29 @@ func (s *Service) saveSnapshot(ctx context.Context) error {
 	return nil
 }
 
-// snapshotLoop saves a snapshot every interval until done is closed.
-func (s *Service) snapshotLoop(done <-chan struct{}) {
-	defer close(s.snapshotStopped)
+// runSnapshots is the snapshotter: it saves a snapshot every interval
+// until ctx ends, then one more within the drain, which makes the next
+// start-up replay little. It runs after the KV consumer stopped (stage
+// order, run.go), so the last one covers every event applied.
+func (s *Service) runSnapshots(ctx context.Context) error {
 	t := time.NewTicker(s.cfg.SnapshotInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-done:
-			return
+		case <-ctx.Done():
+			if s.ready.Load() {
+				if err := s.saveSnapshot(s.lc.drainContext()); err != nil {
+					s.log.Warn("shutdown snapshot not saved", "err", err)
+				}
+			}
+			return nil
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		if err := s.saveSnapshot(ctx); err != nil {
+		sctx, cancel := context.WithTimeout(ctx, DefaultSnapshotSaveTimeout)
+		if err := s.saveSnapshot(sctx); err != nil {
 			s.log.Warn("snapshot not saved", "err", err)
 		} else {
-			s.purgeKVEvents(ctx)
+			s.purgeKVEvents(sctx)
 		}
 		cancel()
 	}

@@ -24,11 +24,6 @@ import (
 // have been idle before it is purged.
 const DefaultSnapshotReclaimGrace = 30 * time.Second
 
-// reclaimer is the start-up reclaim's goroutine.
-type reclaimer struct {
-	stop, done chan struct{}
-}
-
 // reclaimGrace is the configured grace, or the default.
 func (s *Service) reclaimGrace() time.Duration {
 	if s.cfg.SnapshotReclaimGrace > 0 {
@@ -37,39 +32,36 @@ func (s *Service) reclaimGrace() time.Duration {
 	return DefaultSnapshotReclaimGrace
 }
 
-// startReclaim purges abandoned chunks in the background, retrying until
-// none is left too young to judge (or Stop).
+// startReclaim hands the reclaimer to the service's group (run.go).
 func (s *Service) startReclaim() {
 	if s.cfg.SnapshotInterval < 0 || s.js == nil {
 		return
 	}
-	s.reclaim = &reclaimer{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(s.reclaim.done)
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			next, err := s.reclaimChunks(ctx)
-			cancel()
-			if err != nil {
-				s.log.Warn("snapshot chunks not reclaimed", "err", err)
-				return
-			}
-			if next <= 0 {
-				return
-			}
-			select {
-			case <-s.reclaim.stop:
-				return
-			case <-time.After(next):
-			}
-		}
-	}()
+	s.lc.run(stageReclaim, "snapshot reclaim", s.runReclaim)
 }
 
-func (s *Service) stopReclaim() {
-	if s.reclaim != nil {
-		close(s.reclaim.stop)
-		<-s.reclaim.done
+// runReclaim purges abandoned chunks, retrying until none is left too
+// young to judge, or ctx ends. A failure is logged, not fatal: the next
+// saved snapshot reclaims again.
+func (s *Service) runReclaim(ctx context.Context) error {
+	for {
+		rctx, cancel := context.WithTimeout(ctx, DefaultReclaimTimeout)
+		next, err := s.reclaimChunks(rctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("snapshot chunks not reclaimed", "err", err)
+			}
+			return nil
+		}
+		if next <= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(next):
+		}
 	}
 }
 

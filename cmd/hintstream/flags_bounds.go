@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"time"
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/observe"
@@ -38,7 +37,7 @@ func boundsFlags(fs *flag.FlagSet) func(*service.Config) error {
 		}
 		c.MaxEndpoints, c.SenderIdleClose = *maxEndpoints, *idleClose
 		if *idleClose == 0 {
-			c.SenderIdleClose = -time.Nanosecond // 0 means "never" on the command line
+			c.SenderIdleClose = service.Off // 0 means "never" on the command line
 		}
 		c.EndpointRules = schemas.EndpointRules{AllowIPC: *allowIPC, MaxDPRanks: *maxDPRanks}
 		c.MetricsTopTools = *topTools

@@ -37,10 +37,10 @@ func cardinalityFlags(fs *flag.FlagSet) func(*service.Config) error {
 	}
 }
 
-// noCap maps the command line's 0 (no cap) to the Config's negative.
+// noCap maps the command line's 0 (no cap) to the Config's NoBound.
 func noCap(n int64) int64 {
 	if n == 0 {
-		return -1
+		return service.NoBound
 	}
 	return n
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"slices"
 
 	"github.com/hintstream/hintstream/service"
 	"github.com/hintstream/hintstream/streams"
@@ -16,7 +15,7 @@ import (
 func clusterFlags(fs *flag.FlagSet) func(cfg *service.Config) error {
 	var (
 		keep   = fs.Duration("kv-events-keep", service.DefaultKVEventsKeep, "after a snapshot is saved, purge the KV events it covers that are older than this, if hintstream created the KV-event stream (a foreign one, such as Dynamo's, is never purged); 0: never purge")
-		models = fs.String("models", "", "comma-separated models this member serves: it consumes only their requests and responses, indexes only their workers' KV events and chooses only among their workers (one consumer group per model family); empty: every model")
+		models = modelsFlag(fs) // flags_models.go, shared with replay
 	)
 	return func(cfg *service.Config) error {
 		if err := checkRetention(cfg.Streams, cfg.RequestIndexTTL); err != nil {
@@ -27,14 +26,12 @@ func clusterFlags(fs *flag.FlagSet) func(cfg *service.Config) error {
 		case *keep < 0:
 			return fmt.Errorf("--kv-events-keep must not be negative, got %v", *keep)
 		case *keep == 0:
-			cfg.KVEventsKeep = -1 // 0 means "never" on the command line
+			cfg.KVEventsKeep = service.Off // 0 means "never" on the command line
 		default:
 			cfg.KVEventsKeep = *keep
 		}
-		cfg.Models = split(*models)
-		if slices.Contains(cfg.Models, "") {
-			return fmt.Errorf("--models: empty model name")
-		}
-		return nil
+		var err error
+		cfg.Models, err = models()
+		return err
 	}
 }

@@ -49,6 +49,7 @@ func decisionFlags(fs *flag.FlagSet) func(*hints.Decisions) error {
 		holdBlocks   = fs.Int("holding-blocks", hints.DefaultHoldingBlocks, "blocks held per unregistered worker id; more are dropped as \"unknown worker\"")
 	)
 	routerCost := routerFlags(fs)
+	applyIndex := indexFlags(fs) // --index-capacity, --index-shards (flags_index.go)
 	return func(d *hints.Decisions) error {
 		rc := routing.Config{OverlapScoreWeight: *weight, Temperature: *temperature,
 			Spread: routing.SpreadConfig{Enabled: *spread, HalfLife: *spreadHL}}
@@ -76,6 +77,9 @@ func decisionFlags(fs *flag.FlagSet) func(*hints.Decisions) error {
 		d.Limits = schemas.Limits{MaxBytes: *maxBytes, MaxTokens: *maxTokens, MaxHeaders: *maxHeaders,
 			MaxString: *maxString, MaxDepth: *maxDepth, MaxHeaderBytes: *maxHdrBytes}
 		d.Holding = hints.HoldingConfig{MaxWorkers: *holdWorkers, MaxBlocksPerWorker: *holdBlocks}
+		if err := applyIndex(d); err != nil {
+			return err
+		}
 		return d.Validate()
 	}
 }

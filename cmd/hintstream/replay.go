@@ -11,7 +11,9 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/natsconn"
+	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/replay"
+	"github.com/hintstream/hintstream/service"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -32,7 +34,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		dryRun     = fs.Bool("dry-run", false, "write the hints to --out instead of sending them")
 		out        = fs.String("out", "-", "where a dry run writes its hints, one JSON line each (- = stdout)")
 		pinEP      = fs.String("pin-endpoint", env("DYN_KVM_PIN_ENDPOINT", ""), "as in run (env DYN_KVM_PIN_ENDPOINT); empty: no pins")
-		bucket     = fs.String("registry-bucket", "hintstream_workers", "worker registry bucket (its current entries are used)")
+		bucket     = fs.String("registry-bucket", registry.DefaultBucket, "worker registry bucket (its current entries are used)")
 		reqStream  = fs.String("requests-stream", def.Requests.Name, "as in run")
 		respStream = fs.String("responses-stream", def.Responses.Name, "as in run")
 		kvStream   = fs.String("kv-events-stream", def.KVEvents.Name, "as in run")
@@ -43,6 +45,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	)
 	natsCfg := natsFlags(fs, "hintstream-replay")
 	applyDecisions := decisionFlags(fs) // the decision flags of run (flags_decisions.go)
+	models := modelsFlag(fs)            // run's --models (flags_models.go)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream replay (--since TIME | --from-seq N) [--until TIME] [--dry-run --out FILE] [flags]\n\n"+
 			"Replays KV events, load, requests and responses in their original time order, so each choice\n"+
@@ -69,6 +72,9 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	o := replay.Options{Streams: def, FromSeq: *fromSeq, DryRun: *dryRun, RegistryBucket: *bucket,
 		PinEndpoint: *pinEP, Logger: log}
 	if err := applyDecisions(&o.Decisions); err != nil {
+		return err
+	}
+	if o.Models, err = models(); err != nil {
 		return err
 	}
 	o.Streams.Requests.Name, o.Streams.Responses.Name, o.Streams.Load.Name = *reqStream, *respStream, *loadStream
@@ -106,7 +112,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	} else {
 		pool := actions.NewPool(actions.WithLogger(log))
 		defer func() {
-			cctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			cctx, cancel := context.WithTimeout(context.Background(), service.DefaultShutdownTimeout)
 			defer cancel()
 			_ = pool.Close(cctx)
 		}()

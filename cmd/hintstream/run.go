@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/internal/demo"
+	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/service"
 )
 
@@ -27,29 +29,29 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	applyCluster := clusterFlags(fs)
 	var (
 		natsURL      = fs.String("nats-url", natsURLEnv(""), "NATS server URL"+natsURLUsage+"; empty starts an embedded JetStream server")
-		dataDir      = fs.String("data-dir", env("HINTSTREAM_DATA_DIR", ".hintstream/nats"), "embedded server's JetStream store (env HINTSTREAM_DATA_DIR)")
+		dataDir      = fs.String("data-dir", env("HINTSTREAM_DATA_DIR", service.DefaultEmbeddedDir), "embedded server's JetStream store (env HINTSTREAM_DATA_DIR)")
 		port         = fs.Int("embedded-port", 4222, "embedded server's client port on 127.0.0.1; 0 picks a free one")
 		demoOn       = fs.Bool("demo", false, "also run simulated workers and a stream of wake-ups, printing the hints they receive")
 		demoEvery    = fs.Duration("demo-interval", time.Second, "time between demo requests")
 		demoCount    = fs.Int("demo-count", 0, "demo requests to publish; 0 = until stopped")
-		bucket       = fs.String("registry-bucket", "hintstream_workers", "JetStream KV bucket of the worker registry")
+		bucket       = fs.String("registry-bucket", registry.DefaultBucket, "JetStream KV bucket of the worker registry")
 		group        = fs.String("group", env("HINTSTREAM_GROUP", "hintstream"), "consumer group (env HINTSTREAM_GROUP): every member shares the durable consumers <group>-requests and <group>-responses, and keeps its own index")
 		durable      = fs.String("requests-durable", "", "durable consumer name for request events (default <group>-requests)")
 		deliverAll   = fs.Bool("requests-deliver-all", false, "a newly created requests consumer starts at the stream's beginning instead of its end")
 		update       = fs.Bool("update-streams", false, "add missing subjects to existing streams (otherwise a mismatch stops start-up)")
-		senderQueue  = fs.Int("sender-queue", 1024, "hints queued per endpoint before new ones are dropped")
+		senderQueue  = fs.Int("sender-queue", actions.DefaultQueueSize, "hints queued per endpoint before new ones are dropped")
 		settleDelay  = fs.Duration("sender-settle-delay", actions.DefaultSettleDelay, "ack a trigger this long after ZMQ took its hint, so a crash before ZMQ wrote it out loses no trigger (0: at once)")
-		senderHeld   = fs.Int("sender-max-held", 64, "triggers one endpoint's waiting hints may keep unacked; past it they are acked when queued, so a slow worker cannot take every --max-ack-pending slot (0: no bound)")
-		kvShards     = fs.Int("kv-apply-shards", 4, "KV events of different workers applied in parallel on this many goroutines")
+		senderHeld   = fs.Int("sender-max-held", actions.DefaultMaxHeld, "triggers one endpoint's waiting hints may keep unacked; past it they are acked when queued, so a slow worker cannot take every --max-ack-pending slot (0: no bound)")
+		kvShards     = fs.Int("kv-apply-shards", service.DefaultKVApplyShards, "KV events of different workers applied in parallel on this many goroutines")
 		logFormat    = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
 		logLevel     = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
 		pinEndpoint  = fs.String("pin-endpoint", env("DYN_KVM_PIN_ENDPOINT", ""), "Mooncake master's PULL socket for tool-call pins (env DYN_KVM_PIN_ENDPOINT); empty: pins off")
-		reqIndexTTL  = fs.Duration("request-index-ttl", time.Hour, "how long a response may trail its request and still be pinned")
+		reqIndexTTL  = fs.Duration("request-index-ttl", service.DefaultRequestIndexTTL, "how long a response may trail its request and still be pinned")
 		respDurable  = fs.String("responses-durable", "", "durable consumer name for response events (default <group>-responses)")
-		snapEvery    = fs.Duration("snapshot-interval", 5*time.Minute, "save the KV index to the object store this often and at shutdown; start-up loads it and replays only newer KV events; 0: off (none loaded or saved)")
-		snapBucket   = fs.String("snapshot-bucket", "hintstream_snapshots", "object store bucket of index snapshots")
-		ackWait      = fs.Duration("ack-wait", 30*time.Second, "how long a member may hold a request or response unacked before another member gets it")
-		maxAckPend   = fs.Int("max-ack-pending", 1024, "requests or responses one member may hold unacked")
+		snapEvery    = fs.Duration("snapshot-interval", service.DefaultSnapshotInterval, "save the KV index to the object store this often and at shutdown; start-up loads it and replays only newer KV events; 0: off (none loaded or saved)")
+		snapBucket   = fs.String("snapshot-bucket", service.DefaultSnapshotBucket, "object store bucket of index snapshots")
+		ackWait      = fs.Duration("ack-wait", consumers.DefaultAckWait, "how long a member may hold a request or response unacked before another member gets it")
+		maxAckPend   = fs.Int("max-ack-pending", consumers.DefaultMaxAckPending, "requests or responses one member may hold unacked")
 		httpAddr     = fs.String("http-addr", env("HINTSTREAM_HTTP_ADDR", ""), "serve /metrics, /healthz and /readyz here, e.g. :9090 (env HINTSTREAM_HTTP_ADDR); empty: off")
 		pprofOn      = fs.Bool("pprof", false, "also serve /debug/pprof on --http-addr")
 		hintsLog     = fs.String("hints-log", "", "append every hint handed to a sender to this file as a JSON line (compare with replay --dry-run)")
@@ -57,7 +59,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		pinCurve     = fs.String("pin-curve-public-key", env("HINTSTREAM_PIN_CURVE_PUBLIC_KEY", ""), "CURVE server key (Z85) of the pin endpoint (env HINTSTREAM_PIN_CURVE_PUBLIC_KEY); empty: plain text (workers give theirs as hint_curve_public_key)")
 		curvePublic  = fs.String("curve-public-key", env("HINTSTREAM_CURVE_PUBLIC_KEY", ""), "hintstream's own CURVE public key, Z85 (env HINTSTREAM_CURVE_PUBLIC_KEY); empty: a fresh keypair at start-up")
 		curveSecret  = fs.String("curve-secret-key", env("HINTSTREAM_CURVE_SECRET_KEY", ""), "hintstream's own CURVE secret key, Z85 (env HINTSTREAM_CURVE_SECRET_KEY, preferred to the flag)")
-		stopDeadline = fs.Duration("shutdown-timeout", 3*time.Second, "how long shutdown may spend flushing queued hints")
+		stopDeadline = fs.Duration("shutdown-timeout", service.DefaultShutdownTimeout, "how long shutdown may spend flushing queued hints")
 	)
 	natsCfg := natsFlags(fs, "hintstream")
 	applyAffinity := affinityFlags(fs)
@@ -105,7 +107,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		return fmt.Errorf("--sender-settle-delay must not be negative, got %v", *settleDelay)
 	}
 	if *settleDelay == 0 {
-		cfg.SenderSettleDelay = -1 // 0 means "at once" on the command line
+		cfg.SenderSettleDelay = service.Immediately // 0 means "at once" on the command line
 	}
 	cfg.HTTPAddr, cfg.Pprof = *httpAddr, *pprofOn
 	cfg.AckWait, cfg.MaxAckPending = *ackWait, *maxAckPend
@@ -114,22 +116,13 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		return fmt.Errorf("--snapshot-interval must not be negative, got %v (0: off)", *snapEvery)
 	}
 	if *snapEvery == 0 {
-		cfg.SnapshotInterval = -1 // 0 means "off" on the command line
-	}
-	if *pprofOn && *httpAddr == "" {
-		return fmt.Errorf("--pprof needs --http-addr")
+		cfg.SnapshotInterval = service.Off // 0 means "off" on the command line
 	}
 	cfg.NATS = natsCfg()
 	if err := applyConnect(&cfg); err != nil {
 		return err
 	}
-	if err := cfg.NATS.Validate(); err != nil {
-		return err
-	}
 	cfg.PinCurvePublicKey, cfg.CurveClientPublicKey, cfg.CurveClientSecretKey = *pinCurve, *curvePublic, *curveSecret
-	if (*curvePublic == "") != (*curveSecret == "") {
-		return fmt.Errorf("--curve-public-key and --curve-secret-key go together")
-	}
 	if err := applyCardinality(&cfg); err != nil {
 		return err
 	}
@@ -137,6 +130,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		return err
 	}
 	if err := applyCluster(&cfg); err != nil {
+		return err
+	}
+	// The one validation of the whole configuration, as Start does it.
+	if err := cfg.Defaults().Validate(); err != nil {
 		return err
 	}
 	checked = true
@@ -191,8 +188,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		}
 		return nil
 	}
-	<-ctx.Done()
-	return nil
+	select {
+	case <-ctx.Done():
+	case <-svc.Done(): // a part of the service failed
+	}
+	return svc.Err()
 }
 
 func env(key, def string) string {
@@ -212,10 +212,10 @@ func split(s string) []string {
 	return out
 }
 
-// heldOrNone maps the flag's 0 (no bound) to the config's negative.
+// heldOrNone maps the flag's 0 (no bound) to the config's NoBound.
 func heldOrNone(n int) int {
 	if n <= 0 {
-		return -1
+		return service.NoBound
 	}
 	return n
 }

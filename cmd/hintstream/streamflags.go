@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/streams"
 )
 
@@ -24,7 +25,7 @@ func streamSetFlags(fs *flag.FlagSet) func() (streams.Set, string) {
 		loadStream = fs.String("load-stream", def.Load.Name, "stream of load metrics")
 		loadSubj   = fs.String("load-subjects", strings.Join(def.Load.Subjects, ","), "subjects of load metrics")
 		dlqStream  = fs.String("dead-letter-stream", def.DeadLetter.Name, "stream keeping dead-lettered copies")
-		dlqPrefix  = fs.String("dead-letter-prefix", "hintstream.dlq", "dead-letter subject prefix; copies go to <prefix>.<kind>")
+		dlqPrefix  = fs.String("dead-letter-prefix", consumers.DefaultDeadLetterPrefix, "dead-letter subject prefix; copies go to <prefix>.<kind>")
 	)
 	cluster := streamClusterFlags(fs, def)
 	return func() (streams.Set, string) {
