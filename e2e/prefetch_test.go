@@ -10,6 +10,7 @@ import (
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/pypeer"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
@@ -269,17 +270,57 @@ func lastMsg(t *testing.T, ctx context.Context, js jetstream.JetStream, stream, 
 	return m
 }
 
-// finalCounters reads the counters hintstream logs when it stops.
+// finalCounters reads the counters hintstream logs when it stops, keyed
+// by their dotted keys ("requests.wakeup", "hints.prefetch.skipped|no_worker"
+// and the family total "hints.prefetch.skipped"), mapped back from the
+// exposed names the line uses (metrics' LogAttrs).
 func finalCounters(t *testing.T, p *proc) map[string]float64 {
 	t.Helper()
+	keys := map[string]string{} // exposed name without the prefix -> dotted key
+	fams := metrics.New()
+	for _, c := range fams.Collectors() {
+		if k, ok := c.(interface {
+			Name() string
+			Key() string
+		}); ok {
+			keys[strings.TrimPrefix(k.Name(), "hintstream_")] = k.Key()
+		}
+	}
+	for _, v := range []*metrics.CounterVec{fams.ToolObserved} {
+		keys[strings.TrimPrefix(v.Name(), "hintstream_")] = v.Key()
+	}
 	for _, l := range p.lines(&p.errs) {
 		var rec struct {
-			Msg      string             `json:"msg"`
-			Counters map[string]float64 `json:"counters"`
+			Msg      string                     `json:"msg"`
+			Counters map[string]json.RawMessage `json:"counters"`
 		}
-		if json.Unmarshal([]byte(l), &rec) == nil && rec.Msg == "stopped" {
-			return rec.Counters
+		if json.Unmarshal([]byte(l), &rec) != nil || rec.Msg != "stopped" {
+			continue
 		}
+		out := map[string]float64{}
+		for name, raw := range rec.Counters {
+			if name == strings.TrimPrefix(fams.ToolExpected.Name(), "hintstream_") {
+				continue // expected times, as duration strings
+			}
+			key, ok := keys[name]
+			if !ok {
+				t.Fatalf("stopped line names %q, which is no counter", name)
+			}
+			var v float64
+			if json.Unmarshal(raw, &v) == nil {
+				out[key] = v
+				continue
+			}
+			var byLabel map[string]float64
+			if err := json.Unmarshal(raw, &byLabel); err != nil {
+				t.Fatalf("stopped line: counter %s: %v", name, err)
+			}
+			for lv, n := range byLabel {
+				out[key+"|"+lv] = n
+				out[key] += n
+			}
+		}
+		return out
 	}
 	t.Fatal("no final counters in hintstream's log")
 	return nil

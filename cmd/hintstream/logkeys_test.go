@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/metrics"
 )
 
 // logKeyRenames are keys the code once used for what the project's keys
@@ -168,31 +169,40 @@ func TestLoggerDurationsAreStrings(t *testing.T) {
 }
 
 // TestStoppedSummary: run's "stopped" line nests counters and per-endpoint
-// sender stats as JSON objects with snake_case keys and duration strings;
-// the text format prints dotted keys, not a Go map or struct dump.
+// sender stats as JSON objects with snake_case keys (the counters' exposed
+// names, a labelled family by label value) and duration strings; the text
+// format prints dotted paths of those keys, not a Go map or struct dump.
 func TestStoppedSummary(t *testing.T) {
-	counters := map[string]uint64{"requests.received": 5, "hints.prefetch.skipped|no_worker": 1}
+	m := metrics.New()
+	for range 5 {
+		m.RequestsReceived.Inc()
+	}
+	m.HintsPrefetchSkipped.Inc("no_worker")
 	eps := map[string]actions.EndpointStats{"tcp://127.0.0.1:5570": {Sent: 4, Retried: 1, Dropped: map[string]uint64{"queue_full": 2},
 		QueueDepth: 3, LatencyCount: 4, LatencySum: 6 * time.Millisecond, LatencyMax: 3 * time.Millisecond}}
 	var buf bytes.Buffer
 	log, _ := newLogger(&buf, "json", "info")
-	log.Info("stopped", stoppedAttrs(counters, eps)...)
+	log.Info("stopped", stoppedAttrs(m.LogAttrs(), eps)...)
 	var rec struct {
-		Counters  map[string]uint64         `json:"counters"`
+		Counters  map[string]any            `json:"counters"`
 		Endpoints map[string]map[string]any `json:"endpoints"`
 	}
 	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
 		t.Fatalf("%v: %s", err, buf.String())
 	}
 	ep := rec.Endpoints["tcp://127.0.0.1:5570"]
-	if rec.Counters["requests.received"] != 5 || ep["sent"] != 4.0 || ep["queue_depth"] != 3.0 ||
+	skipped, _ := rec.Counters["hints_prefetch_skipped_total"].(map[string]any)
+	if rec.Counters["requests_received_total"] != 5.0 || skipped["no_worker"] != 1.0 || len(rec.Counters) != 2 ||
+		ep["sent"] != 4.0 || ep["queue_depth"] != 3.0 ||
 		ep["latency_mean"] != "1.5ms" || ep["latency_max"] != "3ms" || ep["dropped"].(map[string]any)["queue_full"] != 2.0 {
 		t.Fatalf("stopped line: %s", buf.String())
 	}
 	buf.Reset()
 	log, _ = newLogger(&buf, "text", "info")
-	log.Info("stopped", stoppedAttrs(counters, eps)...)
-	if out := buf.String(); !strings.Contains(out, "endpoints.tcp://127.0.0.1:5570.sent=4") || !strings.Contains(out, "counters.requests.received=5") ||
+	log.Info("stopped", stoppedAttrs(m.LogAttrs(), eps)...)
+	if out := buf.String(); !strings.Contains(out, "endpoints.tcp://127.0.0.1:5570.sent=4") ||
+		!strings.Contains(out, "counters.requests_received_total=5") ||
+		!strings.Contains(out, "counters.hints_prefetch_skipped_total.no_worker=1") ||
 		strings.Contains(out, "map[") || strings.Contains(out, "{") {
 		t.Fatalf("text stopped line: %s", out)
 	}

@@ -168,7 +168,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		if p := svc.Pool(); p != nil {
 			endpoints = p.Stats()
 		}
-		log.Info("stopped", stoppedAttrs(svc.Counters.Summary(), endpoints)...) // summary.go
+		log.Info("stopped", stoppedAttrs(svc.Counters.LogAttrs(), endpoints)...) // summary.go
 	}()
 	if *natsURL == "" {
 		fmt.Fprintf(stdout, "hintstream: embedded JetStream server at %s (store %s)\n", svc.ClientURL(), *dataDir)

@@ -117,7 +117,7 @@ func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	wg.Wait()
 	err = errors.Join(errs...)
 	for _, r := range rs {
-		log.Info("sink stopped", "endpoint", r.Endpoint(), countersAttr(r.Counters().Summary()))
+		log.Info("sink stopped", "endpoint", r.Endpoint(), countersAttr(r.Counters().LogAttrs()))
 	}
 	return err
 }
