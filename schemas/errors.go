@@ -33,3 +33,10 @@ func (e *DecodeError) Is(target error) bool { return target == ErrMalformed }
 func malformed(kind, reason string, err error) error {
 	return &DecodeError{Kind: kind, Reason: reason, Err: err}
 }
+
+// CommonDecodeReasons are the DecodeError reasons any event kind can
+// fail with, before its own fields are read (size, framing, encoding,
+// NATS headers). Counters list them at 0 from start-up, so a first
+// malformed event shows as an increase, not as a new series.
+var CommonDecodeReasons = []string{"message too large", "neither JSON nor a msgpack map", "invalid JSON",
+	"wrong JSON type", "invalid UTF-8", "trailing bytes after msgpack", "too many NATS headers", "NATS headers too large"}
