@@ -91,15 +91,7 @@ func TestWorkerLeavingDropsItsBlocks(t *testing.T) {
 }
 
 func TestHTTPEndpoints(t *testing.T) {
-	srv := natstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	svc := New(Config{NATSURL: srv.ClientURL(), HTTPAddr: "127.0.0.1:0",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err := svc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Stop(context.Background())
+	svc := startHTTP(t)
 	get := func(path string) (int, string) {
 		resp, err := http.Get("http://" + svc.HTTPAddr() + path)
 		if err != nil {
