@@ -48,11 +48,15 @@ type durable struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	cc      jetstream.ConsumeContext
-	handle  func(jetstream.Msg)
-	advSub  *nats.Subscription
-	lost    chan struct{} // the consumer may be gone: check and recreate
+	mu     sync.Mutex
+	cc     jetstream.ConsumeContext
+	handle func(jetstream.Msg)
+	advSub *nats.Subscription
+	lost   chan struct{} // the consumer may be gone: check and recreate
+	// repull asks recover to consume afresh: a pull answered "no
+	// responders" (503) leaves nats.go counting it as outstanding, so
+	// no new pull goes out until two heartbeats are missed (5 s).
+	repull  atomic.Bool
 	done    chan struct{}
 	stopped chan struct{}
 }
@@ -70,6 +74,9 @@ const (
 	DefaultMaxDeliver = 10
 	// Unbounded is the MaxDeliver that lifts the bound (JetStream's -1).
 	Unbounded = -1
+	// DefaultRepullDelay is how long a consumer whose pull met no
+	// responder waits before it consumes afresh.
+	DefaultRepullDelay = 100 * time.Millisecond
 	// DefaultOpTimeout bounds one JetStream operation of a consumer
 	// (lookup, recreation, dead-letter copy); it derives from the
 	// consumer's context, so it ends with the consumer.
@@ -179,7 +186,14 @@ func (d *durable) consume(ctx context.Context) error {
 		// within seconds, not the default 30 s.
 		jetstream.PullExpiry(5*time.Second),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+			// A pull can meet no responder while a just-created durable
+			// (several members creating it at once) or a new consumer
+			// leader is not yet serving it.
+			noResponder := errors.Is(err, nats.ErrNoResponders)
+			if noResponder {
+				d.repull.Store(true)
+			}
+			if noResponder || errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
 				errors.Is(err, jetstream.ErrNoHeartbeat) {
 				select {
 				case d.lost <- struct{}{}:
@@ -229,6 +243,17 @@ func (d *durable) recover() bool {
 		d.mu.Lock()
 		active := d.cc != nil
 		d.mu.Unlock()
+		if active && d.repull.Swap(false) {
+			// Not at once: the consumer may need a moment to serve pulls.
+			select {
+			case <-d.done:
+				return true
+			case <-time.After(DefaultRepullDelay):
+			}
+			d.stopConsume()
+			d.log.Debug("pull met no responder; consuming afresh")
+			active = false
+		}
 		if active {
 			return true // a heartbeat hiccup: nats.go carries on
 		}
