@@ -82,6 +82,10 @@ var requestKeys = map[string]uint8{
 type jsonScan struct {
 	b []byte
 	i int
+	// reuse lends a RouterEvent decode the memory of the previous one
+	// (DecodeRouterEventInto); its zero value allocates afresh. A value,
+	// not a pointer, so that it stays on the decoder's stack.
+	reuse routerReuse
 }
 
 func (p *jsonScan) ws() {
