@@ -49,60 +49,36 @@ func reuseOf(ev *RouterEvent) routerReuse {
 	return r
 }
 
-func (r *routerReuse) storeData() *KvCacheStoreData {
-	if r.store == nil {
-		return new(KvCacheStoreData)
-	}
-	s := r.store
-	r.store = nil
-	*s = KvCacheStoreData{}
-	return s
-}
-
-func (r *routerReuse) removeData() *KvCacheRemoveData {
-	if r.remove == nil {
-		return new(KvCacheRemoveData)
-	}
-	rm := r.remove
-	r.remove = nil
-	*rm = KvCacheRemoveData{}
-	return rm
-}
-
-func (r *routerReuse) parentHash() *BlockHash {
-	if r.parent == nil {
-		return new(BlockHash)
-	}
-	h := r.parent
-	r.parent = nil
-	return h
-}
-
-func (r *routerReuse) startPosition() *uint32 {
-	if r.start == nil {
-		return new(uint32)
-	}
-	sp := r.start
-	r.start = nil
-	return sp
-}
+func (r *routerReuse) storeData() *KvCacheStoreData   { return take(&r.store) }
+func (r *routerReuse) removeData() *KvCacheRemoveData { return take(&r.remove) }
+func (r *routerReuse) parentHash() *BlockHash         { return take(&r.parent) }
+func (r *routerReuse) startPosition() *uint32         { return take(&r.start) }
 
 // storedBlocks returns an empty, non-nil slice with room for n blocks.
-func (r *routerReuse) storedBlocks(n int) []StoredBlock {
-	if r.blocks == nil || cap(r.blocks) < n {
-		return make([]StoredBlock, 0, n)
-	}
-	b := r.blocks[:0]
-	r.blocks = nil
-	return b
-}
+func (r *routerReuse) storedBlocks(n int) []StoredBlock { return takeSlice(&r.blocks, n) }
 
 // blockHashes returns an empty, non-nil slice with room for n hashes.
-func (r *routerReuse) blockHashes(n int) []BlockHash {
-	if r.removed == nil || cap(r.removed) < n {
-		return make([]BlockHash, 0, n)
+func (r *routerReuse) blockHashes(n int) []BlockHash { return takeSlice(&r.removed, n) }
+
+// take hands out *p zeroed, once (then *p is nil), or a new T.
+func take[T any](p **T) *T {
+	v := *p
+	if v == nil {
+		return new(T)
 	}
-	h := r.removed[:0]
-	r.removed = nil
-	return h
+	*p = nil
+	var zero T
+	*v = zero
+	return v
+}
+
+// takeSlice hands out *p emptied, once, when it has room for n elements;
+// else a new slice with that room. Never nil, as make's.
+func takeSlice[T any](p *[]T, n int) []T {
+	v := *p
+	if v == nil || cap(v) < n {
+		return make([]T, 0, n)
+	}
+	*p = nil
+	return v[:0]
 }
