@@ -3,6 +3,7 @@ package consumers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,6 +116,40 @@ func BenchmarkStreamSeq(b *testing.B) {
 			if streamSeq(m.Reply()) != 1 {
 				b.Fatal(m.Reply())
 			}
+		}
+	})
+}
+
+// refStreamSeq is nats.go's GetMetadataFields and ParseNum written the
+// plain way (split, then index), for FuzzStreamSeq.
+func refStreamSeq(reply string) uint64 {
+	t := strings.Split(reply, ".")
+	if len(t) < 9 || (len(t) > 9 && len(t) < 11) || !strings.HasPrefix(reply, "$JS.ACK.") {
+		return 0
+	}
+	tok := t[7]
+	if len(t) == 9 {
+		tok = t[5]
+	}
+	var n uint64
+	for _, r := range tok {
+		if r < '0' || r > '9' {
+			return 0
+		}
+		n = n*10 + uint64(r-'0')
+	}
+	return n
+}
+
+// FuzzStreamSeq holds streamSeq to the plain reference on any subject.
+func FuzzStreamSeq(f *testing.F) {
+	f.Add("$JS.ACK.S.C.1.42.7.1700000000000000000.0")
+	f.Add("$JS.ACK._.ACCHASH.S.C.1.43.7.1700000000000000000.0.rnd")
+	f.Add("$JS.ACK.S.C.1.4x2.7.1.0")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, reply string) {
+		if got, want := streamSeq(reply), refStreamSeq(reply); got != want {
+			t.Fatalf("streamSeq(%q) = %d, reference %d", reply, got, want)
 		}
 	})
 }
