@@ -177,8 +177,9 @@ func (d *durable) consume(ctx context.Context) error {
 	}
 	h, err := cons.Consume(func(m jetstream.Msg) {
 		d.handle(m)
-		if md, err := m.Metadata(); err == nil && md.Sequence.Stream > d.handled.Load() {
-			d.handled.Store(md.Sequence.Stream)
+		// streamSeq: Metadata's sequence (0 where it fails), no allocation.
+		if seq := streamSeq(m.Reply()); seq > d.handled.Load() {
+			d.handled.Store(seq)
 		}
 	},
 		// Short pull requests (heartbeat: half of this): after a server

@@ -307,10 +307,7 @@ func (c *StateConsumer) lastSeq(ctx context.Context) (uint64, error) {
 
 // dispatch runs on the consumer's goroutine, in stream order.
 func (c *StateConsumer) dispatch(msg jetstream.Msg) {
-	var seq uint64
-	if md, err := msg.Metadata(); err == nil {
-		seq = md.Sequence.Stream
-	}
+	seq := streamSeq(msg.Reply()) // msg.Metadata()'s, without allocating one
 	if len(c.shards) == 0 {
 		c.process(msg)
 		c.dispatched.Store(seq)

@@ -40,11 +40,26 @@ func DecodeKV(lim schemas.Limits, m Message, one *[1]kvevents.Event) (KVBatch, e
 		}
 		return KVBatch{Frame: &fr}, nil
 	}
-	evs, err := decodeKVEvents(m, lim, one)
+	return decodeKV(lim, m, one, nil)
+}
+
+// decodeKV is DecodeKV past the event-plane case; a RouterEvent is
+// decoded into *router when it is set (see kvScratch).
+func decodeKV(lim schemas.Limits, m Message, one *[1]kvevents.Event, router *schemas.RouterEvent) (KVBatch, error) {
+	evs, err := decodeKVEvents(m, lim, one, router)
 	if err != nil {
 		return KVBatch{}, err
 	}
 	return KVBatch{Events: evs, Epoch: m.Header.Get(bridge.HeaderEpoch)}, nil
+}
+
+// kvScratch is one KV message's decode memory, pooled per Engine: the
+// RouterEvent is copied into the index's event (kvevents.FromRouterEvent,
+// which allocates what the index may keep) and is garbage at once, so the
+// next message decodes into it (schemas.Limits.DecodeRouterEventInto).
+type kvScratch struct {
+	one    [1]kvevents.Event
+	router schemas.RouterEvent
 }
 
 // KV decodes one KV-event message (DecodeKV) and applies it (ApplyKV),
@@ -54,12 +69,25 @@ func (e *Engine) KV(m Message) error {
 	if e.skipBySubject(m) {
 		return nil
 	}
-	var one [1]kvevents.Event // a RouterEvent's, on the stack (issue 17)
-	b, err := DecodeKV(e.d.Limits, m, &one)
-	if err != nil {
-		return err
+	if eventplane.IsKVEventsSubject(m.Subject) {
+		var one [1]kvevents.Event
+		b, err := DecodeKV(e.d.Limits, m, &one)
+		if err != nil {
+			return err
+		}
+		return e.ApplyKV(b)
 	}
-	return e.ApplyKV(b)
+	sc, _ := e.kvScratch.Get().(*kvScratch)
+	if sc == nil {
+		sc = new(kvScratch)
+	}
+	defer e.kvScratch.Put(sc)
+	b, err := decodeKV(e.d.Limits, m, &sc.one, &sc.router)
+	if err == nil {
+		err = e.ApplyKV(b)
+	}
+	sc.one[0] = kvevents.Event{} // the index may keep its slices; we must not
+	return err
 }
 
 // ApplyKV applies decoded KV events to the index (or the holding area in
@@ -100,19 +128,15 @@ func (e *Engine) ApplyKV(b KVBatch) error {
 	}
 	var unknown *UnknownWorkerError
 	for _, ev := range evs {
-		var uw *UnknownWorkerError
 		switch err := ix.Apply(ev); {
-		case errors.Is(err, ErrHeld):
-		case errors.As(err, &uw):
-			if uw.Sample && unknown == nil {
-				unknown = uw
-			}
 		case err == nil:
 			if c, ok := e.applied[ev.Kind]; ok {
 				c.Inc()
 			} else {
 				counters.KVEventsApplied.Inc(ev.Kind.String())
 			}
+		case errors.Is(err, ErrHeld):
+		case isUnknownWorker(err, &unknown):
 		case errors.Is(err, kvevents.ErrUnknownParent):
 			counters.KVEventsUnknownParent.Inc()
 		case errors.Is(err, kvevents.ErrUnknownTier):
@@ -131,15 +155,35 @@ func (e *Engine) ApplyKV(b KVBatch) error {
 	return nil
 }
 
+// isUnknownWorker reports whether err is an *UnknownWorkerError, and
+// keeps the first sampled one in *first. Its own function so that the
+// errors.As target is allocated only on this error path, not per event.
+func isUnknownWorker(err error, first **UnknownWorkerError) bool {
+	var uw *UnknownWorkerError
+	if !errors.As(err, &uw) {
+		return false
+	}
+	if uw.Sample && *first == nil {
+		*first = uw
+	}
+	return true
+}
+
 // decodeKVEvents decodes m's events (not an event-plane frame); a Dynamo
 // RouterEvent's one goes into *one.
-func decodeKVEvents(m Message, lim schemas.Limits, one *[1]kvevents.Event) ([]kvevents.Event, error) {
+func decodeKVEvents(m Message, lim schemas.Limits, one *[1]kvevents.Event, router *schemas.RouterEvent) ([]kvevents.Event, error) {
 	if err := lim.CheckHeaders("kv_event", m.Header); err != nil {
 		return nil, err
 	}
 	data := m.Data
 	if f, ok := schemas.DetectFormat(m.Header.Get("Content-Type"), data); ok && f == schemas.FormatJSON {
-		ev, err := lim.DecodeRouterEvent(data)
+		ev := router
+		var err error
+		if ev != nil {
+			err = lim.DecodeRouterEventInto(data, ev)
+		} else {
+			ev, err = lim.DecodeRouterEvent(data)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -101,6 +101,8 @@ type Engine struct {
 	epochs  sync.Map                               // kvevents.WorkerKey -> string (ApplyKV)
 	applied map[schemas.EventKind]*metrics.Counter // looked up once: one is bumped per event
 	ep      *eventPlaneKV
+
+	kvScratch sync.Pool // *kvScratch (apply.go)
 }
 
 // NewEngine is the one constructor of run's and replay's decisions: d

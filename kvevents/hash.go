@@ -78,7 +78,13 @@ func PromptHashes(tokens []uint32, blockSize int) []uint64 {
 	if n == 0 {
 		return nil
 	}
-	out := make([]uint64, n)
+	return fillPromptHashes(make([]uint64, n), tokens, blockSize)
+}
+
+// fillPromptHashes fills out, of len(tokens)/blockSize > 0 elements, with
+// PromptHashes(tokens, blockSize).
+func fillPromptHashes(out []uint64, tokens []uint32, blockSize int) []uint64 {
+	n := len(out)
 	if blockSize == 16 {
 		// Dynamo's usual block size: hashing and chaining fully inlined.
 		seq := hashBlock16(tokens)

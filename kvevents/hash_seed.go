@@ -2,6 +2,7 @@ package kvevents
 
 import (
 	"math/bits"
+	"slices"
 
 	"github.com/zeebo/xxh3"
 )
@@ -51,8 +52,35 @@ func LocalBlockHashesSeeded(tokens []uint32, blockSize int, seed uint64) []uint6
 	if blockSize <= 0 {
 		return nil
 	}
+	return fillLocalHashes(make([]uint64, len(tokens)/blockSize), tokens, blockSize, seed)
+}
+
+// AppendPromptHashesSeeded appends PromptHashesSeeded(tokens, blockSize,
+// seed) to dst and returns the extended slice: with room in dst it
+// allocates nothing, so a caller choosing workers can reuse one buffer.
+// blockSize <= 0, or a prompt shorter than one block, returns dst as is.
+func AppendPromptHashesSeeded(dst []uint64, tokens []uint32, blockSize int, seed uint64) []uint64 {
+	if blockSize <= 0 || len(tokens) < blockSize {
+		return dst
+	}
 	n := len(tokens) / blockSize
-	out := make([]uint64, n)
+	dst = slices.Grow(dst, n)
+	out := dst[len(dst) : len(dst)+n]
+	if seed == HashSeed {
+		fillPromptHashes(out, tokens, blockSize)
+	} else {
+		fillLocalHashes(out, tokens, blockSize, seed)
+		for i := 1; i < n; i++ {
+			out[i] = chainHash(out[i-1], out[i])
+		}
+	}
+	return dst[:len(dst)+n]
+}
+
+// fillLocalHashes fills out, of len(tokens)/blockSize elements, with
+// LocalBlockHashesSeeded(tokens, blockSize, seed).
+func fillLocalHashes(out []uint64, tokens []uint32, blockSize int, seed uint64) []uint64 {
+	n := len(out)
 	switch {
 	case blockSize == 16 && seed == HashSeed:
 		for i := range out {

@@ -383,8 +383,17 @@ func (ix *Index) worker(k WorkerKey) (*workerState, error) {
 // empty map.
 func (ix *Index) Overlap(seqHashes []uint64) map[WorkerKey]int {
 	out := map[WorkerKey]int{}
+	ix.OverlapInto(seqHashes, out)
+	return out
+}
+
+// OverlapInto is Overlap into out, which it clears first: a caller
+// choosing workers for one prompt after another reuses one map instead
+// of allocating one per prompt.
+func (ix *Index) OverlapInto(seqHashes []uint64, out map[WorkerKey]int) {
+	clear(out)
 	if len(seqHashes) == 0 {
-		return out
+		return
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -404,7 +413,6 @@ func (ix *Index) Overlap(seqHashes []uint64) map[WorkerKey]int {
 		}
 		record(pg.walk(seqHashes, alive, ix.jump, record), len(seqHashes))
 	}
-	return out
 }
 
 // RemoveWorker forgets every dp rank of workerID and all their blocks.

@@ -1,7 +1,6 @@
 package routing
 
 import (
-	"slices"
 	"time"
 
 	"github.com/hintstream/hintstream/schemas"
@@ -19,8 +18,11 @@ func (s *Selector) Choose(req *schemas.RequestEvent) (Candidate, []Candidate, er
 		defer s.mu.Unlock()
 		now = s.now()
 	}
-	cands := s.candidates(req, now)
-	// choose may reorder its argument (temperature > 0); keep ours intact.
-	c, err := s.choose(req, slices.Clone(cands))
+	sc := s.getScratch()
+	defer s.putScratch(sc)
+	scratch := s.candidates(sc, req, now)
+	// choose may reorder its argument (temperature > 0); ours stays intact.
+	cands := cloneCandidates(scratch)
+	c, err := s.choose(req, scratch)
 	return c, cands, err
 }

@@ -99,6 +99,13 @@ type Overlapper interface {
 	Overlap(seqHashes []uint64) map[kvevents.WorkerKey]int
 }
 
+// OverlapFiller is an Overlapper that can fill a caller's map instead of
+// returning a new one (*kvevents.Index is one): Select then reuses one
+// map per block size across wake-ups. out is cleared first.
+type OverlapFiller interface {
+	OverlapInto(seqHashes []uint64, out map[kvevents.WorkerKey]int)
+}
+
 // LowerOverlapper is the index view of the lower tiers (host_pinned,
 // disk, external) that the default cost credits; *kvevents.Index is one.
 // An Overlapper without it has no lower-tier blocks.
@@ -151,6 +158,75 @@ type Selector struct {
 
 	mu     sync.Mutex    // guards spread; held across choose and book
 	spread *virtualLoads // nil when spreading is off
+
+	scratch sync.Pool // *scratch: one choice's buffers, reused
+}
+
+// scratch holds what one choice needs and drops: the prompt's hashes,
+// the overlaps of each block size, the candidates. Pooled per Selector so
+// a wake-up allocates none of them.
+type scratch struct {
+	hashes []uint64
+	tiers  []blockTiers // [:used] are this choice's
+	used   int
+	cands  []Candidate
+}
+
+// blockTiers is the prompt's overlap for one block size.
+type blockTiers struct {
+	bs     uint32
+	device map[kvevents.WorkerKey]int
+	lower  map[kvevents.WorkerKey]kvevents.LowerOverlap
+	reuse  map[kvevents.WorkerKey]int // device's map when the index fills one
+}
+
+func (s *Selector) getScratch() *scratch {
+	if sc, ok := s.scratch.Get().(*scratch); ok {
+		return sc
+	}
+	return &scratch{}
+}
+
+// putScratch drops what the candidates point to (endpoints, loads) and
+// returns sc to the pool.
+func (s *Selector) putScratch(sc *scratch) {
+	clear(sc.cands)
+	sc.cands = sc.cands[:0]
+	for i := range sc.tiers[:sc.used] {
+		sc.tiers[i].device, sc.tiers[i].lower = nil, nil
+	}
+	sc.used = 0
+	s.scratch.Put(sc)
+}
+
+// overlaps returns the prompt's overlaps for block size bs, computing
+// them on its first use in this choice.
+func (s *Selector) overlaps(sc *scratch, req *schemas.RequestEvent, bs uint32, seed uint64) *blockTiers {
+	for i := range sc.tiers[:sc.used] {
+		if sc.tiers[i].bs == bs {
+			return &sc.tiers[i]
+		}
+	}
+	if sc.used == len(sc.tiers) {
+		sc.tiers = append(sc.tiers, blockTiers{})
+	}
+	ov := &sc.tiers[sc.used]
+	sc.used++
+	ov.bs = bs
+	sc.hashes = kvevents.AppendPromptHashesSeeded(sc.hashes[:0], req.TokenIDs, int(bs), seed)
+	if f, ok := s.index.(OverlapFiller); ok {
+		if ov.reuse == nil {
+			ov.reuse = map[kvevents.WorkerKey]int{}
+		}
+		f.OverlapInto(sc.hashes, ov.reuse)
+		ov.device = ov.reuse
+	} else {
+		ov.device = s.index.Overlap(sc.hashes)
+	}
+	if s.lower != nil {
+		ov.lower = s.lower.LowerOverlap(sc.hashes, ov.device)
+	}
+	return ov
 }
 
 // NewSelector returns a Selector over a registry, an index and loads,
@@ -186,41 +262,51 @@ func (s *Selector) Config() Config { return s.cfg }
 // load and logit, in registry order. It books nothing. Workers without a
 // block size are skipped: no logit can be computed for them.
 func (s *Selector) Candidates(req *schemas.RequestEvent) []Candidate {
+	sc := s.getScratch()
+	defer s.putScratch(sc)
 	if s.spread == nil {
-		return s.candidates(req, time.Time{})
+		return cloneCandidates(s.candidates(sc, req, time.Time{}))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.candidates(req, s.now())
+	return cloneCandidates(s.candidates(sc, req, s.now()))
+}
+
+// cloneCandidates copies the scratch's candidates for a caller to keep
+// (nil when there are none, as before the scratch).
+func cloneCandidates(c []Candidate) []Candidate {
+	if len(c) == 0 {
+		return nil
+	}
+	return slices.Clone(c)
 }
 
 // Select returns the chosen candidate, or ErrNoWorker. With spreading on
 // it also books the choice's virtual load.
 func (s *Selector) Select(req *schemas.RequestEvent) (Candidate, error) {
+	sc := s.getScratch()
+	defer s.putScratch(sc)
 	if s.spread == nil {
-		return s.choose(req, s.candidates(req, time.Time{}))
+		return s.choose(req, s.candidates(sc, req, time.Time{}))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	c, err := s.choose(req, s.candidates(req, now))
+	c, err := s.choose(req, s.candidates(sc, req, now))
 	if err == nil {
 		s.spread.add(c.Worker, now, float64(len(req.TokenIDs)/c.BlockSize))
 	}
 	return c, err
 }
 
-func (s *Selector) candidates(req *schemas.RequestEvent, now time.Time) []Candidate {
-	var out []Candidate
+// candidates lists the candidates into sc.cands (valid until sc is put
+// back).
+func (s *Selector) candidates(sc *scratch, req *schemas.RequestEvent, now time.Time) []Candidate {
+	out := sc.cands[:0]
 	isl := len(req.TokenIDs)
 	// The request's LoRA adapter and cache namespace choose the block seed,
 	// as in Dynamo's compute_block_hash_for_seq (see kvevents.BlockSeed).
 	seed := kvevents.BlockSeed(req.LoraName, req.CacheSalt)
-	type tierOverlaps struct {
-		device map[kvevents.WorkerKey]int
-		lower  map[kvevents.WorkerKey]kvevents.LowerOverlap
-	}
-	overlaps := map[uint32]tierOverlaps{} // per block size
 	for _, w := range s.workersFor(req.Model) {
 		if req.Model != "" && w.Model != "" && w.Model != req.Model {
 			continue
@@ -229,15 +315,7 @@ func (s *Selector) candidates(req *schemas.RequestEvent, now time.Time) []Candid
 			continue
 		}
 		bs := int(w.KvBlockSize)
-		ov, ok := overlaps[w.KvBlockSize]
-		if !ok {
-			seq := kvevents.PromptHashesSeeded(req.TokenIDs, bs, seed)
-			ov.device = s.index.Overlap(seq)
-			if s.lower != nil {
-				ov.lower = s.lower.LowerOverlap(seq, ov.device)
-			}
-			overlaps[w.KvBlockSize] = ov
-		}
+		ov := s.overlaps(sc, req, w.KvBlockSize, seed)
 		for rank, ep := range w.HintEndpoints {
 			k := kvevents.WorkerKey{WorkerID: w.WorkerID, DpRank: uint32(rank)}
 			lo := ov.lower[k]
@@ -253,6 +331,7 @@ func (s *Selector) candidates(req *schemas.RequestEvent, now time.Time) []Candid
 		for i := range out {
 			s.score(&out[i], isl)
 		}
+		sc.cands = out
 		return out
 	}
 	var minActive uint64 // Dynamo: min over the eligible candidates, 0 if none
@@ -265,6 +344,7 @@ func (s *Selector) candidates(req *schemas.RequestEvent, now time.Time) []Candid
 	for i := range out {
 		s.defaultCost(&out[i], isl, minActive)
 	}
+	sc.cands = out
 	return out
 }
 

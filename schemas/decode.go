@@ -208,8 +208,18 @@ func (l Limits) decodeRouterEvent(data []byte, fast bool) (*RouterEvent, error) 
 			return nil, err
 		}
 	}
+	if err := l.checkRouterEvent(&ev); err != nil {
+		return nil, err
+	}
+	return &ev, nil
+}
+
+// checkRouterEvent is what a decoded RouterEvent must pass beyond its
+// syntax.
+func (l Limits) checkRouterEvent(ev *RouterEvent) error {
+	const kind = "router_event"
 	if ev.Event.Data.Kind == 0 {
-		return nil, malformed(kind, "missing event data", nil)
+		return malformed(kind, "missing event data", nil)
 	}
 	// An unknown storage_tier is not malformed: the index counts the event
 	// and ignores it (kvevents.ErrUnknownTier), since a newer Dynamo may
@@ -218,9 +228,9 @@ func (l Limits) decodeRouterEvent(data []byte, fast bool) (*RouterEvent, error) 
 		ev.StorageTier = ev.StorageTier[:64]
 	}
 	if s := ev.Event.Data.Stored; s != nil && len(s.Blocks) > l.MaxTokens {
-		return nil, malformed(kind, "too many blocks", nil)
+		return malformed(kind, "too many blocks", nil)
 	}
-	return &ev, nil
+	return nil
 }
 
 // DecodeWorkerRecord decodes and validates a registry entry (JSON) under

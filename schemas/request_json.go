@@ -82,6 +82,10 @@ var requestKeys = map[string]uint8{
 type jsonScan struct {
 	b []byte
 	i int
+	// reuse lends a RouterEvent decode the memory of the previous one
+	// (DecodeRouterEventInto); its zero value allocates afresh. A value,
+	// not a pointer, so that it stays on the decoder's stack.
+	reuse routerReuse
 }
 
 func (p *jsonScan) ws() {
@@ -156,9 +160,12 @@ func (p *jsonScan) uint32s(max int) ([]uint32, bool) {
 	if !p.eat('[') {
 		return nil, false
 	}
-	// A token id takes at least two bytes ("1,"): size the slice once.
+	// Size the slice once, to the commas before the first ']' plus one:
+	// exact for a well-formed array, and counting (vectorised) costs less
+	// than the old bound of a token per two bytes, which allocated three
+	// times the ids of a 2,048-token prompt (issue 17).
 	b, i := p.b, p.i
-	out := make([]uint32, 0, min(max, (len(b)-i)/2+1))
+	out := make([]uint32, 0, min(max, p.countUntil(',', ']')+1))
 	// The loop keeps b and i in registers: this is the hot loop of a
 	// wake-up's decode.
 	for first := true; ; first = false {

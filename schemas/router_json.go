@@ -25,7 +25,13 @@ const fastRouterDepth = 6
 // to be overwritten. On true the slow path would return the same value
 // and no error, with arrays of at most maxTokens elements.
 func fastRouterEventJSON(data []byte, maxTokens int, ev *RouterEvent) bool {
-	p := jsonScan{b: data}
+	return fastRouterEventJSONReuse(data, maxTokens, ev, routerReuse{})
+}
+
+// fastRouterEventJSONReuse is fastRouterEventJSON taking what it
+// allocates from r first (its zero value: allocate everything).
+func fastRouterEventJSONReuse(data []byte, maxTokens int, ev *RouterEvent, r routerReuse) bool {
+	p := jsonScan{b: data, reuse: r}
 	p.ws()
 	// Without event data the slow path fails with "missing event data".
 	return p.object(func(key []byte) (bit uint8, ok bool) {
@@ -92,11 +98,11 @@ func (p *jsonScan) eventData(maxTokens int, d *KvCacheEventData) bool {
 	}
 	switch string(key) {
 	case "stored":
-		s := new(KvCacheStoreData)
+		s := p.reuse.storeData()
 		ok = p.storeData(maxTokens, s)
 		*d = KvCacheEventData{Kind: KindStored, Stored: s}
 	case "removed":
-		r := new(KvCacheRemoveData)
+		r := p.reuse.removeData()
 		ok = p.removeData(maxTokens, r)
 		*d = KvCacheEventData{Kind: KindRemoved, Removed: r}
 	case "cleared":
@@ -122,9 +128,9 @@ func (p *jsonScan) storeData(maxTokens int, s *KvCacheStoreData) bool {
 		case "parent_hash":
 			bit = 1
 			if !p.lit("null") {
-				var h BlockHash
-				h, ok = p.blockHash()
-				s.ParentHash = &h
+				h := p.reuse.parentHash()
+				*h, ok = p.blockHash()
+				s.ParentHash = h
 			}
 		case "start_position":
 			bit = 2
@@ -132,8 +138,9 @@ func (p *jsonScan) storeData(maxTokens int, s *KvCacheStoreData) bool {
 				var v uint64
 				v, ok = p.uint64()
 				ok = ok && v <= 1<<32-1
-				sp := uint32(v)
-				s.StartPosition = &sp
+				sp := p.reuse.startPosition()
+				*sp = uint32(v)
+				s.StartPosition = sp
 			}
 		case "blocks":
 			bit = 4
@@ -147,7 +154,7 @@ func (p *jsonScan) storedBlocks(maxTokens int) ([]StoredBlock, bool) {
 	if !p.eat('[') {
 		return nil, false
 	}
-	out := make([]StoredBlock, 0, min(maxTokens, p.countUntil('{', ']')))
+	out := p.reuse.storedBlocks(min(maxTokens, p.countUntil('{', ']')))
 	for first := true; ; first = false {
 		done, ok := p.element(first)
 		if !ok || (!done && len(out) == maxTokens) {
@@ -199,7 +206,7 @@ func (p *jsonScan) removeData(maxTokens int, r *KvCacheRemoveData) bool {
 		return false
 	}
 	// Each hash but the last ends at a comma.
-	out := make([]BlockHash, 0, min(maxTokens, p.countUntil(',', ']')+1))
+	out := p.reuse.blockHashes(min(maxTokens, p.countUntil(',', ']')+1))
 	for first := true; ; first = false {
 		done, ok := p.element(first)
 		if !ok || (!done && len(out) == maxTokens) {

@@ -1,0 +1,74 @@
+package hints
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/schemas"
+)
+
+// kvBenchMessages are n Dynamo RouterEvent JSON messages as the ingest
+// load test publishes them: 4 workers, each a chain of stored events of 4
+// blocks, every event's parent the previous one's last block.
+func kvBenchMessages(b *testing.B, n int) []Message {
+	b.Helper()
+	const workers, blocks = 4, 4
+	msgs := make([]Message, n)
+	last := make([]uint64, workers)
+	for i := range msgs {
+		w := i % workers
+		st := &schemas.KvCacheStoreData{}
+		if last[w] != 0 {
+			p := schemas.BlockHash(last[w])
+			st.ParentHash = &p
+		}
+		for j := range blocks {
+			h := uint64(w+1)<<48 | uint64(i*blocks+j+1)
+			st.Blocks = append(st.Blocks, schemas.StoredBlock{BlockHash: schemas.BlockHash(h), TokensHash: schemas.BlockHash(h * 0x9e3779b97f4a7c15)})
+			last[w] = h
+		}
+		body, err := json.Marshal(schemas.RouterEvent{WorkerID: uint64(w + 1), StorageTier: schemas.TierDevice,
+			Event: schemas.KvCacheEvent{EventID: uint64(i/workers + 1), Data: schemas.KvCacheEventData{Kind: schemas.KindStored, Stored: st}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		msgs[i] = Message{Subject: "kv.events.m", Data: body}
+	}
+	return msgs
+}
+
+// BenchmarkKV is the decode and apply of one KV-event message (a 4-block
+// stored RouterEvent), Engine.KV as the state consumer calls it; the
+// index starts empty every 16,384 messages (outside the timing).
+func BenchmarkKV(b *testing.B) {
+	msgs := kvBenchMessages(b, 1<<14)
+	var e *Engine
+	var ix *kvevents.Index
+	fresh := func() {
+		var err error
+		ix = kvevents.NewIndex()
+		e, err = NewEngine(Decisions{NoPinRenewal: true}, EngineDeps{Index: ix,
+			Workers: workers{}, Sender: actions.NewRecorder(nil, nil)})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if i%len(msgs) == 0 {
+			b.StopTimer()
+			fresh()
+			b.StartTimer()
+		}
+		if err := e.KV(msgs[i%len(msgs)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	if st := ix.Stats(); st.Entries == 0 || st.UnknownParent != 0 {
+		b.Fatalf("after %d messages: %+v", i, st)
+	}
+}
