@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/internal/natstest"
 )
 
 // openFiles counts this process's open descriptors.
@@ -16,21 +17,9 @@ func openFiles(t *testing.T) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
+		t.Fatalf("no /proc/self/fd (the test counts open files there): %v", err)
 	}
 	return len(ents)
-}
-
-// waitFor polls cond until it holds or within passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // settledJunk is how many of the junk endpoints' hints are over: expired
@@ -72,10 +61,10 @@ func TestBudgetJunkEndpointsThenRealWorker(t *testing.T) {
 					peak = max(peak, openFiles(t))
 				}
 			}
-			waitFor(t, 20*time.Second, "junk hints to settle", func() bool {
+			natstest.Eventually(t, 20*time.Second, func() bool {
 				peak = max(peak, openFiles(t))
 				return settledJunk(p, junk) == 1100
-			})
+			}, "junk hints to settle")
 			ep, ch := puller(t, "tcp://127.0.0.1:*")
 			for i := range 200 {
 				if err := p.Send(ep, hint(i, 10*time.Second)); err != nil {
@@ -118,14 +107,14 @@ func TestBudgetEvictsLeastRecentlyUsedIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	receive(t, chs[0], 1, 5*time.Second)
-	waitFor(t, 5*time.Second, "senders idle", func() bool {
+	natstest.Eventually(t, 5*time.Second, func() bool {
 		for _, st := range p.Stats() {
 			if st.QueueDepth != 0 {
 				return false
 			}
 		}
 		return true
-	})
+	}, "senders idle")
 	if err := p.Send(eps[3], hint(3, 5*time.Second)); err != nil {
 		t.Fatalf("fourth endpoint with a full budget of idle senders: %v", err)
 	}
@@ -178,9 +167,9 @@ func TestBudgetNeverEvictsKeptEndpoint(t *testing.T) {
 		receive(t, ch, 1, 5*time.Second)
 	}
 	// Idle closing takes the worker's sender, never the pin endpoint's.
-	waitFor(t, 5*time.Second, "idle worker sender closed", func() bool {
+	natstest.Eventually(t, 5*time.Second, func() bool {
 		return len(p.Endpoints()) == 1
-	})
+	}, "idle worker sender closed")
 	if got := p.Endpoints(); !slices.Equal(got, []string{pin}) {
 		t.Fatalf("open senders %v, want only the pin endpoint", got)
 	}
@@ -196,7 +185,7 @@ func TestIdleCloseReopensOnNextHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	receive(t, ch, 1, 5*time.Second)
-	waitFor(t, 5*time.Second, "idle sender closed", func() bool { return len(p.Endpoints()) == 0 })
+	natstest.Eventually(t, 5*time.Second, func() bool { return len(p.Endpoints()) == 0 }, "idle sender closed")
 	if err := p.Send(ep, hint(1, 5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
