@@ -55,7 +55,9 @@ type durable struct {
 	lost   chan struct{} // the consumer may be gone: check and recreate
 	// repull asks recover to consume afresh: a pull answered "no
 	// responders" (503) leaves nats.go counting it as outstanding, so
-	// no new pull goes out until two heartbeats are missed (5 s).
+	// no new pull goes out until two heartbeats are missed (5 s): nats.go
+	// v1.55.0 jetstream/pull.go, handleStatusMsg returns the 503 to the
+	// error handler without resetting the pending count.
 	repull  atomic.Bool
 	done    chan struct{}
 	stopped chan struct{}
