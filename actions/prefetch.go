@@ -3,6 +3,7 @@ package actions
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -73,6 +74,12 @@ func NewPrefetchEnvelope(p Prefetch) (*schemas.KvHintsEnvelope, error) {
 // that was a fifth of hintstream's CPU per hint). It also returns the
 // message id.
 func EncodePrefetch(p Prefetch) (body []byte, messageID string, err error) {
+	return AppendPrefetch(nil, p)
+}
+
+// AppendPrefetch is EncodePrefetch writing the envelope into dst[:0]'s
+// memory (grown when too small), for a caller that reuses its buffers.
+func AppendPrefetch(dst []byte, p Prefetch) (body []byte, messageID string, err error) {
 	payload, err := prefetchPayload(p)
 	if err != nil {
 		return nil, "", err
@@ -84,7 +91,7 @@ func EncodePrefetch(p Prefetch) (body []byte, messageID string, err error) {
 	// an empty-map placeholder is the final byte of the encoding, and the
 	// real payload can take its place.
 	env.Actions[0].Payload = msgp.Raw{0x80}
-	b, err := env.MarshalMsg(make([]byte, 0, env.Msgsize()+payload.Msgsize()))
+	b, err := env.MarshalMsg(slices.Grow(dst[:0], env.Msgsize()+payload.Msgsize()))
 	if err == nil {
 		b, err = payload.MarshalMsg(b[:len(b)-1])
 	}

@@ -53,15 +53,10 @@ type Recorder struct {
 // NewRecorder records to w the hints handed on to next (nil: only records).
 func NewRecorder(w io.Writer, next Sender) *Recorder { return &Recorder{w: w, next: next} }
 
-// Send hands h to next, then records it if next took it.
+// Send records h if next takes it (every h, when next is nil). The
+// record is made before h is handed on: next may release the body
+// (Hint.Release) as soon as it has sent it.
 func (r *Recorder) Send(endpoint string, h Hint) error {
-	if r.next != nil {
-		if err := r.next.Send(endpoint, h); err != nil {
-			return err
-		}
-	} else {
-		defer h.finish(true) // recorded is as far as it goes
-	}
 	rec, err := Record(endpoint, h)
 	if err != nil {
 		return err
@@ -69,6 +64,15 @@ func (r *Recorder) Send(endpoint string, h Hint) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
+	}
+	if r.next != nil {
+		if err := r.next.Send(endpoint, h); err != nil {
+			return err
+		}
+	} else {
+		// Recorded is as far as it goes.
+		defer h.finish(true)
+		defer h.release()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

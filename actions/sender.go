@@ -28,11 +28,24 @@ type Hint struct {
 	// WithMaxHeld waiting hints on one endpoint, Send itself calls
 	// Done(false) once the hint is queued.
 	Done func(sent bool)
+	// Release, when set, is called once with Body when the pool no longer
+	// reads it: ZMQ has taken its own copy, or the hint was dropped. The
+	// caller may then reuse the buffer (hints.Engine recycles its envelope
+	// buffers, issue 17). It runs on the goroutine that sent or dropped
+	// the hint, before or after Done. When Send returns an error it is not
+	// called: the body is the caller's again.
+	Release func(body []byte)
 }
 
 func (h Hint) finish(sent bool) {
 	if h.Done != nil {
 		h.Done(sent)
+	}
+}
+
+func (h Hint) release() {
+	if h.Release != nil {
+		h.Release(h.Body)
 	}
 }
 
@@ -195,6 +208,7 @@ func (s *sender) run() {
 			return
 		case h := <-s.queue:
 			s.deliver(h)
+			h.release()
 			s.pending.Add(-1)
 		case <-s.drain:
 			// Nothing is enqueued any more: the pool is closed.
@@ -205,6 +219,7 @@ func (s *sender) run() {
 					return
 				case h := <-s.queue:
 					s.deliver(h)
+					h.release()
 					s.pending.Add(-1)
 				default:
 					return
@@ -237,6 +252,7 @@ func (s *sender) dropQueued() {
 		select {
 		case q := <-s.queue:
 			s.dropHint(q.Hint, s.abortReason)
+			q.release()
 			s.pending.Add(-1)
 		default:
 			return
@@ -336,6 +352,7 @@ func (s *sender) trySendNow(q queued) bool {
 	s.mu.Unlock()
 	if ok {
 		s.stats.inline.Add(1)
+		q.release()
 		s.sent(q)
 	}
 	return ok

@@ -103,6 +103,7 @@ type Engine struct {
 	ep      *eventPlaneKV
 
 	kvScratch sync.Pool // *kvScratch (apply.go)
+	bodies    *bodyPool // prefetch envelopes (bodies.go)
 }
 
 // NewEngine is the one constructor of run's and replay's decisions: d
@@ -118,7 +119,8 @@ func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
 		return nil, fmt.Errorf("%w: no index", ErrEngineDeps)
 	}
 	e := &Engine{d: d, kv: deps.KV, loads: deps.Loads, sender: deps.Sender, affinity: deps.Affinity,
-		keep: deps.KeepWorker, retryDelay: deps.RetryDelay, counters: deps.Counters, log: deps.Log, now: deps.Clock}
+		keep: deps.KeepWorker, retryDelay: deps.RetryDelay, counters: deps.Counters, log: deps.Log, now: deps.Clock,
+		bodies: newBodyPool()}
 	if e.kv == nil {
 		e.kv = deps.Index
 	}

@@ -127,7 +127,7 @@ func (e *Engine) prefetch(d Delivery, req *schemas.RequestEvent) bool {
 		e.log.Debug("no worker for wake-up", "request_id", req.RequestID, "model", req.Model)
 		return false
 	}
-	body, id, err := actions.EncodePrefetch(actions.Prefetch{
+	body, id, err := actions.AppendPrefetch(e.bodies.get(), actions.Prefetch{
 		RequestID: req.RequestID, SessionID: req.SessionID, Model: req.Model,
 		TokenIDs: req.TokenIDs, DpRank: cand.Worker.DpRank, ExpiresAt: expires,
 	})
@@ -137,8 +137,9 @@ func (e *Engine) prefetch(d Delivery, req *schemas.RequestEvent) bool {
 		return false
 	}
 	err = e.sender.Send(cand.Endpoint, actions.Hint{MessageID: id, Body: body, Deadline: expires,
-		Done: d.Settled})
+		Done: d.Settled, Release: e.bodies.release})
 	if err != nil {
+		e.bodies.put(body) // not taken: still ours
 		e.counters.HintsPrefetchDropped.Inc(actions.DropReason(err))
 		e.log.Warn("prefetch not queued", "request_id", req.RequestID, "endpoint", cand.Endpoint, "err", err)
 		return false

@@ -47,13 +47,19 @@ func BenchmarkLatencyAt2000(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	workers := 0 // the default, LatencyConfig's
+	if v := os.Getenv("SPEED_WORKERS"); v != "" {
+		if workers, err = strconv.Atoi(v); err != nil || workers < 1 {
+			b.Fatalf("SPEED_WORKERS %q", v)
+		}
+	}
 	run := func(target Target, bin, profile string) LatencyResult {
 		var extra []string
 		if p := os.Getenv("SPEED_FLOOR_CPUPROFILE"); p != "" && target == TargetFloor {
 			extra = []string{"--cpuprofile", p}
 		}
 		res, err := Latency(context.Background(), LatencyConfig{Target: target, Binary: bin, NATSURL: srv.URL(),
-			Rate: rate, Duration: dur, Progress: os.Stderr, ProgressEvery: 5 * time.Second, CPUProfile: profile,
+			Rate: rate, Duration: dur, Workers: workers, Progress: os.Stderr, ProgressEvery: 5 * time.Second, CPUProfile: profile,
 			ExtraArgs: extra})
 		if err != nil {
 			b.Fatal(err)

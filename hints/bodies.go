@@ -1,0 +1,45 @@
+package hints
+
+// bodyPool recycles the envelope buffers of prefetches (issue 17): a
+// 2,048-token kv.prefetch is about 10 KB, allocated and collected once
+// per wake-up before. The sender hands a body back (actions.Hint.Release)
+// once ZMQ has copied it, which for an idle endpoint is before Send
+// returns; a channel rather than a sync.Pool, whose Put of a slice
+// allocates.
+type bodyPool struct {
+	free    chan []byte
+	release func([]byte) // put, as one func value: a method value allocates
+}
+
+// bodyPoolSize bounds the buffers kept: bodies are back within a send,
+// so a few cover the hints in flight; more are allocated and collected.
+const bodyPoolSize = 32
+
+// maxPooledBody keeps one huge prompt's buffer from being held forever.
+const maxPooledBody = 1 << 20
+
+func newBodyPool() *bodyPool {
+	p := &bodyPool{free: make(chan []byte, bodyPoolSize)}
+	p.release = p.put
+	return p
+}
+
+// get returns an empty buffer, recycled when one is free.
+func (p *bodyPool) get() []byte {
+	select {
+	case b := <-p.free:
+		return b
+	default:
+		return nil
+	}
+}
+
+func (p *bodyPool) put(b []byte) {
+	if cap(b) == 0 || cap(b) > maxPooledBody {
+		return
+	}
+	select {
+	case p.free <- b[:0]:
+	default:
+	}
+}
