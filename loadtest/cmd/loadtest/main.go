@@ -148,7 +148,7 @@ func runSpeed(ctx context.Context, o options, progress io.Writer, r *results) er
 	for i := range o.rounds {
 		for f, format := range formats {
 			var round latencyRound
-			for _, t := range []speed.Target{speed.TargetFloor, speed.TargetHintstream} {
+			for _, t := range roundOrder(i) {
 				bin := bins.Hintstream
 				if t == speed.TargetFloor {
 					bin = bins.Floor

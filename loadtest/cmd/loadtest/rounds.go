@@ -28,8 +28,19 @@ const (
 	stallFactor = 10
 )
 
-// latencyRound is one alternated round: the floor, then hintstream, at
-// the same rate and request format.
+// roundOrder is who runs first in round i (from 0): the floor in even
+// rounds, hintstream in odd ones. Whichever program ran second in a
+// round had the worse p99 on this machine (issue 17: the ratio followed
+// the slot, not the binary, in A/A runs), so neither keeps the slot.
+func roundOrder(i int) []speed.Target {
+	if i%2 == 1 {
+		return []speed.Target{speed.TargetHintstream, speed.TargetFloor}
+	}
+	return []speed.Target{speed.TargetFloor, speed.TargetHintstream}
+}
+
+// latencyRound is one alternated round of the floor and hintstream (in
+// roundOrder), at the same rate and request format.
 type latencyRound struct {
 	floor, hintstream speed.LatencyResult
 }
@@ -163,9 +174,10 @@ func latencyRoundsTable(rounds []latencyRound) report.Table {
 		if slices.Contains(st, i) {
 			mark = "**stalled**"
 		}
-		for k, l := range []speed.LatencyResult{r.floor, r.hintstream} {
-			p, c := "–", "–"
-			if k == 1 {
+		for _, target := range roundOrder(i) {
+			l, p, c := r.floor, "–", "–"
+			if target == speed.TargetHintstream {
+				l = r.hintstream
 				p, c = fmt.Sprintf("%.2f", r.p99Ratio()), fmt.Sprintf("%.2f", r.cpuRatio())
 			}
 			t.Rows = append(t.Rows, []string{fmt.Sprint(i + 1), string(l.Target), fmt.Sprint(l.Sent), fmt.Sprint(l.Lost),

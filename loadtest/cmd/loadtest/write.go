@@ -103,7 +103,8 @@ func latency(r results) report.Section {
 		Heading: "Hint latency",
 		Markdown: fmt.Sprintf("Open-loop wake-ups (2,048-token prompts) at %.0f/s, from each wake-up's scheduled publish time to its "+
 			"kv.prefetch at a real ZMQ PULL socket, both programs on one embedded nats-server, in alternated rounds "+
-			"(floor then hintstream, msgpack then JSON requests). The floor is the least any such program does: consume, "+
+			"(the floor first in odd-numbered rounds, hintstream first in even-numbered ones, since the second slot of a round fared worse; "+
+			"each round's rows are in the order the programs ran; msgpack then JSON requests). The floor is the least any such program does: consume, "+
 			"decode the same format, encode the same envelope, send. Every round is listed; a round whose publisher-lag p99 "+
 			"exceeds %d× the median round's is marked stalled (the machine, not the program, was late). Targets use the "+
 			"median of the per-round ratios, never a merged histogram. The CDF merges the msgpack rounds.", r.hintstream.Rate, stallFactor),

@@ -176,3 +176,26 @@ func valueRuns(ofBound, off, on float64) []value.Result {
 	}
 	return out
 }
+
+// The floor runs first in odd-numbered rounds, hintstream in
+// even-numbered ones, and each round's table rows follow the order they
+// ran, the ratios on hintstream's row.
+func TestRoundsAlternateWhoRunsFirst(t *testing.T) {
+	for i, want := range []speed.Target{speed.TargetFloor, speed.TargetHintstream, speed.TargetFloor, speed.TargetHintstream} {
+		if got := roundOrder(i); len(got) != 2 || got[0] != want || got[1] == want {
+			t.Fatalf("round %d runs %v, want %s first", i+1, got, want)
+		}
+	}
+	tab := latencyRoundsTable(roundsOf(1800, 1500))
+	if len(tab.Rows) != 4 {
+		t.Fatalf("%d rows", len(tab.Rows))
+	}
+	for k, want := range []struct{ round, program, ratio string }{
+		{"1", "floor", "–"}, {"1", "hintstream", "1.20"}, {"2", "hintstream", "1.00"}, {"2", "floor", "–"},
+	} {
+		row := tab.Rows[k]
+		if row[0] != want.round || row[1] != want.program || row[9] != want.ratio {
+			t.Fatalf("row %d is %v, want round %s %s with p99 ratio %s", k+1, row, want.round, want.program, want.ratio)
+		}
+	}
+}
