@@ -12,11 +12,15 @@ import (
 	"github.com/hintstream/hintstream/schemas"
 )
 
-// discardSender takes every hint and settles it as sent.
+// discardSender takes every hint, releases its body and settles it as
+// sent, as the pool does for a hint sent inline.
 type discardSender struct{ n int }
 
 func (d *discardSender) Send(_ string, h actions.Hint) error {
 	d.n++
+	if h.Release != nil {
+		h.Release(h.Body)
+	}
 	if h.Done != nil {
 		h.Done(true)
 	}

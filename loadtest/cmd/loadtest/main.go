@@ -16,9 +16,9 @@
 //     affinity and with and without transfer time (--kv-bytes-per-token,
 //     --l3-bandwidth).
 //
-// The default profile is 5 rounds of 4 s per target and format (--duration
-// 20 s per target and format; with warm-ups, start-ups and drains about
-// 3 min), 5 ingestion rounds per format (about 1 min) and about 2 min of
+// The default profile is 5 rounds of 8 s per target and format (--duration
+// 40 s per target and format; with warm-ups, start-ups and drains about
+// 4 min), 5 ingestion rounds per format (about 1 min) and about 2 min of
 // value runs (four variants of each workload); builds and the natscli
 // install come on top. --skip-value leaves the last out.
 package main
@@ -63,7 +63,10 @@ func main() {
 	fs.StringVar(&o.bin, "bin", "bin", "where the binaries and natscli are built")
 	fs.StringVar(&o.notes, "notes", "loadtest/NOTES.md", "markdown appended to the report: why the figures are what they are (empty: none)")
 	fs.Float64Var(&o.rate, "rate", 2000, "wake-ups per second of the latency runs")
-	fs.DurationVar(&o.duration, "duration", 20*time.Second, "measured time of each latency target, split over --rounds")
+	// 8 s rounds (16,000 wake-ups each at 2,000/s): a round's p99 is then
+	// its 160th-worst hint, and one machine stall of ~100 ms on these
+	// shared 2 cores no longer decides it alone, as it did in 4 s rounds.
+	fs.DurationVar(&o.duration, "duration", 40*time.Second, "measured time of each latency target, split over --rounds")
 	fs.IntVar(&o.rounds, "rounds", 5, "alternated floor/hintstream (and bench/hintstream) rounds, so spells of contention fall on both; targets are judged on the median of per-round ratios")
 	fs.IntVar(&o.ingestEvents, "ingest-events", 200000, "KV events pre-filled for the ingestion rounds (each round applies all of them)")
 	fs.StringVar(&o.applyShards, "apply-shards", "1,2", "after the ingestion rounds, 3 more rounds of the Dynamo JSON with hintstream's --kv-apply-shards at each of these (comma-separated; empty: none)")
