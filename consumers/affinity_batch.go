@@ -27,7 +27,7 @@ const (
 	// after the first of a batch. A record is read at the session's next
 	// turn, seconds later: milliseconds do not matter to it. (Longer is
 	// not free: the value runs wait for each wake-up's record before the
-	// next event, and 5 ms made the long traces' runs a third slower.)
+	// next event, so every wake-up of a trace adds the linger to its run.)
 	DefaultAffinityLinger = 2 * time.Millisecond
 	// DefaultAffinityBatch bounds the records of one batch.
 	DefaultAffinityBatch = 64
