@@ -1,5 +1,7 @@
 package hints
 
+import "github.com/hintstream/hintstream/schemas"
+
 // bodyPool recycles the envelope buffers of prefetches (issue 17): a
 // 2,048-token kv.prefetch is about 10 KB, allocated and collected once
 // per wake-up before. The sender hands a body back (actions.Hint.Release)
@@ -40,6 +42,35 @@ func (p *bodyPool) put(b []byte) {
 	}
 	select {
 	case p.free <- b[:0]:
+	default:
+	}
+}
+
+// requestPool recycles decoded request events, with their token
+// memory (schemas.Limits.DecodeRequestInto): 8 KB per 2,048-token
+// wake-up otherwise allocated and collected.
+type requestPool struct{ free chan *schemas.RequestEvent }
+
+func newRequestPool() *requestPool {
+	return &requestPool{free: make(chan *schemas.RequestEvent, bodyPoolSize)}
+}
+
+func (p *requestPool) get() *schemas.RequestEvent {
+	select {
+	case r := <-p.free:
+		return r
+	default:
+		return new(schemas.RequestEvent)
+	}
+}
+
+func (p *requestPool) put(r *schemas.RequestEvent) {
+	if cap(r.TokenIDs) > maxPooledBody/4 {
+		return
+	}
+	*r = schemas.RequestEvent{TokenIDs: r.TokenIDs[:0]}
+	select {
+	case p.free <- r:
 	default:
 	}
 }

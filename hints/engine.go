@@ -102,8 +102,9 @@ type Engine struct {
 	applied map[schemas.EventKind]*metrics.Counter // looked up once: one is bumped per event
 	ep      *eventPlaneKV
 
-	kvScratch sync.Pool // *kvScratch (apply.go)
-	bodies    *bodyPool // prefetch envelopes (bodies.go)
+	kvScratch sync.Pool    // *kvScratch (apply.go)
+	bodies    *bodyPool    // prefetch envelopes (bodies.go)
+	requests  *requestPool // decoded requests (bodies.go)
 }
 
 // NewEngine is the one constructor of run's and replay's decisions: d
@@ -120,7 +121,7 @@ func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
 	}
 	e := &Engine{d: d, kv: deps.KV, loads: deps.Loads, sender: deps.Sender, affinity: deps.Affinity,
 		keep: deps.KeepWorker, retryDelay: deps.RetryDelay, counters: deps.Counters, log: deps.Log, now: deps.Clock,
-		bodies: newBodyPool()}
+		bodies: newBodyPool(), requests: newRequestPool()}
 	if e.kv == nil {
 		e.kv = deps.Index
 	}

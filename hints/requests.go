@@ -19,27 +19,44 @@ const HeaderWakeup = "x-dynamo-experimental-wakeup"
 // wins, see headers.go); odd says a header looked like a hint header but
 // was not one. Its errors match schemas.ErrMalformed.
 func DecodeRequest(lim schemas.Limits, m Message) (req *schemas.RequestEvent, odd bool, err error) {
-	if err := lim.CheckHeaders("request", m.Header); err != nil {
+	req = new(schemas.RequestEvent)
+	if odd, err = decodeRequestInto(lim, m, req); err != nil {
 		return nil, false, err
 	}
-	req, err = lim.DecodeRequest(m.Data, m.Header.Get("Content-Type"))
-	if err != nil {
-		return nil, false, err
-	}
-	odd = headerUnrecognised(req.Headers, m.Header)
-	mergeNATSHeaders(req, m.Header)
 	return req, odd, nil
 }
 
+// decodeRequestInto is DecodeRequest into req (schemas.DecodeRequestInto).
+func decodeRequestInto(lim schemas.Limits, m Message, req *schemas.RequestEvent) (odd bool, err error) {
+	if err := lim.CheckHeaders("request", m.Header); err != nil {
+		return false, err
+	}
+	if err := lim.DecodeRequestInto(req, m.Data, m.Header.Get("Content-Type")); err != nil {
+		return false, err
+	}
+	odd = headerUnrecognised(req.Headers, m.Header)
+	mergeNATSHeaders(req, m.Header)
+	return odd, nil
+}
+
 // Request decodes one request event (DecodeRequest) and decides on it
-// (OnRequest); a malformed one is Rejected.
+// (OnRequest); a malformed one is Rejected. The decoded event is reused
+// for the next request unless the pins keep it (a turn, with pins on).
 func (e *Engine) Request(ctx context.Context, d Delivery, m Message) Outcome {
 	e.counters.RequestsReceived.Inc()
-	req, odd, err := DecodeRequest(e.d.Limits, m)
+	req := e.requests.get()
+	odd, err := decodeRequestInto(e.d.Limits, m, req)
 	if err != nil {
+		e.requests.put(req)
 		return Rejected(err)
 	}
-	return e.OnRequest(ctx, d, req, odd)
+	out := e.OnRequest(ctx, d, req, odd)
+	// Only the pins keep a request (OnRequest indexes turns, never
+	// wake-ups); the affinity record and the hint copied what they use.
+	if e.pins == nil || isWakeup(req.Headers) {
+		e.requests.put(req)
+	}
+	return out
 }
 
 // OnRequest decides on a decoded request: with pins on, index it and

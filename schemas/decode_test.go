@@ -677,3 +677,50 @@ func TestCheckMsgpack(t *testing.T) {
 		t.Errorf("invalid prefix: %v", err)
 	}
 }
+
+// usedRequest is an event as DecodeRequestInto finds it after a decode:
+// every field set, 2,048 token ids.
+func usedRequest() *RequestEvent {
+	ev := sampleRequest()
+	ev.TokenIDs = make([]uint32, 2048)
+	for i := range ev.TokenIDs {
+		ev.TokenIDs[i] = uint32(i * 7)
+	}
+	return &ev
+}
+
+// DecodeRequestInto reads a prompt into the memory of the one before it,
+// in both formats, and answers as DecodeRequest does.
+func TestDecodeRequestIntoReusesTokenMemory(t *testing.T) {
+	want := *usedRequest()
+	want.RequestID, want.TokenIDs = "req-2", want.TokenIDs[:1500]
+	js, err := json.Marshal(&want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp, err := want.MarshalMsg(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ct   string
+		data []byte
+	}{{"application/json", js}, {"application/msgpack", mp}} {
+		ev := usedRequest()
+		mem := &ev.TokenIDs[0]
+		if err := (Limits{}).DecodeRequestInto(ev, c.data, c.ct); err != nil {
+			t.Fatal(err)
+		}
+		if &ev.TokenIDs[0] != mem {
+			t.Errorf("%s: token ids in new memory", c.ct)
+		}
+		if !reflect.DeepEqual(*ev, want) {
+			t.Errorf("%s: decoded %+v", c.ct, *ev)
+		}
+		fresh := testing.AllocsPerRun(20, func() { _, _ = (Limits{}).DecodeRequest(c.data, c.ct) })
+		into := testing.AllocsPerRun(20, func() { _ = (Limits{}).DecodeRequestInto(ev, c.data, c.ct) })
+		if into > fresh-2 { // the event and its token slice
+			t.Errorf("%s: %v allocations into a used event, %v fresh", c.ct, into, fresh)
+		}
+	}
+}

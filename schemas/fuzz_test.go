@@ -102,6 +102,15 @@ func FuzzDecodeRequest(f *testing.F) {
 		if n := allocated(func() { ev, err = fuzzLimits.DecodeRequest(data, ct) }); n > allocBudget(data) {
 			t.Fatalf("allocated %d bytes for a %d-byte message", n, len(data))
 		}
+		// Into an event already used, the same answer: no field of the
+		// one before may survive (hints.Engine reuses its events).
+		used := usedRequest()
+		if intoErr := fuzzLimits.DecodeRequestInto(used, data, ct); (intoErr == nil) != (err == nil) ||
+			err != nil && intoErr.Error() != err.Error() {
+			t.Fatalf("DecodeRequestInto: %v; DecodeRequest: %v", intoErr, err)
+		} else if err == nil && !reflect.DeepEqual(normRequest(*used), normRequest(*ev)) {
+			t.Fatalf("DecodeRequestInto %+v, DecodeRequest %+v", *used, *ev)
+		}
 		if err != nil {
 			if ev != nil {
 				t.Fatal("event returned with an error")

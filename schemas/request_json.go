@@ -54,7 +54,7 @@ func fastRequestJSON(data []byte, maxTokens, maxHeaders int, ev *RequestEvent) b
 		case "cache_salt":
 			ev.CacheSalt, ok = p.plainString()
 		case "token_ids":
-			ev.TokenIDs, ok = p.uint32s(maxTokens)
+			ev.TokenIDs, ok = p.uint32s(ev.TokenIDs[:0], maxTokens)
 		case "headers":
 			ev.Headers, ok = p.stringMap(maxHeaders)
 		case "received_at_ms":
@@ -156,7 +156,9 @@ func (p *jsonScan) digits() (uint64, bool) {
 	return v, true
 }
 
-func (p *jsonScan) uint32s(max int) ([]uint32, bool) {
+// uint32s reads an array of token ids into dst's memory when it has the
+// room (DecodeRequestInto), else into a new slice.
+func (p *jsonScan) uint32s(dst []uint32, max int) ([]uint32, bool) {
 	if !p.eat('[') {
 		return nil, false
 	}
@@ -165,7 +167,10 @@ func (p *jsonScan) uint32s(max int) ([]uint32, bool) {
 	// than the old bound of a token per two bytes, which allocated three
 	// times the ids of a 2,048-token prompt (issue 17).
 	b, i := p.b, p.i
-	out := make([]uint32, 0, min(max, p.countUntil(',', ']')+1))
+	out := dst[:0]
+	if need := min(max, p.countUntil(',', ']')+1); cap(out) < need {
+		out = make([]uint32, 0, need)
+	}
 	// The loop keeps b and i in registers: this is the hot loop of a
 	// wake-up's decode.
 	for first := true; ; first = false {

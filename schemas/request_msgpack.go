@@ -64,7 +64,7 @@ func fastRequestMsgpack(b []byte, l Limits, ev *RequestEvent) bool {
 		case "cache_salt":
 			ev.CacheSalt, ok = r.text(l.MaxString)
 		case "token_ids":
-			ev.TokenIDs, ok = r.uint32s(l.MaxTokens)
+			ev.TokenIDs, ok = r.uint32s(ev.TokenIDs[:0], l.MaxTokens)
 		case "headers":
 			ev.Headers, ok = r.stringMap(l.MaxHeaders, l.MaxString)
 		case "received_at_ms":
@@ -172,7 +172,9 @@ func (r *msgpScan) text(max int) (string, bool) {
 	return string(s), true
 }
 
-func (r *msgpScan) uint32s(max int) ([]uint32, bool) {
+// uint32s reads an array of token ids into dst's memory when it has the
+// room (DecodeRequestInto), else into a new slice.
+func (r *msgpScan) uint32s(dst []uint32, max int) ([]uint32, bool) {
 	n, ok := r.arrayHeader()
 	// Every element takes at least a byte: a claim the bytes cannot back
 	// allocates nothing.
@@ -182,7 +184,11 @@ func (r *msgpScan) uint32s(max int) ([]uint32, bool) {
 	if n == 0 {
 		return nil, true // the generated decoder's nil[:0]
 	}
-	out := make([]uint32, n)
+	out := dst[:0]
+	if cap(out) < n {
+		out = make([]uint32, n)
+	}
+	out = out[:n]
 	b, i := r.b, r.i
 	k := 0
 	// The hot loop of a wake-up's decode. Token ids mix sizes at random,
