@@ -16,26 +16,53 @@ import "strings"
 // Any other token count, another prefix, or a sequence token that is not
 // all ASCII digits gives 0, as ParseNum does (it wraps on overflow too).
 func streamSeq(reply string) uint64 {
+	f, _ := ackFieldsOf(reply)
+	return f.streamSeq
+}
+
+// ackFields are the numbers of an ack reply subject a trigger's
+// Delivery needs (its Metadata's NumDelivered, Sequence.Stream and
+// Timestamp in ns).
+type ackFields struct {
+	delivered, streamSeq, timestamp uint64
+}
+
+// ackFieldsOf reads them as streamSeq does its one: ok is false exactly
+// where GetMetadataFields fails (a token count or prefix it rejects); a
+// number token that is not all ASCII digits reads 0, as ParseNum's.
+func ackFieldsOf(reply string) (f ackFields, ok bool) {
 	tokens := strings.Count(reply, ".") + 1
-	var pos int // the sequence's token index
+	var first int // the delivered count's token index
 	switch {
 	case tokens == 9:
-		pos = 5
+		first = 4
 	case tokens >= 11:
-		pos = 7
+		first = 6
 	default:
-		return 0
+		return f, false
 	}
 	if !strings.HasPrefix(reply, "$JS.ACK.") {
-		return 0
+		return f, false
 	}
 	s := reply
-	for range pos {
+	for range first {
 		s = s[strings.IndexByte(s, '.')+1:]
 	}
-	if i := strings.IndexByte(s, '.'); i >= 0 {
-		s = s[:i]
+	// delivered, sseq, cseq, tm: four tokens from first on.
+	var nums [4]uint64
+	for k := range nums {
+		tok := s
+		if i := strings.IndexByte(s, '.'); i >= 0 {
+			tok, s = s[:i], s[i+1:]
+		}
+		nums[k] = parseNum(tok)
 	}
+	return ackFields{delivered: nums[0], streamSeq: nums[1], timestamp: nums[3]}, true
+}
+
+// parseNum is nats.go's parser.ParseNum: 0 unless all ASCII digits
+// (wrapping on overflow).
+func parseNum(s string) uint64 {
 	var n uint64
 	for i := 0; i < len(s); i++ {
 		c := s[i]

@@ -53,6 +53,11 @@ func TestStreamSeqMatchesMetadata(t *testing.T) {
 			if seq := streamSeq(m.Reply()); seq != md.Sequence.Stream || seq == 0 {
 				t.Fatalf("%s: streamSeq(%q) = %d, Metadata says %d", name, m.Reply(), seq, md.Sequence.Stream)
 			}
+			// deliveryOf's fields too.
+			d := deliveryOf(m, nil)
+			if d.Unknown != nil || d.Seq != md.Sequence.Stream || !d.Time.Equal(md.Timestamp) || d.Delivered != md.NumDelivered {
+				t.Fatalf("%s: delivery %+v, Metadata %+v", name, d, md)
+			}
 			got++
 		}
 		if got != want {
@@ -120,28 +125,36 @@ func BenchmarkStreamSeq(b *testing.B) {
 	})
 }
 
-// refStreamSeq is nats.go's GetMetadataFields and ParseNum written the
+// refAckFields is nats.go's GetMetadataFields and ParseNum written the
 // plain way (split, then index), for FuzzStreamSeq.
-func refStreamSeq(reply string) uint64 {
+func refAckFields(reply string) (ackFields, bool) {
 	t := strings.Split(reply, ".")
 	if len(t) < 9 || (len(t) > 9 && len(t) < 11) || !strings.HasPrefix(reply, "$JS.ACK.") {
-		return 0
+		return ackFields{}, false
 	}
-	tok := t[7]
-	if len(t) == 9 {
-		tok = t[5]
+	if len(t) == 9 { // v1: no domain, no account hash
+		t = append([]string{t[0], t[1], "", ""}, t[2:]...)
 	}
-	var n uint64
-	for _, r := range tok {
-		if r < '0' || r > '9' {
-			return 0
+	num := func(tok string) uint64 {
+		var n uint64
+		for _, r := range tok {
+			if r < '0' || r > '9' {
+				return 0
+			}
+			n = n*10 + uint64(r-'0')
 		}
-		n = n*10 + uint64(r-'0')
+		return n
 	}
-	return n
+	return ackFields{delivered: num(t[6]), streamSeq: num(t[7]), timestamp: num(t[9])}, true
 }
 
-// FuzzStreamSeq holds streamSeq to the plain reference on any subject.
+func refStreamSeq(reply string) uint64 {
+	f, _ := refAckFields(reply)
+	return f.streamSeq
+}
+
+// FuzzStreamSeq holds streamSeq and ackFieldsOf to the plain reference
+// on any subject.
 func FuzzStreamSeq(f *testing.F) {
 	f.Add("$JS.ACK.S.C.1.42.7.1700000000000000000.0")
 	f.Add("$JS.ACK._.ACCHASH.S.C.1.43.7.1700000000000000000.0.rnd")
@@ -150,6 +163,10 @@ func FuzzStreamSeq(f *testing.F) {
 	f.Fuzz(func(t *testing.T, reply string) {
 		if got, want := streamSeq(reply), refStreamSeq(reply); got != want {
 			t.Fatalf("streamSeq(%q) = %d, reference %d", reply, got, want)
+		}
+		got, ok := ackFieldsOf(reply)
+		if want, wantOK := refAckFields(reply); got != want || ok != wantOK {
+			t.Fatalf("ackFieldsOf(%q) = %+v %v, reference %+v %v", reply, got, ok, want, wantOK)
 		}
 	})
 }
