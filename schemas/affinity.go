@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"strconv"
 )
 
 // DefaultAffinityBucket is the JetStream KV bucket where hintstream
@@ -75,8 +76,38 @@ func DecodeAffinityRecord(data []byte) (*AffinityRecord, error) {
 	return &r, nil
 }
 
-// Encode is the record's JSON.
+// Encode is the record's JSON, byte for byte json.Marshal's.
 func (r AffinityRecord) Encode() []byte {
-	b, _ := json.Marshal(r) // cannot fail: numbers and a string
-	return b
+	// Written out rather than reflected (issue 17: one per wake-up);
+	// json.Marshal only for a request id it would escape.
+	if !plainJSONString(r.RequestID) {
+		b, _ := json.Marshal(r) // cannot fail: numbers and a string
+		return b
+	}
+	b := make([]byte, 0, 64+len(r.RequestID))
+	b = append(b, `{"worker_id":`...)
+	b = strconv.AppendUint(b, r.WorkerID, 10)
+	b = append(b, `,"dp_rank":`...)
+	b = strconv.AppendUint(b, uint64(r.DpRank), 10)
+	b = append(b, `,"expires_at_ms":`...)
+	b = strconv.AppendInt(b, r.ExpiresAtMs, 10)
+	if r.RequestID != "" {
+		b = append(b, `,"request_id":"`...)
+		b = append(b, r.RequestID...)
+		b = append(b, '"')
+	}
+	return append(b, '}')
+}
+
+// plainJSONString: s is printable ASCII that encoding/json writes as it
+// is (it escapes quotes, backslashes, control characters, and <, >, &
+// for HTML).
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }

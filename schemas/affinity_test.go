@@ -1,7 +1,10 @@
 package schemas
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"testing"
@@ -67,5 +70,31 @@ func FuzzDecodeAffinityRecord(f *testing.F) {
 		if err != nil || *again != *r {
 			t.Fatalf("re-encoding %+v: %+v %v", r, again, err)
 		}
+		if want, _ := json.Marshal(*r); !bytes.Equal(r.Encode(), want) {
+			t.Fatalf("Encode %s, json.Marshal %s", r.Encode(), want)
+		}
 	})
+}
+
+// Encode writes what json.Marshal writes, for request ids it writes as
+// they are and for those it escapes (where Encode defers to it).
+func TestAffinityEncodeIsJSONMarshal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 1))
+	ids := []string{"", "wake-1", `a"b`, `a\b`, "<&>", "\x00\x1f", "\x7f", "é", "\u2028", "\xff", strings.Repeat("x", 600)}
+	for range 2000 {
+		b := make([]byte, rng.IntN(12))
+		for k := range b {
+			b[k] = byte(rng.IntN(128))
+		}
+		ids = append(ids, string(b))
+	}
+	for i, id := range ids {
+		r := AffinityRecord{WorkerID: rng.Uint64(), DpRank: rng.Uint32(), ExpiresAtMs: rng.Int64() - 1<<62, RequestID: id}
+		if i%3 == 0 {
+			r.WorkerID, r.DpRank, r.ExpiresAtMs = 0, 0, 0
+		}
+		if want, _ := json.Marshal(r); !bytes.Equal(r.Encode(), want) {
+			t.Fatalf("Encode %s, json.Marshal %s", r.Encode(), want)
+		}
+	}
 }
