@@ -68,7 +68,7 @@ clean:
 ## loadtest: 5 alternated rounds each of latency and CPU vs the floor (msgpack
 ## and JSON requests) and ingestion vs nats bench (Dynamo JSON and vLLM
 ## msgpack), judged on per-round medians, then hint value vs the clairvoyant
-## bound; about 8 min on 2 cores; report in loadtest/out/summary.md.
+## bound; about 9 min on 2 cores; report in loadtest/out/summary.md.
 ## The committed loadtest/RESULTS.md was made with
 ##   make loadtest LOADTEST_ARGS='--out loadtest/results --results loadtest/RESULTS.md'
 LOADTEST_ARGS ?=

@@ -18,7 +18,8 @@
 //
 // The default profile is 5 rounds of 8 s per target and format (--duration
 // 40 s per target and format; with warm-ups, start-ups and drains about
-// 4 min), 5 ingestion rounds per format (about 1 min) and about 2 min of
+// 4 min), 5 rounds of the floor against itself (--noise-rounds; about
+// 1.5 min), 5 ingestion rounds per format (about 1 min) and about 2 min of
 // value runs (four variants of each workload); builds and the natscli
 // install come on top. --skip-value leaves the last out.
 package main
@@ -46,7 +47,7 @@ type options struct {
 	out, results, trace, bin, notes string
 	rate                            float64
 	duration                        time.Duration
-	rounds                          int
+	rounds, noiseRounds             int
 	ingestEvents                    int
 	skipValue, skipSpeed            bool
 	applyShards                     string // comma-separated --kv-apply-shards values
@@ -68,6 +69,7 @@ func main() {
 	// shared 2 cores no longer decides it alone, as it did in 4 s rounds.
 	fs.DurationVar(&o.duration, "duration", 40*time.Second, "measured time of each latency target, split over --rounds")
 	fs.IntVar(&o.rounds, "rounds", 5, "alternated floor/hintstream (and bench/hintstream) rounds, so spells of contention fall on both; targets are judged on the median of per-round ratios")
+	fs.IntVar(&o.noiseRounds, "noise-rounds", 5, "after the latency rounds, this many rounds of the floor against itself (msgpack requests): how far two runs of one program differ on this machine (0: none)")
 	fs.IntVar(&o.ingestEvents, "ingest-events", 200000, "KV events pre-filled for the ingestion rounds (each round applies all of them)")
 	fs.StringVar(&o.applyShards, "apply-shards", "1,2", "after the ingestion rounds, 3 more rounds of the Dynamo JSON with hintstream's --kv-apply-shards at each of these (comma-separated; empty: none)")
 	fs.BoolVar(&o.skipValue, "skip-value", false, "leave out the hint-value simulations")
@@ -92,6 +94,7 @@ type results struct {
 	// rounds are the latency rounds of each request format, ingests the
 	// ingestion rounds of each event format (both indexed as formats).
 	rounds  [2][]latencyRound
+	noise   []noiseRound // the floor against itself
 	ingests [2]speed.IngestResult
 	ingest  speed.IngestResult // ingests[0], the Dynamo JSON
 	shards  []shardRun         // the --apply-shards passes
@@ -174,6 +177,18 @@ func runSpeed(ctx context.Context, o options, progress io.Writer, r *results) er
 				r.floor, r.hintstream = r.floor.Merge(round.floor), r.hintstream.Merge(round.hintstream)
 			}
 		}
+	}
+	for i := range o.noiseRounds {
+		var round noiseRound
+		for k, res := range []*speed.LatencyResult{&round.first, &round.second} {
+			fmt.Fprintf(progress, "loadtest: noise round %d/%d, the floor against itself (run %d of 2), msgpack requests\n",
+				i+1, o.noiseRounds, k+1)
+			if *res, err = speed.Latency(ctx, speed.LatencyConfig{Target: speed.TargetFloor, Binary: bins.Floor, NATSURL: srv.URL(),
+				Rate: o.rate, Duration: per, Progress: progress, ProgressEvery: 5 * time.Second}); err != nil {
+				return err
+			}
+		}
+		r.noise = append(r.noise, round)
 	}
 	for f, format := range eventFormats {
 		fmt.Fprintf(progress, "loadtest: ingestion of %d %s, %d rounds beside nats bench js ordered\n",

@@ -39,6 +39,44 @@ func roundOrder(i int) []speed.Target {
 	return []speed.Target{speed.TargetFloor, speed.TargetHintstream}
 }
 
+// noiseRound is two runs of the floor, one after the other: the ratio of
+// the second's p99 to the first's is what this machine alone does to a
+// round's ratio, the yardstick for judging hintstream's.
+type noiseRound struct{ first, second speed.LatencyResult }
+
+func (r noiseRound) p99Ratio() float64 {
+	return ratio(float64(r.second.P99), float64(r.first.P99))
+}
+func (r noiseRound) cpuRatio() float64 {
+	return ratio(float64(r.second.CPUPerWakeup), float64(r.first.CPUPerWakeup))
+}
+
+// judgeNoise is the noise rounds' verdict by the p99 target's own rule,
+// second against first: what the rule gives a program that is the floor.
+func judgeNoise(rounds []noiseRound) latencyJudgement {
+	var j latencyJudgement
+	for _, r := range rounds {
+		p := r.p99Ratio()
+		j.p99Ratios = append(j.p99Ratios, p)
+		j.cpuRatios = append(j.cpuRatios, r.cpuRatio())
+		if p > 0 && p <= targetP99Ratio {
+			j.p99Passed++
+		}
+	}
+	return j
+}
+
+func noiseTable(rounds []noiseRound) report.Table {
+	t := report.Table{Header: []string{"round", "first p99", "second p99", "p99 second / first", "first CPU per wake-up",
+		"second CPU per wake-up", "CPU second / first", "publisher lag p99 (first, second)"}}
+	for i, r := range rounds {
+		t.Rows = append(t.Rows, []string{fmt.Sprint(i + 1), ms(r.first.P99), ms(r.second.P99), fmt.Sprintf("%.2f", r.p99Ratio()),
+			us(r.first.CPUPerWakeup), us(r.second.CPUPerWakeup), fmt.Sprintf("%.2f", r.cpuRatio()),
+			ms(lagP99(r.first)) + ", " + ms(lagP99(r.second))})
+	}
+	return t
+}
+
 // latencyRound is one alternated round of the floor and hintstream (in
 // roundOrder), at the same rate and request format.
 type latencyRound struct {

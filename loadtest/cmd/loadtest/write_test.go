@@ -199,3 +199,27 @@ func TestRoundsAlternateWhoRunsFirst(t *testing.T) {
 		}
 	}
 }
+
+// The floor against itself is judged by the p99 target's rule, second
+// run against first, and shown beside the target.
+func TestNoiseRoundsAreReported(t *testing.T) {
+	var noise []noiseRound
+	for _, p := range []int{1500, 2000, 1400, 1900, 1000} { // ratios 1.0, 1.33, 0.93, 1.27, 0.67
+		noise = append(noise, noiseRound{first: latencyOf(1500*time.Microsecond, 100), second: latencyOf(time.Duration(p)*time.Microsecond, 100)})
+	}
+	if j := judgeNoise(noise); j.p99Passed != 3 {
+		t.Fatalf("%d noise rounds pass, want 3 (%v)", j.p99Passed, j.p99Ratios)
+	}
+	r := results{rounds: [2][]latencyRound{roundsOf(1500, 1500, 1500, 1500, 1500)}, noise: noise,
+		floor: latencyOf(1500*time.Microsecond, 100), hintstream: latencyOf(1500*time.Microsecond, 100), haveSpeed: true}
+	var md strings.Builder
+	for _, row := range speedRows(r) {
+		md.WriteString(strings.Join(row, " | ") + "\n")
+	}
+	sec := latency(r)
+	if !strings.Contains(md.String(), "the floor against itself: 3 of 5 rounds ≤ 1.25") ||
+		!strings.Contains(sec.Markdown, "p99 ratios second/first by round: 1.00, 1.33, 0.93, 1.27, 0.67; 3 of 5 rounds ≤ 1.25") ||
+		len(sec.Tables) != 2 || len(sec.Tables[1].Rows) != 5 {
+		t.Fatalf("targets:\n%s\nsection:\n%s", md.String(), sec.Markdown)
+	}
+}
