@@ -15,7 +15,7 @@ import (
 // kvBenchMessages are n Dynamo RouterEvent JSON messages as the ingest
 // load test publishes them: 4 workers, each a chain of stored events of 4
 // blocks, every event's parent the previous one's last block.
-func kvBenchMessages(b *testing.B, n int) []Message {
+func kvBenchMessages(b testing.TB, n int) []Message {
 	b.Helper()
 	const workers, blocks = 4, 4
 	msgs := make([]Message, n)
