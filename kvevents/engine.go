@@ -582,35 +582,39 @@ func (d *batchDecoder) readTokens(ev *rawEvent, b []byte) ([]byte, error) {
 		return nil, err
 	}
 	// n <= len(b) (readArrayLen), so this grows by at most 4 bytes per
-	// input byte.
-	d.tokens = slices.Grow(d.tokens[:0], n)
-	for range n {
+	// input byte. The loop writes by index into a local slice: appending
+	// to d.tokens would load and store its header through d per token.
+	toks := slices.Grow(d.tokens[:0], n)[:n]
+	for k := range toks {
 		// Python encoders write a token id as the smallest unsigned form:
 		// fixint, uint8, uint16 or uint32. Read those inline.
 		switch {
 		case len(b) >= 1 && b[0] < 0x80:
-			d.tokens = append(d.tokens, uint32(b[0]))
+			toks[k] = uint32(b[0])
 			b = b[1:]
-		case len(b) >= 2 && b[0] == 0xcc:
-			d.tokens = append(d.tokens, uint32(b[1]))
-			b = b[2:]
 		case len(b) >= 3 && b[0] == 0xcd:
-			d.tokens = append(d.tokens, uint32(binary.BigEndian.Uint16(b[1:])))
+			toks[k] = uint32(b[1])<<8 | uint32(b[2])
 			b = b[3:]
 		case len(b) >= 5 && b[0] == 0xce:
-			d.tokens = append(d.tokens, binary.BigEndian.Uint32(b[1:]))
+			toks[k] = binary.BigEndian.Uint32(b[1:])
 			b = b[5:]
+		case len(b) >= 2 && b[0] == 0xcc:
+			toks[k] = uint32(b[1])
+			b = b[2:]
 		default:
 			var t int64
 			if t, b, err = readInt(b, "token_ids"); err != nil {
+				d.tokens = toks[:0]
 				return nil, err
 			}
 			if t < 0 || t > math.MaxUint32 {
+				d.tokens = toks[:0]
 				return nil, malformed("token id out of range", nil)
 			}
-			d.tokens = append(d.tokens, uint32(t))
+			toks[k] = uint32(t)
 		}
 	}
+	d.tokens = toks
 	ev.hasTokens = true
 	return b, nil
 }
