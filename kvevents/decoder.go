@@ -1,6 +1,8 @@
 package kvevents
 
 import (
+	"slices"
+
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -44,6 +46,13 @@ func (d *Decoder) RouterEvent(ev *schemas.RouterEvent) []Event {
 	d.blocks, d.removed = trimmed(d.blocks), trimmed(d.removed)
 	d.one[0] = convertRouterEvent(ev, d)
 	return d.one[:]
+}
+
+// scratch is n elements of *s, grown if need be, for the caller to
+// overwrite; capped at n, so an append to it cannot reach *s's spare room.
+func scratch[E any](s *[]E, n int) []E {
+	*s = slices.Grow((*s)[:0], n)[:n]
+	return (*s)[:n:n]
 }
 
 // trimmed is s emptied, or nil when it is too large to keep.

@@ -86,9 +86,7 @@ func convertRouterEvent(ev *schemas.RouterEvent, d *Decoder) Event {
 			}
 		}
 		if d != nil {
-			n := len(s.Blocks)
-			d.blocks = slices.Grow(d.blocks[:0], n)[:n]
-			out.Blocks = d.blocks[:n:n]
+			out.Blocks = scratch(&d.blocks, len(s.Blocks))
 		} else {
 			out.Blocks = make([]Block, len(s.Blocks))
 		}
@@ -101,9 +99,7 @@ func convertRouterEvent(ev *schemas.RouterEvent, d *Decoder) Event {
 			break
 		}
 		if d != nil {
-			n := len(r.BlockHashes)
-			d.removed = slices.Grow(d.removed[:0], n)[:n]
-			out.Removed = d.removed[:n:n]
+			out.Removed = scratch(&d.removed, len(r.BlockHashes))
 		} else {
 			out.Removed = make([]uint64, len(r.BlockHashes))
 		}
