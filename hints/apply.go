@@ -43,10 +43,10 @@ func DecodeKV(lim schemas.Limits, m Message, one *[1]kvevents.Event) (KVBatch, e
 	return decodeKV(lim, m, one, nil)
 }
 
-// decodeKV is DecodeKV past the event-plane case; a RouterEvent is
-// decoded into *router when it is set (see kvScratch).
-func decodeKV(lim schemas.Limits, m Message, one *[1]kvevents.Event, router *schemas.RouterEvent) (KVBatch, error) {
-	evs, err := decodeKVEvents(m, lim, one, router)
+// decodeKV is DecodeKV past the event-plane case; with sc set, the
+// message is decoded into sc's memory (see kvScratch) and one is unused.
+func decodeKV(lim schemas.Limits, m Message, one *[1]kvevents.Event, sc *kvScratch) (KVBatch, error) {
+	evs, err := decodeKVEvents(m, lim, one, sc)
 	if err != nil {
 		return KVBatch{}, err
 	}
@@ -54,12 +54,14 @@ func decodeKV(lim schemas.Limits, m Message, one *[1]kvevents.Event, router *sch
 }
 
 // kvScratch is one KV message's decode memory, pooled per Engine: the
-// RouterEvent is copied into the index's event (kvevents.FromRouterEvent,
-// which allocates what the index may keep) and is garbage at once, so the
-// next message decodes into it (schemas.Limits.DecodeRouterEventInto).
+// RouterEvent is garbage once converted, so the next message decodes into
+// it (schemas.Limits.DecodeRouterEventInto), and the events are decoded
+// into the Decoder's reused memory, which is garbage once they are
+// applied: the index copies what it keeps, and the Holding clones what it
+// holds (EventApplier).
 type kvScratch struct {
-	one    [1]kvevents.Event
 	router schemas.RouterEvent
+	dec    kvevents.Decoder
 }
 
 // KV decodes one KV-event message (DecodeKV) and applies it (ApplyKV),
@@ -82,11 +84,10 @@ func (e *Engine) KV(m Message) error {
 		sc = new(kvScratch)
 	}
 	defer e.kvScratch.Put(sc)
-	b, err := decodeKV(e.d.Limits, m, &sc.one, &sc.router)
+	b, err := decodeKV(e.d.Limits, m, nil, sc)
 	if err == nil {
 		err = e.ApplyKV(b)
 	}
-	sc.one[0] = kvevents.Event{} // the index may keep its slices; we must not
 	return err
 }
 
@@ -170,20 +171,21 @@ func isUnknownWorker(err error, first **UnknownWorkerError) bool {
 }
 
 // decodeKVEvents decodes m's events (not an event-plane frame); a Dynamo
-// RouterEvent's one goes into *one.
-func decodeKVEvents(m Message, lim schemas.Limits, one *[1]kvevents.Event, router *schemas.RouterEvent) ([]kvevents.Event, error) {
+// RouterEvent's one goes into *one; with sc set, everything is decoded
+// into sc's memory instead, valid until its next use.
+func decodeKVEvents(m Message, lim schemas.Limits, one *[1]kvevents.Event, sc *kvScratch) ([]kvevents.Event, error) {
 	if err := lim.CheckHeaders("kv_event", m.Header); err != nil {
 		return nil, err
 	}
 	data := m.Data
 	if f, ok := schemas.DetectFormat(m.Header.Get("Content-Type"), data); ok && f == schemas.FormatJSON {
-		ev := router
-		var err error
-		if ev != nil {
-			err = lim.DecodeRouterEventInto(data, ev)
-		} else {
-			ev, err = lim.DecodeRouterEvent(data)
+		if sc != nil {
+			if err := lim.DecodeRouterEventInto(data, &sc.router); err != nil {
+				return nil, err
+			}
+			return sc.dec.RouterEvent(&sc.router), nil
 		}
+		ev, err := lim.DecodeRouterEvent(data)
 		if err != nil {
 			return nil, err
 		}
@@ -202,6 +204,9 @@ func decodeKVEvents(m Message, lim schemas.Limits, one *[1]kvevents.Event, route
 		if seq, err = strconv.ParseUint(h, 10, 64); err != nil {
 			return nil, &schemas.DecodeError{Kind: "engine_batch", Reason: "invalid " + bridge.HeaderSeq + " header", Err: err}
 		}
+	}
+	if sc != nil {
+		return sc.dec.EngineBatch(data, worker, seq, lim)
 	}
 	return kvevents.DecodeEngineBatch(data, worker, seq, lim)
 }

@@ -2,6 +2,7 @@ package hints
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/hintstream/hintstream/eventplane"
@@ -21,6 +22,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add(uint8(3), []byte(`{"request_id":"r","worker_id":1,"finish_reason":"tool_calls"}`), "")
 	f.Add(uint8(4), []byte{0x93, 0x01, 0x02, 0x90}, "application/msgpack")
 	f.Add(uint8(5), []byte{0x85}, "")
+	for _, m := range kvEngineBenchMessages(2) { // vLLM EventBatches, the second chained on the first
+		f.Add(uint8(0), m.Data, "")
+	}
 	scope := eventplane.Scope{Namespace: "ns", Component: "comp"}
 	subjects := []string{"kv.events.7", "kv.load.3", "llm.requests.m", "llm.responses.m",
 		scope.Subject(eventplane.TopicKVEvents), scope.EndpointSubject("generate", eventplane.TopicKVMetrics)}
@@ -28,6 +32,7 @@ func FuzzDecode(f *testing.F) {
 		f.Fatalf("event-plane subjects %q not recognised", subjects[4:])
 	}
 	lim := schemas.Limits{}
+	sc := new(kvScratch) // reused across inputs, as Engine.KV's pooled one
 	f.Fuzz(func(t *testing.T, which uint8, data []byte, contentType string) {
 		m := Message{Subject: subjects[int(which)%len(subjects)], Data: data,
 			Header: nats.Header{"Content-Type": {contentType}, "X-Dynamo-Wakeup": {contentType}}}
@@ -37,8 +42,16 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 		var one [1]kvevents.Event
-		_, err := DecodeKV(lim, m, &one)
+		b, err := DecodeKV(lim, m, &one)
 		check("DecodeKV", err)
+		if !eventplane.IsKVEventsSubject(m.Subject) {
+			// Into reused memory: the same events and the same error.
+			rb, rerr := decodeKV(lim, m, nil, sc)
+			if (err == nil) != (rerr == nil) || err != nil && err.Error() != rerr.Error() ||
+				len(b.Events) != len(rb.Events) || len(b.Events) > 0 && !reflect.DeepEqual(b.Events, rb.Events) {
+				t.Fatalf("reused scratch gave %+v, %v; DecodeKV %+v, %v", rb.Events, rerr, b.Events, err)
+			}
+		}
 		_, err = DecodeLoad(lim, m)
 		check("DecodeLoad", err)
 		_, _, err = DecodeRequest(lim, m)

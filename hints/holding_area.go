@@ -56,7 +56,10 @@ func (e *UnknownWorkerError) Unwrap() error { return ErrUnknownWorker }
 
 // EventApplier is what the engine applies KV events to (EngineDeps.KV): a *kvevents.Index, or a
 // *Holding in front of one. LastEventID is the index's last applied event
-// id of a worker (the event plane's sequencer rebases on it).
+// id of a worker (the event plane's sequencer rebases on it). Apply must
+// not keep ev's Blocks, Removed or ParentHash past its return: Engine.KV
+// decodes into memory it reuses for the next message (kvevents.Decoder);
+// keep ev.Clone() instead, as Holding does.
 type EventApplier interface {
 	Apply(ev kvevents.Event) error
 	LastEventID(k kvevents.WorkerKey) (uint64, bool)
@@ -131,7 +134,7 @@ func (h *Holding) Apply(ev kvevents.Event) error {
 		if w.blocks+cost > h.cfg.MaxBlocksPerWorker {
 			return h.dropped(1, false)
 		}
-		w.events = append(w.events, ev)
+		w.events = append(w.events, ev.Clone()) // ev's memory is the decoder's (EventApplier)
 		w.blocks += cost
 		h.counters.KVEventsHeld.Inc()
 		return ErrHeld
@@ -145,7 +148,7 @@ func (h *Holding) Apply(ev kvevents.Event) error {
 		delete(h.held, w.id)
 		evicted += len(w.events)
 	}
-	h.held[id] = h.lru.PushFront(&heldWorker{id: id, events: []kvevents.Event{ev}, blocks: cost})
+	h.held[id] = h.lru.PushFront(&heldWorker{id: id, events: []kvevents.Event{ev.Clone()}, blocks: cost})
 	h.counters.KVEventsHeld.Inc()
 	if evicted > 0 {
 		return h.dropped(evicted, true)

@@ -76,11 +76,21 @@ func IsEngineBatch(data []byte) bool {
 //     full/mla/sink_full_attention, or else group_idx != 0): hybrid models
 //     report every group with the same block hashes.
 func DecodeEngineBatch(data []byte, workerID uint64, eventID uint64, lim schemas.Limits) ([]Event, error) {
+	d := batchDecoder{}
+	return d.decode(data, workerID, eventID, lim)
+}
+
+// decode is DecodeEngineBatch into d's memory: the events, and the
+// slices they hold, are carved from d's arenas, which a fresh d allocates
+// per call (the events own them) and a reused one (Decoder) overwrites at
+// its next call.
+func (d *batchDecoder) decode(data []byte, workerID uint64, eventID uint64, lim schemas.Limits) ([]Event, error) {
 	lim = engineLimits(lim)
 	if len(data) > lim.MaxBytes {
 		return nil, malformed("message too large", nil)
 	}
-	d := batchDecoder{lim: lim}
+	d.lim, d.dpRank = lim, 0
+	d.out, d.hashes, d.blocks, d.parents = d.out[:0], d.hashes[:0], d.blocks[:0], d.parents[:0]
 	var (
 		rest []byte
 		err  error
@@ -128,6 +138,14 @@ type batchDecoder struct {
 	out    []Event
 	dpRank uint32
 	tokens []uint32 // scratch for one event's token_ids, reused
+	local  []uint64 // scratch for one event's local hashes, reused
+	// Arenas of one batch, which its events' slices and parent hashes
+	// point into (capped, so an append to one cannot overwrite the next).
+	// An append that moves an arena leaves the earlier events on the old
+	// array, whose content stays as it was.
+	hashes  []uint64 // every block_hashes read: Removed, and stored blocks' before convert
+	blocks  []Block
+	parents []uint64
 }
 
 // arrayBatch reads [ts, events, data_parallel_rank?, ...]. SGLang's
@@ -217,7 +235,7 @@ func (d *batchDecoder) events(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.out = make([]Event, 0, min(n, len(b)/minEventBytes))
+	d.out = slices.Grow(d.out[:0], min(n, len(b)/minEventBytes))
 	for i := range n {
 		var ev rawEvent
 		if b, err = d.event(b, &ev); err != nil {
@@ -237,9 +255,10 @@ func (d *batchDecoder) events(b []byte) ([]byte, error) {
 // rawEvent holds one event's fields as read, before conversion.
 type rawEvent struct {
 	tag       []byte
-	hashes    []uint64
+	hashes    []uint64 // in batchDecoder.hashes
 	hasHashes bool
-	parent    *uint64
+	parent    uint64
+	hasParent bool // parent is set (not nil or absent)
 	hasTokens bool // token_ids are in batchDecoder.tokens
 	blockSize int64
 	hasSize   bool
@@ -428,15 +447,29 @@ func (d *batchDecoder) convert(ev *rawEvent) (out Event, keep bool, err error) {
 			fmt.Errorf("%d block hashes of %d tokens, got %d token_ids", len(ev.hashes), bs, len(d.tokens)))
 	}
 	need := len(ev.hashes) * bs // <= len(d.tokens)
-	if selfReferencing(ev.parent, ev.hashes) {
+	var parent *uint64
+	if ev.hasParent {
+		parent = &ev.parent
+	}
+	if selfReferencing(parent, ev.hashes) {
 		return Event{}, false, nil
 	}
-	local := LocalBlockHashesSeeded(d.tokens[:need], bs, BlockSeed(string(ev.loraName), string(ev.cacheSalt)))
-	blocks := make([]Block, len(ev.hashes))
+	n := len(ev.hashes)
+	d.local = fillLocalHashes(slices.Grow(d.local[:0], n)[:n], d.tokens[:need], bs,
+		BlockSeed(string(ev.loraName), string(ev.cacheSalt)))
+	at := len(d.blocks)
 	for i, h := range ev.hashes {
-		blocks[i] = Block{ExternalHash: h, LocalHash: local[i]}
+		d.blocks = append(d.blocks, Block{ExternalHash: h, LocalHash: d.local[i]})
 	}
-	return Event{Kind: schemas.KindStored, Tier: tier, ParentHash: ev.parent, Blocks: blocks}, true, nil
+	out = Event{Kind: schemas.KindStored, Tier: tier, Blocks: d.blocks[at:len(d.blocks):len(d.blocks)]}
+	if n == 0 {
+		out.Blocks = []Block{} // empty, not nil, as it always was (allocates nothing)
+	}
+	if ev.hasParent {
+		d.parents = append(d.parents, ev.parent)
+		out.ParentHash = &d.parents[len(d.parents)-1]
+	}
+	return out, true, nil
 }
 
 // otherGroup mirrors Dynamo's KvCacheEventFilter::should_ignore.
@@ -514,7 +547,10 @@ func (d *batchDecoder) readHashes(ev *rawEvent, b []byte) ([]byte, error) {
 	}
 	ev.hashes = nil
 	if n > 0 {
-		ev.hashes = make([]uint64, n)
+		// n <= len(b) (readArrayLenMax): 8 bytes per input byte at most.
+		at := len(d.hashes)
+		d.hashes = slices.Grow(d.hashes, n)[:at+n]
+		ev.hashes = d.hashes[at : at+n : at+n]
 	}
 	for i := range ev.hashes {
 		if ev.hashes[i], b, err = readHash(b, "block_hashes"); err != nil {
@@ -526,7 +562,7 @@ func (d *batchDecoder) readHashes(ev *rawEvent, b []byte) ([]byte, error) {
 }
 
 func (ev *rawEvent) readParent(b []byte) ([]byte, error) {
-	ev.parent = nil
+	ev.hasParent = false
 	if msgp.IsNil(b) {
 		return b[1:], nil
 	}
@@ -534,7 +570,7 @@ func (ev *rawEvent) readParent(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	ev.parent = &h
+	ev.parent, ev.hasParent = h, true
 	return b, nil
 }
 
@@ -546,35 +582,39 @@ func (d *batchDecoder) readTokens(ev *rawEvent, b []byte) ([]byte, error) {
 		return nil, err
 	}
 	// n <= len(b) (readArrayLen), so this grows by at most 4 bytes per
-	// input byte.
-	d.tokens = slices.Grow(d.tokens[:0], n)
-	for range n {
+	// input byte. The loop writes by index into a local slice: appending
+	// to d.tokens would load and store its header through d per token.
+	toks := slices.Grow(d.tokens[:0], n)[:n]
+	for k := range toks {
 		// Python encoders write a token id as the smallest unsigned form:
 		// fixint, uint8, uint16 or uint32. Read those inline.
 		switch {
 		case len(b) >= 1 && b[0] < 0x80:
-			d.tokens = append(d.tokens, uint32(b[0]))
+			toks[k] = uint32(b[0])
 			b = b[1:]
-		case len(b) >= 2 && b[0] == 0xcc:
-			d.tokens = append(d.tokens, uint32(b[1]))
-			b = b[2:]
 		case len(b) >= 3 && b[0] == 0xcd:
-			d.tokens = append(d.tokens, uint32(binary.BigEndian.Uint16(b[1:])))
+			toks[k] = uint32(b[1])<<8 | uint32(b[2])
 			b = b[3:]
 		case len(b) >= 5 && b[0] == 0xce:
-			d.tokens = append(d.tokens, binary.BigEndian.Uint32(b[1:]))
+			toks[k] = binary.BigEndian.Uint32(b[1:])
 			b = b[5:]
+		case len(b) >= 2 && b[0] == 0xcc:
+			toks[k] = uint32(b[1])
+			b = b[2:]
 		default:
 			var t int64
 			if t, b, err = readInt(b, "token_ids"); err != nil {
+				d.tokens = toks[:0]
 				return nil, err
 			}
 			if t < 0 || t > math.MaxUint32 {
+				d.tokens = toks[:0]
 				return nil, malformed("token id out of range", nil)
 			}
-			d.tokens = append(d.tokens, uint32(t))
+			toks[k] = uint32(t)
 		}
 	}
+	d.tokens = toks
 	ev.hasTokens = true
 	return b, nil
 }

@@ -29,8 +29,23 @@ func FuzzDecodeEngineBatch(f *testing.F) {
 		engMap{"type", "AllBlocksCleared", "medium", "GPU"},
 	}}))
 	lim := schemas.Limits{MaxTokens: 1 << 12}
+	// One Decoder across inputs, as Engine.KV reuses one: it must agree
+	// with DecodeEngineBatch, and a clone of its last events must survive
+	// its reuse.
+	var dec Decoder
+	var kept, keptWant []Event
 	f.Fuzz(func(t *testing.T, data []byte) {
 		evs, err := DecodeEngineBatch(data, 3, 9, lim)
+		got, gotErr := dec.EngineBatch(data, 3, 9, lim)
+		if (err == nil) != (gotErr == nil) || err != nil && err.Error() != gotErr.Error() || !sameEvents(got, evs) {
+			t.Fatalf("reused Decoder: %+v, %v; DecodeEngineBatch: %+v, %v", got, gotErr, evs, err)
+		}
+		if !sameEvents(kept, keptWant) {
+			t.Fatalf("a clone changed when the Decoder was reused: %+v, want %+v", kept, keptWant)
+		}
+		if err == nil {
+			kept, keptWant = cloneEvents(got), evs
+		}
 		if err != nil {
 			var de *schemas.DecodeError
 			if !errors.Is(err, schemas.ErrMalformed) || !errors.As(err, &de) || de.Kind != "engine_batch" || de.Reason == "" {

@@ -817,12 +817,23 @@ func BenchmarkDecodeEngineBatch(b *testing.B) {
 		parent = hashes[15]
 	}
 	data := engEnc(engArr{1.5, events, 0})
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		evs, err := DecodeEngineBatch(data, 1, 1, schemas.Limits{})
-		if err != nil || len(evs) != 16 {
-			b.Fatal(err)
-		}
+	var dec Decoder
+	for _, c := range []struct {
+		name   string
+		decode func() ([]Event, error)
+	}{
+		{"alloc", func() ([]Event, error) { return DecodeEngineBatch(data, 1, 1, schemas.Limits{}) }},
+		{"reused", func() ([]Event, error) { return dec.EngineBatch(data, 1, 1, schemas.Limits{}) }}, // as Engine.KV
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				evs, err := c.decode()
+				if err != nil || len(evs) != 16 {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -7,7 +7,11 @@
 // the Index consumes only Events.
 package kvevents
 
-import "github.com/hintstream/hintstream/schemas"
+import (
+	"slices"
+
+	"github.com/hintstream/hintstream/schemas"
+)
 
 // WorkerKey identifies one KV-event publisher: a worker and its data
 // parallel rank. Each (worker, dp rank) has its own cache.
@@ -48,8 +52,12 @@ func (e *Event) onDevice() bool {
 }
 
 // FromRouterEvent adapts a decoded Dynamo RouterEvent. A nil ev gives the
-// zero Event, which Index.Apply rejects with ErrBadEvent.
-func FromRouterEvent(ev *schemas.RouterEvent) Event {
+// zero Event, which Index.Apply rejects with ErrBadEvent. The event's
+// slices and parent hash are its own (Decoder.RouterEvent reuses them).
+func FromRouterEvent(ev *schemas.RouterEvent) Event { return convertRouterEvent(ev, nil) }
+
+// convertRouterEvent is FromRouterEvent, into d's memory when d is set.
+func convertRouterEvent(ev *schemas.RouterEvent, d *Decoder) Event {
 	if ev == nil {
 		return Event{}
 	}
@@ -69,10 +77,19 @@ func FromRouterEvent(ev *schemas.RouterEvent) Event {
 			break
 		}
 		if s.ParentHash != nil {
-			p := uint64(*s.ParentHash)
-			out.ParentHash = &p
+			if d != nil {
+				d.parent = uint64(*s.ParentHash)
+				out.ParentHash = &d.parent
+			} else {
+				p := uint64(*s.ParentHash)
+				out.ParentHash = &p
+			}
 		}
-		out.Blocks = make([]Block, len(s.Blocks))
+		if d != nil {
+			out.Blocks = scratch(&d.blocks, len(s.Blocks))
+		} else {
+			out.Blocks = make([]Block, len(s.Blocks))
+		}
 		for i, b := range s.Blocks {
 			out.Blocks[i] = Block{ExternalHash: uint64(b.BlockHash), LocalHash: uint64(b.TokensHash)}
 		}
@@ -81,10 +98,26 @@ func FromRouterEvent(ev *schemas.RouterEvent) Event {
 		if r == nil {
 			break
 		}
-		out.Removed = make([]uint64, len(r.BlockHashes))
+		if d != nil {
+			out.Removed = scratch(&d.removed, len(r.BlockHashes))
+		} else {
+			out.Removed = make([]uint64, len(r.BlockHashes))
+		}
 		for i, h := range r.BlockHashes {
 			out.Removed[i] = uint64(h)
 		}
 	}
 	return out
+}
+
+// Clone is ev with Blocks, Removed and ParentHash in memory of its own,
+// for keeping an event past the call that got it (see Decoder).
+func (ev Event) Clone() Event {
+	if ev.ParentHash != nil {
+		p := *ev.ParentHash
+		ev.ParentHash = &p
+	}
+	ev.Blocks = slices.Clone(ev.Blocks)
+	ev.Removed = slices.Clone(ev.Removed)
+	return ev
 }

@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"bytes"
+	"encoding/binary"
 	"unicode/utf8"
 )
 
@@ -294,16 +295,16 @@ func (p *jsonScan) plainBytes() ([]byte, bool) {
 	if !p.eat('"') {
 		return nil, false
 	}
-	start := p.i
-	for p.i < len(p.b) {
-		switch c := p.b[p.i]; {
+	// Locals, not p.i: the loop then keeps its index in a register.
+	b, start := p.b, p.i
+	for i := start; i < len(b); i++ {
+		switch c := b[i]; {
 		case c == '"':
-			p.i++
-			return p.b[start : p.i-1], true
+			p.i = i + 1
+			return b[start:i], true
 		case c == '\\' || c < 0x20:
 			return nil, false
 		}
-		p.i++
 	}
 	return nil, false
 }
@@ -351,11 +352,23 @@ func (p *jsonScan) tier() (StorageTier, bool) {
 	return "", false
 }
 
-// uint64 reads a JSON integer without sign that fits 64 bits.
+// uint64 reads a JSON integer without sign that fits 64 bits. A block
+// hash has 19 or 20 digits: the first 16 are read 8 at a time (eight
+// digits checked and combined in a few word operations, as in
+// Lemire's "parsing eight digits" trick), the rest one by one.
 func (p *jsonScan) uint64() (uint64, bool) {
 	b, i := p.b, p.i
 	start := i
 	var v uint64
+	// Two chunks are 16 digits, which cannot overflow.
+	for k := 0; k < 2 && len(b)-i >= 8; k++ {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if !eightDigits(x) {
+			break
+		}
+		v = v*1e8 + eightDigitsValue(x)
+		i += 8
+	}
 	// 19 digits cannot overflow; only a 20th needs the check.
 	for i < len(b) && b[i]-'0' <= 9 && i-start < 19 {
 		v = v*10 + uint64(b[i]-'0')
@@ -378,6 +391,23 @@ func (p *jsonScan) uint64() (uint64, bool) {
 	}
 	p.i = i
 	return v, true
+}
+
+// eightDigits reports whether the 8 bytes of x (little-endian) are all
+// ASCII digits: each byte's high nibble is 3, and adding 6 to it does not
+// carry into the high nibble (so its low nibble is at most 9).
+func eightDigits(x uint64) bool {
+	return (x&0xf0f0f0f0f0f0f0f0)|((x+0x0606060606060606)&0xf0f0f0f0f0f0f0f0)>>4 == 0x3333333333333333
+}
+
+// eightDigitsValue is the number the 8 ASCII digits of x spell, the
+// first byte the most significant: pairs, then fours, then all eight are
+// combined, each step one multiply-add per lane.
+func eightDigitsValue(x uint64) uint64 {
+	x -= 0x3030303030303030
+	x = x*10 + x>>8 // each even byte: two digits
+	x = ((x&0x000000ff000000ff)*(100+1000000<<32) + (x>>16&0x000000ff000000ff)*(1+10000<<32)) >> 32
+	return x
 }
 
 // blockHash reads what BlockHash.UnmarshalJSON accepts: an unsigned or a

@@ -1,8 +1,10 @@
 package schemas
 
 import (
+	"encoding/binary"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -180,5 +182,45 @@ func BenchmarkDecodeRouterEventJSON(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The 8-digit word reader against strconv: every digit in every place,
+// and each non-digit byte next to the digits' range in every place.
+func TestEightDigits(t *testing.T) {
+	word := func(s string) uint64 { return binary.LittleEndian.Uint64([]byte(s)) }
+	for _, s := range []string{"00000000", "12345678", "99999999", "10000000", "00000001", "98765432", "09876543"} {
+		want, _ := strconv.ParseUint(s, 10, 64)
+		if x := word(s); !eightDigits(x) || eightDigitsValue(x) != want {
+			t.Errorf("%s: digits %v, value %d", s, eightDigits(x), eightDigitsValue(x))
+		}
+	}
+	for pos := range 8 {
+		for _, c := range []byte{'/', ':', '?', ' ', 0, 0xff, 0xb0, 0x39 + 0x80, '-', '.', 'e'} {
+			b := []byte("12345678")
+			b[pos] = c
+			if eightDigits(word(string(b))) {
+				t.Errorf("%q taken for eight digits", b)
+			}
+		}
+	}
+	// A number split at every place around the 8-digit chunks decodes as
+	// strconv does, and 20 digits past 2^64-1 are refused.
+	for n := 1; n <= 20; n++ {
+		s := strings.Repeat("9", n)
+		if n == 20 {
+			s = "18446744073709551615"
+		}
+		p := jsonScan{b: []byte(s + ",")}
+		want, _ := strconv.ParseUint(s, 10, 64)
+		if v, ok := p.uint64(); !ok || v != want || p.i != n {
+			t.Errorf("%s: %d %v at %d", s, v, ok, p.i)
+		}
+	}
+	for _, s := range []string{"18446744073709551616", "99999999999999999999", "0123456789", "123456789012345678901"} {
+		p := jsonScan{b: []byte(s)}
+		if v, ok := p.uint64(); ok {
+			t.Errorf("%s accepted as %d", s, v)
+		}
 	}
 }

@@ -62,7 +62,13 @@ type IngestConfig struct {
 	// Also, when set with Rounds > 1, is a second program (e.g. hintstream
 	// built before a change) applied in every round right after Binary,
 	// into IngestRound.Also: a before/after in the same run.
-	Also          string
+	Also string
+	// IndexCapacity is passed to hintstream (and Also) as
+	// --index-capacity: the (block, worker) device entries the stream
+	// holds, as an operator sizes the index for the cluster, so the apply
+	// does no table growth. Default Events × BlocksPerEvent (every block
+	// is unique); negative: not passed, the index grows from empty.
+	IndexCapacity int64
 	ExtraArgs     []string  // appended to hintstream's command line
 	ChildLog      io.Writer // hintstream's output; default: kept for errors
 	Progress      io.Writer // one line every ProgressEvery (2 s); nil: none
@@ -71,11 +77,13 @@ type IngestConfig struct {
 
 // IngestResult is one ingestion run.
 type IngestResult struct {
-	Events   int           // pre-filled, and applied
-	Bytes    int64         // their total payload size
-	MeanSize int           // bytes per event, rounded
-	Applied  int64         // hintstream's kv_events.applied at the end
-	Duration time.Duration // first to last applied event
+	Events int // pre-filled, and applied
+	// IndexCapacity is the --index-capacity hintstream ran with (0: none).
+	IndexCapacity int64
+	Bytes         int64         // their total payload size
+	MeanSize      int           // bytes per event, rounded
+	Applied       int64         // hintstream's kv_events.applied at the end
+	Duration      time.Duration // first to last applied event
 	// EventsPerSec is 0 when the apply took less than the scrape interval
 	// (25 ms): too few Events to time.
 	EventsPerSec float64
@@ -153,6 +161,9 @@ func Ingest(ctx context.Context, cfg IngestConfig) (IngestResult, error) {
 	set(&cfg.Workers, 64)
 	set(&cfg.ProfileSeconds, 5)
 	set(&cfg.Rounds, 1)
+	if cfg.IndexCapacity == 0 {
+		cfg.IndexCapacity = int64(cfg.Events) * int64(cfg.BlocksPerEvent)
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Minute
 	}
@@ -187,7 +198,7 @@ func ingest(ctx context.Context, cfg IngestConfig, url string) (IngestResult, er
 	if err := st.Purge(ctx); err != nil {
 		return IngestResult{}, err
 	}
-	res := IngestResult{Events: cfg.Events}
+	res := IngestResult{Events: cfg.Events, IndexCapacity: max(cfg.IndexCapacity, 0)}
 	if res.Bytes, err = fillKVEvents(ctx, js, cfg); err != nil {
 		return res, err
 	}
@@ -222,7 +233,7 @@ func ingest(ctx context.Context, cfg IngestConfig, url string) (IngestResult, er
 		if err := bench(); err != nil {
 			return res, err
 		}
-		one := IngestResult{Events: res.Events, Bytes: res.Bytes, MeanSize: res.MeanSize}
+		one := IngestResult{Events: res.Events, IndexCapacity: res.IndexCapacity, Bytes: res.Bytes, MeanSize: res.MeanSize}
 		if i > 0 {
 			one.CPUProfile, cfg.CPUProfile = "", "" // the first round's profile only
 		}
@@ -266,6 +277,9 @@ func applyOnce(ctx context.Context, cfg IngestConfig, url string, js jetstream.J
 	group := "speed-ingest-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	args := []string{"run", "--nats-url", url, "--group", group, "--http-addr", addr, "--snapshot-interval", "0",
 		"--kv-events-stream", IngestStream, "--kv-events-subjects", IngestSubject + ".>"}
+	if cfg.IndexCapacity > 0 {
+		args = append(args, "--index-capacity", strconv.FormatInt(cfg.IndexCapacity, 10))
+	}
 	if cfg.CPUProfile != "" {
 		args = append(args, "--pprof")
 	}
