@@ -53,7 +53,16 @@ func (r noiseRound) cpuRatio() float64 {
 
 // judgeNoise is the noise rounds' verdict by the p99 target's own rule,
 // second against first: what the rule gives a program that is the floor.
-func judgeNoise(rounds []noiseRound) latencyJudgement {
+func judgeNoise(rounds []noiseRound) latencyJudgement { return judgeRatios(rounds) }
+
+// ratioRound is a round with a p99 and a CPU ratio to judge.
+type ratioRound interface {
+	p99Ratio() float64
+	cpuRatio() float64
+}
+
+// judgeRatios applies the p99 rule (ratio ≤ targetP99Ratio) round by round.
+func judgeRatios[R ratioRound](rounds []R) latencyJudgement {
 	var j latencyJudgement
 	for _, r := range rounds {
 		p := r.p99Ratio()
@@ -147,15 +156,7 @@ type latencyJudgement struct {
 }
 
 func judgeLatency(rounds []latencyRound) latencyJudgement {
-	var j latencyJudgement
-	for _, r := range rounds {
-		p := r.p99Ratio()
-		j.p99Ratios = append(j.p99Ratios, p)
-		j.cpuRatios = append(j.cpuRatios, r.cpuRatio())
-		if p > 0 && p <= targetP99Ratio {
-			j.p99Passed++
-		}
-	}
+	j := judgeRatios(rounds)
 	j.stalled = stalled(rounds)
 	return j
 }
