@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -49,8 +51,26 @@ const jsErrCodeSubjectOverlap jetstream.ErrorCode = 10065
 type EnsureOption func(*ensureOpts)
 
 type ensureOpts struct {
-	update bool
-	log    *slog.Logger
+	update   bool
+	log      *slog.Logger
+	retryFor time.Duration
+}
+
+// DefaultRetryTimeouts is how long Ensure goes on retrying a JetStream
+// API request that timed out (WithRetryTimeouts). A cluster that is
+// still electing its meta leader, or placing a replicated stream, under
+// load, answers late rather than never: seen in CI, creating an R3
+// stream on a 3-node cluster took longer than nats.go's 5 s request
+// timeout while the machine was busy, and hintstream exited at start.
+const DefaultRetryTimeouts = 30 * time.Second
+
+// WithRetryTimeouts sets how long Ensure retries requests that timed out
+// (default DefaultRetryTimeouts; 0: not at all). Only timeouts of the
+// request itself are retried, never the caller's context ending, and no
+// other error: a server without JetStream, or a refusal, still fails at
+// once.
+func WithRetryTimeouts(d time.Duration) EnsureOption {
+	return func(o *ensureOpts) { o.retryFor = max(d, 0) }
 }
 
 // WithUpdate allows Ensure to add missing subjects to an existing stream.
@@ -62,7 +82,7 @@ func WithUpdate(allow bool) EnsureOption { return func(o *ensureOpts) { o.update
 func WithLogger(l *slog.Logger) EnsureOption { return func(o *ensureOpts) { o.log = l } }
 
 func buildOpts(opts []EnsureOption) ensureOpts {
-	o := ensureOpts{}
+	o := ensureOpts{retryFor: DefaultRetryTimeouts}
 	for _, f := range opts {
 		if f != nil {
 			f(&o)
@@ -84,12 +104,50 @@ func buildOpts(opts []EnsureOption) ensureOpts {
 //     the stream is attached as it is.
 //
 // If cfg's subjects are captured by a stream of another name, the error
-// wraps ErrSubjectOverlap and names that stream.
+// wraps ErrSubjectOverlap and names that stream. A request that timed
+// out is retried, with backoff, for up to DefaultRetryTimeouts
+// (WithRetryTimeouts).
 func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config, opts ...EnsureOption) (jetstream.Stream, Outcome, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, 0, err
 	}
 	o := buildOpts(opts)
+	until := time.Now().Add(o.retryFor)
+	wait := 100 * time.Millisecond
+	for {
+		// Each try within js's request timeout, even when ctx allows
+		// longer: a request a busy server dropped is then retried, not
+		// waited for until ctx ends.
+		try := js.Options().DefaultTimeout
+		if try <= 0 {
+			try = 5 * time.Second // nats.go's own default (jetstream.go, defaultAPITimeout, v1.55.0)
+		}
+		actx, cancel := context.WithTimeout(ctx, try)
+		st, oc, err := ensureOnce(actx, js, cfg, o)
+		cancel()
+		if err == nil || !timedOut(ctx, err) || !time.Now().Add(wait).Before(until) {
+			return st, oc, err
+		}
+		// A create that timed out may still have happened: the next try
+		// looks the stream up first and attaches to it.
+		o.log.Warn("JetStream slow to answer; retrying", "stream", cfg.Name, "err", err, "retry_in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, 0, err
+		case <-t.C:
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// timedOut: err is a try's own timeout, not ctx ending.
+func timedOut(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout))
+}
+
+func ensureOnce(ctx context.Context, js jetstream.JetStream, cfg Config, o ensureOpts) (jetstream.Stream, Outcome, error) {
 	// Two tries: a concurrent creator may win the race between our lookup
 	// and our create; the second lookup then attaches to its stream.
 	for range 2 {
