@@ -66,7 +66,7 @@ clean:
 	rm -rf bin .hintstream
 
 ## loadtest: 5 alternated rounds each of latency and CPU vs the floor (msgpack
-## and JSON requests) and ingestion vs nats bench (Dynamo JSON and vLLM
+## and JSON requests; both programs side by side, the wake-ups in 5 ms turns) and ingestion vs nats bench (Dynamo JSON and vLLM
 ## msgpack), judged on per-round medians, then hint value vs the clairvoyant
 ## bound; about 9 min on 2 cores; report in loadtest/out/summary.md.
 ## The committed loadtest/RESULTS.md was made with

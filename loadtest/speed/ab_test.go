@@ -115,3 +115,81 @@ func medianOf(xs []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// BenchmarkTurnsNoise is the floor against itself by both ways of
+// running a round, in one run: one program after the other (Latency
+// twice), and side by side in turns (Pair). Each of SPEED_ROUNDS
+// (default 5) rounds runs both ways, in alternated order, SPEED_DURATION
+// (default 8 s) per program; it logs every round's p99 ratio second/first
+// and reports how many rounds of each way pass the p99 target's rule
+// (≤ 1.25): the rule's resolution on this machine, by method.
+//
+//	go test -run '^$' -bench TurnsNoise -benchtime 1x ./loadtest/speed/
+func BenchmarkTurnsNoise(b *testing.B) {
+	srv, err := StartServer(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	rounds := 5
+	if v := os.Getenv("SPEED_ROUNDS"); v != "" {
+		if rounds, err = strconv.Atoi(v); err != nil || rounds < 1 {
+			b.Fatalf("SPEED_ROUNDS %q", v)
+		}
+	}
+	cfg := LatencyConfig{Target: TargetFloor, Binary: bins.Floor, NATSURL: srv.URL(),
+		Duration: envDuration(b, "SPEED_DURATION", 8*time.Second), Slice: envDuration(b, "SPEED_SLICE", 0)}
+	if v := os.Getenv("SPEED_GAP"); v != "" {
+		if cfg.Gap, err = time.ParseDuration(v); err != nil {
+			b.Fatalf("SPEED_GAP %q", v)
+		}
+	}
+	floor := Program{Target: TargetFloor, Binary: bins.Floor}
+	apart := func() [2]LatencyResult {
+		var out [2]LatencyResult
+		for k := range out {
+			if out[k], err = Latency(context.Background(), cfg); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return out
+	}
+	turns := func() [2]LatencyResult {
+		out, err := Pair(context.Background(), cfg, floor)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return out
+	}
+	for i := 0; i < b.N; i++ {
+		var pass [2]int
+		var ratios [2][]float64
+		for r := range rounds {
+			ways := []func() [2]LatencyResult{apart, turns}
+			if r%2 == 1 {
+				ways = []func() [2]LatencyResult{turns, apart}
+			}
+			for k, way := range ways {
+				w := k
+				if r%2 == 1 {
+					w = 1 - k
+				}
+				res := way()
+				q := float64(res[1].P99) / float64(res[0].P99)
+				ratios[w] = append(ratios[w], q)
+				if q <= 1.25 {
+					pass[w]++
+				}
+				b.Logf("round %d, %s: p99 %v then %v (%.2f), CPU %v then %v, publisher lag p99 %v then %v", r+1,
+					[]string{"one after the other", "in turns"}[w], res[0].P99, res[1].P99, q,
+					res[0].CPUPerWakeup, res[1].CPUPerWakeup,
+					res[0].SendLag.ValueAtQuantile(0.99), res[1].SendLag.ValueAtQuantile(0.99))
+			}
+		}
+		b.Logf("p99 ratios one after the other %.2f; in turns %.2f", ratios[0], ratios[1])
+		b.ReportMetric(float64(pass[0]), "apart-rounds-pass")
+		b.ReportMetric(float64(pass[1]), "turns-rounds-pass")
+		b.ReportMetric(medianOf(ratios[0]), "apart-median-p99-ratio")
+		b.ReportMetric(medianOf(ratios[1]), "turns-median-p99-ratio")
+	}
+}

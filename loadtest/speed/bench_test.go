@@ -31,7 +31,8 @@ func envDuration(b *testing.B, key string, def time.Duration) time.Duration {
 // SPEED_DURATION and SPEED_RATE override the measured time and the rate;
 // SPEED_CPUPROFILE=file saves a CPU profile of hintstream's measured
 // window (a third run, so the figures stay unperturbed), and
-// SPEED_FLOOR_CPUPROFILE=file one of the floor's whole run.
+// SPEED_FLOOR_CPUPROFILE=file one of the floor's whole run; SPEED_SLICE
+// runs the two side by side in turns (see below).
 //
 //	go test -run '^$' -bench LatencyAt2000 -benchtime 1x ./loadtest/speed/
 func BenchmarkLatencyAt2000(b *testing.B) {
@@ -69,6 +70,27 @@ func BenchmarkLatencyAt2000(b *testing.B) {
 			res.SendRate, res.RecvRate, res.SendLag.ValueAtQuantile(0.99), res.CPUPerWakeup)
 		return res
 	}
+	// SPEED_SLICE runs each round's two programs side by side in turns
+	// of that length (Pair), as make loadtest does; unset, one after the
+	// other.
+	slice := envDuration(b, "SPEED_SLICE", 0)
+	pair := func(profile string) (floor, hintstream LatencyResult) {
+		var extra []string
+		if p := os.Getenv("SPEED_FLOOR_CPUPROFILE"); p != "" {
+			extra = []string{"--cpuprofile", p}
+		}
+		res, err := Pair(context.Background(), LatencyConfig{Target: TargetFloor, Binary: bins.Floor, ExtraArgs: extra,
+			NATSURL: srv.URL(), Rate: rate, Duration: dur, Workers: workers, Slice: slice, Progress: os.Stderr,
+			ProgressEvery: 5 * time.Second}, Program{Target: TargetHintstream, Binary: bins.Hintstream, CPUProfile: profile})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			b.Logf("%-10s p50 %v p99 %v p99.9 %v; lost %d; send lag p99 %v; CPU %v per wake-up (in turns of %v)",
+				r.Target, r.P50, r.P99, r.P999, r.Lost, r.SendLag.ValueAtQuantile(0.99), r.CPUPerWakeup, slice)
+		}
+		return res[0], res[1]
+	}
 	rounds := 2
 	if v := os.Getenv("SPEED_ROUNDS"); v != "" {
 		if rounds, err = strconv.Atoi(v); err != nil || rounds < 1 {
@@ -81,6 +103,11 @@ func BenchmarkLatencyAt2000(b *testing.B) {
 		// programs on the machine fall on both alike.
 		var fl, hs LatencyResult
 		for range rounds {
+			if slice > 0 {
+				f, h := pair("")
+				fl, hs = fl.Merge(f), hs.Merge(h)
+				continue
+			}
 			fl = fl.Merge(run(TargetFloor, bins.Floor, ""))
 			hs = hs.Merge(run(TargetHintstream, bins.Hintstream, ""))
 		}
@@ -96,7 +123,11 @@ func BenchmarkLatencyAt2000(b *testing.B) {
 		b.ReportMetric(float64(hs.CPUPerWakeup.Nanoseconds())/1e3, "cpu-µs/wakeup")
 		b.ReportMetric(float64(fl.CPUPerWakeup.Nanoseconds())/1e3, "floor-cpu-µs/wakeup")
 		if p := os.Getenv("SPEED_CPUPROFILE"); p != "" {
-			run(TargetHintstream, bins.Hintstream, p)
+			if slice > 0 {
+				pair(p)
+			} else {
+				run(TargetHintstream, bins.Hintstream, p)
+			}
 		}
 	}
 }

@@ -6,7 +6,9 @@
 //     on one embedded nats-server; latency is hint receipt at a real ZMQ
 //     PULL socket minus the wake-up's scheduled send time (so a stalled
 //     publisher or consumer cannot hide its own delay: no coordinated
-//     omission), recorded in an hdr.Histogram.
+//     omission), recorded in an hdr.Histogram. Pair runs two programs
+//     side by side, the wake-ups going to each in turns of a few
+//     milliseconds, so that the machine's stalls fall on both alike.
 //   - Ingest: KV events pre-filled in a stream, then the time hintstream
 //     takes to apply all of them, beside NatsBench (`nats bench js
 //     ordered`) reading the same stream.

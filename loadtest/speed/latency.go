@@ -2,21 +2,12 @@ package speed
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/hintstream/hintstream/loadtest/hdr"
-	"github.com/hintstream/hintstream/schemas"
-	"github.com/hintstream/hintstream/streams"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Target names the program a latency run measures.
@@ -60,20 +51,58 @@ type LatencyConfig struct {
 	CPUProfile string
 	ExtraArgs  []string  // appended to the child's command line
 	ChildLog   io.Writer // the child's output; default: kept only for errors
+	// Slice and Gap are the turns of a Pair: each program's stretch of
+	// wake-ups (default DefaultSlice) and the pause after it (default
+	// none). A single program's run has no turns.
+	Slice, Gap time.Duration
 	// Progress gets one line every ProgressEvery (default 2 s); nil: none.
 	Progress      io.Writer
 	ProgressEvery time.Duration
 }
 
-func (c *LatencyConfig) defaults() error {
-	if c.Binary == "" {
+// Program is one measured program of a run: LatencyConfig's own, or the
+// second of a Pair.
+type Program struct {
+	Target     Target // TargetHintstream (default) or TargetFloor
+	Binary     string // required
+	CPUProfile string // hintstream only: as LatencyConfig.CPUProfile
+	ExtraArgs  []string
+	ChildLog   io.Writer
+}
+
+func (p *Program) check() error {
+	if p.Binary == "" {
 		return fmt.Errorf("%w: Binary is required", ErrConfig)
 	}
-	if c.Target == "" {
-		c.Target = TargetHintstream
+	if p.Target == "" {
+		p.Target = TargetHintstream
 	}
-	if c.Target != TargetHintstream && c.Target != TargetFloor {
-		return fmt.Errorf("%w: unknown target %q", ErrConfig, c.Target)
+	if p.Target != TargetHintstream && p.Target != TargetFloor {
+		return fmt.Errorf("%w: unknown target %q", ErrConfig, p.Target)
+	}
+	return nil
+}
+
+func (c *LatencyConfig) program() Program {
+	return Program{Target: c.Target, Binary: c.Binary, CPUProfile: c.CPUProfile, ExtraArgs: c.ExtraArgs, ChildLog: c.ChildLog}
+}
+
+// DefaultSlice is the turn of a Pair: 10 wake-ups at 2,000/s. A round's
+// p99 on a shared 2-core machine is decided by a few stalls of tens of
+// milliseconds; turns shorter than a stall put both programs in every
+// one. (Turns of 250 ms did not: the floor against itself still failed
+// the p99 rule in 3 of 5 rounds, as one after the other had; in 5 ms
+// turns its ratios were 0.86–1.12. BenchmarkTurnsNoise.)
+const DefaultSlice = 5 * time.Millisecond
+
+func (c *LatencyConfig) defaults() error {
+	p := c.program()
+	if err := p.check(); err != nil {
+		return err
+	}
+	c.Target = p.Target
+	if c.Slice < 0 || c.Gap < 0 {
+		return fmt.Errorf("%w: negative Slice or Gap", ErrConfig)
 	}
 	set := func(v *int, d int) {
 		if *v <= 0 {
@@ -90,7 +119,7 @@ func (c *LatencyConfig) defaults() error {
 		v   *time.Duration
 		def time.Duration
 	}{{&c.Duration, 20 * time.Second}, {&c.Warmup, 2 * time.Second}, {&c.Drain, 3 * time.Second},
-		{&c.ProgressEvery, 2 * time.Second}} {
+		{&c.ProgressEvery, 2 * time.Second}, {&c.Slice, DefaultSlice}} {
 		if *d.v <= 0 {
 			*d.v = d.def
 		}
@@ -134,180 +163,55 @@ func Latency(ctx context.Context, cfg LatencyConfig) (LatencyResult, error) {
 	if err := cfg.defaults(); err != nil {
 		return LatencyResult{}, err
 	}
-	var res LatencyResult
+	var res []LatencyResult
 	err := withServer(cfg.NATSURL, func(url string) error {
 		var err error
-		res, err = latency(ctx, cfg, url)
+		res, err = runPrograms(ctx, cfg, url, []Program{cfg.program()})
 		return err
 	})
-	return res, err
+	if err != nil {
+		return LatencyResult{}, err
+	}
+	return res[0], nil
 }
 
-const loadModel = "loadtest"
-
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-func latency(ctx context.Context, cfg LatencyConfig, url string) (LatencyResult, error) {
-	began := time.Now()
-	nc, err := nats.Connect(url, nats.Name("hintstream-speed"))
-	if err != nil {
-		return LatencyResult{}, err
+// Pair measures cfg's program and other in one run, taking turns: the
+// schedule gives cfg's program Slice of wake-ups at Rate, then nothing
+// for Gap, then other Slice, then Gap, and so on, until each has had
+// Warmup+Duration of wake-ups. Both programs run throughout, each on its
+// own request subject, and the machine carries Rate wake-ups/s in all.
+//
+// Why: on a shared 2-core machine a round's p99 is decided by a few
+// stalls of the whole machine (the publisher runs late in them too), so
+// two programs run one after the other, even in alternated rounds, meet
+// different stalls, and the pair's p99 ratio follows the stalls more
+// than the programs (the floor against itself: 0.17–4 in one run).
+// Turns shorter than a stall (DefaultSlice) put both in every stall.
+//
+// CPUPerWakeup is each program's CPU from its first measured wake-up to
+// the end of the drain (both run throughout, so idle time between turns
+// counts, as it would in service); SendRate is the rate within its
+// turns. At most one of the two may be hintstream (the worker registry
+// is one per bus); the floor may be both.
+func Pair(ctx context.Context, cfg LatencyConfig, other Program) ([2]LatencyResult, error) {
+	if err := cfg.defaults(); err != nil {
+		return [2]LatencyResult{}, err
 	}
-	defer nc.Close()
-	var pubErrs atomic.Int64
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncErrHandler(func(jetstream.JetStream, *nats.Msg, error) {
-		pubErrs.Add(1)
-	}))
-	if err != nil {
-		return LatencyResult{}, err
+	if err := other.check(); err != nil {
+		return [2]LatencyResult{}, err
 	}
-	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet(), streams.WithLogger(quiet)); err != nil {
-		return LatencyResult{}, err
+	if cfg.Target == TargetHintstream && other.Target == TargetHintstream {
+		return [2]LatencyResult{}, fmt.Errorf("%w: a pair holds at most one hintstream", ErrConfig)
 	}
-	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
-	warm := int(cfg.Rate * cfg.Warmup.Seconds())
-	total := warm + int(cfg.Rate*cfg.Duration.Seconds())
-	period := time.Duration(float64(time.Second) / cfg.Rate)
-	rec := newRecorder(runID, total, warm)
-
-	sockets := 1
-	if cfg.Target == TargetHintstream {
-		sockets = cfg.Workers
-	}
-	recv, err := startReceivers(sockets, rec)
-	if err != nil {
-		return LatencyResult{}, err
-	}
-	defer recv.stop()
-	prompts := makePrompts(cfg.Sessions, cfg.PromptTokens)
-
-	var args []string
-	var marker, httpAddr string
-	switch cfg.Target {
-	case TargetHintstream:
-		if err := registerWorkers(ctx, js, recv.endpoints, prompts); err != nil {
-			return LatencyResult{}, err
+	var out [2]LatencyResult
+	err := withServer(cfg.NATSURL, func(url string) error {
+		res, err := runPrograms(ctx, cfg, url, []Program{cfg.program(), other})
+		if err == nil {
+			out[0], out[1] = res[0], res[1]
 		}
-		if httpAddr, err = freeAddr(); err != nil {
-			return LatencyResult{}, err
-		}
-		args = []string{"run", "--nats-url", url, "--group", "speed-" + runID, "--http-addr", httpAddr,
-			"--snapshot-interval", "0"}
-		if cfg.CPUProfile != "" {
-			args = append(args, "--pprof")
-		}
-		marker = "hintstream running"
-		defer deleteConsumer(js, "LLM_REQUESTS", "speed-"+runID+"-requests")
-	case TargetFloor:
-		args = []string{"--nats-url", url, "--endpoint", recv.endpoints[0], "--durable", "floor-" + runID}
-		marker = "floor: consuming"
-		defer deleteConsumer(js, "LLM_REQUESTS", "floor-"+runID)
-	}
-	subject := streams.RequestSubject(loadModel)
-	headers := map[string]string{"x-dynamo-experimental-wakeup": "1"}
-	type template struct {
-		event schemas.RequestEvent
-		requestTemplate
-	}
-	templates := make([]template, len(prompts))
-	for s, p := range prompts {
-		templates[s].event = schemas.RequestEvent{SessionID: "s" + strconv.Itoa(s), Model: loadModel, TokenIDs: p, Headers: headers}
-		if templates[s].requestTemplate, err = newRequestTemplate(templates[s].event); err != nil {
-			return LatencyResult{}, err
-		}
-	}
-	proc, err := startChild(cfg.Binary, append(args, cfg.ExtraArgs...), marker, cfg.ChildLog, time.Minute)
-	if err != nil {
-		return LatencyResult{}, err
-	}
-	defer proc.stop()
-
-	// The schedule: wake-up i is due at start + i·period, whatever
-	// happened to the ones before it.
-	start := time.Now().Add(20 * time.Millisecond)
-	sched := func(i int) time.Time { return start.Add(time.Duration(i) * period) }
-	rec.mu.Lock()
-	rec.sched = sched
-	rec.mu.Unlock()
-	stopProgress := progress(cfg.Progress, cfg.ProgressEvery, func(el time.Duration) string {
-		sent, got, p99 := rec.snapshot()
-		return fmt.Sprintf("latency %s: %4.1fs/%.0fs sent %d received %d p99 %v", cfg.Target,
-			el.Seconds(), (cfg.Warmup + cfg.Duration).Seconds(), sent, got, p99.Round(time.Microsecond))
+		return err
 	})
-	defer stopProgress()
-	var profErr chan error
-	if cfg.CPUProfile != "" && cfg.Target == TargetHintstream {
-		profErr = make(chan error, 1)
-		go func() {
-			select {
-			case <-time.After(time.Until(start.Add(cfg.Warmup))):
-			case <-ctx.Done():
-				profErr <- ctx.Err()
-				return
-			}
-			profErr <- cpuProfile(ctx, httpAddr, max(1, int(cfg.Duration.Seconds())), cfg.CPUProfile)
-		}()
-	}
-
-	var firstSent, lastSent time.Time
-	var cpu0 time.Duration
-	for i := 0; i < total; i++ {
-		due := sched(i)
-		if err := ctx.Err(); err != nil {
-			return LatencyResult{}, err
-		}
-		sleepUntil(due)
-		now := time.Now()
-		if i >= warm {
-			rec.sendLag.Record(now.Sub(due))
-			if i == warm {
-				firstSent, cpu0 = now, cpuTime(proc.cmd.Process.Pid)
-			}
-		}
-		id := runID + "-" + strconv.Itoa(i)
-		var body []byte
-		if cfg.JSON {
-			ev := templates[i%len(templates)].event
-			ev.RequestID, ev.ReceivedAtMs = id, due.UnixMilli()
-			if body, err = json.Marshal(&ev); err != nil {
-				return LatencyResult{}, err
-			}
-		} else {
-			body = templates[i%len(templates)].encode(id, due.UnixMilli())
-		}
-		if _, err := js.PublishAsync(subject, body); err != nil {
-			pubErrs.Add(1)
-		}
-		rec.sent.Add(1)
-	}
-	lastSent = time.Now()
-	select {
-	case <-rec.all:
-	case <-time.After(cfg.Drain):
-	case <-ctx.Done():
-		return LatencyResult{}, ctx.Err()
-	}
-	cpu1 := cpuTime(proc.cmd.Process.Pid)
-	res := rec.result()
-	res.Target, res.Rate, res.PublishErrors = cfg.Target, cfg.Rate, pubErrs.Load()
-	if res.Sent > 0 && cpu1 > cpu0 {
-		res.CPUPerWakeup = (cpu1 - cpu0) / time.Duration(res.Sent)
-	}
-	if el := lastSent.Sub(firstSent).Seconds(); el > 0 {
-		res.SendRate = float64(res.Sent-1) / el
-	}
-	if profErr != nil {
-		if err := <-profErr; err != nil {
-			return res, fmt.Errorf("speed: CPU profile: %w", err)
-		}
-		res.CPUProfile = cfg.CPUProfile
-	}
-	if httpAddr != "" {
-		c := &http.Client{Timeout: 5 * time.Second}
-		res.Counters, _ = scrape(ctx, c, httpAddr, "hintstream_hints_", "hintstream_requests_", "hintstream_sender_")
-	}
-	res.Elapsed = time.Since(began)
-	return res, nil
+	return out, err
 }
 
 // Merge combines two runs of one target (e.g. rounds alternated with

@@ -5,7 +5,9 @@
 //   - hint latency at --rate wake-ups/s, hintstream against the floor
 //     (loadtest/cmd/floor), in --rounds alternated rounds on one embedded
 //     server, for msgpack and for JSON requests (the floor decodes the
-//     same format); each round is reported and every target is judged on
+//     same format); in each round both run side by side and the wake-ups
+//     go to each in --slice turns (speed.Pair), so the machine's stalls
+//     fall on both; each round is reported and every target is judged on
 //     the median of the per-round ratios (issue 17);
 //   - KV-event ingestion, hintstream against `nats bench js ordered`
 //     reading the same stream, in --rounds rounds of bench then
@@ -46,7 +48,7 @@ import (
 type options struct {
 	out, results, trace, bin, notes string
 	rate                            float64
-	duration                        time.Duration
+	duration, slice, gap            time.Duration
 	rounds, noiseRounds             int
 	ingestEvents                    int
 	skipValue, skipSpeed            bool
@@ -68,6 +70,8 @@ func main() {
 	// its 160th-worst hint, and one machine stall of ~100 ms on these
 	// shared 2 cores no longer decides it alone, as it did in 4 s rounds.
 	fs.DurationVar(&o.duration, "duration", 40*time.Second, "measured time of each latency target, split over --rounds")
+	fs.DurationVar(&o.slice, "slice", speed.DefaultSlice, "in each latency round both programs run side by side and the wake-ups go to each in turns this long (each turn followed by --gap with none), so the machine's stalls fall on both alike; 0: one program after the other")
+	fs.DurationVar(&o.gap, "gap", 0, "a pause after each turn (see --slice)")
 	fs.IntVar(&o.rounds, "rounds", 5, "alternated floor/hintstream (and bench/hintstream) rounds, so spells of contention fall on both; targets are judged on the median of per-round ratios")
 	fs.IntVar(&o.noiseRounds, "noise-rounds", 5, "after the latency rounds, this many rounds of the floor against itself (msgpack requests): how far two runs of one program differ on this machine (0: none)")
 	fs.IntVar(&o.ingestEvents, "ingest-events", 200000, "KV events pre-filled for the ingestion rounds (each round applies all of them)")
@@ -93,11 +97,13 @@ type results struct {
 	floor, hintstream speed.LatencyResult
 	// rounds are the latency rounds of each request format, ingests the
 	// ingestion rounds of each event format (both indexed as formats).
-	rounds  [2][]latencyRound
-	noise   []noiseRound // the floor against itself
-	ingests [2]speed.IngestResult
-	ingest  speed.IngestResult // ingests[0], the Dynamo JSON
-	shards  []shardRun         // the --apply-shards passes
+	rounds [2][]latencyRound
+	noise  []noiseRound // the floor against itself
+	// slice and gap are the latency rounds' turns (slice 0: none).
+	slice, gap time.Duration
+	ingests    [2]speed.IngestResult
+	ingest     speed.IngestResult // ingests[0], the Dynamo JSON
+	shards     []shardRun         // the --apply-shards passes
 	// trace and synthetic are the value runs, one per variant (see
 	// variants); the headline is affinity and transfer time on.
 	trace, synthetic   []value.Result
@@ -151,25 +157,32 @@ func runSpeed(ctx context.Context, o options, progress io.Writer, r *results) er
 		return fmt.Errorf("--rounds must be at least 1")
 	}
 	per := o.duration / time.Duration(o.rounds)
+	r.slice, r.gap = o.slice, o.gap
+	base := speed.LatencyConfig{NATSURL: srv.URL(), Rate: o.rate, Duration: per, Slice: o.slice, Gap: o.gap,
+		Progress: progress, ProgressEvery: 5 * time.Second}
+	program := func(t speed.Target) speed.Program {
+		if t == speed.TargetFloor {
+			return speed.Program{Target: t, Binary: bins.Floor}
+		}
+		return speed.Program{Target: t, Binary: bins.Hintstream}
+	}
 	for i := range o.rounds {
 		for f, format := range formats {
+			order := roundOrder(i)
+			fmt.Fprintf(progress, "loadtest: latency round %d/%d, %s requests, %s then %s at %.0f wake-ups/s for %v each%s\n",
+				i+1, o.rounds, format.request, order[0], order[1], o.rate, per, turnsNote(o.slice, o.gap))
+			cfg := base
+			cfg.JSON = format.json
+			res, err := latencyPair(ctx, cfg, program(order[0]), program(order[1]), o.slice)
+			if err != nil {
+				return err
+			}
 			var round latencyRound
-			for _, t := range roundOrder(i) {
-				bin := bins.Hintstream
+			for k, t := range order {
 				if t == speed.TargetFloor {
-					bin = bins.Floor
-				}
-				fmt.Fprintf(progress, "loadtest: latency round %d/%d, %s requests, %s at %.0f wake-ups/s for %v\n",
-					i+1, o.rounds, format.request, t, o.rate, per)
-				res, err := speed.Latency(ctx, speed.LatencyConfig{Target: t, Binary: bin, NATSURL: srv.URL(),
-					Rate: o.rate, Duration: per, JSON: format.json, Progress: progress, ProgressEvery: 5 * time.Second})
-				if err != nil {
-					return err
-				}
-				if t == speed.TargetFloor {
-					round.floor = res
+					round.floor = res[k]
 				} else {
-					round.hintstream = res
+					round.hintstream = res[k]
 				}
 			}
 			r.rounds[f] = append(r.rounds[f], round)
@@ -179,16 +192,13 @@ func runSpeed(ctx context.Context, o options, progress io.Writer, r *results) er
 		}
 	}
 	for i := range o.noiseRounds {
-		var round noiseRound
-		for k, res := range []*speed.LatencyResult{&round.first, &round.second} {
-			fmt.Fprintf(progress, "loadtest: noise round %d/%d, the floor against itself (run %d of 2), msgpack requests\n",
-				i+1, o.noiseRounds, k+1)
-			if *res, err = speed.Latency(ctx, speed.LatencyConfig{Target: speed.TargetFloor, Binary: bins.Floor, NATSURL: srv.URL(),
-				Rate: o.rate, Duration: per, Progress: progress, ProgressEvery: 5 * time.Second}); err != nil {
-				return err
-			}
+		fmt.Fprintf(progress, "loadtest: noise round %d/%d, the floor against itself, msgpack requests%s\n",
+			i+1, o.noiseRounds, turnsNote(o.slice, o.gap))
+		res, err := latencyPair(ctx, base, program(speed.TargetFloor), program(speed.TargetFloor), o.slice)
+		if err != nil {
+			return err
 		}
-		r.noise = append(r.noise, round)
+		r.noise = append(r.noise, noiseRound{first: res[0], second: res[1]})
 	}
 	for f, format := range eventFormats {
 		fmt.Fprintf(progress, "loadtest: ingestion of %d %s, %d rounds beside nats bench js ordered\n",
@@ -221,6 +231,36 @@ func runSpeed(ctx context.Context, o options, progress io.Writer, r *results) er
 	}
 	r.haveSpeed = true
 	return nil
+}
+
+// latencyPair measures first and second in one round: side by side in
+// turns (speed.Pair), or with slice 0 one after the other.
+func latencyPair(ctx context.Context, cfg speed.LatencyConfig, first, second speed.Program, slice time.Duration) ([2]speed.LatencyResult, error) {
+	if slice > 0 {
+		cfg.Target, cfg.Binary = first.Target, first.Binary
+		return speed.Pair(ctx, cfg, second)
+	}
+	var out [2]speed.LatencyResult
+	for k, p := range []speed.Program{first, second} {
+		c := cfg
+		c.Target, c.Binary = p.Target, p.Binary
+		res, err := speed.Latency(ctx, c)
+		if err != nil {
+			return out, err
+		}
+		out[k] = res
+	}
+	return out, nil
+}
+
+func turnsNote(slice, gap time.Duration) string {
+	if slice <= 0 {
+		return ", one after the other"
+	}
+	if gap > 0 {
+		return fmt.Sprintf(", side by side in turns of %v (%v gap)", slice, gap)
+	}
+	return fmt.Sprintf(", side by side in turns of %v", slice)
 }
 
 // shardRounds are the ingestion rounds of each --apply-shards value.

@@ -103,12 +103,10 @@ func latency(r results) report.Section {
 	sec := report.Section{
 		Heading: "Hint latency",
 		Markdown: fmt.Sprintf("Open-loop wake-ups (2,048-token prompts) at %.0f/s, from each wake-up's scheduled publish time to its "+
-			"kv.prefetch at a real ZMQ PULL socket, both programs on one embedded nats-server, in alternated rounds "+
-			"(the floor first in odd-numbered rounds, hintstream first in even-numbered ones, since the second slot of a round fared worse; "+
-			"each round's rows are in the order the programs ran; msgpack then JSON requests). The floor is the least any such program does: consume, "+
+			"kv.prefetch at a real ZMQ PULL socket, both programs on one embedded nats-server, %s. The floor is the least any such program does: consume, "+
 			"decode the same format, encode the same envelope, send. Every round is listed; a round whose publisher-lag p99 "+
 			"exceeds %d× the median round's is marked stalled (the machine, not the program, was late). Targets use the "+
-			"median of the per-round ratios, never a merged histogram. The CDF merges the msgpack rounds.", r.hintstream.Rate, stallFactor),
+			"median of the per-round ratios, never a merged histogram. The CDF merges the msgpack rounds.", r.hintstream.Rate, roundsMethod(r), stallFactor),
 		Charts: []report.Chart{report.CDF{File: "latency-cdf.svg", Title: "Hint latency CDF, msgpack rounds merged (tail scale)", Tail: true,
 			Series: []report.CDFSeries{report.SeriesOf("floor", r.floor.Latency), report.SeriesOf("hintstream", r.hintstream.Latency)}}},
 	}
@@ -124,7 +122,7 @@ func latency(r results) report.Section {
 	}
 	if len(r.noise) > 0 {
 		j := judgeNoise(r.noise)
-		sec.Markdown += fmt.Sprintf("\n\n**Noise: the floor against itself** (msgpack requests, two runs per round, the same "+
+		sec.Markdown += fmt.Sprintf("\n\n**Noise: the floor against itself** (msgpack requests, two floors per round run as the latency rounds run, the same "+
 			"binary both times). p99 ratios second/first by round: %s; %d of %d rounds ≤ %.2f; CPU ratios: %s. "+
 			"That is what the p99 target's rule gives a program that is the floor, on this machine in this run. Table %d below.",
 			ratios(j.p99Ratios, "%.2f"), j.p99Passed, len(j.p99Ratios), targetP99Ratio, ratios(j.cpuRatios, "%.2f"),
@@ -132,6 +130,23 @@ func latency(r results) report.Section {
 		sec.Tables = append(sec.Tables, noiseTable(r.noise))
 	}
 	return sec
+}
+
+// roundsMethod says how a latency round ran its two programs.
+func roundsMethod(r results) string {
+	if r.slice <= 0 {
+		return "in alternated rounds (the floor first in odd-numbered rounds, hintstream first in even-numbered ones, since the second " +
+			"slot of a round fared worse; each round's rows are in the order the programs ran; msgpack then JSON requests)"
+	}
+	gap := ""
+	if r.gap > 0 {
+		gap = fmt.Sprintf(", each turn followed by %v without any", r.gap)
+	}
+	return fmt.Sprintf("in rounds where both programs run side by side and the wake-ups go to each in turn, %v at a time (%.0f wake-ups%s), "+
+		"so that the machine's stalls, which decide a round's p99 on these shared 2 cores, fall on both alike (NOTES below: why). The machine carries "+
+		"the rate in all; each program gets it during its turns. The floor takes the first turn in odd-numbered rounds, hintstream in "+
+		"even-numbered ones; each round's rows are in that order; msgpack then JSON requests; CPU per wake-up is each program's whole "+
+		"CPU over the round", r.slice, r.slice.Seconds()*r.hintstream.Rate, gap)
 }
 
 func ingestion(r results) report.Section {

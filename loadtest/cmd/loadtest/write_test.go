@@ -223,3 +223,20 @@ func TestNoiseRoundsAreReported(t *testing.T) {
 		t.Fatalf("targets:\n%s\nsection:\n%s", md.String(), sec.Markdown)
 	}
 }
+
+// The report says how a round ran its two programs: in turns (and how
+// long) or one after the other.
+func TestReportSaysHowRoundsRan(t *testing.T) {
+	for _, c := range []struct {
+		slice time.Duration
+		want  string
+	}{
+		{5 * time.Millisecond, "the wake-ups go to each in turn, 5ms at a time (10 wake-ups)"},
+		{0, "in alternated rounds (the floor first in odd-numbered rounds"},
+	} {
+		r := results{floor: latencyOf(time.Millisecond, 10), hintstream: latencyOf(time.Millisecond, 10), slice: c.slice}
+		if got := latency(r).Markdown; !strings.Contains(got, c.want) {
+			t.Errorf("slice %v: no %q in %q", c.slice, c.want, got)
+		}
+	}
+}
