@@ -55,8 +55,14 @@ func (w *AffinityWriter) runBatched() {
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
 	for p := range w.queue {
+		// The linger is slept through, not spent waiting on the queue:
+		// a writer waiting on it is woken by every record, two goroutine
+		// switches per wake-up; this way a batch costs two (its first
+		// record and the timer), whatever its size. Records sent meanwhile
+		// wait in the queue, which holds many batches.
 		batch = append(batch[:0], p)
 		linger.Reset(DefaultAffinityLinger)
+		<-linger.C
 	gather:
 		for len(batch) < DefaultAffinityBatch {
 			select {
@@ -65,11 +71,10 @@ func (w *AffinityWriter) runBatched() {
 					break gather
 				}
 				batch = append(batch, p)
-			case <-linger.C:
+			default:
 				break gather
 			}
 		}
-		linger.Stop()
 		w.awaitBatch(w.publishBatch(prefix, batch))
 		clear(batch)
 	}
