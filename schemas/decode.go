@@ -390,6 +390,9 @@ func validTimestamp(ms int64) bool { return ms >= 0 && ms <= maxTimestampMs }
 // headers" or "NATS headers too large". h is a nats.Header. (JetStream
 // itself refuses headers over 64 KiB; these bounds are tighter.)
 func (l Limits) CheckHeaders(kind string, h map[string][]string) error {
+	if len(h) == 0 { // most messages: no limit to apply
+		return nil
+	}
 	l = l.withDefaults()
 	n, size := 0, 0
 	for k, vs := range h {

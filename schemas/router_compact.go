@@ -99,7 +99,7 @@ func (p *jsonScan) compactStoreData(maxTokens int, s *KvCacheStoreData) bool {
 	if !p.litBlocks() {
 		return false
 	}
-	out := p.reuse.storedBlocks(min(maxTokens, p.countUntil('{', ']')))
+	out := p.reuse.storedBlocks(p.room(cap(p.reuse.blocks), maxTokens, '{'))
 	if p.eat(']') {
 		s.Blocks = out
 		return true
@@ -136,7 +136,7 @@ func (p *jsonScan) compactStoreData(maxTokens int, s *KvCacheStoreData) bool {
 // compactRemoveData reads a removed variant's hashes after
 // `"block_hashes":[` up to, not including, its closing '}'.
 func (p *jsonScan) compactRemoveData(maxTokens int, r *KvCacheRemoveData) bool {
-	out := p.reuse.blockHashes(min(maxTokens, p.countUntil(',', ']')+1))
+	out := p.reuse.blockHashes(p.room(cap(p.reuse.removed), maxTokens, ','))
 	if p.eat(']') {
 		r.BlockHashes = out
 		return true
@@ -248,6 +248,23 @@ func (p *jsonScan) litTokensHash() bool {
 func (p *jsonScan) litMM() bool { return p.skipIf(len(litMM), string(p.ahead(len(litMM))) == litMM) }
 func (p *jsonScan) litInfoNull() bool {
 	return p.skipIf(len(litInfoNull), string(p.ahead(len(litInfoNull))) == litInfoNull)
+}
+
+// room is the capacity to ask of a reused array of capacity c for the
+// array that starts here: c when there is one (appends grow it should
+// this array be longer), else the count of elements up to the ']' (each
+// starts at elem, '{'; or, in a list of numbers, each but the last ends
+// at elem, ','), at most maxTokens. Counting scans to the ']', a tenth of
+// a 4-block event's decode, so only a first decode pays it.
+func (p *jsonScan) room(c, maxTokens int, elem byte) int {
+	if c > 0 {
+		return c
+	}
+	k := p.countUntil(elem, ']')
+	if elem == ',' {
+		k++
+	}
+	return min(maxTokens, k)
 }
 
 // ahead is the next n bytes, or nil when fewer are left.
