@@ -127,7 +127,8 @@ func benchKV(b *testing.B, msgs []Message) {
 // Holding of 64 registered workers to an index sized for 4M entries
 // (WithCapacity) and pre-filled with 1M. Workers take turns, each a
 // chain of 16 events (the event after a chain's last starts a new one),
-// hashes spread over 64 bits, as loadtest/speed's ingest publishes them.
+// hashes spread over 64 bits, token ids at random in Qwen's vocabulary,
+// as loadtest/speed's ingest publishes them.
 // The messages are made 8,192 at a time with the timer stopped; should
 // the index fill up, it is rebuilt (timer stopped) too. Besides ns/op
 // it reports cpu-ns/op, the process's CPU time per message.
@@ -202,7 +203,9 @@ func (g *kvSteadyGen) message(b testing.TB, ev schemas.RouterEvent, w int) Messa
 	}
 	m = msgp.AppendArrayHeader(m, uint32(16*len(st.Blocks)))
 	for t := range 16 * len(st.Blocks) {
-		m = msgp.AppendUint32(m, uint32(t*1000+int(ev.Event.EventID)))
+		// Qwen's vocabulary, as loadtest/speed's prompts: uint16 and
+		// uint32 ids at random.
+		m = msgp.AppendUint32(m, uint32(mix64(uint64(st.Blocks[0].BlockHash)+uint64(t))%151936))
 	}
 	m = msgp.AppendInt(m, 16)
 	m = msgp.AppendNil(m)
