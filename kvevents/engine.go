@@ -585,24 +585,7 @@ func (d *batchDecoder) readTokens(ev *rawEvent, b []byte) ([]byte, error) {
 	// input byte. The loop writes by index into a local slice: appending
 	// to d.tokens would load and store its header through d per token.
 	toks := slices.Grow(d.tokens[:0], n)[:n]
-	for k := 0; k < n; k++ {
-		// A large vocabulary's ids (Qwen's 151,936) are uint16 and uint32
-		// at random, so a branch on the form is mispredicted for half the
-		// tokens: a third of a 4-block batch's decode (issue 17). While at
-		// least 5 bytes are left, those two forms are read without one:
-		// the 4 bytes after the marker, shifted right by 16 for a uint16.
-		for ; k < n && len(b) >= 5; k++ {
-			c := b[0]
-			if c-0xcd > 1 { // neither 0xcd (uint16) nor 0xce (uint32)
-				break
-			}
-			odd := int(c & 1) // 1 for 0xcd: 2 bytes, not 4
-			toks[k] = binary.BigEndian.Uint32(b[1:]) >> (16 * odd)
-			b = b[5-2*odd:]
-		}
-		if k == n {
-			break
-		}
+	for k := range toks {
 		// Python encoders write a token id as the smallest unsigned form:
 		// fixint, uint8, uint16 or uint32. Read those inline.
 		switch {
