@@ -8,7 +8,9 @@ import "unicode/utf8"
 // serde_json, and encoding/json in our own tools, write one shape only:
 // compact, members in declaration order (worker_id, storage_tier,
 // residency_domain, event; event_id, data, dp_rank; parent_hash,
-// start_position, blocks; block_hash, tokens_hash, mm_extra_info). So
+// start_position, blocks; block_hash, tokens_hash, mm_extra_info: the
+// structs' order in ai-dynamo/dynamo lib/kv-router/src/protocols.rs at
+// 038eab23a6b6e9b6391de6640f4f69d4c2726681, serde's output order). So
 // compactRouterEvent first matches that shape key by key as literals,
 // optional members where they may be missing; at the first byte that
 // differs it reports false and the general fast path starts over (which
