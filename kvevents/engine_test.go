@@ -805,6 +805,10 @@ func TestDecodeEngineBatchLora(t *testing.T) {
 	wantMalformed(t, err, "cache_salt too long")
 }
 
+// BenchmarkDecodeEngineBatch decodes a batch of 16 stored events of 16
+// blocks of 16 tokens; vocab= is a batch of one 4-block event whose token
+// ids are at random in Qwen's vocabulary (uint16 and uint32 forms mixed),
+// as loadtest/speed publishes.
 func BenchmarkDecodeEngineBatch(b *testing.B) {
 	events := make(engArr, 16)
 	var parent any // each event continues the previous one's sequence
@@ -817,21 +821,29 @@ func BenchmarkDecodeEngineBatch(b *testing.B) {
 		parent = hashes[15]
 	}
 	data := engEnc(engArr{1.5, events, 0})
+	vocab := make(engArr, 4*16)
+	for i := range vocab {
+		vocab[i] = mix64(uint64(i)) % 151936
+	}
+	small := engEnc(engArr{1.5, engArr{engStored(engArr{uint64(1), uint64(2), uint64(3), uint64(4)}, uint64(9), vocab, 16)}, 0})
 	var dec Decoder
 	for _, c := range []struct {
 		name   string
 		decode func() ([]Event, error)
+		want   int
+		size   int
 	}{
-		{"alloc", func() ([]Event, error) { return DecodeEngineBatch(data, 1, 1, schemas.Limits{}) }},
-		{"reused", func() ([]Event, error) { return dec.EngineBatch(data, 1, 1, schemas.Limits{}) }}, // as Engine.KV
+		{"alloc", func() ([]Event, error) { return DecodeEngineBatch(data, 1, 1, schemas.Limits{}) }, 16, len(data)},
+		{"reused", func() ([]Event, error) { return dec.EngineBatch(data, 1, 1, schemas.Limits{}) }, 16, len(data)}, // as Engine.KV
+		{"vocab=qwen/reused", func() ([]Event, error) { return dec.EngineBatch(small, 1, 1, schemas.Limits{}) }, 1, len(small)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
+			b.SetBytes(int64(c.size))
 			b.ReportAllocs()
 			for b.Loop() {
 				evs, err := c.decode()
-				if err != nil || len(evs) != 16 {
-					b.Fatal(err)
+				if err != nil || len(evs) != c.want {
+					b.Fatal(err, len(evs))
 				}
 			}
 		})

@@ -31,7 +31,13 @@ func fastRouterEventJSON(data []byte, maxTokens int, ev *RouterEvent) bool {
 
 // fastRouterEventJSONReuse is fastRouterEventJSON taking what it
 // allocates from r first (its zero value: allocate everything).
+// It tries the compact declaration-order shape first (router_compact.go);
+// ev must be zero.
 func fastRouterEventJSONReuse(data []byte, maxTokens int, ev *RouterEvent, r routerReuse) bool {
+	if c := (jsonScan{b: data, reuse: r}); c.compactRouterEvent(maxTokens, ev) {
+		return true
+	}
+	*ev = RouterEvent{} // what the compact path set, in memory taken from r again below
 	p := jsonScan{b: data, reuse: r}
 	p.ws()
 	// Without event data the slow path fails with "missing event data".

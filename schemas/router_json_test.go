@@ -169,6 +169,18 @@ func BenchmarkDecodeRouterEventJSON(b *testing.B) {
 	if !(Limits{}).withDefaults().fastRouterJSON(data, &ev) || len(ev.Event.Data.Stored.Blocks) != 4 {
 		b.Fatalf("fast path declined the bench event: %s", data)
 	}
+	// into: DecodeRouterEventInto as hints.Engine.KV calls it, each
+	// decode reusing the last one's memory: the fast path's CPU alone.
+	b.Run("into", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		var ev RouterEvent
+		for b.Loop() {
+			if err := (Limits{}).DecodeRouterEventInto(data, &ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	for _, c := range []struct {
 		name string
 		fast bool
