@@ -25,10 +25,16 @@ import (
 const (
 	// DefaultAffinityLinger is how long the writer waits for more records
 	// after the first of a batch. A record is read at the session's next
-	// turn, seconds later: milliseconds do not matter to it. (Longer is
-	// not free: the value runs wait for each wake-up's record before the
-	// next event, so every wake-up of a trace adds the linger to its run.)
-	DefaultAffinityLinger = 2 * time.Millisecond
+	// turn, seconds later: milliseconds do not matter to it, and a batch
+	// costs far more than a record (a publish with a reply, its PubAck
+	// parsed, a timer, two goroutine wake-ups). At 2 ms, batches of about
+	// 4 records at 2,000 wake-ups/s, the records cost hintstream 0.18×
+	// the floor's CPU per wake-up; at 10 ms (about 20) 0.07× (issue 17:
+	// BenchmarkPairAB, 3 rounds, CPU per wake-up against the floor beside
+	// it 1.18–1.19 → 1.06–1.08). (Longer is not free: the value runs wait
+	// for each wake-up's record before the next event, so every wake-up
+	// of a trace adds the linger to its run.)
+	DefaultAffinityLinger = 10 * time.Millisecond
 	// DefaultAffinityBatch bounds the records of one batch.
 	DefaultAffinityBatch = 64
 	// affinityAckWait bounds the wait for one batch's acknowledgement.

@@ -193,3 +193,67 @@ func BenchmarkTurnsNoise(b *testing.B) {
 		b.ReportMetric(medianOf(ratios[1]), "turns-median-p99-ratio")
 	}
 }
+
+// BenchmarkPairAB is BenchmarkLatencyAB through Pair: in each of
+// SPEED_ROUNDS (default 5) rounds, SPEED_BIN_A and then SPEED_BIN_B
+// (default the package's own hintstream; the order alternates by round) each run in turns
+// beside the floor (SPEED_SLICE, default DefaultSlice), SPEED_DURATION
+// (default 8 s) each. A program's ratio to the floor beside it is
+// steadier than its figure alone, so B/A is read as the ratio of the two
+// ratios; it reports their medians for CPU per wake-up and p99.
+//
+//	SPEED_BIN_A=/tmp/hintstream-before go test -run '^$' -bench PairAB -benchtime 1x ./loadtest/speed/
+func BenchmarkPairAB(b *testing.B) {
+	a := os.Getenv("SPEED_BIN_A")
+	if a == "" {
+		b.Skip("SPEED_BIN_A names the binary to compare with")
+	}
+	srv, err := StartServer(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	rounds := 5
+	if v := os.Getenv("SPEED_ROUNDS"); v != "" {
+		if rounds, err = strconv.Atoi(v); err != nil || rounds < 1 {
+			b.Fatalf("SPEED_ROUNDS %q", v)
+		}
+	}
+	cfg := LatencyConfig{Target: TargetFloor, Binary: bins.Floor, NATSURL: srv.URL(),
+		Duration: envDuration(b, "SPEED_DURATION", 8*time.Second), Slice: envDuration(b, "SPEED_SLICE", 0),
+		JSON: os.Getenv("SPEED_JSON") != ""}
+	// beside returns bin's CPU and p99 ratios to the floor beside it.
+	beside := func(bin string) (cpu, p99 float64) {
+		res, err := Pair(context.Background(), cfg, Program{Target: TargetHintstream, Binary: bin})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return float64(res[1].CPUPerWakeup) / float64(res[0].CPUPerWakeup), float64(res[1].P99) / float64(res[0].P99)
+	}
+	for i := 0; i < b.N; i++ {
+		var cpuA, cpuB, cpuR, p99R []float64
+		for r := range rounds {
+			bins := []string{a, bins.Hintstream}
+			if v := os.Getenv("SPEED_BIN_B"); v != "" {
+				bins[1] = v
+			}
+			if r%2 == 1 {
+				bins[0], bins[1] = bins[1], bins[0]
+			}
+			var c, p [2]float64
+			for k, bin := range bins {
+				c[k], p[k] = beside(bin)
+			}
+			if r%2 == 1 {
+				c[0], c[1], p[0], p[1] = c[1], c[0], p[1], p[0]
+			}
+			b.Logf("round %d: A CPU/floor %.3f p99/floor %.2f; B CPU/floor %.3f p99/floor %.2f", r+1, c[0], p[0], c[1], p[1])
+			cpuA, cpuB = append(cpuA, c[0]), append(cpuB, c[1])
+			cpuR, p99R = append(cpuR, c[1]/c[0]), append(p99R, p[1]/p[0])
+		}
+		b.ReportMetric(medianOf(cpuA), "A-cpu/floor")
+		b.ReportMetric(medianOf(cpuB), "B-cpu/floor")
+		b.ReportMetric(medianOf(cpuR), "cpu-B/A")
+		b.ReportMetric(medianOf(p99R), "p99-B/A")
+	}
+}
