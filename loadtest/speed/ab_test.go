@@ -19,21 +19,7 @@ import (
 //	go build -o /tmp/hintstream-before ./cmd/hintstream   # at the old commit
 //	SPEED_BIN_A=/tmp/hintstream-before go test -run '^$' -bench LatencyAB -benchtime 1x ./loadtest/speed/
 func BenchmarkLatencyAB(b *testing.B) {
-	a := os.Getenv("SPEED_BIN_A")
-	if a == "" {
-		b.Skip("SPEED_BIN_A names the binary to compare with")
-	}
-	srv, err := StartServer(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	rounds := 5
-	if v := os.Getenv("SPEED_ROUNDS"); v != "" {
-		if rounds, err = strconv.Atoi(v); err != nil || rounds < 1 {
-			b.Fatalf("SPEED_ROUNDS %q", v)
-		}
-	}
+	a, srv, rounds := abSetup(b)
 	dur := envDuration(b, "SPEED_DURATION", 4*time.Second)
 	run := func(bin string) LatencyResult {
 		res, err := Latency(context.Background(), LatencyConfig{Binary: bin, NATSURL: srv.URL(), Duration: dur,
@@ -120,34 +106,24 @@ func medianOf(xs []float64) float64 {
 // running a round, in one run: one program after the other (Latency
 // twice), and side by side in turns (Pair). Each of SPEED_ROUNDS
 // (default 5) rounds runs both ways, in alternated order, SPEED_DURATION
-// (default 8 s) per program; it logs every round's p99 ratio second/first
+// (default 8 s) per program, in turns of SPEED_SLICE (default
+// DefaultSlice) with SPEED_GAP after each (default none); it logs every
+// round's p99 ratio second/first
 // and reports how many rounds of each way pass the p99 target's rule
 // (≤ 1.25): the rule's resolution on this machine, by method.
 //
 //	go test -run '^$' -bench TurnsNoise -benchtime 1x ./loadtest/speed/
 func BenchmarkTurnsNoise(b *testing.B) {
-	srv, err := StartServer(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	rounds := 5
-	if v := os.Getenv("SPEED_ROUNDS"); v != "" {
-		if rounds, err = strconv.Atoi(v); err != nil || rounds < 1 {
-			b.Fatalf("SPEED_ROUNDS %q", v)
-		}
-	}
+	srv := benchServer(b)
+	rounds := envRounds(b, 5, 1)
 	cfg := LatencyConfig{Target: TargetFloor, Binary: bins.Floor, NATSURL: srv.URL(),
-		Duration: envDuration(b, "SPEED_DURATION", 8*time.Second), Slice: envDuration(b, "SPEED_SLICE", 0)}
-	if v := os.Getenv("SPEED_GAP"); v != "" {
-		if cfg.Gap, err = time.ParseDuration(v); err != nil {
-			b.Fatalf("SPEED_GAP %q", v)
-		}
-	}
+		Duration: envDuration(b, "SPEED_DURATION", 8*time.Second), Slice: envDuration(b, "SPEED_SLICE", 0),
+		Gap: envDuration(b, "SPEED_GAP", 0)}
 	floor := Program{Target: TargetFloor, Binary: bins.Floor}
 	apart := func() [2]LatencyResult {
 		var out [2]LatencyResult
 		for k := range out {
+			var err error
 			if out[k], err = Latency(context.Background(), cfg); err != nil {
 				b.Fatal(err)
 			}
@@ -204,21 +180,7 @@ func BenchmarkTurnsNoise(b *testing.B) {
 //
 //	SPEED_BIN_A=/tmp/hintstream-before go test -run '^$' -bench PairAB -benchtime 1x ./loadtest/speed/
 func BenchmarkPairAB(b *testing.B) {
-	a := os.Getenv("SPEED_BIN_A")
-	if a == "" {
-		b.Skip("SPEED_BIN_A names the binary to compare with")
-	}
-	srv, err := StartServer(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	rounds := 5
-	if v := os.Getenv("SPEED_ROUNDS"); v != "" {
-		if rounds, err = strconv.Atoi(v); err != nil || rounds < 1 {
-			b.Fatalf("SPEED_ROUNDS %q", v)
-		}
-	}
+	a, srv, rounds := abSetup(b)
 	cfg := LatencyConfig{Target: TargetFloor, Binary: bins.Floor, NATSURL: srv.URL(),
 		Duration: envDuration(b, "SPEED_DURATION", 8*time.Second), Slice: envDuration(b, "SPEED_SLICE", 0),
 		JSON: os.Getenv("SPEED_JSON") != ""}
@@ -256,4 +218,37 @@ func BenchmarkPairAB(b *testing.B) {
 		b.ReportMetric(medianOf(cpuR), "cpu-B/A")
 		b.ReportMetric(medianOf(p99R), "p99-B/A")
 	}
+}
+
+// benchServer starts an embedded nats-server for b, closed when b ends.
+func benchServer(b *testing.B) *Server {
+	srv, err := StartServer(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// envRounds is SPEED_ROUNDS (at least least), default def.
+func envRounds(b *testing.B, def, least int) int {
+	v := os.Getenv("SPEED_ROUNDS")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < least {
+		b.Fatalf("SPEED_ROUNDS %q (at least %d)", v, least)
+	}
+	return n
+}
+
+// abSetup is an A/B benchmark's start: SPEED_BIN_A (skipping without
+// it), an embedded server and SPEED_ROUNDS (default 5).
+func abSetup(b *testing.B) (binA string, srv *Server, rounds int) {
+	binA = os.Getenv("SPEED_BIN_A")
+	if binA == "" {
+		b.Skip("SPEED_BIN_A names the binary to compare with")
+	}
+	return binA, benchServer(b), envRounds(b, 5, 1)
 }
