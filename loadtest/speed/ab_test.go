@@ -57,13 +57,8 @@ func BenchmarkIngestAB(b *testing.B) {
 	if a == "" {
 		b.Skip("SPEED_BIN_A names the binary to compare with")
 	}
-	rounds, events := 5, 200_000
+	rounds, events := envRounds(b, 5, 2), 200_000
 	var err error
-	if v := os.Getenv("SPEED_ROUNDS"); v != "" {
-		if rounds, err = strconv.Atoi(v); err != nil || rounds < 2 {
-			b.Fatalf("SPEED_ROUNDS %q (at least 2)", v)
-		}
-	}
 	if v := os.Getenv("SPEED_EVENTS"); v != "" {
 		if events, err = strconv.Atoi(v); err != nil {
 			b.Fatal(err)

@@ -91,12 +91,7 @@ func BenchmarkLatencyAt2000(b *testing.B) {
 		}
 		return res[0], res[1]
 	}
-	rounds := 2
-	if v := os.Getenv("SPEED_ROUNDS"); v != "" {
-		if rounds, err = strconv.Atoi(v); err != nil || rounds < 1 {
-			b.Fatalf("SPEED_ROUNDS %q", v)
-		}
-	}
+	rounds := envRounds(b, 2, 1)
 	dur /= time.Duration(rounds)
 	for i := 0; i < b.N; i++ {
 		// Alternate the targets, so spells of CPU contention from other
