@@ -16,8 +16,15 @@ import "strings"
 // Any other token count, another prefix, or a sequence token that is not
 // all ASCII digits gives 0, as ParseNum does (it wraps on overflow too).
 func streamSeq(reply string) uint64 {
-	f, _ := ackFieldsOf(reply)
-	return f.streamSeq
+	s, ok := ackNumbers(reply)
+	if !ok {
+		return 0
+	}
+	s = s[strings.IndexByte(s, '.')+1:] // past the delivered count
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		s = s[:i]
+	}
+	return parseNum(s)
 }
 
 // ackFields are the numbers of an ack reply subject a trigger's
@@ -31,22 +38,9 @@ type ackFields struct {
 // where GetMetadataFields fails (a token count or prefix it rejects); a
 // number token that is not all ASCII digits reads 0, as ParseNum's.
 func ackFieldsOf(reply string) (f ackFields, ok bool) {
-	tokens := strings.Count(reply, ".") + 1
-	var first int // the delivered count's token index
-	switch {
-	case tokens == 9:
-		first = 4
-	case tokens >= 11:
-		first = 6
-	default:
+	s, ok := ackNumbers(reply)
+	if !ok {
 		return f, false
-	}
-	if !strings.HasPrefix(reply, "$JS.ACK.") {
-		return f, false
-	}
-	s := reply
-	for range first {
-		s = s[strings.IndexByte(s, '.')+1:]
 	}
 	// delivered, sseq, cseq, tm: four tokens from first on.
 	var nums [4]uint64
@@ -58,6 +52,31 @@ func ackFieldsOf(reply string) (f ackFields, ok bool) {
 		nums[k] = parseNum(tok)
 	}
 	return ackFields{delivered: nums[0], streamSeq: nums[1], timestamp: nums[3]}, true
+}
+
+// ackNumbers returns reply from its delivered-count token on, and false
+// where GetMetadataFields fails. The state consumer's dispatch reads only
+// the stream sequence, per KV event, so it skips the other numbers
+// (the 19-digit timestamp is the longest of them).
+func ackNumbers(reply string) (string, bool) {
+	tokens := strings.Count(reply, ".") + 1
+	var first int // the delivered count's token index
+	switch {
+	case tokens == 9:
+		first = 4
+	case tokens >= 11:
+		first = 6
+	default:
+		return "", false
+	}
+	if !strings.HasPrefix(reply, "$JS.ACK.") {
+		return "", false
+	}
+	s := reply[len("$JS.ACK."):]
+	for range first - 2 {
+		s = s[strings.IndexByte(s, '.')+1:]
+	}
+	return s, true
 }
 
 // parseNum is nats.go's parser.ParseNum: 0 unless all ASCII digits

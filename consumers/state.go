@@ -51,8 +51,14 @@ type StateConsumer struct {
 	received *metrics.Counter // looked up once: it is bumped per message
 	st       metrics.State
 
-	dispatched atomic.Uint64 // last stream sequence handed to a shard
-	inflight   atomic.Int64  // handed to a shard, not yet applied
+	// dispatched is the last stream sequence applied or handed to a
+	// shard. Only dispatch writes it, and only dispatch writes a shard's
+	// handed count, only the shard its done count, each on its own cache
+	// line: one counter that both sides wrote moved between the cores on
+	// every message (issue 17).
+	dispatched paddedUint64
+	handed     []paddedUint64 // messages handed to each shard
+	done       []paddedUint64 // messages each shard has applied
 
 	mu     sync.Mutex
 	cc     jetstream.ConsumeContext
@@ -87,6 +93,12 @@ func NewStateConsumer(js jetstream.JetStream, cfg StateConfig, apply ApplyFunc,
 		log: log.With("consumer", cfg.Kind), received: counters.State(cfg.Kind).Received, st: counters.State(cfg.Kind)}
 }
 
+// paddedUint64 fills a cache line, so that no other counter shares it.
+type paddedUint64 struct {
+	atomic.Uint64
+	_ [56]byte
+}
+
 // shardQueue bounds each shard's backlog; a full queue makes the consumer
 // wait, which is the back-pressure JetStream expects.
 const shardQueue = 1024
@@ -109,15 +121,17 @@ func (c *StateConsumer) Start(ctx context.Context) error {
 	c.stopping = make(chan struct{})
 	if n := min(c.cfg.Shards, runtime.GOMAXPROCS(0)); n > 1 {
 		c.shards = make([]chan jetstream.Msg, n)
+		c.handed, c.done = make([]paddedUint64, n), make([]paddedUint64, n)
 		for i := range c.shards {
 			ch := make(chan jetstream.Msg, shardQueue)
 			c.shards[i] = ch
+			done := &c.done[i]
 			c.wg.Add(1)
 			go func() {
 				defer c.wg.Done()
 				for m := range ch {
 					c.process(m)
-					c.inflight.Add(-1)
+					done.Add(1)
 				}
 			}()
 		}
@@ -253,10 +267,23 @@ func (c *StateConsumer) Stop() {
 // Applied returns the stream sequence up to which every message has been
 // applied.
 func (c *StateConsumer) Applied() uint64 {
-	if c.inflight.Load() > 0 {
+	seq := c.dispatched.Load() // first: every message up to it was handed
+	if !c.drained() {
 		return 0
 	}
-	return c.dispatched.Load()
+	return seq
+}
+
+// drained reports whether every shard has applied all it was handed
+// before the call. A shard applies in order, so done >= handed read
+// before it means those were applied.
+func (c *StateConsumer) drained() bool {
+	for i := range c.handed {
+		if c.done[i].Load() < c.handed[i].Load() {
+			return false
+		}
+	}
+	return true
 }
 
 // WaitCaughtUp waits until the last message matching the filter at the
@@ -268,7 +295,7 @@ func (c *StateConsumer) WaitCaughtUp(ctx context.Context) error {
 	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for c.dispatched.Load() < target || c.inflight.Load() > 0 {
+	for c.dispatched.Load() < target || !c.drained() {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -308,6 +335,8 @@ func (c *StateConsumer) lastSeq(ctx context.Context) (uint64, error) {
 // dispatch runs on the consumer's goroutine, in stream order.
 func (c *StateConsumer) dispatch(msg jetstream.Msg) {
 	seq := streamSeq(msg.Reply()) // msg.Metadata()'s, without allocating one
+	// Counted here, on the one goroutine that receives, not in a shard.
+	c.received.Inc()
 	if len(c.shards) == 0 {
 		c.process(msg)
 		c.dispatched.Store(seq)
@@ -318,9 +347,10 @@ func (c *StateConsumer) dispatch(msg jetstream.Msg) {
 	if c.shardsClosed {
 		return
 	}
-	c.inflight.Add(1)
+	i := shardOf(msg.Subject(), len(c.shards))
+	c.handed[i].Store(c.handed[i].Load() + 1) // dispatch is its one writer
 	c.dispatched.Store(seq)
-	c.shards[shardOf(msg.Subject(), len(c.shards))] <- msg
+	c.shards[i] <- msg
 }
 
 func shardOf(subject string, n int) int {
@@ -334,7 +364,6 @@ func shardOf(subject string, n int) int {
 }
 
 func (c *StateConsumer) process(msg jetstream.Msg) {
-	c.received.Inc()
 	err := c.apply(msg)
 	if err == nil {
 		return

@@ -185,9 +185,15 @@ type Index struct {
 	// freed and reused meanwhile.
 	mu      sync.RWMutex
 	workers map[WorkerKey]*workerState
-	keys    []WorkerKey // slot -> key, valid while the slot is assigned
-	free    []slot      // sorted, so slots stay dense in few pages
-	pages   []*page     // never shrinks; a page is reused with its slots
+	// live mirrors workers for Apply's lookup, which then takes no lock:
+	// a read lock per event is an atomic add on a line that every apply
+	// shard and Overlap share, so it moved between cores on each event
+	// (issue 17). sync.Map's Load only reads. Written under mu, after
+	// workers; a key missing from it is looked up in workers under mu.
+	live  sync.Map    // WorkerKey -> *workerState
+	keys  []WorkerKey // slot -> key, valid while the slot is assigned
+	free  []slot      // sorted, so slots stay dense in few pages
+	pages []*page     // never shrinks; a page is reused with its slots
 
 	// wmu serialises changes to the pages' lookups and to entries.
 	wmu     sync.Mutex
@@ -264,8 +270,14 @@ func (ix *Index) Apply(ev Event) error {
 		return fmt.Errorf("%w: unknown kind %d", ErrBadEvent, ev.Kind)
 	}
 	unknownTier := ev.Tier != "" && !ev.Tier.Valid()
-	for {
-		st, err := ix.worker(ev.Worker)
+	for retry := false; ; retry = true {
+		lookup := ix.worker
+		if retry {
+			// live may still hold the dead pair (install swaps it after
+			// marking the old ones dead): ask workers, under mu.
+			lookup = ix.workerLocked
+		}
+		st, err := lookup(ev.Worker)
 		if err != nil {
 			return err
 		}
@@ -340,12 +352,15 @@ func (ix *Index) publishStale(st *workerState, was bool) {
 
 // worker returns the state of k, creating it and assigning a slot.
 func (ix *Index) worker(k WorkerKey) (*workerState, error) {
-	ix.mu.RLock()
-	st := ix.workers[k]
-	ix.mu.RUnlock()
-	if st != nil {
-		return st, nil
+	if st, ok := ix.live.Load(k); ok {
+		return st.(*workerState), nil
 	}
+	return ix.workerLocked(k)
+}
+
+// workerLocked is worker's lookup in workers, under mu; it adds k if
+// absent.
+func (ix *Index) workerLocked(k WorkerKey) (*workerState, error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if st := ix.workers[k]; st != nil {
@@ -367,10 +382,11 @@ func (ix *Index) worker(k WorkerKey) (*workerState, error) {
 	if p == len(ix.pages) {
 		ix.pages = append(ix.pages, newPage(ix.shardBits, ix.pageFloor))
 	}
-	st = &workerState{key: k, slot: s, page: ix.pages[p], bit: 1 << (s % pageSlots)}
+	st := &workerState{key: k, slot: s, page: ix.pages[p], bit: 1 << (s % pageSlots)}
 	st.device.floor = ix.extFloor
 	st.page.assigned |= st.bit
 	ix.workers[k] = st
+	ix.live.Store(k, st)
 	return st, nil
 }
 
@@ -423,6 +439,7 @@ func (ix *Index) RemoveWorker(workerID uint64) {
 		if k.WorkerID == workerID {
 			gone = append(gone, st)
 			delete(ix.workers, k)
+			ix.live.Delete(k)
 		}
 	}
 	ix.mu.Unlock()

@@ -140,7 +140,7 @@ func (t *extTable) shrink() {
 
 func (t *extTable) resize(n int) {
 	old := t.slots
-	t.slots = make([]extEntry, n+1)
+	t.slots = newEntries[extEntry](n + 1)
 	if len(old) == 0 {
 		return
 	}

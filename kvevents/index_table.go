@@ -186,7 +186,7 @@ func (t *bitTable) clear(key, h, bit uint64) bool {
 // publishes it. The new array is written plainly: no reader can see it
 // before the atomic publication.
 func (t *bitTable) rebuild(n int) *bitSlots {
-	nd := &bitSlots{s: make([]bitEntry, n+1), n: n}
+	nd := &bitSlots{s: newEntries[bitEntry](n + 1), n: n}
 	t.used, t.live = 0, 0
 	if d := t.cur.Load(); d != nil {
 		if z := d.s[d.n].bits; z != 0 {

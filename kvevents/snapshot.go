@@ -661,6 +661,10 @@ func (ix *Index) install(ns *snapState) {
 	}
 	ix.wmu.Lock()
 	ix.workers, ix.keys, ix.free, ix.pages = ns.workers, ns.keys, ns.free, ns.pages
+	ix.live.Clear()
+	for k, st := range ix.workers {
+		ix.live.Store(k, st)
+	}
 	ix.entries.Store(ns.entries)
 	ix.hashes.Store(ns.hashes)
 	ix.wmu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -160,7 +161,7 @@ func BenchmarkIngest(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		res, err := Ingest(context.Background(), IngestConfig{Binary: bins.Hintstream, NATSURL: srv.URL(),
 			Events: events, NatsCLI: cli, Progress: os.Stderr, ProgressEvery: 5 * time.Second,
-			EngineBatches: os.Getenv("SPEED_ENGINE_BATCHES") != ""})
+			EngineBatches: os.Getenv("SPEED_ENGINE_BATCHES") != "", ExtraArgs: strings.Fields(os.Getenv("SPEED_ARGS"))})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -179,7 +180,8 @@ func BenchmarkIngest(b *testing.B) {
 		b.ReportMetric(res.EventsPerSec/res.BenchMsgsPerSec(), "ratio")
 		if p := os.Getenv("SPEED_CPUPROFILE"); p != "" {
 			if _, err := Ingest(context.Background(), IngestConfig{Binary: bins.Hintstream, NATSURL: srv.URL(),
-				Events: events, CPUProfile: p, EngineBatches: os.Getenv("SPEED_ENGINE_BATCHES") != ""}); err != nil {
+				Events: events, CPUProfile: p, EngineBatches: os.Getenv("SPEED_ENGINE_BATCHES") != "",
+				ExtraArgs: strings.Fields(os.Getenv("SPEED_ARGS"))}); err != nil {
 				b.Fatal(err)
 			}
 		}
