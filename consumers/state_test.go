@@ -20,8 +20,8 @@ import (
 // done; once it is, Applied is the stream's last sequence, and every
 // message was counted received.
 func TestStateShardsOrderAndApplied(t *testing.T) {
-	defer runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))) // shards need 2 processors
-	runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0)))
+	// Shards need 2 processors; the deferred call puts the old count back.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
 	ctx := context.Background()
