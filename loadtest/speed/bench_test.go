@@ -135,7 +135,9 @@ func BenchmarkLatencyAt2000(b *testing.B) {
 // MB/s, the bench's msgs/s (mean of both) and the ratio (target ≥ 0.9).
 // SPEED_EVENTS overrides the count; SPEED_ENGINE_BATCHES=1 publishes vLLM
 // msgpack EventBatches instead of JSON; SPEED_CPUPROFILE=file profiles the
-// apply (a second hintstream run, so the figures stay unperturbed).
+// apply (a second hintstream run, so the figures stay unperturbed);
+// SPEED_ARGS adds flags to hintstream's command line in both (e.g.
+// "--kv-apply-shards 1").
 //
 //	go test -run '^$' -bench Ingest -benchtime 1x ./loadtest/speed/
 func BenchmarkIngest(b *testing.B) {
