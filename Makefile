@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/hintstream
 export CGO_ENABLED := 1
 
-.PHONY: all deps build run test check vet fmt-check race parity bench fuzz generate clean loadtest reliability chart-test
+.PHONY: all deps build run test check vet fmt-check race parity bench fuzz generate docs clean loadtest reliability chart-test
 
 all: build
 
@@ -62,6 +62,10 @@ fuzz: deps
 generate:
 	$(GO) generate ./...
 
+## docs: regenerate docs/configuration.md from every command's --help
+docs: deps
+	$(GO) test -count=1 -run TestConfigurationDoc ./cmd/hintstream/ -update
+
 clean:
 	rm -rf bin .hintstream
 
@@ -76,7 +80,7 @@ loadtest: deps
 	$(GO) run ./loadtest/cmd/loadtest $(LOADTEST_ARGS)
 
 ## reliability: the fault and hostile-input tests alone, with their figures
-## (they also run in `make test`); see RELIABILITY.md
+## (they also run in `make test`); see docs/reliability.md
 reliability: deps
 	@out=$$($(GO) test -race -count=1 -v -run 'Fault' ./e2e/ 2>&1); rc=$$?; \
 	echo "$$out" | grep -E 'FIGURE|^(--- |ok|FAIL)'; exit $$rc

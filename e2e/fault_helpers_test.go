@@ -3,7 +3,7 @@ package e2e
 // Helpers of the fault-injection tests (fault_*_test.go): a worker's hint
 // socket that can be closed, reopened on the same port or read slowly,
 // Prometheus scraping, process memory and one-line figures for
-// RELIABILITY.md.
+// docs/reliability.md.
 
 import (
 	"bufio"
@@ -262,7 +262,7 @@ func rssBytes(t *testing.T, pid int) int64 {
 	return 0
 }
 
-// figure logs one parseable line of results for RELIABILITY.md.
+// figure logs one parseable line of results for docs/reliability.md.
 func figure(t *testing.T, name string, kv ...any) {
 	t.Helper()
 	var b strings.Builder

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -62,5 +64,58 @@ func TestReadmeCommands(t *testing.T) {
 	sink.WaitFor(t, 5*time.Second, hasRequest("req-1"), "the README's wake-up req-1")
 	if m := byRequest(sink.Messages(), "req-1")[0]; !m.OK {
 		t.Fatalf("peer rejected the README's hint: %s", m.Error)
+	}
+}
+
+// TestReadmeListsEveryPackage holds the README's package table to the
+// tree: every directory with Go code is a row, or lies below a row that
+// says "and below", so a newcomer's map has no blank spots.
+func TestReadmeListsEveryPackage(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	below := map[string]bool{}
+	row := regexp.MustCompile("`([a-z0-9_/]+)/`")
+	for _, l := range strings.Split(string(readme), "\n") {
+		if !strings.HasPrefix(l, "| `") {
+			continue
+		}
+		first := strings.SplitN(l, "|", 3)[1]
+		for _, m := range row.FindAllStringSubmatch(first, -1) {
+			listed[m[1]] = true
+			if strings.Contains(first, "and below") {
+				below[m[1]] = true
+			}
+		}
+	}
+	err = filepath.WalkDir("..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel := filepath.ToSlash(strings.TrimPrefix(p, "../"))
+		if d.IsDir() {
+			// A separate Go module (the chart's tests) and hidden folders
+			// are not packages of this module.
+			if strings.HasPrefix(d.Name(), ".") && p != ".." || rel == "deploy/helm/charttest" || d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		dir := filepath.ToSlash(filepath.Dir(rel))
+		for a := dir; a != "."; a = filepath.ToSlash(filepath.Dir(a)) {
+			if listed[a] && (a == dir || below[a]) {
+				return nil
+			}
+		}
+		t.Errorf("package %s/ is not in the README's package table", dir)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
