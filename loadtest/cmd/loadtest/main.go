@@ -46,7 +46,7 @@ import (
 )
 
 type options struct {
-	out, results, trace, bin, notes string
+	out, results, trace, bin string
 	rate                            float64
 	duration, slice, gap            time.Duration
 	rounds, noiseRounds             int
@@ -64,7 +64,6 @@ func main() {
 	fs.StringVar(&o.results, "results", "", "also write the report as this markdown file, its chart links pointing into --out (e.g. loadtest/RESULTS.md)")
 	fs.StringVar(&o.trace, "trace", "", "Mooncake-format trace (default ../shared/data/mooncake_synthetic_trace.jsonl beside the repo)")
 	fs.StringVar(&o.bin, "bin", "bin", "where the binaries and natscli are built")
-	fs.StringVar(&o.notes, "notes", "loadtest/NOTES.md", "markdown appended to the report: why the figures are what they are (empty: none)")
 	fs.Float64Var(&o.rate, "rate", 2000, "wake-ups per second of the latency runs")
 	// 8 s rounds (16,000 wake-ups each at 2,000/s): a round's p99 is then
 	// its 160th-worst hint, and one machine stall of ~100 ms on these

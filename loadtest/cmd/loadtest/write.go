@@ -42,13 +42,9 @@ func write(o options, r results) error {
 		rep.Sections = append(rep.Sections, hintValue("Hint value: Mooncake trace", "value-trace.svg", r.trace, r.valueWall[0]),
 			hintValue("Hint value: synthetic agentic sessions", "value-synthetic.svg", r.synthetic, r.valueWall[1]))
 	}
-	if o.notes != "" {
-		b, err := os.ReadFile(o.notes)
-		if err != nil {
-			return err
-		}
-		rep.Sections = append(rep.Sections, report.Section{Markdown: string(b)})
-	}
+	// The report holds results only; why they are what they are is kept
+	// apart in NOTES.md, which outlives any one run's figures.
+	rep.Sections = append(rep.Sections, report.Section{Markdown: "Why these figures are what they are, and how they were measured: `loadtest/NOTES.md` in the repository."})
 	if err := report.Write(o.out, rep); err != nil {
 		return err
 	}
