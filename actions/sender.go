@@ -31,7 +31,7 @@ type Hint struct {
 	// Release, when set, is called once with Body when the pool no longer
 	// reads it: ZMQ has taken its own copy, or the hint was dropped. The
 	// caller may then reuse the buffer (hints.Engine recycles its envelope
-	// buffers, issue 17). It runs on the goroutine that sent or dropped
+	// buffers). It runs on the goroutine that sent or dropped
 	// the hint, before or after Done. When Send returns an error it is not
 	// called: the body is the caller's again.
 	Release func(body []byte)

@@ -6,7 +6,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Batched affinity writes (issue 17). A kv.Put per wake-up is a
+// Batched affinity writes. A kv.Put per wake-up is a
 // synchronous JetStream publish: one write to the socket and one
 // reply waited for, on top of the wake-up's own ack; at 2,000 wake-ups/s
 // it was about a sixth of hintstream's CPU over the floor's. With
@@ -29,7 +29,7 @@ const (
 	// costs far more than a record (a publish with a reply, its PubAck
 	// parsed, a timer, two goroutine wake-ups). At 2 ms, batches of about
 	// 4 records at 2,000 wake-ups/s, the records cost hintstream 0.18×
-	// the floor's CPU per wake-up; at 10 ms (about 20) 0.07× (issue 17:
+	// the floor's CPU per wake-up; at 10 ms (about 20) 0.07× (measured with
 	// BenchmarkPairAB, 3 rounds, CPU per wake-up against the floor beside
 	// it 1.18–1.19 → 1.06–1.08). (Longer is not free: the value runs wait
 	// for each wake-up's record before the next event, so every wake-up

@@ -2,7 +2,7 @@ package consumers
 
 import "context"
 
-// Run is the consumers' one lifecycle (issue 12): it starts the consumer
+// Run is the consumers' one lifecycle: it starts the consumer
 // unless Start already did (a caller that needs start-up errors and
 // ordering, like service.Start, calls Start first), consumes until ctx is
 // cancelled, then stops: fetching ends and the messages in hand are

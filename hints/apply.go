@@ -219,7 +219,7 @@ func DecodeLoad(lim schemas.Limits, m Message) (*schemas.ActiveLoad, error) {
 	if err := lim.CheckHeaders("load", m.Header); err != nil {
 		return nil, err
 	}
-	if eventplane.IsLoadSubject(m.Subject) { // Dynamo's event plane (issue 13)
+	if eventplane.IsLoadSubject(m.Subject) { // Dynamo's event plane
 		_, l, err := eventplane.DecodeLoad(m.Data, lim)
 		return l, err
 	}

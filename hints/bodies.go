@@ -2,7 +2,7 @@ package hints
 
 import "github.com/hintstream/hintstream/schemas"
 
-// bodyPool recycles the envelope buffers of prefetches (issue 17): a
+// bodyPool recycles the envelope buffers of prefetches: a
 // 2,048-token kv.prefetch is about 10 KB, allocated and collected once
 // per wake-up before. The sender hands a body back (actions.Hint.Release)
 // once ZMQ has copied it, which for an idle endpoint is before Send

@@ -167,7 +167,7 @@ func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
 	for _, k := range []schemas.EventKind{schemas.KindStored, schemas.KindRemoved, schemas.KindCleared} {
 		e.applied[k] = e.counters.KVEventsApplied.With(k.String())
 	}
-	e.ep = newEventPlaneKV(e.kv, e.counters) // Dynamo's event plane (issue 13)
+	e.ep = newEventPlaneKV(e.kv, e.counters) // Dynamo's event plane
 	return e, nil
 }
 

@@ -164,7 +164,7 @@ func (e *Engine) prefetch(d Delivery, req *schemas.RequestEvent) bool {
 	e.counters.HintsPrefetchQueued.Inc()
 	e.recordAffinity(req, cand, expires)
 	// Checked first: the arguments of a disabled Debug are still boxed,
-	// three allocations on every wake-up (issue 17).
+	// three allocations on every wake-up.
 	if e.log.Enabled(context.Background(), slog.LevelDebug) {
 		e.log.Debug("prefetch queued", "request_id", req.RequestID, "worker_id", cand.Worker.WorkerID,
 			"dp_rank", cand.Worker.DpRank, "overlap_blocks", cand.Overlap, "endpoint", cand.Endpoint)

@@ -187,8 +187,8 @@ type Index struct {
 	workers map[WorkerKey]*workerState
 	// live mirrors workers for Apply's lookup, which then takes no lock:
 	// a read lock per event is an atomic add on a line that every apply
-	// shard and Overlap share, so it moved between cores on each event
-	// (issue 17). sync.Map's Load only reads. Written under mu, after
+	// shard and Overlap share, so it moved between cores on each event.
+	// sync.Map's Load only reads. Written under mu, after
 	// workers; a key missing from it is looked up in workers under mu.
 	live  sync.Map    // WorkerKey -> *workerState
 	keys  []WorkerKey // slot -> key, valid while the slot is assigned

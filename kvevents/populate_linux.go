@@ -15,7 +15,7 @@ const madvPopulateWrite = 23
 // madvise, instead of one page fault per 4 KiB as a new table is first
 // written. A table sized by WithCapacity is hundreds of KiB, all of it
 // written within its first few thousand stores, so a replay or a cold
-// start paid a fault every few blocks (issue 17: about 0.15 faults per
+// start paid a fault every few blocks (measured: about 0.15 faults per
 // ingested event, roughly 1.3 µs each on the load-test VM, against 6 µs
 // of CPU per event). Best effort: an older kernel (EINVAL) or a short
 // memory (ENOMEM) leaves the pages to be faulted as before, with the

@@ -7,7 +7,7 @@ import (
 	"github.com/hintstream/hintstream/streams"
 )
 
-// Served is the models one member serves (`run --models`, issue 15), the
+// Served is the models one member serves (`run --models`), the
 // one definition `run` and `replay` share, so a replay of such a member
 // makes its choices: it reads only those models' requests and responses,
 // indexes only their workers' KV events and chooses only among their

@@ -78,7 +78,7 @@ func DecodeAffinityRecord(data []byte) (*AffinityRecord, error) {
 
 // Encode is the record's JSON, byte for byte json.Marshal's.
 func (r AffinityRecord) Encode() []byte {
-	// Written out rather than reflected (issue 17: one per wake-up);
+	// Written out rather than reflected (measured: one per wake-up);
 	// json.Marshal only for a request id it would escape.
 	if !plainJSONString(r.RequestID) {
 		b, _ := json.Marshal(r) // cannot fail: numbers and a string

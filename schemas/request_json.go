@@ -165,7 +165,7 @@ func (p *jsonScan) uint32s(dst []uint32, max int) ([]uint32, bool) {
 	// Size the slice once, to the commas before the first ']' plus one:
 	// exact for a well-formed array, and counting (vectorised) costs less
 	// than the old bound of a token per two bytes, which allocated three
-	// times the ids of a 2,048-token prompt (issue 17).
+	// times the ids of a 2,048-token prompt.
 	b, i := p.b, p.i
 	out := dst[:0]
 	if need := min(max, p.countUntil(',', ']')+1); cap(out) < need {

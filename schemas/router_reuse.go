@@ -5,7 +5,7 @@ package schemas
 // value is garbage a microsecond later. DecodeRouterEventInto lets such a
 // caller decode each message into the memory of the previous one: the
 // store/remove data, the block arrays and the parent hash, five
-// allocations per event otherwise (issue 17).
+// allocations per event otherwise.
 
 // DecodeRouterEventInto is DecodeRouterEvent into *ev, reusing the
 // memory ev points to (its stored or removed data, their arrays, the

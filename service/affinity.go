@@ -18,7 +18,7 @@ func (s *Service) startAffinity(ctx context.Context) (hints.AffinityRecorder, er
 	if err != nil {
 		return nil, err
 	}
-	// Batched asynchronous writes (issue 17): the bucket is opened on s.js.
+	// Batched asynchronous writes: the bucket is opened on s.js.
 	s.affinity = consumers.NewAffinityWriter(kv, s.Counters, s.log, consumers.AffinityAsync(s.js))
 	// The writer's part writes what is queued once ctx ends, after the
 	// request consumer stopped (stage order, run.go).

@@ -10,7 +10,7 @@ import (
 	"github.com/hintstream/hintstream/registry"
 )
 
-// Cardinality bounds (issue 19): the socket budget, what the registry
+// Cardinality bounds: the socket budget, what the registry
 // accepts, and which endpoints keep metric series. The Config fields are
 // in the block "Cardinality bounds" of Config.
 

@@ -98,7 +98,7 @@ type Config struct {
 
 	Logger *slog.Logger
 
-	// Prefetch affinity (issue 16). AffinityBucket is the JetStream KV
+	// Prefetch affinity. AffinityBucket is the JetStream KV
 	// bucket where each queued prefetch's worker is recorded under its
 	// session (schemas.AffinityRecord), for frontends to pass to the
 	// router (client.Affinity.PreferredWorker); default
@@ -107,7 +107,7 @@ type Config struct {
 	AffinityBucket string
 	NoAffinity     bool
 
-	// Issue 19 (registered workers first, renewals, snapshot reclaim).
+	// Registered workers first, renewals, snapshot reclaim.
 	// SnapshotReclaimGrace is how long the chunks of a snapshot save no
 	// object names must have been idle before they are purged (after each
 	// save and at start-up); default DefaultSnapshotReclaimGrace.
@@ -121,7 +121,7 @@ type Config struct {
 	// DefaultRequestIndexMaxBytes, NoBound: no cap.
 	PinSlotsMaxBytes, RequestIndexMaxBytes int64
 
-	// Cardinality bounds (issue 19; service/bounds.go).
+	// Cardinality bounds (service/bounds.go).
 	//
 	// MaxEndpoints is the socket budget: open hint senders, the pin
 	// endpoint's aside (actions.WithMaxEndpoints); default
@@ -139,7 +139,7 @@ type Config struct {
 	// observe.DefaultTopTools.
 	MetricsTopTools int
 
-	// Cluster, retention and model sharding (issue 15; see cluster.go).
+	// Cluster, retention and model sharding (see cluster.go).
 	//
 	// Placement is the replicas and placement tags of the KV buckets
 	// (registry, request index, pins) and the snapshot object store, when
@@ -157,7 +157,7 @@ type Config struct {
 	// chooses only among their workers. Empty: every model.
 	Models []string
 
-	// Decisions (issue 12): the worker choice, index options, prefetch and
+	// Decisions: the worker choice, index options, prefetch and
 	// pin TTLs, tool times, keep-pin, renewals, input limits and the
 	// holding area, the one configuration `run` and `replay` share
 	// (hints.Decisions; their fields are promoted: cfg.PrefetchTTL).

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// One lifecycle (issue 12): every long-running part of a Service (the
+// One lifecycle: every long-running part of a Service (the
 // consumers, the registry watcher, the snapshotter, the reclaimer, the
 // stream watcher, the renewal ticker, the affinity writer, the hint
 // senders and the HTTP server) is a Run(ctx) error that returns when ctx

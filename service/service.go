@@ -51,7 +51,7 @@ type Service struct {
 	engine   *hints.Engine  // the decisions, shared with replay
 	load     *consumers.StateConsumer
 	requests *consumers.RequestConsumer
-	affinity *consumers.AffinityWriter // issue 16: nil when off
+	affinity *consumers.AffinityWriter // nil when off
 	// responses is nil when pins are off.
 	responses *consumers.ResponseConsumer
 	// Learner holds the learned tool times (nil when pins are off).
@@ -81,8 +81,8 @@ type Service struct {
 	endpoints endpointRefs
 	fileLimit uint64
 
-	// served is Config.Models, the models this member serves (issue 15,
-	// see cluster.go).
+	// served is Config.Models, the models this member serves (see
+	// cluster.go).
 	served registry.Served
 	// purgeOff is set once the KV-event stream proves foreign: it is
 	// never purged (see purgeKVEvents).

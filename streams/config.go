@@ -21,7 +21,7 @@ type Config struct {
 	Duplicates  time.Duration
 	Description string
 
-	// Cluster and retention (issue 15).
+	// Cluster and retention.
 	//
 	// PlacementTags, when set, ask the server to place the stream's
 	// replicas on servers carrying all of these tags (server_tags).

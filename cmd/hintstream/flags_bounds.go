@@ -10,7 +10,7 @@ import (
 	"github.com/hintstream/hintstream/service"
 )
 
-// boundsFlags registers the cardinality bounds of `run` (issue 19: the
+// boundsFlags registers the cardinality bounds of `run` (the
 // socket budget, which endpoints a worker record may list, the tool
 // labels of /metrics) and returns the function that validates them and
 // sets them on a Config.

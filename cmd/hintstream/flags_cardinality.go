@@ -8,7 +8,7 @@ import (
 	"github.com/hintstream/hintstream/service"
 )
 
-// cardinalityFlags registers issue 19's run flags (snapshot reclaim,
+// cardinalityFlags registers run's bounds on state (snapshot reclaim,
 // renewal budget, pin bucket caps; the holding area's are decision flags,
 // flags_decisions.go) and returns the function that
 // validates them into a service.Config after parsing.

@@ -9,7 +9,7 @@ import (
 )
 
 // clusterFlags registers run's cluster, retention and sharding flags
-// (issue 15; the stream replicas, placement and max-age flags are shared
+// (the stream replicas, placement and max-age flags are shared
 // with `streams`, in streamflags.go). The returned function validates
 // them and fills cfg, whose Streams and RequestIndexTTL must be set.
 func clusterFlags(fs *flag.FlagSet) func(cfg *service.Config) error {

@@ -9,7 +9,7 @@ import (
 	"github.com/hintstream/hintstream/service"
 )
 
-// connectFlags registers --connect-timeout (issue 12, CLI conventions) and
+// connectFlags registers --connect-timeout (CLI conventions) and
 // returns what applies it to the NATS config (after natsFlags' config is
 // set).
 //

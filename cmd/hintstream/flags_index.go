@@ -11,7 +11,7 @@ import (
 // maxIndexShards is kvevents.WithShards' cap (1<<12).
 const maxIndexShards = 4096
 
-// indexFlags registers the KV index's sizing flags (issue 12: until then
+// indexFlags registers the KV index's sizing flags (before them
 // kvevents.WithCapacity and WithShards had only tests as callers). They
 // are decision flags (decisionFlags calls this), carried in
 // hints.Decisions.IndexOptions, so a replay sizes its index as the live

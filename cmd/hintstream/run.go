@@ -24,7 +24,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	streamSet := streamSetFlags(fs)
 	streamSet = dynamoFlags(fs, streamSet)
 	applyConfig := configFlag(fs)
-	applyDecisions := decisionFlags(fs) // issue 12: flags_decisions.go, shared with replay
+	applyDecisions := decisionFlags(fs) // flags_decisions.go, shared with replay
 	applyBounds := boundsFlags(fs)
 	applyCluster := clusterFlags(fs)
 	var (
@@ -63,8 +63,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	)
 	natsCfg := natsFlags(fs, "hintstream")
 	applyAffinity := affinityFlags(fs)
-	applyCardinality := cardinalityFlags(fs) // issue 19: flags_cardinality.go
-	applyConnect := connectFlags(fs)         // issue 12: flags_connect.go
+	applyCardinality := cardinalityFlags(fs) // flags_cardinality.go
+	applyConnect := connectFlags(fs)         // flags_connect.go
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()

@@ -40,7 +40,7 @@ func streamSetFlags(fs *flag.FlagSet) func() (streams.Set, string) {
 }
 
 // streamClusterFlags registers replicas, placement and retention of the
-// streams hintstream creates (issue 15). They apply only to streams it
+// streams hintstream creates. They apply only to streams it
 // creates: an existing stream is attached as it is.
 func streamClusterFlags(fs *flag.FlagSet, def streams.Set) func(streams.Set) streams.Set {
 	var (

@@ -13,7 +13,7 @@ import (
 
 // registerIngestWorkers registers workers 1..n where absent (another
 // measurement's records are kept): hintstream indexes the KV events of
-// registered workers only and holds the others' (issue 19).
+// registered workers only and holds the others'.
 func registerIngestWorkers(ctx context.Context, js jetstream.JetStream, n int) error {
 	kv, err := registry.Bucket(ctx, js, registry.DefaultBucket)
 	if err != nil {

@@ -8,7 +8,7 @@
 //     same format); in each round both run side by side and the wake-ups
 //     go to each in --slice turns (speed.Pair), so the machine's stalls
 //     fall on both; each round is reported and every target is judged on
-//     the median of the per-round ratios (issue 17);
+//     the median of the per-round ratios;
 //   - KV-event ingestion, hintstream against `nats bench js ordered`
 //     reading the same stream, in --rounds rounds of bench then
 //     hintstream, for Dynamo RouterEvent JSON and vLLM msgpack batches;
@@ -47,14 +47,14 @@ import (
 
 type options struct {
 	out, results, trace, bin string
-	rate                            float64
-	duration, slice, gap            time.Duration
-	rounds, noiseRounds             int
-	ingestEvents                    int
-	skipValue, skipSpeed            bool
-	applyShards                     string // comma-separated --kv-apply-shards values
-	kvBytesPerToken                 int
-	l3Bandwidth                     float64 // GB/s
+	rate                     float64
+	duration, slice, gap     time.Duration
+	rounds, noiseRounds      int
+	ingestEvents             int
+	skipValue, skipSpeed     bool
+	applyShards              string // comma-separated --kv-apply-shards values
+	kvBytesPerToken          int
+	l3Bandwidth              float64 // GB/s
 }
 
 func main() {

@@ -10,7 +10,7 @@ import (
 	"github.com/hintstream/hintstream/loadtest/speed"
 )
 
-// Issue 17 judges each speed target on the median of per-round ratios,
+// Each speed target is judged on the median of per-round ratios,
 // measured in one run: a merged histogram lets one stalled round decide
 // the p99 ratio (a floor round at 511 ms once made 0.07 look "met").
 const (
@@ -30,7 +30,7 @@ const (
 
 // roundOrder is who runs first in round i (from 0): the floor in even
 // rounds, hintstream in odd ones. Whichever program ran second in a
-// round had the worse p99 on this machine (issue 17: the ratio followed
+// round had the worse p99 on this machine (measured: the ratio followed
 // the slot, not the binary, in A/A runs), so neither keeps the slot.
 func roundOrder(i int) []speed.Target {
 	if i%2 == 1 {

@@ -14,11 +14,11 @@ import (
 )
 
 // The issue's targets (the speed ratios' are in rounds.go; the 2 ms
-// absolute p99 was withdrawn by issue 17: on two shared cores the
+// absolute p99 target was dropped: on two shared cores the
 // floor's own p99 is several times it).
 const (
 	targetIngest = 0.9
-	// With affinity on, on the Mooncake trace (issue 16).
+	// With affinity on, on the Mooncake trace.
 	targetAccuracy = 0.95
 	targetOfBound  = 0.7
 )
@@ -202,7 +202,7 @@ func scale(xs []float64, k float64) []float64 {
 }
 
 // speedRows are the speed targets' rows, each judged on the median of
-// per-round ratios (issue 17).
+// per-round ratios.
 func speedRows(r results) [][]string {
 	var rows [][]string
 	for f, format := range eventFormats {
