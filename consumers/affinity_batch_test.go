@@ -34,8 +34,8 @@ func TestAffinityWriterAsync(t *testing.T) {
 	}
 	w.RecordAffinity("", schemas.AffinityRecord{WorkerID: 1})
 	w.Close()
-	if c := metricstest.Snapshot(counters, "affinity"); c["affinity.written"] != n || c["affinity.skipped|no_session"] != 1 ||
-		c["affinity.dropped"] != 0 {
+	if c := metricstest.Snapshot(counters, "hintstream_affinity"); c["hintstream_affinity_written_total"] != n || c["hintstream_affinity_skipped_total|no_session"] != 1 ||
+		c["hintstream_affinity_dropped_total"] != 0 {
 		t.Fatalf("counters %v", c)
 	}
 	for _, i := range []int{0, DefaultAffinityBatch, n - 1} {
@@ -73,8 +73,8 @@ func TestAffinityWriterAsyncCloseIsBounded(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("Close took %v with the bus down", d)
 	}
-	c := metricstest.Snapshot(counters, "affinity")
-	if c["affinity.written"] != 0 || c["affinity.dropped"] != 50 {
+	c := metricstest.Snapshot(counters, "hintstream_affinity")
+	if c["hintstream_affinity_written_total"] != 0 || c["hintstream_affinity_dropped_total"] != 50 {
 		t.Fatalf("counters %v", c)
 	}
 }

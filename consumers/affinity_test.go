@@ -46,7 +46,7 @@ func TestAffinityWriter(t *testing.T) {
 	w.Close()
 	w.Close() // safe twice
 	if counters.AffinityWritten.Value() != 1 || counters.AffinitySkipped.Value("no_session") != 2 {
-		t.Fatalf("counters %v", metricstest.Snapshot(counters, "affinity"))
+		t.Fatalf("counters %v", metricstest.Snapshot(counters, "hintstream_affinity"))
 	}
 	e, err := kv.Get(ctx, schemas.AffinityKey("s 9"))
 	if err != nil {
@@ -82,8 +82,8 @@ func TestAffinityWriterCloseIsBounded(t *testing.T) {
 		t.Fatalf("Close took %v with the bus down", d)
 	}
 	w.RecordAffinity("late", schemas.AffinityRecord{WorkerID: 1, ExpiresAtMs: 1})
-	c := metricstest.Snapshot(counters, "affinity")
-	if c["affinity.written"] != 0 || c["affinity.dropped"] != 51 || c["affinity.dropped|closed"] == 0 {
+	c := metricstest.Snapshot(counters, "hintstream_affinity")
+	if c["hintstream_affinity_written_total"] != 0 || c["hintstream_affinity_dropped_total"] != 51 || c["hintstream_affinity_dropped_total|closed"] == 0 {
 		t.Fatalf("counters %v", c)
 	}
 }

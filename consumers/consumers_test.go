@@ -202,8 +202,8 @@ func TestExpiredAndUnservedWakeupsAckedWithoutHint(t *testing.T) {
 	expectHint(t, f.hints, "fresh") // the earlier three produced nothing
 	consumerSettled(t, f.js)
 	for name, want := range map[string]uint64{
-		"hints.prefetch.skipped|expired": 1, "hints.prefetch.skipped|no_worker": 1,
-		"requests.plain": 1, "hints.prefetch.queued": 1,
+		"hintstream_hints_prefetch_skipped_total|expired": 1, "hintstream_hints_prefetch_skipped_total|no_worker": 1,
+		"hintstream_requests_plain_total": 1, "hintstream_hints_prefetch_queued_total": 1,
 	} {
 		if got := metricstest.Get(f.counters, name); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)

@@ -34,7 +34,7 @@ func TestNATSHeaderWakeupAndNearMiss(t *testing.T) {
 	expectHint(t, f.hints, "nats-header") // the three before it made none
 	consumerSettled(t, f.js)
 	for name, want := range map[string]uint64{
-		"requests.header_unrecognised": 2, "requests.plain": 1, "requests.wakeup": 1,
+		"hintstream_requests_header_unrecognised_total": 2, "hintstream_requests_plain_total": 1, "hintstream_requests_wakeup_total": 1,
 	} {
 		if got := metricstest.Get(f.counters, name); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)

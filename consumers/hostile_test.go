@@ -325,16 +325,16 @@ func newHostileRig(t *testing.T) *hostileRig {
 		"requests": {kind: "requests", subject: streams.RequestSubject("m"), stream: set.Requests.Name,
 			durable: "hintstream-requests",
 			valid:   func(n int) []byte { return fmt.Appendf(nil, `{"request_id":"ok-%d"}`, n) },
-			handled: counted("requests.plain")},
+			handled: counted("hintstream_requests_plain_total")},
 		"responses": {kind: "responses", subject: streams.ResponseSubject("m"), stream: set.Responses.Name,
 			durable: "hintstream-responses",
 			valid:   func(n int) []byte { return fmt.Appendf(nil, `{"request_id":"ok-%d","finish_reason":"stop"}`, n) },
-			handled: counted("responses.no_pin")},
+			handled: counted("hintstream_responses_no_pin_total")},
 		"kv_events": {kind: "kv_events", subject: streams.KVEventSubject(1), stream: set.KVEvents.Name,
 			valid: func(n int) []byte {
 				return fmt.Appendf(nil, `{"worker_id":1,"event":{"event_id":%d,"data":"cleared"}}`, n)
 			},
-			handled: counted("kv_events.applied|cleared")},
+			handled: counted("hintstream_kv_events_applied_total|cleared")},
 		"load": {kind: "load", subject: streams.LoadSubject(1), stream: set.Load.Name,
 			valid: func(n int) []byte { return fmt.Appendf(nil, `{"worker_id":1,"kv_used_blocks":%d}`, n) },
 			handled: func(h *hostileRig, n int) bool {
@@ -376,7 +376,8 @@ func TestHostileInputOnEverySubject(t *testing.T) {
 	for _, c := range hostileCases() {
 		tg := h.targets[c.on]
 		t.Run(c.on+"/"+c.class, func(t *testing.T) {
-			before := metricstest.Snapshot(h.counters, tg.kind+".malformed")
+			malformed := "hintstream_" + tg.kind + "_malformed_total"
+			before := metricstest.Snapshot(h.counters, malformed)
 			seq := h.publish(t, tg.subject, c.data, c.ct, c.header)
 			seen[c.on]++
 			n := seen[c.on]
@@ -385,13 +386,13 @@ func TestHostileInputOnEverySubject(t *testing.T) {
 				"the valid %s message after the hostile one processed", tg.kind)
 
 			// Counted once, under one reason.
-			after := metricstest.Snapshot(h.counters, tg.kind+".malformed")
-			if d := after[tg.kind+".malformed"] - before[tg.kind+".malformed"]; d != 1 {
+			after := metricstest.Snapshot(h.counters, malformed)
+			if d := after[malformed] - before[malformed]; d != 1 {
 				t.Fatalf("%s.malformed went up by %d, want 1", tg.kind, d)
 			}
 			label := ""
 			for name, v := range after {
-				if r, ok := strings.CutPrefix(name, tg.kind+".malformed|"); ok && v != before[name] {
+				if r, ok := strings.CutPrefix(name, malformed+"|"); ok && v != before[name] {
 					if label != "" || v-before[name] != 1 {
 						t.Fatalf("counters moved: before %v after %v", before, after)
 					}
@@ -448,8 +449,8 @@ func TestHostileInputOnEverySubject(t *testing.T) {
 			t.Errorf("%s: %d redeliveries; hostile input must be terminated at once", name, info.NumRedelivered)
 		}
 	}
-	for _, name := range []string{"requests.dead_letter_errors", "kv_events.dead_letter_errors",
-		"load.dead_letter_errors", "kv_events.apply_errors", "load.apply_errors"} {
+	for _, name := range []string{"hintstream_requests_dead_letter_errors_total", "hintstream_kv_events_dead_letter_errors_total",
+		"hintstream_load_dead_letter_errors_total", "hintstream_kv_events_apply_errors_total", "hintstream_load_apply_errors_total"} {
 		if v := metricstest.Get(h.counters, name); v != 0 {
 			t.Errorf("%s = %d", name, v)
 		}

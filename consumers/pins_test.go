@@ -138,9 +138,9 @@ func TestPinSkipsAreCountedAndAcked(t *testing.T) {
 	}
 	f.settled(t, "LLM_RESPONSES", "hintstream-responses")
 	for name, want := range map[string]uint64{
-		"hints.pin.skipped|no_layout": 1, "hints.pin.skipped|unknown_worker": 1,
-		"hints.pin.skipped|request_not_found": 1, "responses.no_pin": 1, "hints.pin.queued": 1,
-		"responses.retried": 4, "responses.malformed": 1,
+		"hintstream_hints_pin_skipped_total|no_layout": 1, "hintstream_hints_pin_skipped_total|unknown_worker": 1,
+		"hintstream_hints_pin_skipped_total|request_not_found": 1, "hintstream_responses_no_pin_total": 1, "hintstream_hints_pin_queued_total": 1,
+		"hintstream_responses_retried_total": 4, "hintstream_responses_malformed_total": 1,
 	} {
 		if got := metricstest.Get(f.counters, name); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)

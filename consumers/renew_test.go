@@ -89,7 +89,7 @@ func TestPinRenewedUntilNextTurnOrCap(t *testing.T) {
 	tick(61 * time.Second)
 	noPin("renewal past RenewMax", 2)
 	for name, want := range map[string]uint64{
-		"hints.pin.queued": 2, "hints.release.queued": 1, "hints.renew.queued": 2, "pins.renewal_ended": 1,
+		"hintstream_hints_pin_queued_total": 2, "hintstream_hints_release_queued_total": 1, "hintstream_hints_renew_queued_total": 2, "hintstream_pins_renewal_ended_total": 1,
 	} {
 		if got := metricstest.Get(f.counters, name); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)

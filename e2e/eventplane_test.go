@@ -251,7 +251,7 @@ func TestDynamoEventPlane(t *testing.T) {
 	}
 	counters := finalCounters(t, p)
 	for name, want := range map[string]float64{
-		"kv_events.applied|stored": 8, "kv_events.malformed|envelope not a msgpack map": 1, "hints.prefetch.queued": 2,
+		"hintstream_kv_events_applied_total|stored": 8, "hintstream_kv_events_malformed_total|envelope not a msgpack map": 1, "hintstream_hints_prefetch_queued_total": 2,
 	} {
 		if counters[name] != want {
 			t.Errorf("counter %s = %v, want %v (all: %v)", name, counters[name], want, counters)

@@ -185,8 +185,8 @@ churn:
 	p.stop(t)
 
 	c := finalCounters(t, p)
-	wakeups, queued := c["requests.wakeup"], c["hints.prefetch.queued"]
-	skipped, dropped := c["hints.prefetch.skipped"], c["hints.prefetch.dropped"]
+	wakeups, queued := c["hintstream_requests_wakeup_total"], c["hintstream_hints_prefetch_queued_total"]
+	skipped, dropped := c["hintstream_hints_prefetch_skipped_total"], c["hintstream_hints_prefetch_dropped_total"]
 	if wakeups < float64(n) || wakeups != queued+skipped+dropped {
 		t.Fatalf("wake-ups not accounted for: %v published, %v consumed = %v queued + %v skipped + %v not queued",
 			n, wakeups, queued, skipped, dropped)
@@ -207,8 +207,8 @@ churn:
 		received += d
 	}
 	figure(t, "registry_churn", "wakeups", int(wakeups), "leaves", leaves, "joins", joins, "restarts", restarts,
-		"queued", int(queued), "skipped_no_worker", int(c["hints.prefetch.skipped|no_worker"]),
-		"skipped_other", int(skipped-c["hints.prefetch.skipped|no_worker"]), "not_queued", int(dropped),
+		"queued", int(queued), "skipped_no_worker", int(c["hintstream_hints_prefetch_skipped_total|no_worker"]),
+		"skipped_other", int(skipped-c["hintstream_hints_prefetch_skipped_total|no_worker"]), "not_queued", int(dropped),
 		"sent", int(sent), "sender_dropped", int(poolDropped), "received", received,
 		"lost_unaccounted", int(wakeups-queued-skipped-dropped))
 }

@@ -132,10 +132,10 @@ func TestThreeFormatsAndLoadDecideTheWorker(t *testing.T) {
 	}
 	p.stop(t)
 	c := finalCounters(t, p)
-	if c["kv_events.malformed"] != 0 || c["load.malformed"] != 0 || c["kv_events.unknown_parent"] != 0 {
+	if c["hintstream_kv_events_malformed_total"] != 0 || c["hintstream_load_malformed_total"] != 0 || c["hintstream_kv_events_unknown_parent_total"] != 0 {
 		t.Fatalf("events were rejected: %v", c)
 	}
-	if c["kv_events.applied|stored"] != 4 || c["load.received"] != 2 {
+	if c["hintstream_kv_events_applied_total|stored"] != 4 || c["hintstream_load_received_total"] != 2 {
 		t.Fatalf("applied counters: %v", c)
 	}
 }

@@ -122,7 +122,7 @@ func TestConsumerGroup(t *testing.T) {
 	var survivors float64
 	for _, i := range []int{0, 2} {
 		members[i].stop(t)
-		n := finalCounters(t, members[i])["requests.wakeup"]
+		n := finalCounters(t, members[i])["hintstream_requests_wakeup_total"]
 		if n == 0 {
 			t.Fatalf("member %d handled no wake-up", i)
 		}

@@ -47,7 +47,7 @@ func TestWakeupAsNATSHeader(t *testing.T) {
 	}
 	p.stop(t)
 	c := finalCounters(t, p)
-	for name, want := range map[string]float64{"requests.wakeup": 1, "requests.header_unrecognised": 1, "requests.plain": 0} {
+	for name, want := range map[string]float64{"hintstream_requests_wakeup_total": 1, "hintstream_requests_header_unrecognised_total": 1, "hintstream_requests_plain_total": 0} {
 		if c[name] != want {
 			t.Errorf("counter %s = %v, want %v", name, c[name], want)
 		}

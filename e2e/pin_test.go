@@ -151,7 +151,7 @@ func TestToolCallPinAcrossInstances(t *testing.T) {
 	c := finalCounters(t, b)
 	// The gap between tool-1's tool call and s1's next turn is one
 	// observation of "search".
-	if c["hints.pin.queued"] != 2 || c["hints.release.queued"] != 1 || c["tooltime.observed|search"] != 1 {
+	if c["hintstream_hints_pin_queued_total"] != 2 || c["hintstream_hints_release_queued_total"] != 1 || c["hintstream_tooltime_observed_total|search"] != 1 {
 		t.Fatalf("counters: %v", c)
 	}
 }

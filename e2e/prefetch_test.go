@@ -155,8 +155,8 @@ func TestWakeupPrefetch(t *testing.T) {
 	}
 	counters := finalCounters(t, p)
 	for name, want := range map[string]float64{
-		"requests.malformed": 1, "requests.wakeup": 4, "requests.plain": 1,
-		"hints.prefetch.queued": 4, "requests.malformed|missing request_id": 1,
+		"hintstream_requests_malformed_total": 1, "hintstream_requests_wakeup_total": 4, "hintstream_requests_plain_total": 1,
+		"hintstream_hints_prefetch_queued_total": 4, "hintstream_requests_malformed_total|missing request_id": 1,
 	} {
 		if counters[name] != want {
 			t.Errorf("counter %s = %v, want %v (all: %v)", name, counters[name], want, counters)
@@ -271,23 +271,16 @@ func lastMsg(t *testing.T, ctx context.Context, js jetstream.JetStream, stream, 
 }
 
 // finalCounters reads the counters hintstream logs when it stops, keyed
-// by their dotted keys ("requests.wakeup", "hints.prefetch.skipped|no_worker"
-// and the family total "hints.prefetch.skipped"), mapped back from the
-// exposed names the line uses (metrics' LogAttrs).
+// by their exposed names ("hintstream_requests_wakeup_total",
+// "hintstream_hints_prefetch_skipped_total|no_worker" and the family total
+// "hintstream_hints_prefetch_skipped_total"), as metrics' Summary keys
+// them; the line names them without the prefix (metrics' LogAttrs).
 func finalCounters(t *testing.T, p *proc) map[string]float64 {
 	t.Helper()
-	keys := map[string]string{} // exposed name without the prefix -> dotted key
+	keys := map[string]string{} // exposed name without the prefix -> exposed name
 	fams := metrics.New()
-	for _, c := range fams.Collectors() {
-		if k, ok := c.(interface {
-			Name() string
-			Key() string
-		}); ok {
-			keys[strings.TrimPrefix(k.Name(), "hintstream_")] = k.Key()
-		}
-	}
-	for _, v := range []*metrics.CounterVec{fams.ToolObserved} {
-		keys[strings.TrimPrefix(v.Name(), "hintstream_")] = v.Key()
+	for _, name := range fams.Names() {
+		keys[strings.TrimPrefix(name, "hintstream_")] = name
 	}
 	for _, l := range p.lines(&p.errs) {
 		var rec struct {

@@ -96,8 +96,8 @@ func TestRegisterSidecarKilled(t *testing.T) {
 		t.Fatal("a wake-up after the worker left was still sent to it")
 	}
 	run.stop(t)
-	if c := finalCounters(t, run); c["hints.prefetch.skipped|no_worker"] != 1 {
-		t.Fatalf("no_worker skips = %v, want 1", c["hints.prefetch.skipped|no_worker"])
+	if c := finalCounters(t, run); c["hintstream_hints_prefetch_skipped_total|no_worker"] != 1 {
+		t.Fatalf("no_worker skips = %v, want 1", c["hintstream_hints_prefetch_skipped_total|no_worker"])
 	}
 }
 

@@ -132,7 +132,7 @@ func TestTiersAndLoraDecideTheWorker(t *testing.T) {
 	}
 	p.stop(t)
 	c := finalCounters(t, p)
-	if c["kv_events.malformed"] != 0 || c["kv_events.unknown_parent"] != 0 || c["kv_events.applied|stored"] != 4 {
+	if c["hintstream_kv_events_malformed_total"] != 0 || c["hintstream_kv_events_unknown_parent_total"] != 0 || c["hintstream_kv_events_applied_total|stored"] != 4 {
 		t.Fatalf("KV events not all applied: %v", c)
 	}
 }

@@ -63,7 +63,7 @@ func TestHoldingFloodThenRegisteredWorker(t *testing.T) {
 		t.Fatalf("index tracks %d flood workers, want 0", n)
 	}
 	wantDropped := uint64(100_000 - DefaultHoldingWorkers)
-	if got := metricstest.Get(c, "kv_events.dropped|"+ReasonUnknownWorker); got != wantDropped {
+	if got := metricstest.Get(c, "hintstream_kv_events_dropped_total|"+ReasonUnknownWorker); got != wantDropped {
 		t.Fatalf("dropped %d, want %d", got, wantDropped)
 	}
 	if want := int((wantDropped + DefaultHoldingSampleEvery - 1) / DefaultHoldingSampleEvery); samples != want {

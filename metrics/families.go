@@ -6,6 +6,8 @@
 package metrics
 
 import (
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hintstream/hintstream/eventplane"
@@ -37,9 +39,8 @@ const (
 // Families are hintstream's counters and gauges, each family defined
 // once, here, with its HELP text and its known label values: every
 // series of a known label exists at 0 from New, so a fresh scrape lists
-// every family. The exposed names are those of the dotted counters they
-// replace ("requests.received" → hintstream_requests_received_total), on
-// which dashboards, the e2e tests and the docs rely.
+// every family. Each is declared by its exposed name, on which dashboards,
+// the e2e tests and the docs rely.
 //
 // The tool-labelled families (ToolObserved, ToolExpected) are not bounded
 // here: package observe exports the top tools only (observe/toplabels.go).
@@ -105,79 +106,79 @@ func New() *Families {
 	f := &Families{set: newSet(), orphans: newOrphans()}
 	b := builder{&f.set}
 
-	f.RequestsReceived = b.counter("requests.received", "Request events delivered by the LLM_REQUESTS consumer, counted on each delivery (redeliveries included) before decoding.")
-	f.RequestsTransientErrors = b.counter("requests.transient_errors", "Request events nak'ed for a retry because a store they need failed (not their content).")
-	f.RequestsHeaderUnrecognised = b.counter("requests.header_unrecognised", "Request events with a header that looks like a hint header but is not one (counted, then handled by the wake-up header alone).")
-	f.RequestsPlain = b.counter("requests.plain", "Request events that are neither a wake-up nor odd-headed: indexed (for pins) and acked without a prefetch.")
-	f.RequestsWakeup = b.counter("requests.wakeup", "Wake-up request events (a tool call is about to return): each is one prefetch decision.")
-	f.RequestsMalformed = b.vec("requests.malformed", "reason", "Request events dead-lettered and terminated because they can never be processed, by decode reason.", append([]string{ReasonMalformed}, schemas.CommonDecodeReasons...)...)
-	f.RequestsAckErrors = b.counter("requests.ack_errors", "Acks of request events that JetStream did not confirm (the event will come back).")
-	f.RequestsConsumerRecreated = b.counter("requests.consumer_recreated", "Times the durable requests consumer was found deleted and created again.")
-	f.RequestsMaxDeliveries = b.counter("requests.max_deliveries", "Request events that ran out of deliveries and were copied to the dead-letter subject.")
+	f.RequestsReceived = b.counter("hintstream_requests_received_total", "Request events delivered by the LLM_REQUESTS consumer, counted on each delivery (redeliveries included) before decoding.")
+	f.RequestsTransientErrors = b.counter("hintstream_requests_transient_errors_total", "Request events nak'ed for a retry because a store they need failed (not their content).")
+	f.RequestsHeaderUnrecognised = b.counter("hintstream_requests_header_unrecognised_total", "Request events with a header that looks like a hint header but is not one (counted, then handled by the wake-up header alone).")
+	f.RequestsPlain = b.counter("hintstream_requests_plain_total", "Request events that are neither a wake-up nor odd-headed: indexed (for pins) and acked without a prefetch.")
+	f.RequestsWakeup = b.counter("hintstream_requests_wakeup_total", "Wake-up request events (a tool call is about to return): each is one prefetch decision.")
+	f.RequestsMalformed = b.vec("hintstream_requests_malformed_total", "reason", "Request events dead-lettered and terminated because they can never be processed, by decode reason.", append([]string{ReasonMalformed}, schemas.CommonDecodeReasons...)...)
+	f.RequestsAckErrors = b.counter("hintstream_requests_ack_errors_total", "Acks of request events that JetStream did not confirm (the event will come back).")
+	f.RequestsConsumerRecreated = b.counter("hintstream_requests_consumer_recreated_total", "Times the durable requests consumer was found deleted and created again.")
+	f.RequestsMaxDeliveries = b.counter("hintstream_requests_max_deliveries_total", "Request events that ran out of deliveries and were copied to the dead-letter subject.")
 
-	f.ResponsesReceived = b.counter("responses.received", "Response events delivered by the LLM_RESPONSES consumer, counted on each delivery before decoding.")
-	f.ResponsesNoPin = b.counter("responses.no_pin", "Response events acked without a pin: not a tool call, or pins do not apply to them.")
-	f.ResponsesRetried = b.counter("responses.retried", "Tool-call responses nak'ed for a retry because their request was not indexed yet.")
-	f.ResponsesMalformed = b.vec("responses.malformed", "reason", "Response events dead-lettered and terminated because they can never be processed, by decode reason.", append([]string{ReasonMalformed}, schemas.CommonDecodeReasons...)...)
-	f.ResponsesAckErrors = b.counter("responses.ack_errors", "Acks of response events that JetStream did not confirm (the event will come back).")
-	f.ResponsesConsumerRecreated = b.counter("responses.consumer_recreated", "Times the durable responses consumer was found deleted and created again.")
-	f.ResponsesMaxDeliveries = b.counter("responses.max_deliveries", "Response events that ran out of deliveries and were copied to the dead-letter subject.")
+	f.ResponsesReceived = b.counter("hintstream_responses_received_total", "Response events delivered by the LLM_RESPONSES consumer, counted on each delivery before decoding.")
+	f.ResponsesNoPin = b.counter("hintstream_responses_no_pin_total", "Response events acked without a pin: not a tool call, or pins do not apply to them.")
+	f.ResponsesRetried = b.counter("hintstream_responses_retried_total", "Tool-call responses nak'ed for a retry because their request was not indexed yet.")
+	f.ResponsesMalformed = b.vec("hintstream_responses_malformed_total", "reason", "Response events dead-lettered and terminated because they can never be processed, by decode reason.", append([]string{ReasonMalformed}, schemas.CommonDecodeReasons...)...)
+	f.ResponsesAckErrors = b.counter("hintstream_responses_ack_errors_total", "Acks of response events that JetStream did not confirm (the event will come back).")
+	f.ResponsesConsumerRecreated = b.counter("hintstream_responses_consumer_recreated_total", "Times the durable responses consumer was found deleted and created again.")
+	f.ResponsesMaxDeliveries = b.counter("hintstream_responses_max_deliveries_total", "Response events that ran out of deliveries and were copied to the dead-letter subject.")
 
-	f.HintsPrefetchQueued = b.counter("hints.prefetch.queued", "Prefetch hints handed to the sender's queue, one per wake-up decided.")
-	f.HintsPrefetchSkipped = b.vec("hints.prefetch.skipped", "reason", "Wake-ups given no prefetch hint, by reason: expired (older than --prefetch-ttl), no_worker (no candidate), encode.", "expired", "no_worker", "encode")
-	f.HintsPrefetchDropped = b.vec("hints.prefetch.dropped", "reason", "Prefetch hints the sender refused to queue, by reason.", dropReasons...)
-	f.HintsPinQueued = b.counter("hints.pin.queued", "Tool-call pin hints handed to the sender's queue.")
-	f.HintsPinSkipped = b.vec("hints.pin.skipped", "reason", "Tool-call responses given no pin hint, by reason.", pinSkips...)
-	f.HintsPinDropped = b.vec("hints.pin.dropped", "reason", "Pin hints the sender refused to queue, by reason.", dropReasons...)
-	f.HintsRenewQueued = b.counter("hints.renew.queued", "Pin renewals handed to the sender's queue, one per renewal of a held pin.")
-	f.HintsRenewDropped = b.vec("hints.renew.dropped", "reason", "Pin renewals the sender refused to queue, by reason.", dropReasons...)
-	f.HintsReleaseQueued = b.counter("hints.release.queued", "Pin releases handed to the sender's queue, sent when the session's next request arrives.")
-	f.HintsReleaseDropped = b.vec("hints.release.dropped", "reason", "Pin releases the sender refused to queue, by reason.", dropReasons...)
+	f.HintsPrefetchQueued = b.counter("hintstream_hints_prefetch_queued_total", "Prefetch hints handed to the sender's queue, one per wake-up decided.")
+	f.HintsPrefetchSkipped = b.vec("hintstream_hints_prefetch_skipped_total", "reason", "Wake-ups given no prefetch hint, by reason: expired (older than --prefetch-ttl), no_worker (no candidate), encode.", "expired", "no_worker", "encode")
+	f.HintsPrefetchDropped = b.vec("hintstream_hints_prefetch_dropped_total", "reason", "Prefetch hints the sender refused to queue, by reason.", dropReasons...)
+	f.HintsPinQueued = b.counter("hintstream_hints_pin_queued_total", "Tool-call pin hints handed to the sender's queue.")
+	f.HintsPinSkipped = b.vec("hintstream_hints_pin_skipped_total", "reason", "Tool-call responses given no pin hint, by reason.", pinSkips...)
+	f.HintsPinDropped = b.vec("hintstream_hints_pin_dropped_total", "reason", "Pin hints the sender refused to queue, by reason.", dropReasons...)
+	f.HintsRenewQueued = b.counter("hintstream_hints_renew_queued_total", "Pin renewals handed to the sender's queue, one per renewal of a held pin.")
+	f.HintsRenewDropped = b.vec("hintstream_hints_renew_dropped_total", "reason", "Pin renewals the sender refused to queue, by reason.", dropReasons...)
+	f.HintsReleaseQueued = b.counter("hintstream_hints_release_queued_total", "Pin releases handed to the sender's queue, sent when the session's next request arrives.")
+	f.HintsReleaseDropped = b.vec("hintstream_hints_release_dropped_total", "reason", "Pin releases the sender refused to queue, by reason.", dropReasons...)
 
-	f.PinsRequestIndexFull = b.counter("pins.request_index_full", "Requests not recorded for a later pin because the request index (KV bucket) was full.")
-	f.PinsSlotsFull = b.counter("pins.slots_full", "Pins not recorded in the slot bucket because it was full.")
-	f.PinsExpectedFrom = b.vec("pins.expected_from", "source", "Pins by where their expected tool time came from, counted as each pin is decided.",
+	f.PinsRequestIndexFull = b.counter("hintstream_pins_request_index_full_total", "Requests not recorded for a later pin because the request index (KV bucket) was full.")
+	f.PinsSlotsFull = b.counter("hintstream_pins_slots_full_total", "Pins not recorded in the slot bucket because it was full.")
+	f.PinsExpectedFrom = b.vec("hintstream_pins_expected_from_total", "source", "Pins by where their expected tool time came from, counted as each pin is decided.",
 		tooltime.Default.String(), tooltime.Learned.String(), tooltime.AnyTool.String(), tooltime.Provisional.String())
-	f.PinsRenewalEnded = b.counter("pins.renewal_ended", "Pins no longer renewed because their tool call outlasted the renewal cap (--pin-renew-max).")
-	f.PinsRenewalErrors = b.counter("pins.renewal_errors", "Pin renewals not recorded in the slot bucket (tried again shortly).")
-	f.PinsRenewalSkipped = b.vec("pins.renewal_skipped", "reason", "Pin renewals given up, by reason (budget: the pin expired before a renewal pass could reach it).", "budget")
-	f.ToolDiscarded = b.counter("tooltime.discarded", "Observed tool times the learner discarded as implausible.")
-	f.ToolObserved = b.toolVec("tooltime.observed", "Tool times observed (request after a tool call), by tool; the top --metrics-top-tools tools by this count are exported, the rest as other.")
-	f.ToolExpected = b.toolGauge("tooltime.expected_ms", "hintstream_tooltime_expected_seconds", "The learned expected time of a tool call, by tool, updated on each observation.")
+	f.PinsRenewalEnded = b.counter("hintstream_pins_renewal_ended_total", "Pins no longer renewed because their tool call outlasted the renewal cap (--pin-renew-max).")
+	f.PinsRenewalErrors = b.counter("hintstream_pins_renewal_errors_total", "Pin renewals not recorded in the slot bucket (tried again shortly).")
+	f.PinsRenewalSkipped = b.vec("hintstream_pins_renewal_skipped_total", "reason", "Pin renewals given up, by reason (budget: the pin expired before a renewal pass could reach it).", "budget")
+	f.ToolDiscarded = b.counter("hintstream_tooltime_discarded_total", "Observed tool times the learner discarded as implausible.")
+	f.ToolObserved = b.toolVec("hintstream_tooltime_observed_total", "Tool times observed (request after a tool call), by tool; the top --metrics-top-tools tools by this count are exported, the rest as other.")
+	f.ToolExpected = b.toolGauge("hintstream_tooltime_expected_seconds", "The learned expected time of a tool call, by tool, updated on each observation.")
 
-	f.AffinityWritten = b.counter("affinity.written", "Session affinity records written to the affinity bucket.")
-	f.AffinityDropped = b.vec("affinity.dropped", "reason", "Session affinity records not written, by reason: queue_full, closed (shutting down), error.", "queue_full", "closed", "error")
-	f.AffinitySkipped = b.vec("affinity.skipped", "reason", "Decisions with no affinity record to write, by reason (no_session: the request had none).", "no_session")
+	f.AffinityWritten = b.counter("hintstream_affinity_written_total", "Session affinity records written to the affinity bucket.")
+	f.AffinityDropped = b.vec("hintstream_affinity_dropped_total", "reason", "Session affinity records not written, by reason: queue_full, closed (shutting down), error.", "queue_full", "closed", "error")
+	f.AffinitySkipped = b.vec("hintstream_affinity_skipped_total", "reason", "Decisions with no affinity record to write, by reason (no_session: the request had none).", "no_session")
 
-	f.KVEventsReceived = b.counter("kv_events.received", "KV event messages delivered by the KV_EVENTS consumer, counted before decoding.")
-	f.KVEventsApplyErrors = b.counter("kv_events.apply_errors", "KV event messages that failed to apply for a reason other than their content.")
-	f.KVEventsDeadLetterErrors = b.counter("kv_events.dead_letter_errors", "Malformed KV event messages whose copy to the dead-letter subject failed.")
-	f.KVEventsMalformed = b.vec("kv_events.malformed", "reason", "KV event messages dead-lettered and skipped because they can never be applied, by reason.", append([]string{"invalid event", ReasonUnknownWorker}, schemas.CommonDecodeReasons...)...)
-	f.KVEventsApplied = b.vec("kv_events.applied", "kind", "KV events applied to the index, by kind.",
+	f.KVEventsReceived = b.counter("hintstream_kv_events_received_total", "KV event messages delivered by the KV_EVENTS consumer, counted before decoding.")
+	f.KVEventsApplyErrors = b.counter("hintstream_kv_events_apply_errors_total", "KV event messages that failed to apply for a reason other than their content.")
+	f.KVEventsDeadLetterErrors = b.counter("hintstream_kv_events_dead_letter_errors_total", "Malformed KV event messages whose copy to the dead-letter subject failed.")
+	f.KVEventsMalformed = b.vec("hintstream_kv_events_malformed_total", "reason", "KV event messages dead-lettered and skipped because they can never be applied, by reason.", append([]string{"invalid event", ReasonUnknownWorker}, schemas.CommonDecodeReasons...)...)
+	f.KVEventsApplied = b.vec("hintstream_kv_events_applied_total", "kind", "KV events applied to the index, by kind.",
 		schemas.KindStored.String(), schemas.KindRemoved.String(), schemas.KindCleared.String())
-	f.KVEventsDropped = b.vec("kv_events.dropped", "reason", "KV events dropped from the holding area, by reason (their worker never registered).", ReasonUnknownWorker)
-	f.KVEventsEventPlaneIgnored = b.vec("kv_events.event_plane_ignored", "reason", "Well-formed event-plane frames with nothing to index, by reason.",
+	f.KVEventsDropped = b.vec("hintstream_kv_events_dropped_total", "reason", "KV events dropped from the holding area, by reason (their worker never registered).", ReasonUnknownWorker)
+	f.KVEventsEventPlaneIgnored = b.vec("hintstream_kv_events_event_plane_ignored_total", "reason", "Well-formed event-plane frames with nothing to index, by reason.",
 		eventplane.IgnoreResidencyDomain, eventplane.IgnoreTier)
-	f.KVEventsHeld = b.counter("kv_events.held", "KV events held because their worker is not registered yet.")
-	f.KVEventsPromoted = b.counter("kv_events.promoted", "Held KV events applied once their worker registered.")
-	f.KVEventsUnknownParent = b.counter("kv_events.unknown_parent", "Stored KV events dropped because their parent block is not indexed.")
-	f.KVEventsUnknownTier = b.counter("kv_events.unknown_tier", "KV events ignored for a storage tier this version does not rank.")
-	f.KVEventsEngineRestarts = b.counter("kv_events.engine_restarts", "Engine restarts seen (a new epoch header), each clearing that worker's engine tiers.")
-	f.KVEventsSkippedModel = b.counter("kv_events.skipped_model", "KV events skipped because their worker serves a model outside --models.")
-	f.KVEventsPrunedWorkers = b.counter("kv_events.pruned_workers", "Workers removed from the index after leaving the registry.")
-	f.KVEventsPurged = b.counter("kv_events.purged", "KV_EVENTS messages purged after a snapshot covered them.")
-	f.LoadReceived = b.counter("load.received", "Load reports delivered by the KV_LOAD consumer, counted before decoding.")
-	f.LoadApplyErrors = b.counter("load.apply_errors", "Load reports that failed to apply for a reason other than their content.")
-	f.LoadDeadLetterErrors = b.counter("load.dead_letter_errors", "Malformed load reports whose copy to the dead-letter subject failed.")
-	f.LoadMalformed = b.vec("load.malformed", "reason", "Load reports dead-lettered and skipped because they can never be applied, by reason.", append([]string{"too many workers reporting load"}, schemas.CommonDecodeReasons...)...)
+	f.KVEventsHeld = b.counter("hintstream_kv_events_held_total", "KV events held because their worker is not registered yet.")
+	f.KVEventsPromoted = b.counter("hintstream_kv_events_promoted_total", "Held KV events applied once their worker registered.")
+	f.KVEventsUnknownParent = b.counter("hintstream_kv_events_unknown_parent_total", "Stored KV events dropped because their parent block is not indexed.")
+	f.KVEventsUnknownTier = b.counter("hintstream_kv_events_unknown_tier_total", "KV events ignored for a storage tier this version does not rank.")
+	f.KVEventsEngineRestarts = b.counter("hintstream_kv_events_engine_restarts_total", "Engine restarts seen (a new epoch header), each clearing that worker's engine tiers.")
+	f.KVEventsSkippedModel = b.counter("hintstream_kv_events_skipped_model_total", "KV events skipped because their worker serves a model outside --models.")
+	f.KVEventsPrunedWorkers = b.counter("hintstream_kv_events_pruned_workers_total", "Workers removed from the index after leaving the registry.")
+	f.KVEventsPurged = b.counter("hintstream_kv_events_purged_total", "KV_EVENTS messages purged after a snapshot covered them.")
+	f.LoadReceived = b.counter("hintstream_load_received_total", "Load reports delivered by the KV_LOAD consumer, counted before decoding.")
+	f.LoadApplyErrors = b.counter("hintstream_load_apply_errors_total", "Load reports that failed to apply for a reason other than their content.")
+	f.LoadDeadLetterErrors = b.counter("hintstream_load_dead_letter_errors_total", "Malformed load reports whose copy to the dead-letter subject failed.")
+	f.LoadMalformed = b.vec("hintstream_load_malformed_total", "reason", "Load reports dead-lettered and skipped because they can never be applied, by reason.", append([]string{"too many workers reporting load"}, schemas.CommonDecodeReasons...)...)
 
-	f.SnapshotsLoaded = b.counter("snapshots.loaded", "Index snapshots loaded at start-up.")
-	f.SnapshotsSaved = b.counter("snapshots.saved", "Index snapshots saved, every --snapshot-interval.")
-	f.SnapshotsErrors = b.counter("snapshots.errors", "Index snapshots that failed to save.")
-	f.SnapshotsReclaimed = b.counter("snapshots.reclaimed", "Old or orphaned snapshot objects deleted.")
-	f.SnapshotsReclaimedChunks = b.counter("snapshots.reclaimed_chunks", "Chunk messages of the snapshot objects deleted.")
-	f.StreamsRecreated = b.counter("streams.recreated", "Streams found deleted and created again.")
-	f.RegistryInvalidRecords = b.vec("registry.invalid_records", "reason", "Worker records the registry refused, by reason; each record is counted once.",
+	f.SnapshotsLoaded = b.counter("hintstream_snapshots_loaded_total", "Index snapshots loaded at start-up.")
+	f.SnapshotsSaved = b.counter("hintstream_snapshots_saved_total", "Index snapshots saved, every --snapshot-interval.")
+	f.SnapshotsErrors = b.counter("hintstream_snapshots_errors_total", "Index snapshots that failed to save.")
+	f.SnapshotsReclaimed = b.counter("hintstream_snapshots_reclaimed_total", "Old or orphaned snapshot objects deleted.")
+	f.SnapshotsReclaimedChunks = b.counter("hintstream_snapshots_reclaimed_chunks_total", "Chunk messages of the snapshot objects deleted.")
+	f.StreamsRecreated = b.counter("hintstream_streams_recreated_total", "Streams found deleted and created again.")
+	f.RegistryInvalidRecords = b.vec("hintstream_registry_invalid_records_total", "reason", "Worker records the registry refused, by reason; each record is counted once.",
 		schemas.ReasonBlockSize, schemas.ReasonNoEndpoints, schemas.ReasonTooManyEndpoints, schemas.ReasonCurveKey,
 		schemas.ReasonEndpointTooLong, schemas.ReasonInproc, schemas.ReasonIPCNotAllowed, schemas.ReasonBadScheme,
 		schemas.ReasonBadHost, schemas.ReasonWildcardHost, schemas.ReasonBadPort,
@@ -208,10 +209,12 @@ func (f *set) Names() []string {
 	return out
 }
 
-// Summary returns every nonzero value under the dotted names of old, for
-// the shutdown log line: "requests.received", "requests.malformed" (the
-// total) and "requests.malformed|bad json", "tooltime.expected_ms|search"
-// (in milliseconds).
+// Summary returns every nonzero value by exposed name, for replay's
+// summary and the tests: "hintstream_requests_received_total", a labelled
+// family's total under its name and each series under name|label value
+// ("hintstream_requests_malformed_total|bad json"), and a seconds gauge in
+// milliseconds under its name ending _ms instead
+// ("hintstream_tooltime_expected_ms|search").
 func (f *set) Summary() map[string]uint64 {
 	out := map[string]uint64{}
 	for _, c := range f.all {
@@ -286,12 +289,12 @@ type orphans struct {
 func newOrphans() orphans {
 	b := builder{&set{reg: prometheus.NewRegistry()}}
 	return orphans{
-		trigger: Trigger{b.vec("unknown.malformed", "reason", "-"), b.counter("unknown.ack_errors", "-"),
-			b.counter("unknown.consumer_recreated", "-"), b.counter("unknown.max_deliveries", "-")},
-		state: State{b.counter("unknown.received", "-"), b.counter("unknown.apply_errors", "-"),
-			b.counter("unknown.dead_letter_errors", "-"), b.vec("unknown.state_malformed", "reason", "-")},
-		queued:  b.counter("unknown.queued", "-"),
-		dropped: b.vec("unknown.dropped", "reason", "-"),
+		trigger: Trigger{b.vec("hintstream_unknown_malformed_total", "reason", "-"), b.counter("hintstream_unknown_ack_errors_total", "-"),
+			b.counter("hintstream_unknown_consumer_recreated_total", "-"), b.counter("hintstream_unknown_max_deliveries_total", "-")},
+		state: State{b.counter("hintstream_unknown_received_total", "-"), b.counter("hintstream_unknown_apply_errors_total", "-"),
+			b.counter("hintstream_unknown_dead_letter_errors_total", "-"), b.vec("hintstream_unknown_state_malformed_total", "reason", "-")},
+		queued:  b.counter("hintstream_unknown_queued_total", "-"),
+		dropped: b.vec("hintstream_unknown_dropped_total", "reason", "-"),
 	}
 }
 
@@ -309,28 +312,27 @@ func newSet() set { return set{reg: prometheus.NewRegistry()} }
 
 const ns = "hintstream_"
 
-// name gives a dotted key's exposed name: "a.b" → hintstream_a_b_total.
-func name(key string) string {
-	b := []byte(key)
-	for i, r := range b {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
-			b[i] = '_'
-		}
+// checkName refuses a family name that is not hintstream_…, with
+// _total on counters: names are literals at the definition, so grep
+// finds them, and a slip is caught by any test that calls New.
+func checkName(name string, counter bool) string {
+	if !strings.HasPrefix(name, ns) || counter != strings.HasSuffix(name, "_total") {
+		panic("metrics: bad family name " + name)
 	}
-	return ns + string(b) + "_total"
+	return name
 }
 
-func (b builder) counter(key, help string) *Counter {
-	c := &Counter{key: key, name: name(key),
-		c: prometheus.NewCounter(prometheus.CounterOpts{Name: name(key), Help: help})}
+func (b builder) counter(name, help string) *Counter {
+	c := &Counter{name: checkName(name, true),
+		c: prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})}
 	b.f.reg.MustRegister(c.c)
 	b.f.all = append(b.f.all, c)
 	return c
 }
 
-func (b builder) newVec(key, label, help string, known []string) *CounterVec {
-	v := &CounterVec{key: key, name: name(key), help: help, label: label, known: known,
-		v: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name(key), Help: help}, []string{label})}
+func (b builder) newVec(name, label, help string, known []string) *CounterVec {
+	v := &CounterVec{name: checkName(name, true), help: help, label: label, known: known,
+		v: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})}
 	for _, lv := range known {
 		v.v.WithLabelValues(lv)
 	}
@@ -338,24 +340,24 @@ func (b builder) newVec(key, label, help string, known []string) *CounterVec {
 	return v
 }
 
-func (b builder) vec(key, label, help string, known ...string) *CounterVec {
-	v := b.newVec(key, label, help, known)
+func (b builder) vec(name, label, help string, known ...string) *CounterVec {
+	v := b.newVec(name, label, help, known)
 	b.f.all = append(b.f.all, v)
 	return v
 }
 
 // toolVec is labelled tool, with tool="other" (tooltime.Other) at 0.
-func (b builder) toolVec(key, help string) *CounterVec {
-	v := b.newVec(key, "tool", help, []string{tooltime.Other})
+func (b builder) toolVec(name, help string) *CounterVec {
+	v := b.newVec(name, "tool", help, []string{tooltime.Other})
 	b.f.tool = append(b.f.tool, v)
 	return v
 }
 
 // toolGauge is labelled tool; its series appear as tools are learned (a
 // 0 s expected time would be a false reading).
-func (b builder) toolGauge(key, metric, help string) *GaugeVec {
-	g := &GaugeVec{key: key, name: metric, help: help, label: "tool",
-		v: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metric, Help: help}, []string{"tool"})}
+func (b builder) toolGauge(name, help string) *GaugeVec {
+	g := &GaugeVec{name: checkName(name, false), help: help, label: "tool",
+		v: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"tool"})}
 	b.f.reg.MustRegister(g.v)
 	b.f.tool = append(b.f.tool, g)
 	return g
@@ -374,13 +376,13 @@ type Receiver struct {
 func NewReceiver() *Receiver {
 	r := &Receiver{set: newSet()}
 	b := builder{&r.set}
-	r.Received = b.counter("receiver.received", "Hint messages the receiver read, before decoding.")
-	r.Invalid = b.counter("receiver.invalid", "Hint messages that did not decode or validate, dropped.")
-	r.Duplicate = b.counter("receiver.duplicate", "Hint messages dropped as a repeat of a message id seen within the dedup window.")
-	r.Expired = b.counter("receiver.expired", "Prefetch actions dropped because they expired before they arrived.")
-	r.UnknownAction = b.counter("receiver.unknown_action", "Actions of a type the receiver does not handle, skipped.")
+	r.Received = b.counter("hintstream_receiver_received_total", "Hint messages the receiver read, before decoding.")
+	r.Invalid = b.counter("hintstream_receiver_invalid_total", "Hint messages that did not decode or validate, dropped.")
+	r.Duplicate = b.counter("hintstream_receiver_duplicate_total", "Hint messages dropped as a repeat of a message id seen within the dedup window.")
+	r.Expired = b.counter("hintstream_receiver_expired_total", "Prefetch actions dropped because they expired before they arrived.")
+	r.UnknownAction = b.counter("hintstream_receiver_unknown_action_total", "Actions of a type the receiver does not handle, skipped.")
 	// The action types of actions.ActionPrefetch and actions.ActionPin
 	// (literal here: package actions needs libzmq).
-	r.Delivered = b.vec("receiver.delivered", "reason", "Actions handed to the handler, by action type.", "kv.prefetch", "kv.pin")
+	r.Delivered = b.vec("hintstream_receiver_delivered_total", "reason", "Actions handed to the handler, by action type.", "kv.prefetch", "kv.pin")
 	return r
 }

@@ -114,14 +114,14 @@ func TestCountersReadBack(t *testing.T) {
 	f.RequestsMalformed.Inc("\xff") // replaced, not a panic
 	sum := f.Summary()
 	for k, want := range map[string]uint64{
-		"requests.received": 8000, "hints.prefetch.dropped": 8000, "hints.prefetch.dropped|expired": 8000,
-		"tooltime.expected_ms|search": 4000, "kv_events.applied|stored": 2, "requests.malformed|\uFFFD": 1,
+		"hintstream_requests_received_total": 8000, "hintstream_hints_prefetch_dropped_total": 8000, "hintstream_hints_prefetch_dropped_total|expired": 8000,
+		"hintstream_tooltime_expected_ms|search": 4000, "hintstream_kv_events_applied_total|stored": 2, "hintstream_requests_malformed_total|\uFFFD": 1,
 	} {
 		if sum[k] != want {
 			t.Errorf("summary %s = %d, want %d", k, sum[k], want)
 		}
 	}
-	if _, ok := sum["hints.prefetch.dropped|closed"]; ok {
+	if _, ok := sum["hintstream_hints_prefetch_dropped_total|closed"]; ok {
 		t.Error("summary lists a zero series")
 	}
 	if f.RequestsMalformed.Value("never") != 0 || f.HintsPrefetchDropped.Value("never") != 0 {
@@ -162,7 +162,7 @@ func TestReceiverFamilies(t *testing.T) {
 	if len(got) != 6 || got["hintstream_receiver_delivered_total"] == nil {
 		t.Fatalf("receiver families %v", got)
 	}
-	if r.Summary()["receiver.delivered|kv.pin"] != 1 {
+	if r.Summary()["hintstream_receiver_delivered_total|kv.pin"] != 1 {
 		t.Errorf("summary %v", r.Summary())
 	}
 }

@@ -21,8 +21,8 @@ type family interface {
 
 // Counter is an unlabelled monotonic counter.
 type Counter struct {
-	c         prometheus.Counter
-	key, name string
+	c    prometheus.Counter
+	name string
 }
 
 // Inc adds one.
@@ -40,10 +40,8 @@ func (c *Counter) Value() uint64 {
 	return uint64(m.GetCounter().GetValue())
 }
 
-// Name returns the exposed metric name; Key the dotted name of old
-// ("requests.received"), which summaries show.
+// Name returns the exposed metric name.
 func (c *Counter) Name() string { return c.name }
-func (c *Counter) Key() string  { return c.key }
 
 // Describe and Collect make a Counter a prometheus.Collector.
 func (c *Counter) Describe(ch chan<- *prometheus.Desc) { c.c.Describe(ch) }
@@ -53,7 +51,7 @@ func (c *Counter) Collect(ch chan<- prometheus.Metric) { c.c.Collect(ch) }
 
 func (c *Counter) summarize(out map[string]uint64) {
 	if v := c.Value(); v > 0 {
-		out[c.key] = v
+		out[c.name] = v
 	}
 }
 
@@ -62,10 +60,10 @@ func (c *Counter) summarize(out map[string]uint64) {
 // that are not valid UTF-8 have the bad bytes replaced by U+FFFD, so a
 // value from input never makes the client library panic.
 type CounterVec struct {
-	v               *prometheus.CounterVec
-	key, name, help string
-	label           string
-	known           []string
+	v          *prometheus.CounterVec
+	name, help string
+	label      string
+	known      []string
 }
 
 // Inc adds one to the series lv.
@@ -77,7 +75,7 @@ func (v *CounterVec) Add(lv string, n uint64) { v.v.WithLabelValues(valid(lv)).A
 // With returns the series lv, for a call site that bumps one series
 // often and looks it up once.
 func (v *CounterVec) With(lv string) *Counter {
-	return &Counter{c: v.v.WithLabelValues(valid(lv)), key: v.key + "|" + lv, name: v.name}
+	return &Counter{c: v.v.WithLabelValues(valid(lv)), name: v.name + "|" + lv}
 }
 
 // Value returns the count of the series lv, 0 when it does not exist (it
@@ -102,11 +100,9 @@ func (v *CounterVec) Total() uint64 {
 	return n
 }
 
-// Name returns the exposed metric name; Key the dotted name of old
-// ("requests.malformed"); Label the label's name; Help the HELP text;
-// Known the label values that exist from construction.
+// Name returns the exposed metric name; Label the label's name; Help the
+// HELP text; Known the label values that exist from construction.
 func (v *CounterVec) Name() string    { return v.name }
-func (v *CounterVec) Key() string     { return v.key }
 func (v *CounterVec) Label() string   { return v.label }
 func (v *CounterVec) Help() string    { return v.help }
 func (v *CounterVec) Known() []string { return slices.Clone(v.known) }
@@ -117,27 +113,27 @@ func (v *CounterVec) Describe(ch chan<- *prometheus.Desc) { v.v.Describe(ch) }
 // Collect sends every series.
 func (v *CounterVec) Collect(ch chan<- prometheus.Metric) { v.v.Collect(ch) }
 
-// summarize gives the total under key and each nonzero series under
-// key|label, as the counters of old did.
+// summarize gives the total under the name and each nonzero series under
+// name|label.
 func (v *CounterVec) summarize(out map[string]uint64) {
 	vals := v.Values()
 	var total uint64
 	for _, lv := range slices.Sorted(maps.Keys(vals)) {
 		if n := vals[lv]; n > 0 {
-			out[v.key+"|"+lv] = n
+			out[v.name+"|"+lv] = n
 			total += n
 		}
 	}
 	if total > 0 {
-		out[v.key] = total
+		out[v.name] = total
 	}
 }
 
 // GaugeVec is a gauge family with one label, holding seconds.
 type GaugeVec struct {
-	v               *prometheus.GaugeVec
-	key, name, help string
-	label           string
+	v          *prometheus.GaugeVec
+	name, help string
+	label      string
 }
 
 // Set stores seconds as the value of the series lv.
@@ -158,10 +154,12 @@ func (g *GaugeVec) Describe(ch chan<- *prometheus.Desc) { g.v.Describe(ch) }
 // Collect sends every series.
 func (g *GaugeVec) Collect(ch chan<- prometheus.Metric) { g.v.Collect(ch) }
 
-// summarize gives each series in milliseconds under key|label.
+// summarize gives each series in milliseconds, under the name with _ms
+// for _seconds, |label.
 func (g *GaugeVec) summarize(out map[string]uint64) {
+	key := strings.TrimSuffix(g.name, "_seconds") + "_ms"
 	for lv, s := range g.Values() {
-		out[g.key+"|"+lv] = uint64(s*1000 + 0.5)
+		out[key+"|"+lv] = uint64(s*1000 + 0.5)
 	}
 }
 

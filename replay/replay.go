@@ -251,7 +251,7 @@ func decided(decide func(context.Context, hints.Delivery, hints.Message) hints.O
 }
 
 // summarize reads the replay's typed counters. Errors are keyed by the
-// counters' dotted names ("requests.malformed|bad json"): the malformed,
+// counters' dotted names ("hintstream_requests_malformed_total|bad json"): the malformed,
 // skipped and dropped series by label, apply errors and unknown parents.
 // Zero values are left out.
 func summarize(events map[string]uint64, c *metrics.Families) Summary {
@@ -273,13 +273,13 @@ func summarize(events map[string]uint64, c *metrics.Families) Summary {
 		c.AffinityDropped, c.KVEventsDropped} {
 		for lv, n := range v.Values() {
 			if n > 0 {
-				s.Errors[v.Key()+"|"+lv] = n
+				s.Errors[v.Name()+"|"+lv] = n
 			}
 		}
 	}
 	for _, e := range []*metrics.Counter{c.KVEventsApplyErrors, c.LoadApplyErrors, c.KVEventsUnknownParent} {
 		if n := e.Value(); n > 0 {
-			s.Errors[e.Key()] = n
+			s.Errors[e.Name()] = n
 		}
 	}
 	return s

@@ -126,7 +126,7 @@ func TestModelsRestrictIndexAndChoices(t *testing.T) {
 	// Worker 3 is not registered yet: its events are kept (indexed here;
 	// held aside where only registered workers are indexed), since they
 	// may precede its record.
-	if got := metricstest.Snapshot(svc.Counters, "")["kv_events.skipped_model"]; got != 1 {
+	if got := metricstest.Snapshot(svc.Counters, "")["hintstream_kv_events_skipped_model_total"]; got != 1 {
 		t.Errorf("skipped_model %d, want 1", got)
 	}
 	// Worker 3 registers as model b: dropped from the index.

@@ -100,11 +100,11 @@ func TestKVEventFloodOfUnregisteredWorkers(t *testing.T) {
 	if st := svc.holding.Stats(); st.Workers > hints.DefaultHoldingWorkers {
 		t.Fatalf("holding area %+v over its bound", st)
 	}
-	dropped := metricstest.Get(svc.Counters, "kv_events.dropped|"+hints.ReasonUnknownWorker)
+	dropped := metricstest.Get(svc.Counters, "hintstream_kv_events_dropped_total|"+hints.ReasonUnknownWorker)
 	if dropped < flood-hints.DefaultHoldingWorkers {
 		t.Fatalf("%d dropped events counted, want at least %d", dropped, flood-hints.DefaultHoldingWorkers)
 	}
-	samples := metricstest.Get(svc.Counters, "kv_events.malformed|"+hints.ReasonUnknownWorker)
+	samples := metricstest.Get(svc.Counters, "hintstream_kv_events_malformed_total|"+hints.ReasonUnknownWorker)
 	if samples == 0 || samples > dropped/hints.DefaultHoldingSampleEvery+1 {
 		t.Fatalf("%d dead-letter samples for %d drops", samples, dropped)
 	}

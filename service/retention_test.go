@@ -229,8 +229,8 @@ func TestRetentionCompressedTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.State.FirstSeq <= 1 || metricstest.Snapshot(live.Counters, "")["kv_events.purged"] == 0 {
-		t.Fatalf("KV_EVENTS not compacted: first seq %d, purged %d", info.State.FirstSeq, metricstest.Snapshot(live.Counters, "")["kv_events.purged"])
+	if info.State.FirstSeq <= 1 || metricstest.Snapshot(live.Counters, "")["hintstream_kv_events_purged_total"] == 0 {
+		t.Fatalf("KV_EVENTS not compacted: first seq %d, purged %d", info.State.FirstSeq, metricstest.Snapshot(live.Counters, "")["hintstream_kv_events_purged_total"])
 	}
 	t.Logf("KV_EVENTS after compaction: seqs %d..%d (%d messages, %d B) of %d published",
 		info.State.FirstSeq, info.State.LastSeq, info.State.Msgs, info.State.Bytes, lastSeq)
@@ -242,7 +242,7 @@ func TestRetentionCompressedTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fresh.Stop(context.Background())
-	if metricstest.Snapshot(fresh.Counters, "")["snapshots.loaded"] != 1 {
+	if metricstest.Snapshot(fresh.Counters, "")["hintstream_snapshots_loaded_total"] != 1 {
 		t.Fatal("fresh member did not start from the snapshot")
 	}
 	n := c.sameIndex(t, live.Index, fresh.Index)
@@ -276,7 +276,9 @@ func TestForeignKVStreamNeverPurged(t *testing.T) {
 		for range 50 {
 			<-c.step(ctx).Ok()
 		}
-		natstest.Eventually(t, 20*time.Second, func() bool { return metricstest.Snapshot(svc.Counters, "")["snapshots.saved"] >= uint64(n+1) },
+		natstest.Eventually(t, 20*time.Second, func() bool {
+			return metricstest.Snapshot(svc.Counters, "")["hintstream_snapshots_saved_total"] >= uint64(n+1)
+		},
 			"snapshot %d saved", n+1)
 	}
 	natstest.Eventually(t, 5*time.Second, svc.purgeOff.Load, "the stream found foreign")

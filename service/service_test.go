@@ -167,7 +167,7 @@ func TestSnapshotRestart(t *testing.T) {
 	}
 	a.Stop(ctx) // saves the snapshot
 	if a.Counters.SnapshotsSaved.Value() != 1 {
-		t.Fatalf("no snapshot saved at shutdown: %v", metricstest.Snapshot(a.Counters, "snapshots"))
+		t.Fatalf("no snapshot saved at shutdown: %v", metricstest.Snapshot(a.Counters, "hintstream_snapshots"))
 	}
 	// Published while no instance runs: the tail.
 	parent := schemas.BlockHash(101)

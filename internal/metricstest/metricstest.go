@@ -1,7 +1,6 @@
-// Package metricstest reads typed metrics by the dotted names of the
-// counters they replaced ("requests.malformed|bad json"), so that tests
-// written against those names keep asserting the same values. Production
-// code reads the typed fields instead.
+// Package metricstest reads typed metrics by their exposed names
+// ("hintstream_requests_malformed_total|bad json" for one series), as the
+// tests assert them. Production code reads the typed fields instead.
 package metricstest
 
 import "strings"

@@ -136,9 +136,9 @@ func BenchmarkValue(b *testing.B) {
 	b.ReportMetric(100*res.Hintstream.PrefetchAccuracy, "prefetch-accuracy-%")
 	b.ReportMetric(float64(res.Hintstream.L3.PinsLapsed), "hintstream-pins-lapsed")
 	b.Logf("hintstream: %d of %d pins (and %d renewals) lapsed before the next turn; %d used the default tool time, %d a provisional one; learned tool time at the end %d ms",
-		res.Hintstream.L3.PinsLapsed, res.Hintstream.Pins, res.Hintstream.Renewals, res.Hintstream.Counters["pins.expected_from|default"],
-		res.Hintstream.Counters["pins.expected_from|provisional"],
-		res.Hintstream.Counters["tooltime.expected_ms|"+workload.ToolName])
+		res.Hintstream.L3.PinsLapsed, res.Hintstream.Pins, res.Hintstream.Renewals, res.Hintstream.Counters["hintstream_pins_expected_from_total|default"],
+		res.Hintstream.Counters["hintstream_pins_expected_from_total|provisional"],
+		res.Hintstream.Counters["hintstream_tooltime_expected_ms|"+workload.ToolName])
 	b.Log("\n" + res.Markdown())
 }
 
