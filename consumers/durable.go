@@ -13,6 +13,7 @@ import (
 	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -44,7 +45,7 @@ type durable struct {
 
 	// ctx is the component's context (from start, without its deadline),
 	// cancelled once stop has drained: every operation's timeout derives
-	// from it (DefaultOpTimeout).
+	// from it (streams.DefaultOpTimeout).
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -79,19 +80,15 @@ const (
 	// DefaultRepullDelay is how long a consumer whose pull met no
 	// responder waits before it consumes afresh.
 	DefaultRepullDelay = 100 * time.Millisecond
-	// DefaultOpTimeout bounds one JetStream operation of a consumer
-	// (lookup, recreation, dead-letter copy); it derives from the
-	// consumer's context, so it ends with the consumer.
-	DefaultOpTimeout = 5 * time.Second
 )
 
-// opContext is a DefaultOpTimeout context derived from parent (nil: a
+// opContext is a streams.DefaultOpTimeout context derived from parent (nil: a
 // component never started, as in tests that call a handler directly).
 func opContext(parent context.Context) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		parent = context.Background()
 	}
-	return context.WithTimeout(parent, DefaultOpTimeout)
+	return context.WithTimeout(parent, streams.DefaultOpTimeout)
 }
 
 func (d *durable) config() jetstream.ConsumerConfig {

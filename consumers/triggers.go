@@ -82,7 +82,7 @@ func newTrigger(js jetstream.JetStream, cfg TriggerConfig, kind, defaultDurable 
 // handle is the JetStream side: it hands the message to the decisions
 // and acts on the Outcome. The decisions run under the consumer's context
 // (cancelled once the consumer has stopped); their store operations are
-// bounded by their own timeouts (pins.DefaultOpTimeout).
+// bounded by their own timeouts (streams.DefaultOpTimeout).
 func (t *trigger) handle(msg jetstream.Msg) {
 	d := deliveryOf(msg, func(bool) { ack(msg, t.counters, t.rej.kind, t.log) })
 	settle(msg, t.decide(t.d.ctx, d, MessageOf(msg)), &t.rej)

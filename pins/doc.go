@@ -9,5 +9,5 @@
 // The decision engine (package hints) calls Pinning with plain inputs
 // (stream sequence, time, the decoded event) and turns its errors into
 // Outcomes: pins does not import hints. Store operations derive their
-// timeout (DefaultOpTimeout) from the caller's context.
+// timeout (streams.DefaultOpTimeout) from the caller's context.
 package pins

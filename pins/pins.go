@@ -12,6 +12,7 @@ import (
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
 	"github.com/hintstream/hintstream/tooltime"
 )
 
@@ -42,10 +43,6 @@ type SlotStore interface {
 	// the pin of trigger, and reports whether it was.
 	Renew(ctx context.Context, session, trigger string, expiresAtMs int64) (bool, error)
 }
-
-// DefaultOpTimeout bounds the store operations (KV reads and writes) of
-// one event or one renewal, within the caller's context.
-const DefaultOpTimeout = 5 * time.Second
 
 // ErrNotYet means a tool-call response's request is not (yet) in the
 // request store: another member may still be indexing it, so the
@@ -130,7 +127,7 @@ func (p *Pinning) now() time.Time {
 // at, and closes its session's previous pin. An error is transient: the
 // caller hands the request back.
 func (p *Pinning) OnRequest(ctx context.Context, seq uint64, at time.Time, req *schemas.RequestEvent) error {
-	ctx, cancel := context.WithTimeout(ctx, DefaultOpTimeout)
+	ctx, cancel := context.WithTimeout(ctx, streams.DefaultOpTimeout)
 	defer cancel()
 	e := IndexEntry{Seq: seq}
 	if v, ok := schemas.LookupHeader(req.Headers, HeaderSimToolCall); ok {
@@ -212,7 +209,7 @@ func (a Arrival) eventTime(ms int64) time.Time {
 // returns no other.
 func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a Arrival) (queued bool, err error) {
 	p.Tick(ctx, a.eventTime(resp.CompletedAtMs))
-	ctx, cancel := context.WithTimeout(ctx, DefaultOpTimeout)
+	ctx, cancel := context.WithTimeout(ctx, streams.DefaultOpTimeout)
 	defer cancel()
 	toolCall := resp.FinishReason == "tool_calls" || len(resp.ToolCalls) > 0
 	e, err := p.Index.Entry(ctx, resp.RequestID)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/streams"
 )
 
 // Renewal: a tool call that outlasts its expected time would lose its
@@ -97,7 +98,7 @@ func (p *Pinning) Pending() int {
 // due by then; once RunRenewals runs, it only wakes that goroutine, so
 // handlers never wait for a renewal. Safe for concurrent use; the live
 // service calls it every second, the engine with each event's time. ctx
-// bounds the renewals' store writes (each within DefaultOpTimeout).
+// bounds the renewals' store writes (each within streams.DefaultOpTimeout).
 func (p *Pinning) Tick(ctx context.Context, at time.Time) {
 	if p.RenewMax <= 0 {
 		return
@@ -144,7 +145,7 @@ func (p *Pinning) renewOne(ctx context.Context, x *renewal, now time.Time) bool 
 	}
 	expected, _ := p.Learner.Expected(x.tools)
 	ttl := min(p.TTL.TTL(expected), left)
-	ctx, cancel := context.WithTimeout(ctx, DefaultOpTimeout)
+	ctx, cancel := context.WithTimeout(ctx, streams.DefaultOpTimeout)
 	defer cancel()
 	ok, err := p.Slots.Renew(ctx, x.session, x.pin.Trigger, now.Add(ttl).UnixMilli())
 	if err != nil {

@@ -3,6 +3,7 @@ package pins
 import (
 	"container/heap"
 	"context"
+	"github.com/hintstream/hintstream/streams"
 	"time"
 )
 
@@ -176,7 +177,7 @@ func (p *Pinning) renewBatch(ctx context.Context, batch []*renewal, now time.Tim
 	if len(jobs) == 0 {
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, DefaultOpTimeout)
+	cctx, cancel := context.WithTimeout(ctx, streams.DefaultOpTimeout)
 	defer cancel()
 	var res []RenewResult
 	if br, ok := p.Slots.(BatchRenewer); ok {

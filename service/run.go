@@ -28,8 +28,6 @@ import (
 // Timeouts of the service's own operations; each derives from the
 // context of the part doing it, so shutdown cuts it short.
 const (
-	// DefaultOpTimeout bounds one JetStream call of the stream watcher.
-	DefaultOpTimeout = 5 * time.Second
 	// DefaultPendingTimeout bounds the backlog lookup of a /metrics scrape.
 	DefaultPendingTimeout = time.Second
 	// DefaultSnapshotLoadTimeout bounds reading a snapshot at start-up.

@@ -439,7 +439,7 @@ func (s *Service) runStreamWatch(ctx context.Context, ours map[string]streams.Co
 		case <-tick.C:
 		}
 		for name, cfg := range ours {
-			octx, cancel := context.WithTimeout(s.watchCtx, DefaultOpTimeout)
+			octx, cancel := context.WithTimeout(s.watchCtx, streams.DefaultOpTimeout)
 			_, err := s.js.Stream(octx, name)
 			cancel()
 			if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -477,7 +477,7 @@ func (s *Service) recreateStream(cfg streams.Config) {
 	}()
 	wait := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(s.watchCtx, DefaultOpTimeout)
+		ctx, cancel := context.WithTimeout(s.watchCtx, streams.DefaultOpTimeout)
 		_, outcome, err := streams.Ensure(ctx, s.js, cfg, streams.WithLogger(discardLogger))
 		cancel()
 		if err == nil && outcome != streams.Created {
