@@ -15,6 +15,7 @@ import (
 	"github.com/hintstream/hintstream/bridge"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/pypeer"
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -166,9 +167,9 @@ func waitCount(t *testing.T, js jetstream.JetStream, n uint64) {
 
 func headerSeq(t *testing.T, m *jetstream.RawStreamMsg) uint64 {
 	t.Helper()
-	s, err := strconv.ParseUint(m.Header.Get(bridge.HeaderSeq), 10, 64)
+	s, err := strconv.ParseUint(m.Header.Get(schemas.HeaderBridgeSeq), 10, 64)
 	if err != nil {
-		t.Fatalf("stream message %d: %s %q: %v", m.Sequence, bridge.HeaderSeq, m.Header.Get(bridge.HeaderSeq), err)
+		t.Fatalf("stream message %d: %s %q: %v", m.Sequence, schemas.HeaderBridgeSeq, m.Header.Get(schemas.HeaderBridgeSeq), err)
 	}
 	return s
 }
@@ -182,7 +183,7 @@ func checkSame(t *testing.T, msgs []*jetstream.RawStreamMsg, batches []pypeer.Ba
 	}
 	for i, m := range msgs {
 		b := batches[i]
-		epoch := m.Header.Get(bridge.HeaderEpoch)
+		epoch := m.Header.Get(schemas.HeaderBridgeEpoch)
 		switch {
 		case m.Subject != subject:
 			t.Errorf("message %d: subject %q, want %q", i, m.Subject, subject)
@@ -192,8 +193,8 @@ func checkSame(t *testing.T, msgs []*jetstream.RawStreamMsg, batches []pypeer.Ba
 			t.Errorf("message %d (seq %d): payload differs from what the engine sent", i, b.Seq)
 		case m.Header.Get("Content-Type") != "application/msgpack":
 			t.Errorf("message %d: Content-Type %q", i, m.Header.Get("Content-Type"))
-		case m.Header.Get(bridge.HeaderDpRank) != "0":
-			t.Errorf("message %d: dp rank header %q", i, m.Header.Get(bridge.HeaderDpRank))
+		case m.Header.Get(schemas.HeaderBridgeDpRank) != "0":
+			t.Errorf("message %d: dp rank header %q", i, m.Header.Get(schemas.HeaderBridgeDpRank))
 		case m.Header.Get(nats.MsgIdHdr) != fmt.Sprintf("%d-0-%s-%d", worker, epoch, b.Seq):
 			t.Errorf("message %d: Nats-Msg-Id %q, epoch %q", i, m.Header.Get(nats.MsgIdHdr), epoch)
 		}
@@ -304,9 +305,9 @@ func TestRestartedBridgeStoresOnce(t *testing.T) {
 		t.Errorf("stats %+v: want >= %d duplicates and no restart", s, stored)
 	}
 	for _, m := range msgs {
-		if m.Header.Get(bridge.HeaderEpoch) != msgs[0].Header.Get(bridge.HeaderEpoch) {
+		if m.Header.Get(schemas.HeaderBridgeEpoch) != msgs[0].Header.Get(schemas.HeaderBridgeEpoch) {
 			t.Fatalf("message %d has epoch %s, the first %s: the restarted bridge did not keep the engine's epoch",
-				m.Sequence, m.Header.Get(bridge.HeaderEpoch), msgs[0].Header.Get(bridge.HeaderEpoch))
+				m.Sequence, m.Header.Get(schemas.HeaderBridgeEpoch), msgs[0].Header.Get(schemas.HeaderBridgeEpoch))
 		}
 	}
 }
@@ -347,8 +348,8 @@ func TestEngineRestartStartsNewEpoch(t *testing.T) {
 	msgs := storedMsgs(t, js)
 	checkSame(t, msgs[:len(old)], old)
 	checkSame(t, msgs[len(old):], fresh)
-	e1, _ := strconv.ParseUint(msgs[0].Header.Get(bridge.HeaderEpoch), 10, 64)
-	e2, _ := strconv.ParseUint(msgs[len(old)].Header.Get(bridge.HeaderEpoch), 10, 64)
+	e1, _ := strconv.ParseUint(msgs[0].Header.Get(schemas.HeaderBridgeEpoch), 10, 64)
+	e2, _ := strconv.ParseUint(msgs[len(old)].Header.Get(schemas.HeaderBridgeEpoch), 10, 64)
 	if e2 <= e1 {
 		t.Errorf("epoch after the restart %d, before %d: want a later one", e2, e1)
 	}
@@ -374,7 +375,7 @@ func TestEngineRestartWhileBridgeDown(t *testing.T) {
 	waitCount(t, js, uint64(len(old)+len(fresh)))
 	msgs := storedMsgs(t, js)
 	checkSame(t, msgs[len(old):], fresh)
-	if msgs[0].Header.Get(bridge.HeaderEpoch) == msgs[len(old)].Header.Get(bridge.HeaderEpoch) {
+	if msgs[0].Header.Get(schemas.HeaderBridgeEpoch) == msgs[len(old)].Header.Get(schemas.HeaderBridgeEpoch) {
 		t.Error("the restarted engine's batches kept the old epoch")
 	}
 	if s := b.Stats(); s.Restarts != 1 || s.Replayed != 2 {
@@ -405,7 +406,7 @@ func TestEngineRestartWhileBridgeDownNoReplay(t *testing.T) {
 	fresh = append(fresh, eng.Publish(5)...)
 	waitStored(t, js, fresh)
 	msgs := storedMsgs(t, js)[old:]
-	if len(msgs) < 6 || msgs[0].Header.Get(bridge.HeaderEpoch) == storedMsgs(t, js)[0].Header.Get(bridge.HeaderEpoch) {
+	if len(msgs) < 6 || msgs[0].Header.Get(schemas.HeaderBridgeEpoch) == storedMsgs(t, js)[0].Header.Get(schemas.HeaderBridgeEpoch) {
 		t.Fatalf("%d new messages; want at least 6 under a new epoch", len(msgs))
 	}
 	checkSame(t, msgs[len(msgs)-5:], fresh[len(fresh)-5:])
@@ -432,8 +433,8 @@ func TestDpRanksShareSubject(t *testing.T) {
 	a0.stop(t)
 	a1.stop(t)
 	msgs := storedMsgs(t, js)
-	if last := msgs[len(msgs)-1]; last.Header.Get(bridge.HeaderDpRank) != "1" {
-		t.Fatalf("last message is from dp rank %q; the test needs rank 1 last", last.Header.Get(bridge.HeaderDpRank))
+	if last := msgs[len(msgs)-1]; last.Header.Get(schemas.HeaderBridgeDpRank) != "1" {
+		t.Fatalf("last message is from dp rank %q; the test needs rank 1 last", last.Header.Get(schemas.HeaderBridgeDpRank))
 	}
 	if msgs[0].Header.Get(nats.MsgIdHdr) == "" || !bytes.HasPrefix([]byte(msgs[len(msgs)-1].Header.Get(nats.MsgIdHdr)), []byte("7-1-")) {
 		t.Errorf("Msg-Ids %q, %q", msgs[0].Header.Get(nats.MsgIdHdr), msgs[len(msgs)-1].Header.Get(nats.MsgIdHdr))

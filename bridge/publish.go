@@ -8,16 +8,14 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/zeebo/xxh3"
 )
 
-// Headers on every republished batch.
+// Headers on every republished batch, besides schemas.HeaderBridge*.
 const (
-	HeaderSeq         = "Hintstream-Seq"     // the engine's seq, decimal
-	HeaderEpoch       = "Hintstream-Epoch"   // the engine incarnation, see the package doc
-	HeaderDpRank      = "Hintstream-Dp-Rank" // Config.DpRank, decimal
 	HeaderContentType = "Content-Type"
 	ContentType       = "application/msgpack"
 )
@@ -48,9 +46,9 @@ func permanent(err error) bool {
 func (r *run) publish(ctx context.Context, b batch) (bool, error) {
 	h := nats.Header{}
 	h.Set(nats.MsgIdHdr, MsgID(r.cfg.WorkerID, r.cfg.DpRank, r.epoch, b.seq))
-	h.Set(HeaderSeq, strconv.FormatUint(b.seq, 10))
-	h.Set(HeaderEpoch, strconv.FormatUint(r.epoch, 10))
-	h.Set(HeaderDpRank, strconv.FormatUint(uint64(r.cfg.DpRank), 10))
+	h.Set(schemas.HeaderBridgeSeq, strconv.FormatUint(b.seq, 10))
+	h.Set(schemas.HeaderBridgeEpoch, strconv.FormatUint(r.epoch, 10))
+	h.Set(schemas.HeaderBridgeDpRank, strconv.FormatUint(uint64(r.cfg.DpRank), 10))
 	h.Set(HeaderContentType, ContentType)
 	msg := &nats.Msg{Subject: r.subject, Header: h, Data: b.payload}
 
@@ -169,9 +167,9 @@ func (r *run) ours(m *jetstream.RawStreamMsg) (*stored, bool) {
 	if m.Subject != r.subject || m.Header == nil {
 		return nil, false
 	}
-	rank, err1 := strconv.ParseUint(m.Header.Get(HeaderDpRank), 10, 32)
-	epoch, err2 := strconv.ParseUint(m.Header.Get(HeaderEpoch), 10, 64)
-	seq, err3 := strconv.ParseUint(m.Header.Get(HeaderSeq), 10, 64)
+	rank, err1 := strconv.ParseUint(m.Header.Get(schemas.HeaderBridgeDpRank), 10, 32)
+	epoch, err2 := strconv.ParseUint(m.Header.Get(schemas.HeaderBridgeEpoch), 10, 64)
+	seq, err3 := strconv.ParseUint(m.Header.Get(schemas.HeaderBridgeSeq), 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil || uint32(rank) != r.cfg.DpRank {
 		return nil, false
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/hintstream/hintstream/internal/zmqtest"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/bridge"
 	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
@@ -280,8 +279,8 @@ func TestEngineRestartClearsWorker(t *testing.T) {
 	pub := func(data []byte, epoch, seq string) {
 		m := nats.NewMsg(streams.KVEventSubject(9))
 		m.Data = data
-		m.Header.Set(bridge.HeaderEpoch, epoch)
-		m.Header.Set(bridge.HeaderSeq, seq)
+		m.Header.Set(schemas.HeaderBridgeEpoch, epoch)
+		m.Header.Set(schemas.HeaderBridgeSeq, seq)
 		if _, err := f.js.PublishMsg(context.Background(), m); err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/bridge"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
@@ -223,9 +222,9 @@ func hostileCases() []hostileCase {
 		{"engine token id 2^64-1", "kv_events", engineEvent(storedEvent("token_ids", mpArr{uint64(1<<64 - 1), 1, 2, 3})), "", nil, "token_ids"},
 		{"engine negative token id", "kv_events", engineEvent(storedEvent("token_ids", mpArr{-5, 1, 2, 3})), "", nil, "token id"},
 		{"engine seq header -1", "kv_events", engineEvent(mpMap{"type", "AllBlocksCleared"}), "",
-			nats.Header{bridge.HeaderSeq: []string{"-1"}}, bridge.HeaderSeq},
+			nats.Header{schemas.HeaderBridgeSeq: []string{"-1"}}, schemas.HeaderBridgeSeq},
 		{"engine seq header 2^64", "kv_events", engineEvent(mpMap{"type", "AllBlocksCleared"}), "",
-			nats.Header{bridge.HeaderSeq: []string{"18446744073709551616"}}, bridge.HeaderSeq},
+			nats.Header{schemas.HeaderBridgeSeq: []string{"18446744073709551616"}}, schemas.HeaderBridgeSeq},
 
 		// kv.load
 		{"truncated msgpack", "load", mp(mpMap{"worker_id", 1, "kv_used_blocks", 5})[:6], mpCT, nil, "truncated msgpack"},

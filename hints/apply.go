@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/hintstream/hintstream/bridge"
 	"github.com/hintstream/hintstream/eventplane"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
@@ -15,7 +14,7 @@ import (
 // frame of Dynamo's event plane.
 type KVBatch struct {
 	Events []kvevents.Event
-	// Epoch is the bridge's engine incarnation (bridge.HeaderEpoch), ""
+	// Epoch is the bridge's engine incarnation (schemas.HeaderBridgeEpoch), ""
 	// when the message names none.
 	Epoch string
 	// Frame is set, instead of Events, for a frame of Dynamo's event
@@ -50,7 +49,7 @@ func decodeKV(lim schemas.Limits, m Message, one *[1]kvevents.Event, sc *kvScrat
 	if err != nil {
 		return KVBatch{}, err
 	}
-	return KVBatch{Events: evs, Epoch: m.Header.Get(bridge.HeaderEpoch)}, nil
+	return KVBatch{Events: evs, Epoch: m.Header.Get(schemas.HeaderBridgeEpoch)}, nil
 }
 
 // kvScratch is one KV message's decode memory, pooled per Engine: the
@@ -96,7 +95,7 @@ func (e *Engine) KV(m Message) error {
 // serves (EngineDeps.KeepWorker). A stored event whose parent block is
 // unknown is counted and dropped, as Dynamo's indexer does.
 //
-// An engine batch's sequence number (bridge.HeaderSeq) is its events'
+// An engine batch's sequence number (schemas.HeaderBridgeSeq) is its events'
 // EventID, for the index's gap detection. When the bridge reports a new
 // engine incarnation (b.Epoch changes for a worker), the engine restarted
 // with an empty cache: its old blocks are cleared first. Event-plane
@@ -200,9 +199,9 @@ func decodeKVEvents(m Message, lim schemas.Limits, one *[1]kvevents.Event, sc *k
 		return nil, &schemas.DecodeError{Kind: "engine_batch", Reason: "subject names no worker id", Err: err}
 	}
 	var seq uint64
-	if h := m.Header.Get(bridge.HeaderSeq); h != "" {
+	if h := m.Header.Get(schemas.HeaderBridgeSeq); h != "" {
 		if seq, err = strconv.ParseUint(h, 10, 64); err != nil {
-			return nil, &schemas.DecodeError{Kind: "engine_batch", Reason: "invalid " + bridge.HeaderSeq + " header", Err: err}
+			return nil, &schemas.DecodeError{Kind: "engine_batch", Reason: "invalid " + schemas.HeaderBridgeSeq + " header", Err: err}
 		}
 	}
 	if sc != nil {

@@ -113,7 +113,7 @@ type Config struct {
 	// save and at start-up); default DefaultSnapshotReclaimGrace.
 	SnapshotReclaimGrace time.Duration
 	// PinRenewRate is the pin renewal budget, renewals/s (their own
-	// goroutine); default consumers.DefaultPinRenewRate.
+	// goroutine); default pins.DefaultPinRenewRate.
 	PinRenewRate float64
 	// PinSlotsMaxBytes and RequestIndexMaxBytes cap the hintstream_pins
 	// and hintstream_requests buckets when they are created (or updated,
