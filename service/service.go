@@ -58,6 +58,11 @@ type Service struct {
 	Learner *tooltime.Learner
 
 	lastSnapshot atomic.Uint64 // KV stream sequence the last saved snapshot covers
+	// lastSnapCreated is the stream incarnation (creation, Unix ns)
+	// lastSnapshot counts in, and indexGap why the index is incomplete
+	// (nil: complete; gaps.go).
+	lastSnapCreated atomic.Int64
+	indexGap        atomic.Pointer[string]
 
 	// lc runs every long-running part under one errgroup (run.go).
 	lc *lifecycle
@@ -201,7 +206,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if s.cfg.HTTPAddr != "" {
 		s.http, err = observe.Start(observe.Options{Addr: s.cfg.HTTPAddr, Pprof: s.cfg.Pprof, Logger: s.log},
 			observe.Sources{Counters: s.Counters, Index: s.Index.Stats, Endpoints: s.pool.Stats,
-				Ready: s.ready.Load, Pending: s.pending, Latency: s.latency, TopTools: s.cfg.MetricsTopTools, Budget: s.pool.Budget,
+				Ready: s.ready.Load, IndexComplete: s.IndexComplete, Pending: s.pending, Latency: s.latency, TopTools: s.cfg.MetricsTopTools, Budget: s.pool.Budget,
 				// Called only once ready, when registry, selector and learner are set.
 				Workers: func() []schemas.WorkerRecord { return s.registry.Workers() },
 				Loads:   s.Loads.Get,
