@@ -1,0 +1,318 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/internal/natstest"
+	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/observe"
+	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Issue 26, "gaps are loud": the tests below drive the real binary
+// against a real nats-server. Each failed before the change it names.
+
+// publishChain announces worker's full blocks of tokens one KV event per
+// block (each the child of the one before), event ids from firstID: n
+// blocks are n stream messages.
+func publishChain(t *testing.T, ctx context.Context, js jetstream.JetStream, worker uint64, tokens []uint32, firstID uint64) {
+	t.Helper()
+	local := kvevents.LocalBlockHashes(tokens, 16)
+	for i, h := range local {
+		st := &schemas.KvCacheStoreData{Blocks: []schemas.StoredBlock{{
+			BlockHash: schemas.BlockHash(worker<<40 | uint64(tokens[0])<<8 | uint64(i+1)), TokensHash: schemas.BlockHash(h)}}}
+		if i > 0 {
+			p := schemas.BlockHash(worker<<40 | uint64(tokens[0])<<8 | uint64(i))
+			st.ParentHash = &p
+		}
+		b, err := json.Marshal(schemas.RouterEvent{WorkerID: worker, Event: schemas.KvCacheEvent{EventID: firstID + uint64(i),
+			Data: schemas.KvCacheEventData{Kind: schemas.KindStored, Stored: st}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.PublishAsync(streams.KVEventSubject(worker), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		t.Fatal("KV events not acknowledged")
+	}
+}
+
+// registerWorkers puts a record per id (model, block size 16, an
+// endpoint nobody binds: these tests ask for choices, not hints).
+func registerWorkers(t *testing.T, ctx context.Context, js jetstream.JetStream, ids ...uint64) {
+	t.Helper()
+	kv, err := registry.Bucket(ctx, js, registry.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: id, Model: model, KvBlockSize: 16,
+			HintEndpoints: []string{fmt.Sprintf("tcp://127.0.0.1:%d", 29000+id)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// overlapOf asks a member which worker it would choose for prompt, and
+// how many blocks each candidate holds.
+func overlapOf(t *testing.T, addr string, prompt []uint32) (chosen uint64, overlap map[uint64]int) {
+	t.Helper()
+	body, err := json.Marshal(observe.OverlapRequest{Model: model, TokenIDs: prompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post("http://"+addr+"/v1/overlap", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v observe.OverlapView
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatalf("overlap: %v", err)
+	}
+	overlap = map[uint64]int{}
+	for _, c := range v.Candidates {
+		overlap[c.WorkerID] = c.OverlapBlocks
+	}
+	if v.Chosen != nil {
+		chosen = v.Chosen.WorkerID
+	}
+	return chosen, overlap
+}
+
+func readyz(t *testing.T, addr string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func streamState(t *testing.T, ctx context.Context, js jetstream.JetStream) *jetstream.StreamInfo {
+	t.Helper()
+	st, err := js.Stream(ctx, streams.DefaultSet().KVEvents.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.CachedInfo()
+}
+
+// TestGapsPurgedBehindSnapshots is finding 1, first case. A member purges
+// 100 KV events behind its snapshot. Then:
+//   - a member with snapshots off resumes behind the stream's first
+//     sequence: it must say so in the log (naming 1..100), on /metrics
+//     (hintstream_index_complete 0), on /readyz and in `inspect index`;
+//   - a member with a snapshot bucket of its own must fall back to the
+//     group's newer snapshot and hold all 100 blocks, complete.
+//
+// Before the change, the first logged nothing above INFO and the second
+// came up with 0 blocks, both with /readyz "ready".
+func TestGapsPurgedBehindSnapshots(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
+		t.Fatal(err)
+	}
+	registerWorkers(t, ctx, js, 1, 2)
+	prompt := seq(100, 100*16)
+	publishChain(t, ctx, js, 1, prompt, 1)
+
+	a := start(t, "run", "--nats-url", srv.ClientURL(), "--log-format", "json", "--snapshot-interval", "500ms",
+		"--kv-events-keep", "1ms")
+	a.waitLine(t, 60*time.Second, "KV events behind the snapshots purged")
+	a.stop(t)
+	if st := streamState(t, ctx, js); st.State.FirstSeq != 101 {
+		t.Fatalf("KV_EVENTS first sequence %d after the purge, want 101", st.State.FirstSeq)
+	}
+
+	// Snapshots off: the index lacks 100 events and says so.
+	b := start(t, "run", "--nats-url", srv.ClientURL(), "--log-format", "json", "--snapshot-interval", "0",
+		"--http-addr", "127.0.0.1:0")
+	addr := httpAddr(t, b)
+	b.waitLine(t, 30*time.Second, "hintstream running")
+	line := b.waitLine(t, time.Second, "index incomplete")
+	var rec struct {
+		Level   string `json:"level"`
+		FromSeq uint64 `json:"from_seq"`
+		ToSeq   uint64 `json:"to_seq"`
+		Missing uint64 `json:"missing"`
+	}
+	if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Level != "WARN" || rec.FromSeq != 1 || rec.ToSeq != 100 || rec.Missing != 100 {
+		t.Fatalf("gap line %q (%v): want WARN from_seq 1 to_seq 100 missing 100", line, err)
+	}
+	if v := scrape(t, addr)["hintstream_index_complete"]; v != 0 {
+		t.Fatalf("hintstream_index_complete %v with 100 events missing, want 0", v)
+	}
+	if code, body := readyz(t, addr); code != http.StatusOK || !strings.Contains(body, "index incomplete: KV events 1..100") {
+		t.Fatalf("/readyz %d %q: want 200 carrying the missing range", code, body)
+	}
+	out, errs, ok := inspect(t, "--addr", addr, "index")
+	if !ok || !regexp.MustCompile(`(?m)^complete\s+no: KV events 1\.\.100 `).MatchString(out) {
+		t.Fatalf("inspect index:\n%s%s", out, errs)
+	}
+	if _, ov := overlapOf(t, addr, prompt); ov[1] != 0 {
+		t.Fatalf("worker 1 overlap %d: the member was expected to lack the purged blocks", ov[1])
+	}
+	b.stop(t)
+
+	// A bucket of its own: the group's snapshot fills the index.
+	c := start(t, "run", "--nats-url", srv.ClientURL(), "--log-format", "json", "--snapshot-interval", "1h",
+		"--snapshot-bucket", "mine", "--http-addr", "127.0.0.1:0")
+	addr = httpAddr(t, c)
+	c.waitLine(t, 30*time.Second, "hintstream running")
+	loaded := c.waitLine(t, time.Second, "index snapshot loaded")
+	if !strings.Contains(loaded, `"bucket":"hintstream_snapshots"`) {
+		t.Fatalf("loaded %q: want the group's bucket", loaded)
+	}
+	if chosen, ov := overlapOf(t, addr, prompt); ov[1] != 100 || chosen != 1 {
+		t.Fatalf("chosen %d, overlap %v: want worker 1 with all 100 blocks", chosen, ov)
+	}
+	if v := scrape(t, addr)["hintstream_index_complete"]; v != 1 {
+		t.Fatalf("hintstream_index_complete %v after the fallback, want 1", v)
+	}
+	if code, body := readyz(t, addr); code != http.StatusOK || strings.TrimSpace(body) != "ready" {
+		t.Fatalf("/readyz %d %q", code, body)
+	}
+	c.stop(t)
+	figure(t, "gaps_purged", "missing_logged", rec.Missing, "fallback_blocks", 100)
+}
+
+// snapshotMeta reads the default snapshot's covered sequence and the
+// stream incarnation it names (zero when absent).
+func snapshotMeta(t *testing.T, ctx context.Context, js jetstream.JetStream) (seq uint64, created time.Time, ok bool) {
+	t.Helper()
+	obs, err := js.ObjectStore(ctx, "hintstream_snapshots")
+	if err != nil {
+		return 0, time.Time{}, false
+	}
+	info, err := obs.GetInfo(ctx, "kv-index/"+streams.DefaultSet().KVEvents.Name)
+	if err != nil {
+		return 0, time.Time{}, false
+	}
+	seq, _ = strconv.ParseUint(info.Headers.Get("Hintstream-Kv-Seq"), 10, 64)
+	created, _ = time.Parse(time.RFC3339Nano, info.Headers.Get("Hintstream-Kv-Stream-Created"))
+	return seq, created, true
+}
+
+// recreateKVStream deletes KV_EVENTS and, unless a member does it first,
+// creates it again; it returns once the new stream exists.
+func recreateKVStream(t *testing.T, ctx context.Context, js jetstream.JetStream) {
+	t.Helper()
+	name := streams.DefaultSet().KVEvents.Name
+	old := streamState(t, ctx, js).Created
+	if err := js.DeleteStream(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, err := streams.EnsureSet(ctx, js, streams.DefaultSet())
+		if err == nil {
+			if st, err := js.Stream(ctx, name); err == nil && !st.CachedInfo().Created.Equal(old) {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("KV_EVENTS not recreated: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// TestGapsRecreatedStream is finding 1, second case. KV_EVENTS is deleted
+// and created again:
+//   - a member restarted on the new stream must not load the old
+//     stream's snapshot (which covers sequence 100 and would make it skip
+//     the new stream's 50 events): it replays them and chooses worker 2
+//     for worker 2's prompt;
+//   - a live member must not purge the new stream behind the old
+//     snapshot: at every look, whatever was purged is covered by a saved
+//     snapshot of the new stream, and one such snapshot is saved.
+//
+// Before the change the restarted member applied 0 of the 50 events and
+// chose worker 1, and the live member purged the new events no snapshot
+// held.
+func TestGapsRecreatedStream(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
+		t.Fatal(err)
+	}
+	registerWorkers(t, ctx, js, 1, 2)
+	args := []string{"run", "--nats-url", srv.ClientURL(), "--log-format", "json", "--snapshot-interval", "300ms",
+		"--kv-events-keep", "1ms", "--http-addr", "127.0.0.1:0"}
+	// Worker 1 holds a short prefix of worker 2's prompt: with worker 2's
+	// events missing, worker 1 is chosen.
+	prompt2 := seq(5000, 50*16)
+	publishChain(t, ctx, js, 1, prompt2[:2*16], 1)
+	publishChain(t, ctx, js, 1, seq(100, 98*16), 10)
+	a := start(t, args...)
+	a.waitLine(t, 60*time.Second, "KV events behind the snapshots purged")
+	a.stop(t)
+	if s, _, ok := snapshotMeta(t, ctx, js); !ok || s != 100 {
+		t.Fatalf("old snapshot covers %d (found %v), want 100", s, ok)
+	}
+
+	recreateKVStream(t, ctx, js)
+	publishChain(t, ctx, js, 2, prompt2, 1)
+
+	b := start(t, args...)
+	addr := httpAddr(t, b)
+	b.waitLine(t, 30*time.Second, "hintstream running")
+	b.waitLine(t, time.Second, "snapshot belongs to an older stream")
+	chosen, ov := overlapOf(t, addr, prompt2)
+	if chosen != 2 || ov[2] != 50 {
+		t.Fatalf("restarted member: chosen %d, overlap %v; want worker 2 with its 50 blocks", chosen, ov)
+	}
+
+	// b is live: the stream goes again, 30 events follow on the new one.
+	b.waitLine(t, 30*time.Second, "index snapshot saved")
+	recreateKVStream(t, ctx, js)
+	prompt1 := seq(9000, 30*16)
+	publishChain(t, ctx, js, 1, prompt1, 200)
+	for {
+		st := streamState(t, ctx, js)
+		s, created, ok := snapshotMeta(t, ctx, js)
+		current := ok && created.Equal(st.Created)
+		if st.State.FirstSeq > 1 && (!current || s < st.State.FirstSeq-1) {
+			t.Fatalf("new stream purged up to %d; snapshot covers %d of stream created %v (current %v)",
+				st.State.FirstSeq-1, s, created, st.Created)
+		}
+		if current && s >= 30 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no snapshot of the new stream saved: covers %d, created %v, stream created %v", s, created, st.Created)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if chosen, ov := overlapOf(t, addr, prompt1); chosen != 1 || ov[1] != 30 {
+		t.Fatalf("live member after the second recreation: chosen %d, overlap %v", chosen, ov)
+	}
+	b.stop(t)
+	figure(t, "gaps_recreated", "applied_after_restart", ov[2])
+}
