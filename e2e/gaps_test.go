@@ -282,11 +282,11 @@ func TestGapsRecreatedStream(t *testing.T) {
 	b := start(t, args...)
 	addr := httpAddr(t, b)
 	b.waitLine(t, 30*time.Second, "hintstream running")
-	b.waitLine(t, time.Second, "snapshot belongs to an older stream")
 	chosen, ov := overlapOf(t, addr, prompt2)
 	if chosen != 2 || ov[2] != 50 {
 		t.Fatalf("restarted member: chosen %d, overlap %v; want worker 2 with its 50 blocks", chosen, ov)
 	}
+	b.waitLine(t, time.Second, "snapshot belongs to an older stream")
 
 	// b is live: the stream goes again, 30 events follow on the new one.
 	b.waitLine(t, 30*time.Second, "index snapshot saved")
