@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -315,4 +316,95 @@ func TestGapsRecreatedStream(t *testing.T) {
 	}
 	b.stop(t)
 	figure(t, "gaps_recreated", "applied_after_restart", ov[2])
+}
+
+// TestGapsEventPlanePublishers is finding 8 against the binary, with
+// frames from the independent Python builder published on core NATS as
+// Dynamo's event plane does:
+//   - worker 7's one publisher carries dp ranks 0 and 1, its sequences
+//     alternating between them: no gap may be claimed (before: 8 gaps, both
+//     pairs stale, so --exclude-stale dropped the worker);
+//   - worker 8 hears from two publisher ids in turn, and one of them
+//     skips a sequence: a gap (before: hidden by the switch).
+func TestGapsEventPlanePublishers(t *testing.T) {
+	srv := natstest.Start(t)
+	nc, js := natstest.Connect(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const ns, comp = "dyn-gaps", "worker"
+	dyn := []string{"--dynamo-namespace", ns, "--dynamo-component", comp}
+	if out, errOut, code := streamsRun(t, srv.ClientURL(), append([]string{"create"}, dyn...)...); code != 0 {
+		t.Fatalf("streams create: exit %d\n%s%s", code, out, errOut)
+	}
+	kvb, err := registry.Bucket(ctx, js, registry.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range []schemas.WorkerRecord{
+		{WorkerID: 7, Model: model, KvBlockSize: 16, HintEndpoints: []string{"tcp://127.0.0.1:29107", "tcp://127.0.0.1:29207"}},
+		{WorkerID: 8, Model: model, KvBlockSize: 16, HintEndpoints: []string{"tcp://127.0.0.1:29108"}},
+	} {
+		if err := registry.Put(ctx, kvb, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := start(t, append([]string{"run", "--nats-url", srv.ClientURL(), "--log-format", "json",
+		"--http-addr", "127.0.0.1:0"}, dyn...)...)
+	addr := httpAddr(t, p)
+	p.waitLine(t, 30*time.Second, "hintstream running")
+
+	eventID := map[uint64]int{}
+	frame := func(w uint64, dp int, pub uint64, sequence int, base uint32) map[string]any {
+		eventID[w]++
+		return map[string]any{"kind": "kv", "namespace": ns, "component": comp, "worker": w, "dp": dp,
+			"event_id": eventID[w], "tier": "device", "tokens": seq(base, 16), "block_size": 16,
+			"publisher": pub, "sequence": sequence}
+	}
+	publish := func(specs []map[string]any) {
+		t.Helper()
+		for _, f := range dynFrames(t, specs) {
+			data, err := hex.DecodeString(f.Hex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := nc.Publish(f.Subject, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	applied := func() float64 { return series(scrape(t, addr), "hintstream_kv_events_applied_total", "kind", "stored") }
+
+	// Worker 7: sequences 0..15 alternate between dp ranks 0 and 1.
+	var specs []map[string]any
+	for s := 0; s < 16; s++ {
+		specs = append(specs, frame(7, s%2, 1<<40+7, s, uint32(1000+100*s)))
+	}
+	publish(specs)
+	natstest.Eventually(t, 20*time.Second, func() bool { return applied() == 16 }, "16 frames of worker 7 applied")
+	m := scrape(t, addr)
+	if g, st := series(m, "hintstream_index_gaps_total"), series(m, "hintstream_index_stale_workers"); g != 0 || st != 0 {
+		t.Fatalf("one publisher on dp ranks 0 and 1: %v gaps, %v stale pairs; want none", g, st)
+	}
+
+	// Worker 8: publishers A and B in turn, in order; then A skips one.
+	const pubA, pubB = 1<<41 + 8, 1<<42 + 8
+	specs = nil
+	for s := 0; s < 5; s++ {
+		specs = append(specs, frame(8, 0, pubA, s, uint32(50000+100*s)), frame(8, 0, pubB, s, uint32(60000+100*s)))
+	}
+	publish(specs)
+	natstest.Eventually(t, 20*time.Second, func() bool { return applied() == 26 }, "10 frames of worker 8 applied")
+	if g := series(scrape(t, addr), "hintstream_index_gaps_total"); g != 0 {
+		t.Fatalf("alternating publishers in order: %v gaps, want 0", g)
+	}
+	publish([]map[string]any{frame(8, 0, pubA, 6, 70000), frame(8, 0, pubB, 5, 70100)}) // A's 5 is lost
+	natstest.Eventually(t, 20*time.Second, func() bool { return applied() == 28 }, "2 more frames of worker 8 applied")
+	m = scrape(t, addr)
+	if g, st := series(m, "hintstream_index_gaps_total"), series(m, "hintstream_index_stale_workers"); g != 1 || st != 1 {
+		t.Fatalf("publisher A skipped a sequence: %v gaps, %v stale pairs; want 1 and 1 (worker 8)", g, st)
+	}
+	p.stop(t)
 }
