@@ -29,6 +29,9 @@ const (
 	// this package, so the value is repeated; hints.TestMetricsReasonsAgree
 	// checks they agree).
 	ReasonUnknownWorker = "unknown worker"
+	// ReasonRankOutOfRange is hints.ReasonRankOutOfRange (repeated for the
+	// same reason).
+	ReasonRankOutOfRange = "dp rank out of range"
 	// ReasonMalformed is the dead-letter reason of a trigger event whose
 	// error says no better (hints.Outcome.Reason).
 	ReasonMalformed = "malformed"
@@ -89,6 +92,8 @@ type Families struct {
 	KVEventsPrunedWorkers, KVEventsPurged                             *Counter
 	LoadReceived, LoadApplyErrors, LoadDeadLetterErrors               *Counter
 	LoadMalformed                                                     *CounterVec
+	// LoadRefused: reports of a worker or dp rank not registered.
+	LoadRefused *CounterVec
 
 	// Snapshots, streams, registry.
 	SnapshotsLoaded, SnapshotsSaved, SnapshotsErrors *Counter
@@ -152,10 +157,10 @@ func New() *Families {
 	f.KVEventsReceived = b.counter("kv_events.received", "KV event messages delivered by the KV_EVENTS consumer, counted before decoding.")
 	f.KVEventsApplyErrors = b.counter("kv_events.apply_errors", "KV event messages that failed to apply for a reason other than their content.")
 	f.KVEventsDeadLetterErrors = b.counter("kv_events.dead_letter_errors", "Malformed KV event messages whose copy to the dead-letter subject failed.")
-	f.KVEventsMalformed = b.vec("kv_events.malformed", "reason", "KV event messages dead-lettered and skipped because they can never be applied, by reason.", append([]string{"invalid event", ReasonUnknownWorker}, schemas.CommonDecodeReasons...)...)
+	f.KVEventsMalformed = b.vec("kv_events.malformed", "reason", "KV event messages dead-lettered and skipped because they can never be applied, by reason.", append([]string{"invalid event", ReasonUnknownWorker, ReasonRankOutOfRange}, schemas.CommonDecodeReasons...)...)
 	f.KVEventsApplied = b.vec("kv_events.applied", "kind", "KV events applied to the index, by kind.",
 		schemas.KindStored.String(), schemas.KindRemoved.String(), schemas.KindCleared.String())
-	f.KVEventsDropped = b.vec("kv_events.dropped", "reason", "KV events dropped from the holding area, by reason (their worker never registered).", ReasonUnknownWorker)
+	f.KVEventsDropped = b.vec("kv_events.dropped", "reason", "KV events not indexed, by reason: unknown worker (dropped from the holding area, their worker never registered), dp rank out of range (a rank their worker's record does not list).", ReasonUnknownWorker, ReasonRankOutOfRange)
 	f.KVEventsEventPlaneIgnored = b.vec("kv_events.event_plane_ignored", "reason", "Well-formed event-plane frames with nothing to index, by reason.",
 		eventplane.IgnoreResidencyDomain, eventplane.IgnoreTier)
 	f.KVEventsHeld = b.counter("kv_events.held", "KV events held because their worker is not registered yet.")
@@ -170,6 +175,8 @@ func New() *Families {
 	f.LoadApplyErrors = b.counter("load.apply_errors", "Load reports that failed to apply for a reason other than their content.")
 	f.LoadDeadLetterErrors = b.counter("load.dead_letter_errors", "Malformed load reports whose copy to the dead-letter subject failed.")
 	f.LoadMalformed = b.vec("load.malformed", "reason", "Load reports dead-lettered and skipped because they can never be applied, by reason.", append([]string{"too many workers reporting load"}, schemas.CommonDecodeReasons...)...)
+
+	f.LoadRefused = b.vec("load.refused", "reason", "Load reports not kept, by reason: unknown worker (not registered), dp rank out of range (a rank its record does not list). Only registered workers' ranks enter the load table.", ReasonUnknownWorker, ReasonRankOutOfRange)
 
 	f.SnapshotsLoaded = b.counter("snapshots.loaded", "Index snapshots loaded at start-up.")
 	f.SnapshotsSaved = b.counter("snapshots.saved", "Index snapshots saved, every --snapshot-interval.")

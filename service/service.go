@@ -523,6 +523,7 @@ func (s *Service) onWorkerChange(ch registry.Change) {
 		s.closeEndpoints(ch.Previous, nil)
 		s.log.Info("worker left", "worker_id", ch.WorkerID)
 	case registry.Updated:
+		s.promote(ch.WorkerID, ch.Record) // its dp ranks may have changed
 		if ch.Previous != nil && ch.Previous.HintCurvePublicKey != ch.Record.HintCurvePublicKey {
 			s.closeEndpoints(ch.Previous, nil) // reconnect with the new server key
 		} else {
@@ -530,7 +531,7 @@ func (s *Service) onWorkerChange(ch registry.Change) {
 		}
 		s.log.Info("worker changed", "worker_id", ch.WorkerID, "endpoints", ch.Record.HintEndpoints)
 	case registry.Added:
-		s.promote(ch.WorkerID)
+		s.promote(ch.WorkerID, ch.Record)
 		s.log.Info("worker joined", "worker_id", ch.WorkerID, "model", ch.Record.Model,
 			"block_size", ch.Record.KvBlockSize, "endpoints", ch.Record.HintEndpoints)
 	}
