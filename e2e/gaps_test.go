@@ -408,3 +408,155 @@ func TestGapsEventPlanePublishers(t *testing.T) {
 	}
 	p.stop(t)
 }
+
+// TestGapsTablesAdmitRegisteredRanks is finding 3 against the binary:
+//   - registered worker 1, with one hint endpoint, publishes KV events on
+//     dp ranks 0..65535; worker 2, registered too, publishes after it.
+//     Before the change the flood filled the index's 65,536 pairs and
+//     worker 2's prompt showed overlap 0;
+//   - 65,546 load reports for the unregistered kv.load.999 filled the
+//     load table, worker 1's report of 50,000 decode blocks was refused,
+//     and worker 1 was chosen over the idle worker 2.
+func TestGapsTablesAdmitRegisteredRanks(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
+		t.Fatal(err)
+	}
+	registerWorkers(t, ctx, js, 1, 2)
+	const ranks, loadFlood = 65536, 65546
+	flood := seq(3, 16)
+	local := kvevents.LocalBlockHashes(flood, 16)
+	for r := 0; r < ranks; r++ {
+		b, err := json.Marshal(schemas.RouterEvent{WorkerID: 1, Event: schemas.KvCacheEvent{EventID: 1, DpRank: uint32(r),
+			Data: schemas.KvCacheEventData{Kind: schemas.KindStored, Stored: &schemas.KvCacheStoreData{
+				Blocks: []schemas.StoredBlock{{BlockHash: 1, TokensHash: schemas.BlockHash(local[0])}}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.PublishAsync(streams.KVEventSubject(1), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one := uint64(1)
+	for r := 0; r < loadFlood; r++ {
+		b, err := json.Marshal(schemas.ActiveLoad{WorkerID: 999, DpRank: uint32(r % ranks), ActiveDecodeBlocks: &one})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.PublishAsync(streams.LoadSubject(999), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		t.Fatal("floods not acknowledged")
+	}
+	prompt2 := seq(40000, 4*16)
+	publishChain(t, ctx, js, 2, prompt2, 1)
+	// Worker 1 holds one block of prompt3 but is busy; worker 2 is idle.
+	prompt3 := seq(80000, 4*16)
+	publishChain(t, ctx, js, 1, prompt3[:16], 2)
+	busy := uint64(50_000)
+	publishJSON(t, ctx, js, streams.LoadSubject(1), schemas.ActiveLoad{WorkerID: 1, ActiveDecodeBlocks: &busy})
+
+	p := start(t, "run", "--nats-url", srv.ClientURL(), "--log-format", "json", "--http-addr", "127.0.0.1:0")
+	addr := httpAddr(t, p)
+	p.waitLine(t, 2*time.Minute, "hintstream running")
+	if chosen, ov := overlapOf(t, addr, prompt2); chosen != 2 || ov[2] != 4 {
+		t.Fatalf("after the dp-rank flood: chosen %d, overlap %v; want worker 2 with 4 blocks", chosen, ov)
+	}
+	if chosen, ov := overlapOf(t, addr, prompt3); chosen != 2 || ov[1] != 1 {
+		t.Fatalf("after the load flood: chosen %d, overlap %v; want the idle worker 2 over busy worker 1", chosen, ov)
+	}
+	m := scrape(t, addr)
+	if got := series(m, "hintstream_index_workers"); got != 2 {
+		t.Fatalf("index holds %v (worker, dp rank) pairs, want 2", got)
+	}
+	if got := series(m, "hintstream_kv_events_dropped_total", "reason", "dp rank out of range"); got != ranks-1 {
+		t.Fatalf("KV events refused for their rank: %v, want %d", got, ranks-1)
+	}
+	if got := series(m, "hintstream_load_refused_total", "reason", "unknown worker"); got != loadFlood {
+		t.Fatalf("load reports refused: %v, want %d", got, loadFlood)
+	}
+	p.stop(t)
+	figure(t, "tables_admit", "kv_refused", ranks-1, "load_refused", loadFlood)
+}
+
+// TestGapsExpiredTriggersCounted is finding 7: 20 wake-ups and 20
+// tool-call responses age out of their streams while no member runs. The
+// member that starts next finds its durables' ack floors behind the
+// streams' first sequences and counts and logs each range (before: no
+// counter, no log).
+func TestGapsExpiredTriggersCounted(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	set := streams.DefaultSet()
+	set.Requests.MaxAge, set.Requests.Duplicates = time.Second, time.Second
+	set.Responses.MaxAge, set.Responses.Duplicates = time.Second, time.Second
+	if _, err := streams.EnsureSet(ctx, js, set); err != nil {
+		t.Fatal(err)
+	}
+	sink := workerSink(t, ctx, js, 1)
+	pin := newFaultSink(t, 0)
+	args := []string{"run", "--nats-url", srv.ClientURL(), "--log-format", "json", "--http-addr", "127.0.0.1:0",
+		"--pin-endpoint", pin.ep}
+	p := start(t, args...)
+	p.waitLine(t, 30*time.Second, "hintstream running")
+	publishRequest(t, ctx, js, wake("w-0", "s-0", seq(1, 32)))
+	natstest.Eventually(t, 10*time.Second, func() bool { return sink.has("w-0") }, "the first wake-up hinted")
+	p.stop(t)
+
+	for i := 1; i <= 20; i++ {
+		publishRequest(t, ctx, js, wake(fmt.Sprintf("w-%d", i), fmt.Sprintf("s-%d", i), seq(uint32(i*100), 32)))
+		publishResponse(t, ctx, js, schemas.ResponseEvent{RequestID: fmt.Sprintf("w-%d", i), SessionID: fmt.Sprintf("s-%d", i),
+			Model: model, WorkerID: 1, FinishReason: "tool_calls"})
+	}
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		for _, name := range []string{set.Requests.Name, set.Responses.Name} {
+			st, err := js.Stream(ctx, name)
+			if err != nil || st.CachedInfo().State.Msgs != 0 {
+				return false
+			}
+		}
+		return true
+	}, "the 40 events aged out")
+
+	p = start(t, args...)
+	addr := httpAddr(t, p)
+	p.waitLine(t, 30*time.Second, "hintstream running")
+	for _, c := range []struct {
+		durable string
+		from    uint64
+		metric  string
+	}{{"hintstream-requests", 2, "hintstream_requests_expired_unread_total"}, {"hintstream-responses", 1, "hintstream_responses_expired_unread_total"}} {
+		var rec struct {
+			Level   string `json:"level"`
+			Durable string `json:"durable"`
+			FromSeq uint64 `json:"from_seq"`
+			ToSeq   uint64 `json:"to_seq"`
+			Missing uint64 `json:"missing"`
+		}
+		found := false
+		for _, l := range p.lines(&p.errs) {
+			if strings.Contains(l, "expired from the stream before any member handled them") && strings.Contains(l, c.durable) {
+				if err := json.Unmarshal([]byte(l), &rec); err != nil {
+					t.Fatal(err)
+				}
+				found = true
+			}
+		}
+		if !found || rec.Level != "WARN" || rec.FromSeq != c.from || rec.Missing != 20 || rec.ToSeq != c.from+19 {
+			t.Fatalf("%s: line %+v (found %v), want WARN from_seq %d missing 20", c.durable, rec, found, c.from)
+		}
+		if v := scrape(t, addr)[c.metric]; v != 20 {
+			t.Fatalf("%s = %v, want 20", c.metric, v)
+		}
+	}
+	p.stop(t)
+}

@@ -55,6 +55,7 @@ type Families struct {
 	RequestsPlain, RequestsWakeup                                         *Counter
 	RequestsMalformed                                                     *CounterVec
 	RequestsAckErrors, RequestsConsumerRecreated, RequestsMaxDeliveries   *Counter
+	RequestsExpiredUnread, ResponsesExpiredUnread                         *Counter
 
 	ResponsesReceived, ResponsesNoPin, ResponsesRetried                    *Counter
 	ResponsesMalformed                                                     *CounterVec
@@ -119,6 +120,9 @@ func New() *Families {
 	f.RequestsAckErrors = b.counter("requests.ack_errors", "Acks of request events that JetStream did not confirm (the event will come back).")
 	f.RequestsConsumerRecreated = b.counter("requests.consumer_recreated", "Times the durable requests consumer was found deleted and created again.")
 	f.RequestsMaxDeliveries = b.counter("requests.max_deliveries", "Request events that ran out of deliveries and were copied to the dead-letter subject.")
+
+	f.RequestsExpiredUnread = b.counter("requests.expired_unread", "Request events that aged out of LLM_REQUESTS before any member handled them (the durable's ack floor behind the stream's first sequence; at most, counted when a member attaches).")
+	f.ResponsesExpiredUnread = b.counter("responses.expired_unread", "Response events that aged out of LLM_RESPONSES before any member handled them (the durable's ack floor behind the stream's first sequence; at most, counted when a member attaches).")
 
 	f.ResponsesReceived = b.counter("responses.received", "Response events delivered by the LLM_RESPONSES consumer, counted on each delivery before decoding.")
 	f.ResponsesNoPin = b.counter("responses.no_pin", "Response events acked without a pin: not a tool call, or pins do not apply to them.")
@@ -236,9 +240,9 @@ func (f *set) Summary() map[string]uint64 {
 func (f *Families) Trigger(kind string) Trigger {
 	switch kind {
 	case "requests":
-		return Trigger{f.RequestsMalformed, f.RequestsAckErrors, f.RequestsConsumerRecreated, f.RequestsMaxDeliveries}
+		return Trigger{f.RequestsMalformed, f.RequestsAckErrors, f.RequestsConsumerRecreated, f.RequestsMaxDeliveries, f.RequestsExpiredUnread}
 	case "responses":
-		return Trigger{f.ResponsesMalformed, f.ResponsesAckErrors, f.ResponsesConsumerRecreated, f.ResponsesMaxDeliveries}
+		return Trigger{f.ResponsesMalformed, f.ResponsesAckErrors, f.ResponsesConsumerRecreated, f.ResponsesMaxDeliveries, f.ResponsesExpiredUnread}
 	}
 	return f.orphans.trigger
 }
@@ -247,6 +251,7 @@ func (f *Families) Trigger(kind string) Trigger {
 type Trigger struct {
 	Malformed                                   *CounterVec
 	AckErrors, ConsumerRecreated, MaxDeliveries *Counter
+	ExpiredUnread                               *Counter
 }
 
 // State returns a state stream's counters ("kv_events" or "load");
@@ -294,7 +299,8 @@ func newOrphans() orphans {
 	b := builder{&set{reg: prometheus.NewRegistry()}}
 	return orphans{
 		trigger: Trigger{b.vec("unknown.malformed", "reason", "-"), b.counter("unknown.ack_errors", "-"),
-			b.counter("unknown.consumer_recreated", "-"), b.counter("unknown.max_deliveries", "-")},
+			b.counter("unknown.consumer_recreated", "-"), b.counter("unknown.max_deliveries", "-"),
+			b.counter("unknown.expired_unread", "-")},
 		state: State{b.counter("unknown.received", "-"), b.counter("unknown.apply_errors", "-"),
 			b.counter("unknown.dead_letter_errors", "-"), b.vec("unknown.state_malformed", "reason", "-")},
 		queued:  b.counter("unknown.queued", "-"),
