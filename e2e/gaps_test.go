@@ -427,6 +427,16 @@ func TestGapsTablesAdmitRegisteredRanks(t *testing.T) {
 	}
 	registerWorkers(t, ctx, js, 1, 2)
 	const ranks, loadFlood = 65536, 65546
+	window := func(i int) { // bounds the acks outstanding
+		if i%2000 != 1999 {
+			return
+		}
+		select {
+		case <-js.PublishAsyncComplete():
+		case <-ctx.Done():
+			t.Fatal("floods not acknowledged")
+		}
+	}
 	flood := seq(3, 16)
 	local := kvevents.LocalBlockHashes(flood, 16)
 	for r := 0; r < ranks; r++ {
@@ -439,6 +449,7 @@ func TestGapsTablesAdmitRegisteredRanks(t *testing.T) {
 		if _, err := js.PublishAsync(streams.KVEventSubject(1), b); err != nil {
 			t.Fatal(err)
 		}
+		window(r)
 	}
 	one := uint64(1)
 	for r := 0; r < loadFlood; r++ {
@@ -449,6 +460,7 @@ func TestGapsTablesAdmitRegisteredRanks(t *testing.T) {
 		if _, err := js.PublishAsync(streams.LoadSubject(999), b); err != nil {
 			t.Fatal(err)
 		}
+		window(r)
 	}
 	select {
 	case <-js.PublishAsyncComplete():
