@@ -411,9 +411,9 @@ func TestGapsEventPlanePublishers(t *testing.T) {
 
 // TestGapsTablesAdmitRegisteredRanks is finding 3 against the binary:
 //   - registered worker 1, with one hint endpoint, publishes KV events on
-//     dp ranks 0..65535; worker 2, registered too, publishes after it.
-//     Before the change the flood filled the index's 65,536 pairs and
-//     worker 2's prompt showed overlap 0;
+//     dp ranks 0..65535; worker 2 registers once they are applied and
+//     publishes its own. Before the change the flood filled the index's
+//     65,536 pairs and worker 2's prompt showed overlap 0;
 //   - 65,546 load reports for the unregistered kv.load.999 filled the
 //     load table, worker 1's report of 50,000 decode blocks was refused,
 //     and worker 1 was chosen over the idle worker 2.
@@ -425,7 +425,7 @@ func TestGapsTablesAdmitRegisteredRanks(t *testing.T) {
 	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
 		t.Fatal(err)
 	}
-	registerWorkers(t, ctx, js, 1, 2)
+	registerWorkers(t, ctx, js, 1)
 	const ranks, loadFlood = 65536, 65546
 	window := func(i int) { // bounds the acks outstanding
 		if i%2000 != 1999 {
@@ -467,8 +467,6 @@ func TestGapsTablesAdmitRegisteredRanks(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("floods not acknowledged")
 	}
-	prompt2 := seq(40000, 4*16)
-	publishChain(t, ctx, js, 2, prompt2, 1)
 	// Worker 1 holds one block of prompt3 but is busy; worker 2 is idle.
 	prompt3 := seq(80000, 4*16)
 	publishChain(t, ctx, js, 1, prompt3[:16], 2)
@@ -477,9 +475,24 @@ func TestGapsTablesAdmitRegisteredRanks(t *testing.T) {
 
 	p := start(t, "run", "--nats-url", srv.ClientURL(), "--log-format", "json", "--http-addr", "127.0.0.1:0")
 	addr := httpAddr(t, p)
-	p.waitLine(t, 2*time.Minute, "hintstream running")
-	if chosen, ov := overlapOf(t, addr, prompt2); chosen != 2 || ov[2] != 4 {
-		t.Fatalf("after the dp-rank flood: chosen %d, overlap %v; want worker 2 with 4 blocks", chosen, ov)
+	p.waitLine(t, 2*time.Minute, "hintstream running") // the floods are applied
+	registerWorkers(t, ctx, js, 2)
+	prompt2 := seq(40000, 4*16)
+	publishChain(t, ctx, js, 2, prompt2, 1)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		chosen, ov := overlapOf(t, addr, prompt2)
+		if chosen == 2 && ov[2] == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the dp-rank flood: chosen %d, overlap %v; want worker 2 with 4 blocks", chosen, ov)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	if chosen, ov := overlapOf(t, addr, prompt3); chosen != 2 || ov[1] != 1 {
 		t.Fatalf("after the load flood: chosen %d, overlap %v; want the idle worker 2 over busy worker 1", chosen, ov)
