@@ -585,3 +585,69 @@ func TestGapsExpiredTriggersCounted(t *testing.T) {
 	}
 	p.stop(t)
 }
+
+// TestGapsSeveralKVStreams is §8 of issue 26 (finding 11, third case):
+// KV events partitioned into two streams, worker 1's in KV_A and worker
+// 2's in KV_B, are read by one member (--kv-streams KV_B beside
+// --kv-events-stream KV_A). The snapshot records each stream's sequence,
+// so a restarted member replays only each stream's tail.
+func TestGapsSeveralKVStreams(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	set := streams.DefaultSet()
+	set.KVEvents.Name, set.KVEvents.Subjects = "KV_A", []string{streams.KVEventSubject(1)}
+	if _, err := streams.EnsureSet(ctx, js, set); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "KV_B", Subjects: []string{streams.KVEventSubject(2)}}); err != nil {
+		t.Fatal(err)
+	}
+	registerWorkers(t, ctx, js, 1, 2)
+	p1, p2 := seq(1000, 10*16), seq(2000, 20*16)
+	publishChain(t, ctx, js, 1, p1, 1)
+	publishChain(t, ctx, js, 2, p2, 1)
+	args := []string{"run", "--nats-url", srv.ClientURL(), "--log-format", "json", "--http-addr", "127.0.0.1:0",
+		"--snapshot-interval", "300ms", "--kv-events-stream", "KV_A", "--kv-events-subjects", streams.KVEventSubject(1),
+		"--kv-streams", "KV_B"}
+	p := start(t, args...)
+	addr := httpAddr(t, p)
+	p.waitLine(t, 30*time.Second, "hintstream running")
+	for prompt, want := range map[uint64][]uint32{1: p1, 2: p2} {
+		if chosen, ov := overlapOf(t, addr, want); chosen != prompt || ov[prompt] != len(want)/16 {
+			t.Fatalf("worker %d's prompt: chosen %d, overlap %v", prompt, chosen, ov)
+		}
+	}
+	p.waitLine(t, 30*time.Second, "index snapshot saved")
+	p.stop(t)
+	obs, err := js.ObjectStore(ctx, "hintstream_snapshots")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := obs.GetInfo(ctx, "kv-index/KV_A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := info.Headers.Get("Hintstream-Kv-Extra-Streams"); !strings.HasPrefix(h, "KV_B=20@") || info.Headers.Get("Hintstream-Kv-Seq") != "10" {
+		t.Fatalf("snapshot headers %v: want KV_A at 10 and KV_B at 20", info.Headers)
+	}
+
+	p3 := seq(3000, 5*16)
+	publishChain(t, ctx, js, 2, p3, 100)
+	p = start(t, args...)
+	addr = httpAddr(t, p)
+	p.waitLine(t, 30*time.Second, "hintstream running")
+	if got := scrape(t, addr)["hintstream_kv_events_received_total"]; got != 5 {
+		t.Fatalf("restarted member received %v KV events, want the 5 of KV_B's tail", got)
+	}
+	for w, prompt := range map[uint64][]uint32{1: p1, 2: p3} {
+		if chosen, ov := overlapOf(t, addr, prompt); chosen != w || ov[w] != len(prompt)/16 {
+			t.Fatalf("after the restart, worker %d's prompt: chosen %d, overlap %v", w, chosen, ov)
+		}
+	}
+	if v := scrape(t, addr)["hintstream_index_complete"]; v != 1 {
+		t.Fatalf("hintstream_index_complete %v", v)
+	}
+	p.stop(t)
+}

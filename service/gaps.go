@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -50,6 +51,7 @@ type snapCandidate struct {
 	// written before snapshots named it.
 	created time.Time
 	own     bool // this member's own bucket and name
+	headers nats.Header
 }
 
 // kvStreamInfo is the KV-event stream's current info.
@@ -111,7 +113,7 @@ func (s *Service) snapshotCandidates(ctx context.Context) []snapCandidate {
 				continue
 			}
 			c := snapCandidate{obs: obs, bucket: b, name: info.Name, seq: seq,
-				own: i == 0 && info.Name == s.snapshotName()}
+				own: i == 0 && info.Name == s.snapshotName(), headers: info.Headers}
 			if v := info.Headers.Get(headerSnapCreated); v != "" {
 				if c.created, err = time.Parse(time.RFC3339Nano, v); err != nil {
 					continue // unreadable incarnation: cannot be trusted
@@ -176,6 +178,7 @@ func (s *Service) restoreSnapshot(ctx context.Context, info *jetstream.StreamInf
 		s.log.Info("index snapshot loaded", "bucket", c.bucket, "object", c.name, "covers_seq", c.seq,
 			"device_blocks", st.DeviceBlocks, "workers", st.Workers, "took", time.Since(start).Round(time.Millisecond))
 		s.Counters.SnapshotsLoaded.Inc()
+		s.snapHeader = c.headers
 		return c.seq + 1
 	}
 	s.log.Info("no usable index snapshot; replaying KV events from the stream's start")
@@ -188,13 +191,15 @@ func (s *Service) checkResume(info *jetstream.StreamInfo, resume uint64) {
 	from := max(resume, 1)
 	first, last := info.State.FirstSeq, info.State.LastSeq
 	if last < from || first <= from {
-		s.indexGap.Store(nil)
 		return
 	}
 	to := first - 1
 	reason := fmt.Sprintf("KV events %d..%d of stream %s were removed before this member read them (%d events): "+
 		"blocks they stored are missing from the index until their workers clear or re-store them",
 		from, to, info.Config.Name, to-from+1)
+	if prev := s.indexGap.Load(); prev != nil { // another stream's gap
+		reason = *prev + "; " + reason
+	}
 	s.indexGap.Store(&reason)
 	s.log.Warn("index incomplete: KV events were removed before this member read them", "stream", info.Config.Name,
 		"from_seq", from, "to_seq", to, "missing", to-from+1, "resume_seq", from, "first_seq", first)

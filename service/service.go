@@ -63,6 +63,10 @@ type Service struct {
 	// (nil: complete; gaps.go).
 	lastSnapCreated atomic.Int64
 	indexGap        atomic.Pointer[string]
+	// kvExtra reads Config.KVStreams; snapHeader is the loaded snapshot's
+	// headers (kvstreams.go).
+	kvExtra    []*consumers.StateConsumer
+	snapHeader nats.Header
 
 	// lc runs every long-running part under one errgroup (run.go).
 	lc *lifecycle
@@ -286,6 +290,9 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		}
 		s.lc.run(stageState, "state consumer", c.Run)
 	}
+	if err := s.startExtraKV(ctx, consumers.ApplyMessages(s.engine.KV), dlq); err != nil {
+		return err
+	}
 	// Hints chosen from a half-built index would go to the wrong worker:
 	// take requests only once the state streams are applied up to now.
 	if err := s.WaitCaughtUp(ctx); err != nil {
@@ -369,6 +376,9 @@ func (s *Service) WaitCaughtUp(ctx context.Context) error {
 		return errors.New("service not started")
 	}
 	if err := s.kv.WaitCaughtUp(ctx); err != nil {
+		return err
+	}
+	if err := s.waitExtraCaughtUp(ctx); err != nil {
 		return err
 	}
 	return s.load.WaitCaughtUp(ctx)

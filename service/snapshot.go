@@ -47,6 +47,10 @@ func (s *Service) saveSnapshot(ctx context.Context) error {
 	if !s.kv.StreamCreated().Equal(created) {
 		return nil // the stream was recreated meanwhile: the next round saves the new one
 	}
+	extra, ok := s.extraHeader()
+	if !ok {
+		return nil // likewise for an extra stream
+	}
 	if covered == 0 || (created.UnixNano() == s.lastSnapCreated.Load() && covered <= s.lastSnapshot.Load()) {
 		return nil
 	}
@@ -54,14 +58,18 @@ func (s *Service) saveSnapshot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(s.Index.WriteSnapshot(pw)) }()
-	start := time.Now()
-	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: s.snapshotName(), Headers: nats.Header{
+	headers := nats.Header{
 		headerSnapStream:  []string{s.cfg.Streams.KVEvents.Name},
 		headerSnapSeq:     []string{strconv.FormatUint(covered, 10)},
 		headerSnapCreated: []string{created.Format(time.RFC3339Nano)},
-	}}, pr)
+	}
+	if extra != "" {
+		headers.Set(headerSnapExtra, extra)
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(s.Index.WriteSnapshot(pw)) }()
+	start := time.Now()
+	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: s.snapshotName(), Headers: headers}, pr)
 	pr.CloseWithError(err) // unblock the writer if Put gave up
 	if err != nil {
 		s.Counters.SnapshotsErrors.Inc()
