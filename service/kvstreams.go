@@ -57,7 +57,7 @@ func parseExtraStreams(h nats.Header) map[string]extraCover {
 	out := map[string]extraCover{}
 	for _, ent := range strings.Split(h.Get(headerSnapExtra), ",") {
 		name, rest, ok := strings.Cut(ent, "=")
-		if !ok {
+		if !ok || name == "" {
 			continue
 		}
 		seqS, createdS, ok := strings.Cut(rest, "@")
