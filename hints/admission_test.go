@@ -136,3 +136,25 @@ func TestLoadAdmitsRegisteredRanksOnly(t *testing.T) {
 		t.Fatalf("refused (rank) %d, want 1", got)
 	}
 }
+
+// TestHoldingPruneDropsUnlistedRanks: a snapshot saved during a dp-rank
+// flood keeps its pairs; Prune, once the registry is loaded, removes the
+// ranks the worker's record does not list.
+func TestHoldingPruneDropsUnlistedRanks(t *testing.T) {
+	ix := kvevents.NewIndex()
+	for rank := uint32(0); rank < 10; rank++ {
+		ev := storedPrompt(1, promptTokens(1, 16), 1)
+		ev.Worker.DpRank = rank
+		if err := ix.Apply(ev); err != nil { // as a loaded snapshot holds them
+			t.Fatal(err)
+		}
+	}
+	h := NewHolding(ix, HoldingConfig{}, nil)
+	h.Register(1, 2)
+	if gone := h.Prune(); len(gone) != 0 {
+		t.Fatalf("pruned workers %v, want none (worker 1 is registered)", gone)
+	}
+	if ws := ix.Workers(); len(ws) != 2 || ws[0].DpRank != 0 || ws[1].DpRank != 1 {
+		t.Fatalf("pairs after Prune %v, want ranks 0 and 1", ws)
+	}
+}
