@@ -38,6 +38,9 @@ type durable struct {
 	// handled is the highest stream sequence handled: a recreated consumer
 	// resumes after it, so nothing is skipped or done twice.
 	handled atomic.Uint64
+	// expiredTo is the last stream sequence reported as expired unread
+	// (expired.go), so a range is counted once per member.
+	expiredTo atomic.Uint64
 	// streamCreated identifies the stream handled counts in: a stream
 	// deleted and created again starts its sequences over, and is read
 	// from its start instead.
@@ -158,6 +161,9 @@ func (d *durable) consume(ctx context.Context) error {
 	}
 	d.streamCreated = created
 	cons, err := d.js.Consumer(ctx, d.stream, d.name)
+	if err == nil && !newStream {
+		d.checkExpired(st.CachedInfo(), cons.CachedInfo())
+	}
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		cfg := d.config()
 		if newStream {

@@ -72,10 +72,14 @@ type StateConsumer struct {
 	// created again restarts its sequences, which an ordered consumer
 	// (resuming after the last sequence it saw) would skip.
 	streamCreated time.Time
-	resetting     atomic.Bool
-	stopping      chan struct{} // closed by Stop
-	stopOnce      sync.Once
-	resets        sync.WaitGroup
+	// created is streamCreated for other goroutines (StreamCreated):
+	// set before the new stream's first message can be applied, so a
+	// sequence from Applied is never paired with the old stream.
+	created   atomic.Int64
+	resetting atomic.Bool
+	stopping  chan struct{} // closed by Stop
+	stopOnce  sync.Once
+	resets    sync.WaitGroup
 
 	// ctx is the consumer's context (Start's, without its deadline),
 	// cancelled once Stop has drained; operation timeouts derive from it.
@@ -117,6 +121,7 @@ func (c *StateConsumer) Start(ctx context.Context) error {
 		return fmt.Errorf("%s consumer on %s: %w", c.cfg.Kind, c.cfg.Stream, err)
 	}
 	c.streamCreated = st.CachedInfo().Created
+	c.created.Store(c.streamCreated.UnixNano())
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	c.stopping = make(chan struct{})
 	if n := min(c.cfg.Shards, runtime.GOMAXPROCS(0)); n > 1 {
@@ -216,8 +221,10 @@ func (c *StateConsumer) restart(created time.Time) bool {
 	c.dispatched.Store(0)
 	ctx, cancel := opContext(c.ctx)
 	defer cancel()
+	c.created.Store(created.UnixNano())
 	occ := jetstream.OrderedConsumerConfig{FilterSubjects: c.cfg.Filter, DeliverPolicy: jetstream.DeliverAllPolicy}
 	if err := c.consume(ctx, occ); err != nil {
+		c.created.Store(c.streamCreated.UnixNano())
 		c.log.Debug("not restarted yet", "err", err)
 		return false
 	}
@@ -263,6 +270,11 @@ func (c *StateConsumer) Stop() {
 		c.cancel() // drained: nothing of this consumer runs any more
 	}
 }
+
+// StreamCreated is the creation time of the stream being read, which
+// tells one incarnation of a stream name from another: read it before
+// Applied, and a sequence from Applied belongs to it or to a later one.
+func (c *StateConsumer) StreamCreated() time.Time { return time.Unix(0, c.created.Load()).UTC() }
 
 // Applied returns the stream sequence up to which every message has been
 // applied.

@@ -6,6 +6,10 @@ import (
 	"github.com/hintstream/hintstream/kvevents"
 )
 
+// maxPublishersPerPair bounds the publishers remembered per pair: a
+// worker has one at a time, a new one per restart.
+const maxPublishersPerPair = 8
+
 // DefaultMaxTracked bounds the (worker, dp rank) pairs a Sequencer tracks.
 const DefaultMaxTracked = 1 << 16
 
@@ -19,62 +23,103 @@ const DefaultMaxTracked = 1 << 16
 // every publish takes the next sequence (EventPublisher::publish_bytes_ref,
 // fetch_add). A skipped sequence is a frame core NATS dropped.
 //
-// Each pair is bound to the publisher whose frames it last carried. On the
-// first frame of a publisher for a pair (hintstream started, the worker
-// restarted with a new publisher_id, or a snapshot was loaded) the ids are
-// rebased so that this frame is one past the pair's last id in the index:
-// no gap is claimed for what happened before. After that, id = base +
-// (sequence - first sequence), so a skipped sequence is a skipped id, and
-// a frame that arrives late fills its place. A frame older than the first
-// one seen gets id 0 (no id: never a gap).
+// The sequence is the publisher's, not a pair's: one publisher may carry
+// several (worker, dp rank) pairs (a worker's dp ranks share its event
+// plane publisher), so each pair sees only some of its publisher's
+// sequences, and a pair's next frame is rarely the publisher's next
+// sequence. So gaps are found per publisher id, and every pair is given
+// ids of its own, one past its last:
+//
+//   - each publisher's next sequence is tracked on its own, whichever
+//     pairs it carries and whatever other publishers a pair hears from
+//     in between (a publisher id that alternates with another still has
+//     its skipped sequences seen);
+//   - a skipped sequence may have been any of the publisher's pairs' frame,
+//     so each pair it carried since gets a gap (its next id skips one)
+//     when its next frame from that publisher comes;
+//   - the first frame of a publisher for a pair (hintstream started, the
+//     worker restarted with a new publisher_id, or a snapshot was loaded)
+//     claims no gap for what happened before;
+//   - a frame older than its publisher's next sequence (a duplicate, or a
+//     late frame) gets id 0 (no id: applied, never a gap). A pair made
+//     stale by a publisher's gap is in sync again after a cleared event.
 //
 // A Sequencer is safe for concurrent use.
 type Sequencer struct {
 	mu    sync.Mutex
 	max   int
-	pairs map[kvevents.WorkerKey]seqState
+	pubs  map[uint64]*pubState
+	pairs map[kvevents.WorkerKey]*pairState
 }
 
-type seqState struct {
-	publisher uint64
-	first     uint64 // first sequence seen from publisher
-	base      uint64 // id given to first
+type pubState struct {
+	next uint64 // the sequence expected next
+	gaps uint64 // skips seen so far
 }
 
-// NewSequencer returns a Sequencer tracking at most max pairs (default
-// DefaultMaxTracked when max <= 0); past it, tracking starts afresh, which
-// costs one rebase per pair and never a false gap.
+type pairState struct {
+	last uint64 // the last id given
+	// gapsSeen is, per publisher the pair heard from, that publisher's
+	// gaps already turned into a gap of the pair.
+	gapsSeen map[uint64]uint64
+}
+
+// NewSequencer returns a Sequencer tracking at most max pairs and max
+// publishers (default DefaultMaxTracked when max <= 0); past it, tracking
+// starts afresh, which costs one rebase per pair and never a false gap.
 func NewSequencer(max int) *Sequencer {
 	if max <= 0 {
 		max = DefaultMaxTracked
 	}
-	return &Sequencer{max: max, pairs: make(map[kvevents.WorkerKey]seqState)}
+	return &Sequencer{max: max, pubs: make(map[uint64]*pubState), pairs: make(map[kvevents.WorkerKey]*pairState)}
 }
 
 // EventID returns the id of a frame of pair k. last reports the pair's
-// highest id so far (kvevents.Index.LastEventID); it is called only when
-// the pair is rebased.
+// highest id so far (kvevents.Index.LastEventID); it is called when the
+// pair is first seen.
 func (s *Sequencer) EventID(k kvevents.WorkerKey, env Envelope, last func(kvevents.WorkerKey) (uint64, bool)) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st, ok := s.pairs[k]
-	if !ok || st.publisher != env.PublisherID {
-		if !ok && len(s.pairs) >= s.max {
+	pub, ok := s.pubs[env.PublisherID]
+	if !ok {
+		if len(s.pubs) >= s.max {
+			clear(s.pubs)
+			clear(s.pairs) // their gapsSeen count in the publishers forgotten
+		}
+		pub = &pubState{next: env.Sequence}
+		s.pubs[env.PublisherID] = pub
+	}
+	switch {
+	case env.Sequence < pub.next:
+		return 0
+	case env.Sequence > pub.next:
+		pub.gaps++
+	}
+	pub.next = env.Sequence + 1
+	if pub.next == 0 {
+		pub.next = env.Sequence // the last sequence: a wrap would read as every frame late
+	}
+	pr, ok := s.pairs[k]
+	if !ok {
+		if len(s.pairs) >= s.max {
 			clear(s.pairs)
 		}
 		l, _ := last(k)
-		st = seqState{publisher: env.PublisherID, first: env.Sequence, base: l + 1}
-		if st.base == 0 {
-			st.base = 1 // l was the largest id: start over rather than wrap to "no id"
-		}
-		s.pairs[k] = st
+		pr = &pairState{last: l, gapsSeen: map[uint64]uint64{}}
+		s.pairs[k] = pr
 	}
-	if env.Sequence < st.first {
-		back := st.first - env.Sequence
-		if back >= st.base {
-			return 0
-		}
-		return st.base - back
+	seen, heard := pr.gapsSeen[env.PublisherID]
+	if !heard && len(pr.gapsSeen) >= maxPublishersPerPair {
+		clear(pr.gapsSeen) // publishers of a worker's past lives
 	}
-	return st.base + (env.Sequence - st.first)
+	pr.gapsSeen[env.PublisherID] = pub.gaps
+	step := uint64(1)
+	if heard && pub.gaps > seen {
+		step = 2 // one id skipped: the index marks the pair stale
+	}
+	if pr.last > ^uint64(0)-step {
+		pr.last = 0 // the largest id: start over rather than wrap to "no id"
+	}
+	pr.last += step
+	return pr.last
 }

@@ -127,6 +127,7 @@ func (e *Engine) ApplyKV(b KVBatch) error {
 		}
 	}
 	var unknown *UnknownWorkerError
+	var badRank *RankError
 	for _, ev := range evs {
 		switch err := ix.Apply(ev); {
 		case err == nil:
@@ -137,6 +138,7 @@ func (e *Engine) ApplyKV(b KVBatch) error {
 			}
 		case errors.Is(err, ErrHeld):
 		case isUnknownWorker(err, &unknown):
+		case isRankError(err, &badRank):
 		case errors.Is(err, kvevents.ErrUnknownParent):
 			counters.KVEventsUnknownParent.Inc()
 		case errors.Is(err, kvevents.ErrUnknownTier):
@@ -152,7 +154,23 @@ func (e *Engine) ApplyKV(b KVBatch) error {
 	if unknown != nil {
 		return &schemas.DecodeError{Kind: "kv_event", Reason: ReasonUnknownWorker, Err: unknown}
 	}
+	if badRank != nil {
+		return &schemas.DecodeError{Kind: "kv_event", Reason: ReasonRankOutOfRange, Err: badRank}
+	}
 	return nil
+}
+
+// isRankError is isUnknownWorker for a *RankError (counted by the
+// holding area; the sampled one is kept to be dead-lettered).
+func isRankError(err error, first **RankError) bool {
+	var re *RankError
+	if !errors.As(err, &re) {
+		return false
+	}
+	if re.Sample && *first == nil {
+		*first = re
+	}
+	return true
 }
 
 // isUnknownWorker reports whether err is an *UnknownWorkerError, and
@@ -243,8 +261,27 @@ func (e *Engine) Load(m Message) error {
 	return e.ApplyLoad(l)
 }
 
+// loadAdmitter says which (worker, dp rank) load reports are kept
+// (*Holding).
+type loadAdmitter interface {
+	Admits(k kvevents.WorkerKey) (ok bool, reason string)
+}
+
 // ApplyLoad records a worker's decoded load for the worker choice.
+//
+// Only a registered worker's dp ranks are kept (when the engine's KV
+// applier is a *Holding, which knows them): 65,546 reports for an
+// unregistered kv.load.999 once filled the table, and real workers'
+// reports were refused. Others are counted in load.refused, not
+// dead-lettered: a worker may report load before its record is written,
+// and its next report (they are periodic) is kept.
 func (e *Engine) ApplyLoad(l *schemas.ActiveLoad) error {
+	if ad, ok := e.kv.(loadAdmitter); ok {
+		if ok, reason := ad.Admits(kvevents.WorkerKey{WorkerID: l.WorkerID, DpRank: l.DpRank}); !ok {
+			e.counters.LoadRefused.Inc(reason)
+			return nil
+		}
+	}
 	if err := e.loads.Update(*l); err != nil {
 		// Counted and dead-lettered like a malformed report: it is
 		// dropped, and whoever floods kv.load.> should be found.

@@ -41,17 +41,22 @@ func (a *eventPlaneKV) apply(fr eventplane.KVFrame) error {
 		a.counters.KVEventsEventPlaneIgnored.Inc(fr.Ignored)
 		err := a.ix.Apply(kvevents.Event{Worker: ev.Worker, EventID: ev.EventID, Kind: schemas.KindRemoved})
 		var uw *UnknownWorkerError
-		if errors.Is(err, ErrHeld) || errors.As(err, &uw) {
-			return nil // an unregistered worker's: nothing of it is indexed
+		if errors.Is(err, ErrHeld) || errors.As(err, &uw) || errors.Is(err, ErrRankOutOfRange) {
+			return nil // an unregistered worker's or rank's: nothing of it is indexed
 		}
 		return err
 	}
 	var uw *UnknownWorkerError
+	var re *RankError
 	switch err := a.ix.Apply(ev); {
 	case errors.Is(err, ErrHeld):
 	case errors.As(err, &uw):
 		if uw.Sample {
 			return &schemas.DecodeError{Kind: "kv_event", Reason: ReasonUnknownWorker, Err: uw}
+		}
+	case errors.As(err, &re):
+		if re.Sample {
+			return &schemas.DecodeError{Kind: "kv_event", Reason: ReasonRankOutOfRange, Err: re}
 		}
 	case err == nil:
 		a.counters.KVEventsApplied.Inc(ev.Kind.String())

@@ -4,7 +4,9 @@ import (
 	"container/list"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
@@ -28,6 +30,14 @@ import (
 // registered and the holding area had no room for them.
 const ReasonUnknownWorker = "unknown worker"
 
+// ReasonRankOutOfRange labels events and load reports refused because
+// their dp rank is not one of their worker's: a worker's dp ranks are its
+// record's hint_endpoints (index = dp rank; at most --max-dp-ranks), and
+// no other rank can ever be chosen. Without this, one registered worker
+// publishing on dp ranks 0..65535 filled the index's pair table and
+// locked every later worker out.
+const ReasonRankOutOfRange = "dp rank out of range"
+
 var (
 	// ErrHeld means an event's worker is not registered (yet): the event
 	// waits in the holding area and is applied if the worker registers.
@@ -35,7 +45,27 @@ var (
 	// ErrUnknownWorker means events of unregistered workers were dropped
 	// for want of room; see UnknownWorkerError.
 	ErrUnknownWorker = errors.New("hints: events of an unregistered worker dropped")
+	// ErrRankOutOfRange means an event or load report names a dp rank
+	// its registered worker does not have; see RankError.
+	ErrRankOutOfRange = errors.New("hints: dp rank beyond the worker's hint endpoints")
 )
+
+// RankError reports an event refused for its dp rank (ReasonRankOutOfRange).
+// Sample says this message is the one in HoldingConfig.SampleEvery to
+// dead-letter.
+type RankError struct {
+	Key    kvevents.WorkerKey
+	Ranks  uint32 // the worker's registered dp ranks
+	Sample bool
+}
+
+func (e *RankError) Error() string {
+	return fmt.Sprintf("%s: worker %d dp rank %d, registered with %d", ErrRankOutOfRange.Error(),
+		e.Key.WorkerID, e.Key.DpRank, e.Ranks)
+}
+
+// Unwrap makes errors.Is(err, ErrRankOutOfRange) hold.
+func (e *RankError) Unwrap() error { return ErrRankOutOfRange }
 
 // UnknownWorkerError reports events dropped from (or refused by) the
 // holding area. Held says the event being applied was itself kept (it
@@ -79,11 +109,14 @@ type Holding struct {
 	// applied, and for writing while a worker is registered (its held
 	// events applied) or unregistered (its blocks removed): so no live
 	// event overtakes the held ones, and none lands after the removal.
-	mu         sync.RWMutex
-	registered map[uint64]struct{}
+	mu sync.RWMutex
+	// registered maps a registered worker to its dp ranks (its record's
+	// hint_endpoints).
+	registered map[uint64]uint32
 	held       map[uint64]*list.Element // -> *heldWorker, in lru
 	lru        list.List                // front: most recently heard
 	dropMsgs   uint64                   // messages with drops, for sampling
+	rankMsgs   atomic.Uint64            // events refused for their rank, for sampling
 }
 
 type heldWorker struct {
@@ -98,7 +131,7 @@ func NewHolding(ix *kvevents.Index, cfg HoldingConfig, counters *metrics.Familie
 		counters = metrics.New()
 	}
 	return &Holding{ix: ix, cfg: cfg.WithDefaults(), counters: counters,
-		registered: map[uint64]struct{}{}, held: map[uint64]*list.Element{}}
+		registered: map[uint64]uint32{}, held: map[uint64]*list.Element{}}
 }
 
 // LastEventID is the index's: held events have not been applied, so they
@@ -115,8 +148,13 @@ func eventBlocks(ev *kvevents.Event) int { return max(len(ev.Blocks)+len(ev.Remo
 func (h *Holding) Apply(ev kvevents.Event) error {
 	id := ev.Worker.WorkerID
 	h.mu.RLock()
-	if _, ok := h.registered[id]; ok {
-		err := h.ix.Apply(ev)
+	if ranks, ok := h.registered[id]; ok {
+		var err error
+		if ev.Worker.DpRank < ranks {
+			err = h.ix.Apply(ev)
+		} else {
+			err = h.refuseRank(ev.Worker, ranks)
+		}
 		h.mu.RUnlock()
 		return err
 	}
@@ -124,7 +162,10 @@ func (h *Holding) Apply(ev kvevents.Event) error {
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.registered[id]; ok { // registered meanwhile
+	if ranks, ok := h.registered[id]; ok { // registered meanwhile
+		if ev.Worker.DpRank >= ranks {
+			return h.refuseRank(ev.Worker, ranks)
+		}
 		return h.ix.Apply(ev)
 	}
 	cost := eventBlocks(&ev)
@@ -165,12 +206,42 @@ func (h *Holding) dropped(n int, held bool) error {
 	return &UnknownWorkerError{Dropped: n, Held: held, Sample: sample}
 }
 
-// Register lets id's events into the index, first the held ones in their
-// order; it returns how many held events were applied. Idempotent.
-func (h *Holding) Register(id uint64) int {
+// refuseRank counts an event refused for its dp rank. h.mu is held
+// (either way: the sampling count is atomic).
+func (h *Holding) refuseRank(k kvevents.WorkerKey, ranks uint32) error {
+	h.counters.KVEventsDropped.Inc(ReasonRankOutOfRange)
+	sample := (h.rankMsgs.Add(1)-1)%uint64(h.cfg.SampleEvery) == 0
+	return &RankError{Key: k, Ranks: ranks, Sample: sample}
+}
+
+// Admits reports whether k is a registered worker's dp rank: only those
+// are kept in the load table (and the index).
+func (h *Holding) Admits(k kvevents.WorkerKey) (ok bool, reason string) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	ranks, registered := h.registered[k.WorkerID]
+	switch {
+	case !registered:
+		return false, ReasonUnknownWorker
+	case k.DpRank >= ranks:
+		return false, ReasonRankOutOfRange
+	}
+	return true, ""
+}
+
+// Register lets id's events on dp ranks 0..ranks-1 into the index, first
+// the held ones in their order; it returns how many held events were
+// applied. ranks is the number of the worker record's hint_endpoints (a
+// record lists at most --max-dp-ranks). Called again with fewer ranks, it
+// forgets the ranks no longer listed. Idempotent.
+func (h *Holding) Register(id uint64, ranks int) int {
+	n := uint32(min(max(ranks, 0), math.MaxUint32))
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.registered[id] = struct{}{}
+	if prev, ok := h.registered[id]; ok && n < prev {
+		h.ix.RemoveRanksFrom(id, n)
+	}
+	h.registered[id] = n
 	el, ok := h.held[id]
 	if !ok {
 		return 0
@@ -179,6 +250,10 @@ func (h *Holding) Register(id uint64) int {
 	delete(h.held, id)
 	w := el.Value.(*heldWorker)
 	for _, ev := range w.events {
+		if ev.Worker.DpRank >= n {
+			h.counters.KVEventsDropped.Inc(ReasonRankOutOfRange)
+			continue
+		}
 		switch err := h.ix.Apply(ev); {
 		case err == nil:
 		case errors.Is(err, kvevents.ErrUnknownParent):
@@ -210,13 +285,23 @@ func (h *Holding) Registered(id uint64) bool {
 
 // Prune removes from the index every worker that is not registered (a
 // snapshot's, or one that left while no instance ran) and returns their
-// ids. Call it once the registry is loaded.
+// ids, and every dp rank a registered worker does not have (a flood a
+// snapshot kept). Call it once the registry is loaded.
 func (h *Holding) Prune() []uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var gone []uint64
+	excess := map[uint64]uint32{}
+	defer func() {
+		for id, ranks := range excess {
+			h.ix.RemoveRanksFrom(id, ranks)
+		}
+	}()
 	for _, k := range h.ix.Workers() {
-		if _, ok := h.registered[k.WorkerID]; ok {
+		if ranks, ok := h.registered[k.WorkerID]; ok {
+			if k.DpRank >= ranks {
+				excess[k.WorkerID] = ranks
+			}
 			continue
 		}
 		if len(gone) == 0 || gone[len(gone)-1] != k.WorkerID {

@@ -76,7 +76,7 @@ func TestHoldingFloodThenRegisteredWorker(t *testing.T) {
 	if err := h.Apply(ev); !errors.Is(err, ErrUnknownWorker) && !errors.Is(err, ErrHeld) {
 		t.Fatal(err)
 	}
-	if n := h.Register(7); n != 1 {
+	if n := h.Register(7, 1); n != 1 {
 		t.Fatalf("promoted %d events, want 1", n)
 	}
 	second := storedPrompt(7, tokens, 100) // all four blocks; the first two again
@@ -118,7 +118,7 @@ func TestHoldingPerWorkerCapAndUnregister(t *testing.T) {
 	if err := h.Apply(over); !errors.As(err, &uw) || uw.Held || !uw.Sample {
 		t.Fatalf("over the cap: %v, want dropped (and sampled, the first)", err)
 	}
-	if h.Register(9) != 2 {
+	if h.Register(9, 1) != 2 {
 		t.Fatal("want two events promoted")
 	}
 	k := kvevents.WorkerKey{WorkerID: 9}
@@ -143,7 +143,7 @@ func TestHoldingPrune(t *testing.T) {
 		}
 	}
 	h := NewHolding(ix, HoldingConfig{}, nil)
-	h.Register(2)
+	h.Register(2, 1)
 	if gone := h.Prune(); len(gone) != 2 || gone[0] != 1 || gone[1] != 3 {
 		t.Fatalf("pruned %v, want [1 3]", gone)
 	}
@@ -167,7 +167,7 @@ func TestHeldEventsOutliveTheDecodeScratch(t *testing.T) {
 			ix := kvevents.NewIndex()
 			h := NewHolding(ix, HoldingConfig{}, nil)
 			for id := uint64(2); id <= 4; id++ {
-				h.Register(id)
+				h.Register(id, 1)
 			}
 			e, err := NewEngine(Decisions{NoPinRenewal: true}, EngineDeps{Index: ix, KV: h,
 				Workers: workers{}, Sender: actions.NewRecorder(nil, nil)})
@@ -187,7 +187,7 @@ func TestHeldEventsOutliveTheDecodeScratch(t *testing.T) {
 			if st := h.Stats(); st.Workers != 1 || st.Events != 2 {
 				t.Fatalf("holding %+v, want worker 1's 2 events", st)
 			}
-			if n := h.Register(1); n != 2 {
+			if n := h.Register(1, 1); n != 2 {
 				t.Fatalf("promoted %d events, want 2", n)
 			}
 			if st := ix.Stats(); st.UnknownParent != 0 || st.Entries != 8*4 || st.Workers != 4 {

@@ -224,7 +224,7 @@ func benchKVSteady(b *testing.B, engine bool) {
 		ix = kvevents.NewIndex(kvevents.WithCapacity(kvSteadyCapacity))
 		h := NewHolding(ix, HoldingConfig{}, nil)
 		for w := range kvSteadyWorkers {
-			h.Register(uint64(w + 1))
+			h.Register(uint64(w+1), 1)
 		}
 		var err error
 		e, err = NewEngine(Decisions{NoPinRenewal: true}, EngineDeps{Index: ix, KV: h,

@@ -12,6 +12,9 @@ import (
 // The label values metrics lists at 0 from start-up are the ones this
 // package counts under.
 func TestMetricsReasonsAgree(t *testing.T) {
+	if ReasonRankOutOfRange != metrics.ReasonRankOutOfRange {
+		t.Errorf("ReasonRankOutOfRange %q, metrics has %q", ReasonRankOutOfRange, metrics.ReasonRankOutOfRange)
+	}
 	if ReasonUnknownWorker != metrics.ReasonUnknownWorker {
 		t.Errorf("ReasonUnknownWorker %q, metrics has %q", ReasonUnknownWorker, metrics.ReasonUnknownWorker)
 	}

@@ -433,10 +433,21 @@ func (ix *Index) OverlapInto(seqHashes []uint64, out map[WorkerKey]int) {
 
 // RemoveWorker forgets every dp rank of workerID and all their blocks.
 func (ix *Index) RemoveWorker(workerID uint64) {
+	ix.removePairs(func(k WorkerKey) bool { return k.WorkerID == workerID })
+}
+
+// RemoveRanksFrom forgets workerID's dp ranks from ranks up, and their
+// blocks: ranks its registry record no longer lists.
+func (ix *Index) RemoveRanksFrom(workerID uint64, ranks uint32) {
+	ix.removePairs(func(k WorkerKey) bool { return k.WorkerID == workerID && k.DpRank >= ranks })
+}
+
+// removePairs forgets the pairs gone reports and all their blocks.
+func (ix *Index) removePairs(drop func(WorkerKey) bool) {
 	ix.mu.Lock()
 	var gone []*workerState
 	for k, st := range ix.workers {
-		if k.WorkerID == workerID {
+		if drop(k) {
 			gone = append(gone, st)
 			delete(ix.workers, k)
 			ix.live.Delete(k)

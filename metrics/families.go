@@ -31,6 +31,9 @@ const (
 	// this package, so the value is repeated; hints.TestMetricsReasonsAgree
 	// checks they agree).
 	ReasonUnknownWorker = "unknown worker"
+	// ReasonRankOutOfRange is hints.ReasonRankOutOfRange (repeated for the
+	// same reason).
+	ReasonRankOutOfRange = "dp rank out of range"
 	// ReasonMalformed is the dead-letter reason of a trigger event whose
 	// error says no better (hints.Outcome.Reason).
 	ReasonMalformed = "malformed"
@@ -53,6 +56,7 @@ type Families struct {
 	RequestsPlain, RequestsWakeup                                         *Counter
 	RequestsMalformed                                                     *CounterVec
 	RequestsAckErrors, RequestsConsumerRecreated, RequestsMaxDeliveries   *Counter
+	RequestsExpiredUnread, ResponsesExpiredUnread                         *Counter
 
 	ResponsesReceived, ResponsesNoPin, ResponsesRetried                    *Counter
 	ResponsesMalformed                                                     *CounterVec
@@ -90,6 +94,8 @@ type Families struct {
 	KVEventsPrunedWorkers, KVEventsPurged                             *Counter
 	LoadReceived, LoadApplyErrors, LoadDeadLetterErrors               *Counter
 	LoadMalformed                                                     *CounterVec
+	// LoadRefused: reports of a worker or dp rank not registered.
+	LoadRefused *CounterVec
 
 	// Snapshots, streams, registry.
 	SnapshotsLoaded, SnapshotsSaved, SnapshotsErrors *Counter
@@ -115,6 +121,9 @@ func New() *Families {
 	f.RequestsAckErrors = b.counter("hintstream_requests_ack_errors_total", "Acks of request events that JetStream did not confirm (the event will come back).")
 	f.RequestsConsumerRecreated = b.counter("hintstream_requests_consumer_recreated_total", "Times the durable requests consumer was found deleted and created again.")
 	f.RequestsMaxDeliveries = b.counter("hintstream_requests_max_deliveries_total", "Request events that ran out of deliveries and were copied to the dead-letter subject.")
+
+	f.RequestsExpiredUnread = b.counter("hintstream_requests_expired_unread_total", "Request events that aged out of LLM_REQUESTS before any member handled them (the durable's ack floor behind the stream's first sequence; at most, counted when a member attaches).")
+	f.ResponsesExpiredUnread = b.counter("hintstream_responses_expired_unread_total", "Response events that aged out of LLM_RESPONSES before any member handled them (the durable's ack floor behind the stream's first sequence; at most, counted when a member attaches).")
 
 	f.ResponsesReceived = b.counter("hintstream_responses_received_total", "Response events delivered by the LLM_RESPONSES consumer, counted on each delivery before decoding.")
 	f.ResponsesNoPin = b.counter("hintstream_responses_no_pin_total", "Response events acked without a pin: not a tool call, or pins do not apply to them.")
@@ -153,10 +162,10 @@ func New() *Families {
 	f.KVEventsReceived = b.counter("hintstream_kv_events_received_total", "KV event messages delivered by the KV_EVENTS consumer, counted before decoding.")
 	f.KVEventsApplyErrors = b.counter("hintstream_kv_events_apply_errors_total", "KV event messages that failed to apply for a reason other than their content.")
 	f.KVEventsDeadLetterErrors = b.counter("hintstream_kv_events_dead_letter_errors_total", "Malformed KV event messages whose copy to the dead-letter subject failed.")
-	f.KVEventsMalformed = b.vec("hintstream_kv_events_malformed_total", "reason", "KV event messages dead-lettered and skipped because they can never be applied, by reason.", append([]string{"invalid event", ReasonUnknownWorker}, schemas.CommonDecodeReasons...)...)
+	f.KVEventsMalformed = b.vec("hintstream_kv_events_malformed_total", "reason", "KV event messages dead-lettered and skipped because they can never be applied, by reason.", append([]string{"invalid event", ReasonUnknownWorker, ReasonRankOutOfRange}, schemas.CommonDecodeReasons...)...)
 	f.KVEventsApplied = b.vec("hintstream_kv_events_applied_total", "kind", "KV events applied to the index, by kind.",
 		schemas.KindStored.String(), schemas.KindRemoved.String(), schemas.KindCleared.String())
-	f.KVEventsDropped = b.vec("hintstream_kv_events_dropped_total", "reason", "KV events dropped from the holding area, by reason (their worker never registered).", ReasonUnknownWorker)
+	f.KVEventsDropped = b.vec("hintstream_kv_events_dropped_total", "reason", "KV events not indexed, by reason: unknown worker (dropped from the holding area, their worker never registered), dp rank out of range (a rank their worker's record does not list).", ReasonUnknownWorker, ReasonRankOutOfRange)
 	f.KVEventsEventPlaneIgnored = b.vec("hintstream_kv_events_event_plane_ignored_total", "reason", "Well-formed event-plane frames with nothing to index, by reason.",
 		eventplane.IgnoreResidencyDomain, eventplane.IgnoreTier)
 	f.KVEventsHeld = b.counter("hintstream_kv_events_held_total", "KV events held because their worker is not registered yet.")
@@ -171,6 +180,8 @@ func New() *Families {
 	f.LoadApplyErrors = b.counter("hintstream_load_apply_errors_total", "Load reports that failed to apply for a reason other than their content.")
 	f.LoadDeadLetterErrors = b.counter("hintstream_load_dead_letter_errors_total", "Malformed load reports whose copy to the dead-letter subject failed.")
 	f.LoadMalformed = b.vec("hintstream_load_malformed_total", "reason", "Load reports dead-lettered and skipped because they can never be applied, by reason.", append([]string{"too many workers reporting load"}, schemas.CommonDecodeReasons...)...)
+
+	f.LoadRefused = b.vec("hintstream_load_refused_total", "reason", "Load reports not kept, by reason: unknown worker (not registered), dp rank out of range (a rank its record does not list). Only registered workers' ranks enter the load table.", ReasonUnknownWorker, ReasonRankOutOfRange)
 
 	f.SnapshotsLoaded = b.counter("hintstream_snapshots_loaded_total", "Index snapshots loaded at start-up.")
 	f.SnapshotsSaved = b.counter("hintstream_snapshots_saved_total", "Index snapshots saved, every --snapshot-interval.")
@@ -232,9 +243,9 @@ func (f *set) Summary() map[string]uint64 {
 func (f *Families) Trigger(kind string) Trigger {
 	switch kind {
 	case "requests":
-		return Trigger{f.RequestsMalformed, f.RequestsAckErrors, f.RequestsConsumerRecreated, f.RequestsMaxDeliveries}
+		return Trigger{f.RequestsMalformed, f.RequestsAckErrors, f.RequestsConsumerRecreated, f.RequestsMaxDeliveries, f.RequestsExpiredUnread}
 	case "responses":
-		return Trigger{f.ResponsesMalformed, f.ResponsesAckErrors, f.ResponsesConsumerRecreated, f.ResponsesMaxDeliveries}
+		return Trigger{f.ResponsesMalformed, f.ResponsesAckErrors, f.ResponsesConsumerRecreated, f.ResponsesMaxDeliveries, f.ResponsesExpiredUnread}
 	}
 	return f.orphans.trigger
 }
@@ -243,6 +254,7 @@ func (f *Families) Trigger(kind string) Trigger {
 type Trigger struct {
 	Malformed                                   *CounterVec
 	AckErrors, ConsumerRecreated, MaxDeliveries *Counter
+	ExpiredUnread                               *Counter
 }
 
 // State returns a state stream's counters ("kv_events" or "load");
@@ -290,7 +302,8 @@ func newOrphans() orphans {
 	b := builder{&set{reg: prometheus.NewRegistry()}}
 	return orphans{
 		trigger: Trigger{b.vec("hintstream_unknown_malformed_total", "reason", "-"), b.counter("hintstream_unknown_ack_errors_total", "-"),
-			b.counter("hintstream_unknown_consumer_recreated_total", "-"), b.counter("hintstream_unknown_max_deliveries_total", "-")},
+			b.counter("hintstream_unknown_consumer_recreated_total", "-"), b.counter("hintstream_unknown_max_deliveries_total", "-"),
+			b.counter("hintstream_unknown_expired_unread_total", "-")},
 		state: State{b.counter("hintstream_unknown_received_total", "-"), b.counter("hintstream_unknown_apply_errors_total", "-"),
 			b.counter("hintstream_unknown_dead_letter_errors_total", "-"), b.vec("hintstream_unknown_state_malformed_total", "reason", "-")},
 		queued:  b.counter("hintstream_unknown_queued_total", "-"),

@@ -25,6 +25,10 @@ type Sources struct {
 	Endpoints func() map[string]actions.EndpointStats
 	// Ready answers /readyz; nil means always ready.
 	Ready func() bool
+	// IndexComplete says whether the index was built from every KV event
+	// since the stream began, and if not why: hintstream_index_complete,
+	// /readyz's body and GET /v1/index. Nil: always complete.
+	IndexComplete func() (complete bool, reason string)
 	// Pending maps a consumer's name to its number of pending messages.
 	Pending func() map[string]uint64
 	// Latency, fed by the caller, gives hintstream_hint_latency_seconds.
@@ -63,7 +67,7 @@ type collector struct {
 
 	sent, retried, released, dropped, queueDepth, sendSeconds, sendMax *prometheus.Desc
 
-	pending, latency, ready *prometheus.Desc
+	pending, latency, ready, complete *prometheus.Desc
 
 	budget budgetDescs
 }
@@ -109,6 +113,7 @@ func NewCollector(s Sources) prometheus.Collector {
 	c.latency = d("hint_latency_seconds", "Time from enqueuing a hint to ZeroMQ accepting it.", "endpoint")
 	c.pending = d("consumer_pending", "Messages pending for a JetStream consumer.", "consumer")
 	c.ready = d("ready", "1 once the instance has caught up and answers /readyz with 200, 0 before.")
+	c.complete = d("index_complete", "1 when the index was built from every KV event since the stream began (or the snapshot it loaded), 0 when some were removed before this member read them (/readyz and GET /v1/index say which).")
 	c.budget = newBudgetDescs(d)
 	return c
 }
@@ -145,6 +150,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.src.Budget != nil {
 		c.budget.collect(ch, c.src.Budget())
+	}
+	if c.src.IndexComplete != nil {
+		v := 0.0
+		if ok, _ := c.src.IndexComplete(); ok {
+			v = 1
+		}
+		emit(ch, c.complete, prometheus.GaugeValue, v)
 	}
 	if c.src.Ready != nil {
 		v := 0.0

@@ -71,6 +71,10 @@ type (
 		OutOfOrder      uint64          `json:"out_of_order"`
 		DroppedFull     uint64          `json:"dropped_full"`
 		StaleWorkers    []WorkerKeyView `json:"stale_workers"`
+		// Complete is false when KV events were removed before this
+		// member read them; IncompleteReason says which.
+		Complete         bool   `json:"complete"`
+		IncompleteReason string `json:"incomplete_reason,omitempty"`
 	}
 	// OverlapRequest is the body of POST /v1/overlap.
 	OverlapRequest struct {
@@ -221,7 +225,10 @@ func (s Sources) indexView(*http.Request) (any, error) {
 	v := IndexView{Workers: st.Workers, DeviceBlocks: st.DeviceBlocks, OtherTierBlocks: st.OtherTierBlocks,
 		Hashes: st.Hashes, UnknownParent: st.UnknownParent, UnknownRemovals: st.UnknownRemovals,
 		Cleared: st.Cleared, Gaps: st.Gaps, OutOfOrder: st.OutOfOrder, DroppedFull: st.DroppedFull,
-		StaleWorkers: []WorkerKeyView{}}
+		StaleWorkers: []WorkerKeyView{}, Complete: true}
+	if s.IndexComplete != nil {
+		v.Complete, v.IncompleteReason = s.IndexComplete()
+	}
 	if s.Stale != nil {
 		for _, k := range s.Stale() {
 			v.StaleWorkers = append(v.StaleWorkers, WorkerKeyView{k.WorkerID, k.DpRank})

@@ -48,7 +48,9 @@ type Server struct {
 //
 // /metrics holds NewCollector(s) plus the Go and process collectors, on a
 // private registry. /healthz answers 200 "ok" while serving; /readyz 200
-// when s.Ready is nil or true, otherwise 503 "catching up". The /v1/
+// when s.Ready is nil or true, otherwise 503 "catching up"; a ready
+// member whose index is incomplete answers "ready; index incomplete:"
+// and the reason. The /v1/
 // endpoints are described in inspect.go.
 func Start(o Options, s Sources) (*Server, error) {
 	if o.Addr == "" {
@@ -81,6 +83,15 @@ func Start(o Options, s Sources) (*Server, error) {
 		if s.Ready != nil && !s.Ready() {
 			http.Error(w, "catching up", http.StatusServiceUnavailable)
 			return
+		}
+		// An incomplete index still routes most prompts right, and a
+		// member that is never ready would route none: 200, with the
+		// reason for whoever reads the body.
+		if s.IndexComplete != nil {
+			if ok, reason := s.IndexComplete(); !ok {
+				fmt.Fprintln(w, "ready; index incomplete:", reason)
+				return
+			}
 		}
 		fmt.Fprintln(w, "ready")
 	})

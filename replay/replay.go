@@ -98,7 +98,7 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	// workers are registered in it.
 	holding := hints.NewHolding(ix, o.Holding, counters)
 	for _, w := range reg.Workers() {
-		holding.Register(w.WorkerID)
+		holding.Register(w.WorkerID, len(w.HintEndpoints))
 	}
 	sender := o.Sender
 	if o.DryRun {

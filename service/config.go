@@ -156,6 +156,9 @@ type Config struct {
 	// requests and responses, indexes only their workers' KV events, and
 	// chooses only among their workers. Empty: every model.
 	Models []string
+	// KVStreams are extra KV-event streams read beside Streams.KVEvents
+	// (attached, never created or purged; kvstreams.go).
+	KVStreams []string
 
 	// Decisions: the worker choice, index options, prefetch and
 	// pin TTLs, tool times, keep-pin, renewals, input limits and the

@@ -63,5 +63,5 @@ func (c Config) Validate() error {
 	case slices.Contains(c.Models, ""):
 		return invalid(errors.New("--models: empty model name"))
 	}
-	return nil
+	return c.validateKVStreams()
 }

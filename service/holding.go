@@ -1,6 +1,9 @@
 package service
 
-import "github.com/hintstream/hintstream/hints"
+import (
+	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/schemas"
+)
 
 // startHolding puts the holding area in front of the index (after the
 // snapshot is loaded, since a failed load replaces the index; before the
@@ -10,10 +13,15 @@ func (s *Service) startHolding() {
 	s.holding = hints.NewHolding(s.Index, s.cfg.Holding, s.Counters)
 }
 
-// promote lets a newly registered worker's events into the index,
-// applying those it published before registering.
-func (s *Service) promote(id uint64) {
-	if n := s.holding.Register(id); n > 0 {
+// promote lets a newly registered worker's events into the index (on
+// the dp ranks its record lists), applying those it published before
+// registering; for an updated record it follows the record's ranks.
+func (s *Service) promote(id uint64, rec *schemas.WorkerRecord) {
+	ranks := 0
+	if rec != nil {
+		ranks = len(rec.HintEndpoints)
+	}
+	if n := s.holding.Register(id, ranks); n > 0 {
 		s.log.Info("worker registered after its first KV events; held events applied", "worker_id", id, "events", n)
 	}
 }

@@ -58,6 +58,15 @@ type Service struct {
 	Learner *tooltime.Learner
 
 	lastSnapshot atomic.Uint64 // KV stream sequence the last saved snapshot covers
+	// lastSnapCreated is the stream incarnation (creation, Unix ns)
+	// lastSnapshot counts in, and indexGap why the index is incomplete
+	// (nil: complete; gaps.go).
+	lastSnapCreated atomic.Int64
+	indexGap        atomic.Pointer[string]
+	// kvExtra reads Config.KVStreams; snapHeader is the loaded snapshot's
+	// headers (kvstreams.go).
+	kvExtra    []*consumers.StateConsumer
+	snapHeader nats.Header
 
 	// lc runs every long-running part under one errgroup (run.go).
 	lc *lifecycle
@@ -201,7 +210,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if s.cfg.HTTPAddr != "" {
 		s.http, err = observe.Start(observe.Options{Addr: s.cfg.HTTPAddr, Pprof: s.cfg.Pprof, Logger: s.log},
 			observe.Sources{Counters: s.Counters, Index: s.Index.Stats, Endpoints: s.pool.Stats,
-				Ready: s.ready.Load, Pending: s.pending, Latency: s.latency, TopTools: s.cfg.MetricsTopTools, Budget: s.pool.Budget,
+				Ready: s.ready.Load, IndexComplete: s.IndexComplete, Pending: s.pending, Latency: s.latency, TopTools: s.cfg.MetricsTopTools, Budget: s.pool.Budget,
 				// Called only once ready, when registry, selector and learner are set.
 				Workers: func() []schemas.WorkerRecord { return s.registry.Workers() },
 				Loads:   s.Loads.Get,
@@ -280,6 +289,9 @@ func (s *Service) Start(ctx context.Context) (err error) {
 			return err
 		}
 		s.lc.run(stageState, "state consumer", c.Run)
+	}
+	if err := s.startExtraKV(ctx, consumers.ApplyMessages(s.engine.KV), dlq); err != nil {
+		return err
 	}
 	// Hints chosen from a half-built index would go to the wrong worker:
 	// take requests only once the state streams are applied up to now.
@@ -364,6 +376,9 @@ func (s *Service) WaitCaughtUp(ctx context.Context) error {
 		return errors.New("service not started")
 	}
 	if err := s.kv.WaitCaughtUp(ctx); err != nil {
+		return err
+	}
+	if err := s.waitExtraCaughtUp(ctx); err != nil {
 		return err
 	}
 	return s.load.WaitCaughtUp(ctx)
@@ -518,6 +533,7 @@ func (s *Service) onWorkerChange(ch registry.Change) {
 		s.closeEndpoints(ch.Previous, nil)
 		s.log.Info("worker left", "worker_id", ch.WorkerID)
 	case registry.Updated:
+		s.promote(ch.WorkerID, ch.Record) // its dp ranks may have changed
 		if ch.Previous != nil && ch.Previous.HintCurvePublicKey != ch.Record.HintCurvePublicKey {
 			s.closeEndpoints(ch.Previous, nil) // reconnect with the new server key
 		} else {
@@ -525,7 +541,7 @@ func (s *Service) onWorkerChange(ch registry.Change) {
 		}
 		s.log.Info("worker changed", "worker_id", ch.WorkerID, "endpoints", ch.Record.HintEndpoints)
 	case registry.Added:
-		s.promote(ch.WorkerID)
+		s.promote(ch.WorkerID, ch.Record)
 		s.log.Info("worker joined", "worker_id", ch.WorkerID, "model", ch.Record.Model,
 			"block_size", ch.Record.KvBlockSize, "endpoints", ch.Record.HintEndpoints)
 	}

@@ -38,80 +38,45 @@ func (s *Service) snapshotStore(ctx context.Context) (jetstream.ObjectStore, err
 	return obs, err
 }
 
-// loadSnapshot fills the index from the latest snapshot and returns the
-// stream sequence to resume KV events at (0: from the start). A missing
-// or unusable snapshot is not an error: the whole stream is replayed.
-func (s *Service) loadSnapshot(ctx context.Context) uint64 {
-	if s.cfg.SnapshotInterval < 0 {
-		return 0
-	}
-	// Without a deadline of ours, nats.go bounds the whole object read by
-	// its 5 s default: a 10M-entry snapshot (160 MB) on a busy machine
-	// timed out and start-up fell back to a full replay.
-	ctx, cancel := context.WithTimeout(ctx, DefaultSnapshotLoadTimeout)
-	defer cancel()
-	start := time.Now()
-	obs, err := s.snapshotStore(ctx)
-	if err != nil {
-		s.log.Warn("snapshot store unavailable; replaying KV events from the start", "err", err)
-		return 0
-	}
-	info, err := obs.GetInfo(ctx, s.snapshotName())
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		s.log.Info("no index snapshot yet; replaying KV events from the start")
-		return 0
-	}
-	if err != nil {
-		s.log.Warn("snapshot unreadable; replaying KV events from the start", "err", err)
-		return 0
-	}
-	seq, err := strconv.ParseUint(info.Headers.Get(headerSnapSeq), 10, 64)
-	if err != nil || info.Headers.Get(headerSnapStream) != s.cfg.Streams.KVEvents.Name {
-		s.log.Warn("snapshot of another stream or without its sequence; ignored", "object", s.snapshotName())
-		return 0
-	}
-	r, err := obs.Get(ctx, s.snapshotName())
-	if err == nil {
-		err = s.Index.ReadSnapshot(r)
-		r.Close()
-	}
-	if err != nil {
-		s.log.Warn("snapshot unusable; replaying KV events from the start", "err", err)
-		s.Index = s.cfg.NewIndex(s.log)
-		return 0
-	}
-	st := s.Index.Stats()
-	s.log.Info("index snapshot loaded", "covers_seq", seq, "device_blocks", st.DeviceBlocks,
-		"workers", st.Workers, "took", time.Since(start).Round(time.Millisecond))
-	s.Counters.SnapshotsLoaded.Inc()
-	return seq + 1
-}
-
 // saveSnapshot writes the index with the sequence it covers: every event
 // up to it is applied (later ones may be too; applying them again on
 // start-up is harmless, events are idempotent).
 func (s *Service) saveSnapshot(ctx context.Context) error {
+	created := s.kv.StreamCreated()
 	covered := s.kv.Applied()
-	if covered == 0 || covered <= s.lastSnapshot.Load() {
+	if !s.kv.StreamCreated().Equal(created) {
+		return nil // the stream was recreated meanwhile: the next round saves the new one
+	}
+	extra, ok := s.extraHeader()
+	if !ok {
+		return nil // likewise for an extra stream
+	}
+	if covered == 0 || (created.UnixNano() == s.lastSnapCreated.Load() && covered <= s.lastSnapshot.Load()) {
 		return nil
 	}
 	obs, err := s.snapshotStore(ctx)
 	if err != nil {
 		return err
 	}
+	headers := nats.Header{
+		headerSnapStream:  []string{s.cfg.Streams.KVEvents.Name},
+		headerSnapSeq:     []string{strconv.FormatUint(covered, 10)},
+		headerSnapCreated: []string{created.Format(time.RFC3339Nano)},
+	}
+	if extra != "" {
+		headers.Set(headerSnapExtra, extra)
+	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(s.Index.WriteSnapshot(pw)) }()
 	start := time.Now()
-	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: s.snapshotName(), Headers: nats.Header{
-		headerSnapStream: []string{s.cfg.Streams.KVEvents.Name},
-		headerSnapSeq:    []string{strconv.FormatUint(covered, 10)},
-	}}, pr)
+	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: s.snapshotName(), Headers: headers}, pr)
 	pr.CloseWithError(err) // unblock the writer if Put gave up
 	if err != nil {
 		s.Counters.SnapshotsErrors.Inc()
 		return fmt.Errorf("index snapshot: %w", err)
 	}
 	s.lastSnapshot.Store(covered)
+	s.lastSnapCreated.Store(created.UnixNano())
 	s.Counters.SnapshotsSaved.Inc()
 	s.log.Info("index snapshot saved", "covers_seq", covered, "took", time.Since(start).Round(time.Millisecond))
 	s.reclaimAfterSave(ctx) // what interrupted saves left (snapshot_reclaim.go)

@@ -257,9 +257,18 @@ func printIndex(w io.Writer, v observe.IndexView) {
 		{"event id gaps", v.Gaps}, {"out of order", v.OutOfOrder}, {"unknown parent", v.UnknownParent},
 		{"unknown removals", v.UnknownRemovals}, {"cleared", v.Cleared}, {"dropped (index full)", v.DroppedFull},
 		{"stale workers", strings.Join(append([]string{strconv.Itoa(len(stale))}, stale...), " ")},
+		{"complete", completeness(v)},
 	} {
 		fmt.Fprintf(w, "%s\t%v\n", row.k, row.v)
 	}
+}
+
+// completeness is "yes", or "no: " and why.
+func completeness(v observe.IndexView) string {
+	if v.Complete {
+		return "yes"
+	}
+	return "no: " + v.IncompleteReason
 }
 
 func printOverlap(w io.Writer, v observe.OverlapView) {

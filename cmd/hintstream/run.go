@@ -27,6 +27,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	applyDecisions := decisionFlags(fs) // flags_decisions.go, shared with replay
 	applyBounds := boundsFlags(fs)
 	applyCluster := clusterFlags(fs)
+	applyKVStreams := kvStreamsFlag(fs)
 	var (
 		natsURL      = fs.String("nats-url", natsURLEnv(""), "NATS server URL"+natsURLUsage+"; empty starts an embedded JetStream server")
 		dataDir      = fs.String("data-dir", env("HINTSTREAM_DATA_DIR", service.DefaultEmbeddedDir), "embedded server's JetStream store (env HINTSTREAM_DATA_DIR)")
@@ -129,6 +130,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err := applyBounds(&cfg); err != nil {
 		return err
 	}
+	applyKVStreams(&cfg)
 	if err := applyCluster(&cfg); err != nil {
 		return err
 	}
