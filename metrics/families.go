@@ -21,7 +21,7 @@ var (
 	// ErrBudget, anything else).
 	dropReasons = []string{"queue_full", "expired", "closed", "budget", "error"}
 	// pinSkips are the reasons a tool-call response gets no pin.
-	pinSkips = []string{"unknown_worker", "no_layout", "no_full_page", "request_not_found", "encode"}
+	pinSkips = []string{"unknown_worker", "no_layout", "no_full_page", "request_not_found", "encode", "over_cap"}
 )
 
 const (
@@ -72,6 +72,7 @@ type Families struct {
 	PinsExpectedFrom                    *CounterVec
 	PinsRenewalEnded, PinsRenewalErrors *Counter
 	PinsRenewalSkipped                  *CounterVec
+	PinsCut                             *Counter
 	ToolDiscarded                       *Counter
 	ToolObserved                        *CounterVec
 	ToolExpected                        *GaugeVec
@@ -141,6 +142,7 @@ func New() *Families {
 	f.PinsRenewalEnded = b.counter("pins.renewal_ended", "Pins no longer renewed because their tool call outlasted the renewal cap (--pin-renew-max).")
 	f.PinsRenewalErrors = b.counter("pins.renewal_errors", "Pin renewals not recorded in the slot bucket (tried again shortly).")
 	f.PinsRenewalSkipped = b.vec("pins.renewal_skipped", "reason", "Pin renewals given up, by reason (budget: the pin expired before a renewal pass could reach it).", "budget")
+	f.PinsCut = b.counter("pins.cut", "Pins cut to their leading pages because their keys passed the key or byte cap of one pin (docs/limits.md).")
 	f.ToolDiscarded = b.counter("tooltime.discarded", "Observed tool times the learner discarded as implausible.")
 	f.ToolObserved = b.toolVec("tooltime.observed", "Tool times observed (request after a tool call), by tool; the top --metrics-top-tools tools by this count are exported, the rest as other.")
 	f.ToolExpected = b.toolGauge("tooltime.expected_ms", "hintstream_tooltime_expected_seconds", "The learned expected time of a tool call, by tool, updated on each observation.")
@@ -368,6 +370,7 @@ type Receiver struct {
 
 	Received, Invalid, Duplicate, Expired, UnknownAction *Counter
 	Delivered                                            *CounterVec
+	Stale                                                *Counter
 }
 
 // NewReceiver returns a receiver's counters at 0.
@@ -381,6 +384,7 @@ func NewReceiver() *Receiver {
 	r.UnknownAction = b.counter("receiver.unknown_action", "Actions of a type the receiver does not handle, skipped.")
 	// The action types of actions.ActionPrefetch and actions.ActionPin
 	// (literal here: package actions needs libzmq).
+	r.Stale = b.counter("receiver.stale", "Pin actions dropped because their revision was not above the last one applied to their slot (docs/wire.md).")
 	r.Delivered = b.vec("receiver.delivered", "reason", "Actions handed to the handler, by action type.", "kv.prefetch", "kv.pin")
 	return r
 }
