@@ -57,8 +57,9 @@ type PinSlots struct {
 	// msgTTL: the bucket allows per-message TTLs (records and markers
 	// leave on the schedule above); false on a bucket created before,
 	// whose records stay the bucket's 24 h.
-	msgTTL bool
-	now    func() time.Time
+	msgTTL            bool
+	now               func() time.Time
+	linger, markerTTL time.Duration
 }
 
 // OpenPinSlots creates or attaches to the bucket, capped at
@@ -71,11 +72,17 @@ func OpenPinSlots(ctx context.Context, js jetstream.JetStream, bucket string, op
 		bucket = DefaultPinSlotBucket
 	}
 	bo := bucketOpts(DefaultPinSlotsMaxBytes, opts)
+	if bo.linger == 0 {
+		bo.linger = DefaultSlotLinger
+	}
+	if bo.markerTTL == 0 {
+		bo.markerTTL = DefaultSlotMarkerTTL
+	}
 	kv, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: 24 * time.Hour,
 			Description: "hintstream: live tool-call pin per session", MaxBytes: bo.maxBytes,
-			LimitMarkerTTL: DefaultSlotMarkerTTL})
+			LimitMarkerTTL: bo.markerTTL})
 	} else if err == nil {
 		err = bo.checkCap(ctx, js, bucket)
 	}
@@ -86,7 +93,8 @@ func OpenPinSlots(ctx context.Context, js jetstream.JetStream, bucket string, op
 	if err != nil {
 		return nil, fmt.Errorf("pin slot bucket %s: %w", bucket, err)
 	}
-	return &PinSlots{kv: kv, js: js, subject: "$KV." + bucket + ".", msgTTL: msgTTL, now: time.Now}, nil
+	return &PinSlots{kv: kv, js: js, subject: "$KV." + bucket + ".", msgTTL: msgTTL, now: time.Now,
+		linger: bo.linger, markerTTL: bo.markerTTL}, nil
 }
 
 // checkMsgTTL reports whether the bucket allows per-message TTLs, turning
@@ -107,7 +115,7 @@ func (o bucketOptions) checkMsgTTL(ctx context.Context, js jetstream.JetStream, 
 	}
 	cfg.AllowMsgTTL = true
 	if cfg.SubjectDeleteMarkerTTL == 0 {
-		cfg.SubjectDeleteMarkerTTL = DefaultSlotMarkerTTL
+		cfg.SubjectDeleteMarkerTTL = o.markerTTL
 	}
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
 		return false, fmt.Errorf("allowing per-message TTLs: %w", err)
@@ -116,16 +124,33 @@ func (o bucketOptions) checkMsgTTL(ctx context.Context, js jetstream.JetStream, 
 	return true, nil
 }
 
+// WithSlotLinger sets how long a slot record outlives its pin
+// (DefaultSlotLinger when 0); a negative value keeps the default.
+func WithSlotLinger(d time.Duration) BucketOption {
+	return func(o *bucketOptions) { o.linger = max(d, 0) }
+}
+
+// WithSlotMarkerTTL sets how long a released slot's delete marker stays
+// (DefaultSlotMarkerTTL when 0; JetStream's minimum is 1 s, below it
+// the default is kept). It applies to a bucket created or updated here.
+func WithSlotMarkerTTL(d time.Duration) BucketOption {
+	return func(o *bucketOptions) {
+		if d >= time.Second {
+			o.markerTTL = d
+		}
+	}
+}
+
 func slotKey(session string) string { return strconv.FormatUint(xxh3.HashString(session), 16) }
 
 // recordTTL is how long the record of a pin expiring at expiresAtMs
-// stays: its remaining TTL plus DefaultSlotLinger, within [1s, 24h].
+// stays: its remaining TTL plus the linger, within [1s, 24h].
 func (p *PinSlots) recordTTL(expiresAtMs int64) time.Duration {
 	left := time.Until(time.UnixMilli(expiresAtMs))
 	if p.now != nil {
 		left = time.UnixMilli(expiresAtMs).Sub(p.now())
 	}
-	return min(max(left, 0)+DefaultSlotLinger, 24*time.Hour)
+	return min(max(max(left, 0)+p.linger, time.Second), 24*time.Hour)
 }
 
 func (p *PinSlots) publishOpts(r PinRecord, opts ...jetstream.PublishOpt) []jetstream.PublishOpt {
@@ -190,7 +215,7 @@ func (p *PinSlots) remove(ctx context.Context, session string, last uint64) (uin
 	m.Header.Set("KV-Operation", "DEL")
 	opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(last)}
 	if p.msgTTL {
-		opts = append(opts, jetstream.WithMsgTTL(DefaultSlotMarkerTTL))
+		opts = append(opts, jetstream.WithMsgTTL(p.markerTTL))
 	}
 	ack, err := p.js.PublishMsg(ctx, m, opts...)
 	if err != nil {
