@@ -35,6 +35,12 @@ type Hint struct {
 	// the hint, before or after Done. When Send returns an error it is not
 	// called: the body is the caller's again.
 	Release func(body []byte)
+	// Dropped, when set, is called once if the hint is never handed to
+	// ZMQ (expired, aborted, refused by the socket); unlike Done(false)
+	// it is not called for a hint released early past WithMaxHeld, which
+	// is still delivered. The affinity record of a prefetch that never
+	// left is withdrawn there.
+	Dropped func()
 }
 
 func (h Hint) finish(sent bool) {
@@ -262,6 +268,9 @@ func (s *sender) dropQueued() {
 
 func (s *sender) dropHint(h Hint, reason string) {
 	defer h.finish(false)
+	if h.Dropped != nil {
+		defer h.Dropped()
+	}
 	s.stats.drop(reason)
 	s.log.Debug("hint dropped", "message_id", h.MessageID, "reason", reason)
 }
@@ -299,6 +308,9 @@ func (s *sender) deliver(q queued) {
 		}
 		if !retryable(err) {
 			defer h.finish(false)
+			if h.Dropped != nil {
+				defer h.Dropped()
+			}
 			s.stats.drop(DropError)
 			s.log.Warn("hint send failed", "message_id", h.MessageID, "err", err)
 			return

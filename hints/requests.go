@@ -154,7 +154,7 @@ func (e *Engine) prefetch(d Delivery, req *schemas.RequestEvent) bool {
 		return false
 	}
 	err = e.sender.Send(cand.Endpoint, actions.Hint{MessageID: id, Body: body, Deadline: expires,
-		Done: d.Settled, Release: e.bodies.release})
+		Done: d.Settled, Release: e.bodies.release, Dropped: e.withdrawOnDrop(req)})
 	if err != nil {
 		e.bodies.put(body) // not taken: still ours
 		e.counters.HintsPrefetchDropped.Inc(actions.DropReason(err))
@@ -179,6 +179,25 @@ func (e *Engine) recordAffinity(req *schemas.RequestEvent, cand routing.Candidat
 	}
 	e.affinity.RecordAffinity(req.SessionID, schemas.AffinityRecord{WorkerID: cand.Worker.WorkerID,
 		DpRank: cand.Worker.DpRank, ExpiresAtMs: expires.UnixMilli(), RequestID: req.RequestID})
+}
+
+// AffinityWithdrawer is an AffinityRecorder that can take a record back:
+// a prefetch that never left must not send the session's turn to a
+// worker that was never warmed.
+type AffinityWithdrawer interface {
+	WithdrawAffinity(session, requestID string)
+}
+
+// withdrawOnDrop is the prefetch's Dropped hook: it withdraws the
+// affinity record queued for it (nil when records are off or cannot be
+// withdrawn, so no closure is made per wake-up then).
+func (e *Engine) withdrawOnDrop(req *schemas.RequestEvent) func() {
+	w, ok := e.affinity.(AffinityWithdrawer)
+	if !ok || req.SessionID == "" {
+		return nil
+	}
+	session, id := req.SessionID, req.RequestID
+	return func() { w.WithdrawAffinity(session, id) }
 }
 
 // isWakeup reports whether h asks for a wake-up (see wakeupValue).
