@@ -80,9 +80,16 @@ func OpenPinSlots(ctx context.Context, js jetstream.JetStream, bucket string, op
 	}
 	kv, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: 24 * time.Hour,
+		cfg := jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: 24 * time.Hour,
 			Description: "hintstream: live tool-call pin per session", MaxBytes: bo.maxBytes,
-			LimitMarkerTTL: bo.markerTTL})
+			LimitMarkerTTL: bo.markerTTL}
+		kv, err = js.CreateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
+			// A server before 2.11 has no per-message TTLs: records then
+			// stay the bucket's 24 h (checkMsgTTL warns).
+			cfg.LimitMarkerTTL = 0
+			kv, err = js.CreateKeyValue(ctx, cfg)
+		}
 	} else if err == nil {
 		err = bo.checkCap(ctx, js, bucket)
 	}
@@ -118,7 +125,10 @@ func (o bucketOptions) checkMsgTTL(ctx context.Context, js jetstream.JetStream, 
 		cfg.SubjectDeleteMarkerTTL = o.markerTTL
 	}
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
-		return false, fmt.Errorf("allowing per-message TTLs: %w", err)
+		// A server without per-message TTLs: the bucket works as before.
+		o.log.Warn("pin slot bucket cannot allow per-message TTLs: records of abandoned sessions stay 24 h",
+			"bucket", bucket, "err", err)
+		return false, nil
 	}
 	o.log.Info("pin slot bucket allows per-message TTLs", "bucket", bucket)
 	return true, nil
