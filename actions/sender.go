@@ -41,6 +41,20 @@ type Hint struct {
 	// is still delivered. The affinity record of a prefetch that never
 	// left is withdrawn there.
 	Dropped func()
+	// Sent, when set, is called once when ZMQ took the hint for a
+	// connected peer (the sockets are ZMQ_IMMEDIATE, so a hint to an
+	// absent peer is never taken), before the settle delay and before
+	// Done(true), on the goroutine that sent it (possibly within Send).
+	// A prefetch's affinity record is written there, so a session's turn
+	// is never sent to a worker whose prefetch did not leave. It must be
+	// quick and must not block.
+	Sent func()
+}
+
+func (h Hint) delivered() {
+	if h.Sent != nil {
+		h.Sent()
+	}
 }
 
 func (h Hint) finish(sent bool) {
@@ -344,6 +358,7 @@ func (s *sender) sent(q queued) {
 	if s.onSent != nil {
 		s.onSent(s.endpoint, d)
 	}
+	q.Hint.delivered()
 	q.Hint.finish(true)
 }
 

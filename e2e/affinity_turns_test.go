@@ -21,7 +21,7 @@ import (
 // turns overlap (the next wake-up before the last turn) and forks (two
 // branches of one session woken at once) each find the worker their own
 // wake-up's prefetch went to; a worker that left the registry is not
-// preferred.
+// preferred, nor one whose endpoint is down (its prefetch never left).
 func TestAffinityTurns(t *testing.T) {
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
@@ -41,11 +41,19 @@ func TestAffinityTurns(t *testing.T) {
 	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
 		t.Fatal(err)
 	}
-	// Prompts of prefix a are cached on worker 1, of prefix b on worker 2.
-	a, b := seq(100, 6*16), seq(5000, 6*16)
+	// Worker 3 is registered but nobody listens on its endpoint.
+	down := fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t))
+	if err := registry.Put(ctx, reg, schemas.WorkerRecord{WorkerID: 3, Model: model, KvBlockSize: 16, HintEndpoints: []string{down}}); err != nil {
+		t.Fatal(err)
+	}
+	// Prompts of prefix a are cached on worker 1, of prefix b on worker 2,
+	// of prefix c on worker 3.
+	a, b, c := seq(100, 6*16), seq(5000, 6*16), seq(20000, 6*16)
+	publishStored(t, ctx, js, 3, c[:4*16])
 	publishStored(t, ctx, js, 1, a[:4*16])
 	publishStored(t, ctx, js, 2, b[:4*16])
-	p := start(t, "run", "--nats-url", srv.ClientURL(), "--prefetch-ttl", "5s")
+	p := start(t, "run", "--nats-url", srv.ClientURL(), "--prefetch-ttl", "5s", "--http-addr", "127.0.0.1:0", "--log-format", "json")
+	addr := httpAddr(t, p)
 	p.waitLine(t, 30*time.Second, "hintstream running")
 	aff, err := client.OpenAffinity(ctx, js, "")
 	if err != nil {
@@ -104,6 +112,28 @@ func TestAffinityTurns(t *testing.T) {
 		if got := workerOf[byRequest(sink.Messages(), id)[0].Endpoint]; got != want {
 			t.Fatalf("prefetch %s went to worker %d, the record says %d", id, got, want)
 		}
+	}
+	// A worker whose endpoint is down: the session's earlier wake-up went
+	// to worker 1; its next one is chosen for worker 3 and queued, but
+	// ZMQ never takes it. Once the sender has retried it (the choice is
+	// made and the prefetch is in the pool), the session still prefers
+	// worker 1, and the new wake-up has no preferred worker.
+	publishRequest(t, ctx, js, wake("dn-1", "down", a))
+	if got := ask("down", "dn-1"); got != 1 {
+		t.Fatalf("dn-1: preferred worker %d, want 1", got)
+	}
+	publishRequest(t, ctx, js, wake("dn-2", "down", c))
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		return series(scrape(t, addr), "hintstream_hints_retried_total", "endpoint", down) >= 3
+	}, "the prefetch to the down endpoint retried")
+	if pref, err := aff.PreferredWorker(ctx, "down"); err != nil || pref.WorkerID != 1 {
+		t.Fatalf("session with an undelivered prefetch: preferred %+v, %v; want worker 1", pref, err)
+	}
+	if pref, err := aff.PreferredWorkerFor(ctx, "down", "dn-2"); !errors.Is(err, client.ErrNoPreference) {
+		t.Fatalf("undelivered prefetch dn-2: preferred %+v, %v; want ErrNoPreference", pref, err)
+	}
+	if pref, err := aff.AwaitPreferred(ctx, "down", "dn-2", 200*time.Millisecond); !errors.Is(err, client.ErrNoPreference) {
+		t.Fatalf("undelivered prefetch dn-2 after waiting: preferred %+v, %v; want ErrNoPreference", pref, err)
 	}
 	// A worker that left is not preferred.
 	if err := reg.Delete(ctx, strconv.Itoa(1)); err != nil {
