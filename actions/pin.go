@@ -26,6 +26,11 @@ type Pin struct {
 	TTL      time.Duration // 0 releases the slot; otherwise in (0, MaxPinTTL]
 	Priority int           // 1..100 (see Priority); 0 is allowed for a release
 	Tokens   int           // tokens a miss would recompute; >= 0
+	// Revision orders this message among the slot's pins, renewals and
+	// releases from every member of a group (the slot record's KV
+	// revision): a receiver applies it only when it is above the last
+	// it applied to Slot. 0 leaves it out (unordered).
+	Revision uint64
 }
 
 // PinMessageID is the envelope message_id for a pin (release false) or a
@@ -74,6 +79,7 @@ func NewPinEnvelope(p Pin) (*schemas.KvHintsEnvelope, error) {
 		TTLMs:    int64((p.TTL + time.Millisecond - 1) / time.Millisecond),
 		Priority: int64(prio),
 		Tokens:   int64(p.Tokens),
+		Revision: p.Revision,
 	}
 	raw, err := payload.MarshalMsg(make([]byte, 0, payload.Msgsize()))
 	if err != nil {

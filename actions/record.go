@@ -73,6 +73,7 @@ func (r *Recorder) Send(endpoint string, h Hint) error {
 		// Recorded is as far as it goes.
 		defer h.finish(true)
 		defer h.release()
+		defer h.delivered()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -35,6 +35,26 @@ type Hint struct {
 	// the hint, before or after Done. When Send returns an error it is not
 	// called: the body is the caller's again.
 	Release func(body []byte)
+	// Dropped, when set, is called once if the hint is never handed to
+	// ZMQ (expired, aborted, refused by the socket); unlike Done(false)
+	// it is not called for a hint released early past WithMaxHeld, which
+	// is still delivered. The affinity record of a prefetch that never
+	// left is withdrawn there.
+	Dropped func()
+	// Sent, when set, is called once when ZMQ took the hint for a
+	// connected peer (the sockets are ZMQ_IMMEDIATE, so a hint to an
+	// absent peer is never taken), before the settle delay and before
+	// Done(true), on the goroutine that sent it (possibly within Send).
+	// A prefetch's affinity record is written there, so a session's turn
+	// is never sent to a worker whose prefetch did not leave. It must be
+	// quick and must not block.
+	Sent func()
+}
+
+func (h Hint) delivered() {
+	if h.Sent != nil {
+		h.Sent()
+	}
 }
 
 func (h Hint) finish(sent bool) {
@@ -262,6 +282,9 @@ func (s *sender) dropQueued() {
 
 func (s *sender) dropHint(h Hint, reason string) {
 	defer h.finish(false)
+	if h.Dropped != nil {
+		defer h.Dropped()
+	}
 	s.stats.drop(reason)
 	s.log.Debug("hint dropped", "message_id", h.MessageID, "reason", reason)
 }
@@ -299,6 +322,9 @@ func (s *sender) deliver(q queued) {
 		}
 		if !retryable(err) {
 			defer h.finish(false)
+			if h.Dropped != nil {
+				defer h.Dropped()
+			}
 			s.stats.drop(DropError)
 			s.log.Warn("hint send failed", "message_id", h.MessageID, "err", err)
 			return
@@ -332,6 +358,7 @@ func (s *sender) sent(q queued) {
 	if s.onSent != nil {
 		s.onSent(s.endpoint, d)
 	}
+	q.Hint.delivered()
 	q.Hint.finish(true)
 }
 

@@ -82,8 +82,9 @@ func (p Preferred) NvExt() map[string]any {
 // "hintstream_affinity", schemas.AffinityRecord entries). Safe for
 // concurrent use.
 type Affinity struct {
-	kv  jetstream.KeyValue
-	now func() time.Time
+	kv      jetstream.KeyValue
+	workers jetstream.KeyValue // nil: no registry check (affinity_turn.go)
+	now     func() time.Time
 }
 
 // AffinityOption configures an Affinity.
@@ -110,7 +111,9 @@ func OpenAffinity(ctx context.Context, js jetstream.JetStream, bucket string, op
 	if err != nil {
 		return nil, fmt.Errorf("client: affinity bucket %q: %w", bucket, err)
 	}
-	return NewAffinity(kv, opts...), nil
+	// The registry goes first so that an explicit WithAffinityRegistry
+	// wins.
+	return NewAffinity(kv, append([]AffinityOption{WithAffinityRegistry(attachRegistry(ctx, js))}, opts...)...), nil
 }
 
 // NewAffinity reads the given bucket.
@@ -123,7 +126,8 @@ func NewAffinity(kv jetstream.KeyValue, opts ...AffinityOption) *Affinity {
 }
 
 // PreferredWorker returns where session's last wake-up was prefetched,
-// while that prefetch is unexpired. No record, an expired one, or a
+// while that prefetch is unexpired and its worker registered (when a
+// registry is attached, see WithAffinityRegistry). No record, an expired one, or a
 // session id that cannot have one (empty, or longer than
 // schemas.MaxAffinitySession) gives ErrNoPreference; a record that does
 // not decode gives an error matching schemas.ErrMalformed; a bus failure
@@ -147,6 +151,14 @@ func (a *Affinity) PreferredWorker(ctx context.Context, session string) (Preferr
 	p := Preferred{WorkerID: rec.WorkerID, DpRank: rec.DpRank, ExpiresAt: time.UnixMilli(rec.ExpiresAtMs), RequestID: rec.RequestID}
 	if !a.now().Before(p.ExpiresAt) {
 		return Preferred{}, ErrNoPreference
+	}
+	// A worker that left the registry is not preferred, whatever the
+	// record says.
+	if ok, err := a.registered(ctx, p.WorkerID); err != nil || !ok {
+		if err == nil {
+			err = ErrNoPreference
+		}
+		return Preferred{}, err
 	}
 	return p, nil
 }

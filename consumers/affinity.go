@@ -46,11 +46,13 @@ type AffinityWriter struct {
 	mu       sync.RWMutex // closed and sends on queue
 	closed   bool
 	js       jetstream.JetStream // AffinityAsync: batched asynchronous writes
+	state    *affinityState      // the writer goroutine's (affinity_recent.go)
 }
 
 type affinityPut struct {
-	key string
-	rec schemas.AffinityRecord
+	key      string
+	rec      schemas.AffinityRecord
+	withdraw bool // take back the record of rec.RequestID (affinity_recent.go)
 }
 
 // OpenAffinityBucket attaches to the bucket, creating it (memory storage,
@@ -87,7 +89,7 @@ func NewAffinityWriter(kv jetstream.KeyValue, counters *metrics.Families, log *s
 		log = slog.Default()
 	}
 	w := &AffinityWriter{kv: kv, counters: counters, log: log.With("bucket", kv.Bucket()),
-		queue: make(chan affinityPut, DefaultAffinityQueue)}
+		queue: make(chan affinityPut, DefaultAffinityQueue), state: newAffinityState(DefaultAffinitySessions)}
 	for _, o := range opts {
 		o(w)
 	}
@@ -127,6 +129,9 @@ func (w *AffinityWriter) run() {
 	for p := range w.queue {
 		if w.ctx.Err() != nil {
 			w.counters.AffinityDropped.Inc("closed")
+			continue
+		}
+		if !w.state.prepare(&p) {
 			continue
 		}
 		// A record outlives its use within seconds; a slow bus must not

@@ -60,15 +60,20 @@ func (w *AffinityWriter) runBatched() {
 	batch := make([]affinityPut, 0, DefaultAffinityBatch)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
+	var last time.Time // when the last batch left
 	for p := range w.queue {
 		// The linger is slept through, not spent waiting on the queue:
 		// a writer waiting on it is woken by every record, two goroutine
 		// switches per wake-up; this way a batch costs two (its first
 		// record and the timer), whatever its size. Records sent meanwhile
-		// wait in the queue, which holds many batches.
+		// wait in the queue, which holds many batches. A writer idle for
+		// a linger or more publishes at once: its record may be wanted by
+		// a turn milliseconds away, and at that rate batches save nothing.
 		batch = append(batch[:0], p)
-		linger.Reset(DefaultAffinityLinger)
-		<-linger.C
+		if time.Since(last) < DefaultAffinityLinger {
+			linger.Reset(DefaultAffinityLinger)
+			<-linger.C
+		}
 	gather:
 		for len(batch) < DefaultAffinityBatch {
 			select {
@@ -81,7 +86,18 @@ func (w *AffinityWriter) runBatched() {
 				break gather
 			}
 		}
-		w.awaitBatch(w.publishBatch(prefix, batch))
+		kept := batch[:0]
+		for i := range batch {
+			if w.state.prepare(&batch[i]) {
+				kept = append(kept, batch[i])
+			}
+		}
+		clear(batch[len(kept):])
+		batch = kept
+		last = time.Now()
+		if len(batch) > 0 {
+			w.awaitBatch(w.publishBatch(prefix, batch))
+		}
 		clear(batch)
 	}
 }

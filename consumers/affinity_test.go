@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/hintstream/hintstream/internal/metricstest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func TestAffinityWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := schemas.DecodeAffinityRecord(e.Value())
-	if err != nil || *got != rec {
+	if err != nil || !reflect.DeepEqual(*got, rec) {
 		t.Fatalf("stored %+v %v", got, err)
 	}
 }

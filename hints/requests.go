@@ -154,7 +154,7 @@ func (e *Engine) prefetch(d Delivery, req *schemas.RequestEvent) bool {
 		return false
 	}
 	err = e.sender.Send(cand.Endpoint, actions.Hint{MessageID: id, Body: body, Deadline: expires,
-		Done: d.Settled, Release: e.bodies.release})
+		Done: d.Settled, Release: e.bodies.release, Sent: e.recordOnSent(req, cand, expires)})
 	if err != nil {
 		e.bodies.put(body) // not taken: still ours
 		e.counters.HintsPrefetchDropped.Inc(actions.DropReason(err))
@@ -162,7 +162,6 @@ func (e *Engine) prefetch(d Delivery, req *schemas.RequestEvent) bool {
 		return false
 	}
 	e.counters.HintsPrefetchQueued.Inc()
-	e.recordAffinity(req, cand, expires)
 	// Checked first: the arguments of a disabled Debug are still boxed,
 	// three allocations on every wake-up.
 	if e.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -172,13 +171,19 @@ func (e *Engine) prefetch(d Delivery, req *schemas.RequestEvent) bool {
 	return true
 }
 
-// recordAffinity hands a queued prefetch's choice to the recorder, if any.
-func (e *Engine) recordAffinity(req *schemas.RequestEvent, cand routing.Candidate, expires time.Time) {
-	if e.affinity == nil {
-		return
+// recordOnSent is the prefetch's Sent hook: the session's affinity
+// record is written once ZMQ took the prefetch for a connected worker,
+// not when it was queued, so a preferred worker is one whose prefetch
+// was delivered. A prefetch that never leaves (peer down until its
+// deadline, aborted) writes nothing and the session keeps its earlier
+// record. Nil when records are off, so no closure is made per wake-up.
+func (e *Engine) recordOnSent(req *schemas.RequestEvent, cand routing.Candidate, expires time.Time) func() {
+	if e.affinity == nil || req.SessionID == "" {
+		return nil
 	}
-	e.affinity.RecordAffinity(req.SessionID, schemas.AffinityRecord{WorkerID: cand.Worker.WorkerID,
-		DpRank: cand.Worker.DpRank, ExpiresAtMs: expires.UnixMilli(), RequestID: req.RequestID})
+	rec, session, to := schemas.AffinityRecord{WorkerID: cand.Worker.WorkerID,
+		DpRank: cand.Worker.DpRank, ExpiresAtMs: expires.UnixMilli(), RequestID: req.RequestID}, req.SessionID, e.affinity
+	return func() { to.RecordAffinity(session, rec) }
 }
 
 // isWakeup reports whether h asks for a wake-up (see wakeupValue).

@@ -23,7 +23,7 @@ var (
 	// ErrBudget, anything else).
 	dropReasons = []string{"queue_full", "expired", "closed", "budget", "error"}
 	// pinSkips are the reasons a tool-call response gets no pin.
-	pinSkips = []string{"unknown_worker", "no_layout", "no_full_page", "request_not_found", "encode"}
+	pinSkips = []string{"unknown_worker", "no_layout", "no_full_page", "request_not_found", "encode", "over_cap"}
 )
 
 const (
@@ -77,6 +77,7 @@ type Families struct {
 	PinsExpectedFrom                    *CounterVec
 	PinsRenewalEnded, PinsRenewalErrors *Counter
 	PinsRenewalSkipped                  *CounterVec
+	PinsCut                             *Counter
 	ToolDiscarded                       *Counter
 	ToolObserved                        *CounterVec
 	ToolExpected                        *GaugeVec
@@ -151,6 +152,7 @@ func New() *Families {
 	f.PinsRenewalEnded = b.counter("hintstream_pins_renewal_ended_total", "Pins no longer renewed because their tool call outlasted the renewal cap (--pin-renew-max).")
 	f.PinsRenewalErrors = b.counter("hintstream_pins_renewal_errors_total", "Pin renewals not recorded in the slot bucket (tried again shortly).")
 	f.PinsRenewalSkipped = b.vec("hintstream_pins_renewal_skipped_total", "reason", "Pin renewals given up, by reason (budget: the pin expired before a renewal pass could reach it).", "budget")
+	f.PinsCut = b.counter("hintstream_pins_cut_total", "Pins cut to their leading pages because their keys passed the key or byte cap of one pin (docs/limits.md).")
 	f.ToolDiscarded = b.counter("hintstream_tooltime_discarded_total", "Observed tool times the learner discarded as implausible.")
 	f.ToolObserved = b.toolVec("hintstream_tooltime_observed_total", "Tool times observed (request after a tool call), by tool; the top --metrics-top-tools tools by this count are exported, the rest as other.")
 	f.ToolExpected = b.toolGauge("hintstream_tooltime_expected_seconds", "The learned expected time of a tool call, by tool, updated on each observation.")
@@ -383,6 +385,7 @@ type Receiver struct {
 
 	Received, Invalid, Duplicate, Expired, UnknownAction *Counter
 	Delivered                                            *CounterVec
+	Stale                                                *Counter
 }
 
 // NewReceiver returns a receiver's counters at 0.
@@ -396,6 +399,7 @@ func NewReceiver() *Receiver {
 	r.UnknownAction = b.counter("hintstream_receiver_unknown_action_total", "Actions of a type the receiver does not handle, skipped.")
 	// The action types of actions.ActionPrefetch and actions.ActionPin
 	// (literal here: package actions needs libzmq).
+	r.Stale = b.counter("hintstream_receiver_stale_total", "Pin actions dropped because their revision was not above the last one applied to their slot (docs/wire.md).")
 	r.Delivered = b.vec("hintstream_receiver_delivered_total", "reason", "Actions handed to the handler, by action type.", "kv.prefetch", "kv.pin")
 	return r
 }

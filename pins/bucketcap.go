@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -38,6 +39,8 @@ type bucketOptions struct {
 	maxBytes int64 // 0: the bucket's default; < 0: no cap
 	update   bool
 	log      *slog.Logger
+	// slot buckets only (pinslots.go); 0: the defaults
+	linger, markerTTL time.Duration
 }
 
 // WithMaxBytes caps the bucket at n bytes; n < 0 removes the cap, 0

@@ -35,13 +35,19 @@ type RequestStore interface {
 }
 
 // SlotStore keeps each session's live pin: PinSlots (a KV bucket) live,
-// an in-memory map in a replay.
+// an in-memory map in a replay. Every write returns the slot's new
+// revision, which grows per slot across every member sharing the store
+// and orders the pin messages (actions.Pin.Revision); 0: unknown.
 type SlotStore interface {
-	Put(ctx context.Context, session string, r PinRecord) error
-	Take(ctx context.Context, session string) (PinRecord, bool, error)
+	Put(ctx context.Context, session string, r PinRecord) (uint64, error)
+	// Take removes the session's pin and returns it with the revision of
+	// its removal, unless it is the pin of keep (a request whose own
+	// response, overtaking it, already pinned).
+	Take(ctx context.Context, session, keep string) (PinRecord, uint64, bool, error)
 	// Renew sets the expiry of the session's pin if its record is still
-	// the pin of trigger, and reports whether it was.
-	Renew(ctx context.Context, session, trigger string, expiresAtMs int64) (bool, error)
+	// the pin of trigger, and reports whether it was, with the new
+	// revision.
+	Renew(ctx context.Context, session, trigger string, expiresAtMs int64) (uint64, bool, error)
 }
 
 // ErrNotYet means a tool-call response's request is not (yet) in the
@@ -71,11 +77,15 @@ type Pinning struct {
 	// RenewRate is the renewal budget of RunRenewals, renewals/s; 0:
 	// DefaultPinRenewRate (see renew_async.go).
 	RenewRate float64
-	Counters  *metrics.Families
-	Log       *slog.Logger
-	Now       func() time.Time
+	// MaxPinKeys and MaxPinBytes cap one pin's keys (see
+	// actions.ObjectKeysCapped); 0: the actions defaults.
+	MaxPinKeys, MaxPinBytes int
+	Counters                *metrics.Families
+	Log                     *slog.Logger
+	Now                     func() time.Time
 
-	renew renewals
+	renew   renewals
+	returns returnStats
 }
 
 // Deps are what a Pinning needs besides its configuration: the pin
@@ -101,6 +111,8 @@ type Config struct {
 	ReleaseOnNextTurn bool
 	// RenewMax: see Pinning.RenewMax; 0: pins are never renewed.
 	RenewMax time.Duration
+	// MaxPinKeys, MaxPinBytes: see Pinning; 0: the defaults.
+	MaxPinKeys, MaxPinBytes int
 }
 
 // New returns a Pinning of cfg over deps.
@@ -113,7 +125,8 @@ func New(cfg Config, deps Deps) *Pinning {
 	}
 	return &Pinning{Endpoint: deps.Endpoint, Index: deps.Index, Slots: deps.Slots, Learner: tooltime.New(cfg.ToolTime),
 		TTL: cfg.TTL, Workers: deps.Workers, Sender: deps.Sender, ReleaseOnNextTurn: cfg.ReleaseOnNextTurn,
-		RenewMax: max(cfg.RenewMax, 0), Counters: deps.Counters, Log: deps.Log, Now: deps.Now}
+		RenewMax: max(cfg.RenewMax, 0), MaxPinKeys: cfg.MaxPinKeys, MaxPinBytes: cfg.MaxPinBytes,
+		Counters: deps.Counters, Log: deps.Log, Now: deps.Now}
 }
 
 func (p *Pinning) now() time.Time {
@@ -133,7 +146,9 @@ func (p *Pinning) OnRequest(ctx context.Context, seq uint64, at time.Time, req *
 	if v, ok := schemas.LookupHeader(req.Headers, HeaderSimToolCall); ok {
 		e.SimToolMs = 1 // announced, time unknown
 		if ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && ms > 0 {
-			e.SimToolMs = ms
+			e.SimToolMs = min(ms, maxToolMs)
+		} else if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(strings.TrimSpace(v), "-") {
+			e.SimToolMs = maxToolMs // beyond int64: as long as a pin can be
 		}
 	}
 	if err := p.Index.Put(ctx, req, e); isBucketFull(err) {
@@ -145,10 +160,11 @@ func (p *Pinning) OnRequest(ctx context.Context, seq uint64, at time.Time, req *
 	if req.SessionID == "" {
 		return nil
 	}
-	rec, ok, err := p.Slots.Take(ctx, req.SessionID)
+	rec, rev, ok, err := p.Slots.Take(ctx, req.SessionID, req.RequestID)
 	if err != nil || !ok {
 		return err
 	}
+	p.returns.observe(p.Learner, rec.Tools, true)
 	if req.ReceivedAtMs > 0 {
 		at = time.UnixMilli(req.ReceivedAtMs)
 	}
@@ -172,7 +188,7 @@ func (p *Pinning) OnRequest(ctx context.Context, seq uint64, at time.Time, req *
 		p.Counters.ToolObserved.Inc(label)
 	}
 	if p.ReleaseOnNextTurn && p.now().Before(time.UnixMilli(rec.ExpiresAtMs)) {
-		p.send(actions.Pin{Trigger: rec.Trigger, Slot: rec.Slot}, "release", time.Second, nil)
+		p.send(actions.Pin{Trigger: rec.Trigger, Slot: rec.Slot, Revision: rev}, "release", time.Second, nil)
 	}
 	return nil
 }
@@ -239,10 +255,18 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		return false, nil
 	}
 	tokens := append(append(make([]uint32, 0, len(req.TokenIDs)+len(resp.OutputTokenIDs)), req.TokenIDs...), resp.OutputTokenIDs...)
-	keys, err := actions.ObjectKeys(w.ObjectLayout, tokens)
-	if errors.Is(err, actions.ErrNoLayout) {
+	keys, cut, err := actions.ObjectKeysCapped(w.ObjectLayout, tokens, p.MaxPinKeys, p.MaxPinBytes)
+	switch {
+	case errors.Is(err, actions.ErrNoLayout):
 		p.skip("no_layout", resp)
 		return false, nil
+	case errors.Is(err, actions.ErrPinOverCap):
+		p.skip("over_cap", resp)
+		p.Log.Warn("no pin: one page of the worker's layout exceeds the pin cap", "worker_id", resp.WorkerID, "err", err)
+		return false, nil
+	case err == nil && cut > 0:
+		p.Counters.PinsCut.Inc()
+		tokens = tokens[:len(tokens)/int(w.ObjectLayout.PageSize)*int(w.ObjectLayout.PageSize)-cut*int(w.ObjectLayout.PageSize)]
 	}
 	if err != nil || len(keys) == 0 {
 		p.skip("no_full_page", resp)
@@ -252,7 +276,7 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 	for _, tc := range resp.ToolCalls {
 		tools = append(tools, tc.Name)
 	}
-	expected := time.Duration(e.SimToolMs) * time.Millisecond
+	expected := toolDuration(e.SimToolMs)
 	if e.SimToolMs <= 1 {
 		var src tooltime.Source
 		expected, src = p.Learner.Expected(tools)
@@ -270,22 +294,38 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 	}
 	pin := actions.Pin{Trigger: resp.RequestID, Slot: slot, Keys: keys, TTL: ttl,
 		Priority: actions.Priority(pageTokens), Tokens: pageTokens}
-	queued = p.send(pin, "pin", p.TTL.Deadline(ttl), a.Done)
-	if session != "" {
-		completed := a.eventTime(resp.CompletedAtMs)
-		rec := PinRecord{Slot: slot, Trigger: resp.RequestID, Tools: tools, CompletedAtMs: completed.UnixMilli(),
-			ExpiresAtMs: p.now().Add(ttl).UnixMilli()}
-		rev, err := p.putSlot(ctx, session, rec)
-		if err != nil {
-			if isBucketFull(err) {
-				p.Counters.PinsSlotsFull.Inc()
-			}
-			p.Log.Warn("pin slot not recorded", "session", session, "err", err)
-		} else if queued {
-			p.schedule(session, pin, tools, completed, ttl, rev)
+	if session == "" {
+		return p.send(pin, "pin", p.TTL.Deadline(ttl), a.Done), nil
+	}
+	// The record is written first: its revision orders this pin after
+	// the release of the session's previous one, whichever member sends
+	// which and whatever order they reach the master in.
+	completed := a.eventTime(resp.CompletedAtMs)
+	rec := PinRecord{Slot: slot, Trigger: resp.RequestID, Tools: tools, CompletedAtMs: completed.UnixMilli(),
+		ExpiresAtMs: p.now().Add(ttl).UnixMilli()}
+	rev, err := p.putSlot(ctx, session, rec)
+	if err != nil {
+		if isBucketFull(err) {
+			p.Counters.PinsSlotsFull.Inc()
 		}
+		p.Log.Warn("pin slot not recorded", "session", session, "err", err)
+	}
+	pin.Revision = rev
+	queued = p.send(pin, "pin", p.TTL.Deadline(ttl), a.Done)
+	if err == nil && queued {
+		p.schedule(session, pin, tools, completed, ttl, rev)
 	}
 	return queued, nil
+}
+
+// maxToolMs is the longest tool time an event may announce: a pin never
+// lasts longer, and beyond it the ms-to-Duration product would wrap.
+var maxToolMs = actions.MaxPinTTL.Milliseconds()
+
+// toolDuration is ms milliseconds, saturating at actions.MaxPinTTL (an
+// index entry written by another version may hold any int64).
+func toolDuration(ms int64) time.Duration {
+	return time.Duration(min(max(ms, 0), maxToolMs)) * time.Millisecond
 }
 
 // retryOrSkip waits for a request another member may still be indexing,

@@ -70,7 +70,7 @@ func (p *PinSlots) RenewBatch(ctx context.Context, rs []SlotRenewal) []RenewResu
 			continue
 		}
 		f, err := p.js.PublishAsync(p.subject+slotKey(rs[i].Session), rd.val,
-			jetstream.WithExpectLastSequencePerSubject(rd.rev))
+			p.publishOpts(PinRecord{ExpiresAtMs: rs[i].ExpiresAtMs}, jetstream.WithExpectLastSequencePerSubject(rd.rev))...)
 		if err != nil {
 			out[i].Err = err
 			continue
@@ -97,23 +97,8 @@ func (p *PinSlots) RenewBatch(ctx context.Context, rs []SlotRenewal) []RenewResu
 	return out
 }
 
-// PutRev is Put, returning the record's revision.
-func (p *PinSlots) PutRev(ctx context.Context, session string, r PinRecord) (uint64, error) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return 0, err
-	}
-	return p.kv.Put(ctx, slotKey(session), b)
-}
-
-// putSlot records a session's pin, with its revision when the store
-// tells it (PinSlots does; 0 otherwise), so renewals need not read it
-// back.
+// putSlot records a session's pin and returns its revision (0 when the
+// store keeps none).
 func (p *Pinning) putSlot(ctx context.Context, session string, r PinRecord) (uint64, error) {
-	if rp, ok := p.Slots.(interface {
-		PutRev(ctx context.Context, session string, r PinRecord) (uint64, error)
-	}); ok {
-		return rp.PutRev(ctx, session, r)
-	}
-	return 0, p.Slots.Put(ctx, session, r)
+	return p.Slots.Put(ctx, session, r)
 }

@@ -33,6 +33,7 @@ type renewal struct {
 	expires   time.Time // when the pin last sent lapses (renewal clock)
 	rev       uint64    // the slot record's revision we last wrote; 0: unknown
 	n         int       // renewals so far
+	score     float64   // while due: its chance of a next turn (renew_score.go)
 }
 
 type renewQueue []*renewal
@@ -53,6 +54,8 @@ func (q *renewQueue) Pop() any {
 type renewals struct {
 	mu    sync.Mutex
 	q     renewQueue
+	ready readyQueue // due, waiting for the budget (renew_score.go)
+	swept time.Time  // last sweep of ready
 	clock time.Time
 	// async: RunRenewals owns the renewing; Tick only advances the clock
 	// and wakes it (renew_async.go).
@@ -91,7 +94,7 @@ func (p *Pinning) schedule(session string, pin actions.Pin, tools []string, comp
 func (p *Pinning) Pending() int {
 	p.renew.mu.Lock()
 	defer p.renew.mu.Unlock()
-	return len(p.renew.q)
+	return len(p.renew.q) + len(p.renew.ready)
 }
 
 // Tick advances the renewal clock to at (if later) and renews the pins
@@ -141,13 +144,14 @@ func (p *Pinning) renewOne(ctx context.Context, x *renewal, now time.Time) bool 
 	left := x.completed.Add(p.RenewMax).Sub(now)
 	if left <= 0 {
 		p.Counters.PinsRenewalEnded.Inc()
+		p.returns.observe(p.Learner, x.tools, false)
 		return false
 	}
 	expected, _ := p.Learner.Expected(x.tools)
 	ttl := min(p.TTL.TTL(expected), left)
 	ctx, cancel := context.WithTimeout(ctx, streams.DefaultOpTimeout)
 	defer cancel()
-	ok, err := p.Slots.Renew(ctx, x.session, x.pin.Trigger, now.Add(ttl).UnixMilli())
+	rev, ok, err := p.Slots.Renew(ctx, x.session, x.pin.Trigger, now.Add(ttl).UnixMilli())
 	if err != nil {
 		// Try again on a later tick rather than renew a slot that may
 		// have been released.
@@ -158,6 +162,7 @@ func (p *Pinning) renewOne(ctx context.Context, x *renewal, now time.Time) bool 
 	if !ok {
 		return false // the next turn (or a newer pin) took the slot
 	}
+	x.rev = rev
 	p.renewed(x, now, ttl)
 	return true
 }
@@ -169,6 +174,7 @@ func (p *Pinning) renewed(x *renewal, now time.Time, ttl time.Duration) {
 	pin := x.pin
 	pin.Trigger = x.pin.Trigger + "/renew-" + strconv.Itoa(x.n) // its own message id
 	pin.TTL = ttl
+	pin.Revision = x.rev
 	p.send(pin, "renew", p.TTL.Deadline(ttl), nil)
 	x.due, x.expires = now.Add(ttl/2), now.Add(ttl)
 }

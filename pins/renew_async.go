@@ -127,31 +127,6 @@ func (p *Pinning) RunRenewals(ctx context.Context) <-chan struct{} {
 	return done
 }
 
-// takeDue pops up to n due renewals, dropping (and counting) those whose
-// pin lapsed while they waited for the budget; more reports that due
-// renewals are left.
-func (p *Pinning) takeDue(n int) (batch []*renewal, now time.Time, more bool) {
-	r := &p.renew
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if t := p.now(); t.After(r.clock) {
-		r.clock = t
-	}
-	now = r.clock
-	for len(r.q) > 0 && !r.q[0].due.After(now) {
-		if len(batch) >= n {
-			return batch, now, true
-		}
-		x := heap.Pop(&r.q).(*renewal)
-		if !x.expires.IsZero() && !now.Before(x.expires) {
-			p.Counters.PinsRenewalSkipped.Inc("budget")
-			continue
-		}
-		batch = append(batch, x)
-	}
-	return batch, now, false
-}
-
 // renewBatch renews batch at now, with one KV round when the slot store
 // can batch, and queues again those that stay.
 func (p *Pinning) renewBatch(ctx context.Context, batch []*renewal, now time.Time) {
@@ -165,6 +140,7 @@ func (p *Pinning) renewBatch(ctx context.Context, batch []*renewal, now time.Tim
 		left := x.completed.Add(p.RenewMax).Sub(now)
 		if left <= 0 {
 			p.Counters.PinsRenewalEnded.Inc()
+			p.returns.observe(p.Learner, x.tools, false)
 			continue
 		}
 		expected, _ := p.Learner.Expected(x.tools)
@@ -185,7 +161,7 @@ func (p *Pinning) renewBatch(ctx context.Context, batch []*renewal, now time.Tim
 	} else {
 		res = make([]RenewResult, len(reqs))
 		for i, q := range reqs {
-			res[i].OK, res[i].Err = p.Slots.Renew(cctx, q.Session, q.Trigger, q.ExpiresAtMs)
+			res[i].Rev, res[i].OK, res[i].Err = p.Slots.Renew(cctx, q.Session, q.Trigger, q.ExpiresAtMs)
 		}
 	}
 	var again []*renewal

@@ -59,7 +59,7 @@ func pinned(t *testing.T, p *Pinning, clock *fakeClock, n int, ttl time.Duration
 	for i := range n {
 		s := fmt.Sprintf("s-%d", i)
 		pin := actions.Pin{Trigger: "r-" + s, Slot: "session:" + s, Keys: []string{"k"}, TTL: ttl, Priority: 1, Tokens: 16}
-		if err := p.Slots.Put(ctx, s, PinRecord{Slot: pin.Slot, Trigger: pin.Trigger, CompletedAtMs: now.UnixMilli(),
+		if _, err := p.Slots.Put(ctx, s, PinRecord{Slot: pin.Slot, Trigger: pin.Trigger, CompletedAtMs: now.UnixMilli(),
 			ExpiresAtMs: now.Add(ttl).UnixMilli()}); err != nil {
 			t.Fatal(err)
 		}
@@ -110,11 +110,11 @@ func TestRenewBatchConditional(t *testing.T) {
 	slots := p.Slots.(*PinSlots)
 	now := clock.now().UnixMilli()
 	for _, s := range []string{"a", "b", "c"} {
-		if err := slots.Put(ctx, s, PinRecord{Slot: "session:" + s, Trigger: "r-" + s, ExpiresAtMs: now}); err != nil {
+		if _, err := slots.Put(ctx, s, PinRecord{Slot: "session:" + s, Trigger: "r-" + s, ExpiresAtMs: now}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, ok, err := slots.Take(ctx, "b"); err != nil || !ok {
+	if _, _, ok, err := slots.Take(ctx, "b", ""); err != nil || !ok {
 		t.Fatal("take b", err)
 	}
 	res := slots.RenewBatch(ctx, []SlotRenewal{{Session: "a", Trigger: "r-a", ExpiresAtMs: now + 1000},
@@ -122,14 +122,14 @@ func TestRenewBatchConditional(t *testing.T) {
 	if !res[0].OK || res[1].OK || res[2].OK || res[0].Err != nil || res[1].Err != nil || res[2].Err != nil {
 		t.Fatalf("results %+v, want a renewed, b gone, c another pin's", res)
 	}
-	r, ok, err := slots.Take(ctx, "a")
+	r, _, ok, err := slots.Take(ctx, "a", "")
 	if err != nil || !ok || r.ExpiresAtMs != now+1000 {
 		t.Fatalf("a after renewal: %+v %v %v", r, ok, err)
 	}
 
 	// With the revision we wrote, nothing is read; a stale one loses.
 	rec := PinRecord{Slot: "session:d", Trigger: "r-d", Tools: []string{"grep"}, CompletedAtMs: now, ExpiresAtMs: now}
-	rev, err := slots.PutRev(ctx, "d", rec)
+	rev, err := slots.Put(ctx, "d", rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,13 +142,13 @@ func TestRenewBatchConditional(t *testing.T) {
 		t.Fatalf("renewal with a stale revision: %+v, want refused", again[0])
 	}
 	q.Rev = res[0].Rev
-	if _, ok, _ := slots.Take(ctx, "d"); !ok {
+	if _, _, ok, _ := slots.Take(ctx, "d", ""); !ok {
 		t.Fatal("take d")
 	}
 	if after := slots.RenewBatch(ctx, []SlotRenewal{q}); after[0].OK || after[0].Err != nil {
 		t.Fatalf("renewal after the next turn took the slot: %+v, want refused", after[0])
 	}
-	if r, ok, _ := slots.Take(ctx, "d"); ok {
+	if r, _, ok, _ := slots.Take(ctx, "d", ""); ok {
 		t.Fatalf("a renewal brought back a taken slot: %+v", r)
 	}
 }
@@ -160,7 +160,7 @@ func TestPinSlotsBucketCap(t *testing.T) {
 	ctx := context.Background()
 	var err error
 	for i := 0; i < 1000 && err == nil; i++ {
-		err = p.Slots.Put(ctx, fmt.Sprintf("s-%d", i), PinRecord{Slot: "session", Trigger: fmt.Sprintf("r-%d", i)})
+		_, err = p.Slots.Put(ctx, fmt.Sprintf("s-%d", i), PinRecord{Slot: "session", Trigger: fmt.Sprintf("r-%d", i)})
 	}
 	if err == nil || !isBucketFull(err) {
 		t.Fatalf("1,000 puts into a 4 KiB bucket: %v, want a full-bucket error", err)

@@ -51,7 +51,7 @@ func invalid(at, format string, args ...any) error {
 // action_type, action_version and payload are required; kv.pin@1.0 needs
 // every payload field, kv.prefetch@1.0 request_id and token_ids; strings as msgpack str (never bin), integers as
 // integers within their range (token ids u32, dp_rank u32, priority
-// 1..100, ttl_ms and tokens >= 0), map keys as str, no trailing bytes.
+// 1..100, ttl_ms, tokens and the optional revision >= 0), map keys as str, no trailing bytes.
 // Unknown fields and payload keys are skipped.
 func Decode(b []byte) (*Envelope, error) {
 	var env Envelope
@@ -296,6 +296,12 @@ func readPin(b []byte, at string) (*schemas.PinPayload, error) {
 			return readInt(v, at+".priority", 1, 100, &p.Priority)
 		case "tokens":
 			return readInt(v, at+".tokens", 0, math.MaxInt64, &p.Tokens)
+		case "revision":
+			// Optional: absent (0) is an unordered sender (docs/wire.md).
+			var n int64
+			rest, err := readInt(v, at+".revision", 0, math.MaxInt64, &n)
+			p.Revision = uint64(n)
+			return rest, err
 		}
 		return skip(v, at+"."+key)
 	})

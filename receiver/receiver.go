@@ -44,6 +44,7 @@ type Option func(*options) error
 
 type options struct {
 	window      int
+	slots       int
 	curveSecret string
 	now         func() time.Time
 	counters    *metrics.Receiver
@@ -58,6 +59,18 @@ func WithDedupWindow(n int) Option {
 			return fmt.Errorf("%w: dedup window %d, want > 0", ErrInvalidOption, n)
 		}
 		o.window = n
+		return nil
+	}
+}
+
+// WithSlotWindow sets how many pin slots' last revisions are remembered
+// (default DefaultSlotWindow; see revision.go).
+func WithSlotWindow(n int) Option {
+	return func(o *options) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: slot window %d, want > 0", ErrInvalidOption, n)
+		}
+		o.slots = n
 		return nil
 	}
 }
@@ -117,13 +130,14 @@ type Receiver struct {
 	handler  Handler
 	o        options
 	seen     *window
+	revs     *slotRevisions
 	close    sync.Once
 }
 
 // New binds a PULL socket at bind ("tcp://127.0.0.1:*" picks a free
 // port; Endpoint tells which) and returns a Receiver that Run serves.
 func New(bind string, h Handler, opts ...Option) (*Receiver, error) {
-	o := options{window: DefaultDedupWindow, now: time.Now, counters: metrics.NewReceiver(), log: slog.Default()}
+	o := options{window: DefaultDedupWindow, slots: DefaultSlotWindow, now: time.Now, counters: metrics.NewReceiver(), log: slog.Default()}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -152,7 +166,8 @@ func New(bind string, h Handler, opts ...Option) (*Receiver, error) {
 		sock.Close()
 		return nil, fmt.Errorf("receiver: bound endpoint: %w", err)
 	}
-	return &Receiver{sock: sock, endpoint: ep, handler: h, o: o, seen: newWindow(o.window)}, nil
+	return &Receiver{sock: sock, endpoint: ep, handler: h, o: o, seen: newWindow(o.window),
+		revs: newSlotRevisions(o.slots)}, nil
 }
 
 func configure(sock *zmq.Socket, o options) error {
@@ -228,6 +243,11 @@ func (r *Receiver) Handle(ctx context.Context, b []byte) {
 			}
 		case a.Pin == nil:
 			c.UnknownAction.Inc()
+			continue
+		case !r.revs.apply(a.Pin.Slot, a.Pin.Revision):
+			// Overtaken: a newer pin, renewal or release of the slot was
+			// applied already (docs/wire.md, pin revisions).
+			c.Stale.Inc()
 			continue
 		}
 		c.Delivered.Inc(a.Type)

@@ -52,33 +52,40 @@ func (m *memRequests) Request(_ context.Context, id string, _ pins.IndexEntry) (
 type memSlots struct {
 	mu    sync.Mutex
 	slots map[string]pins.PinRecord
+	rev   uint64 // as a KV bucket's sequence: one per write, over all slots
 }
 
 func newMemSlots() *memSlots { return &memSlots{slots: map[string]pins.PinRecord{}} }
 
-func (m *memSlots) Put(_ context.Context, session string, r pins.PinRecord) error {
+func (m *memSlots) Put(_ context.Context, session string, r pins.PinRecord) (uint64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.slots[session] = r
-	return nil
+	m.rev++
+	return m.rev, nil
 }
 
-func (m *memSlots) Renew(_ context.Context, session, trigger string, expiresAtMs int64) (bool, error) {
+func (m *memSlots) Renew(_ context.Context, session, trigger string, expiresAtMs int64) (uint64, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.slots[session]
 	if !ok || r.Trigger != trigger {
-		return false, nil
+		return 0, false, nil
 	}
 	r.ExpiresAtMs = expiresAtMs
 	m.slots[session] = r
-	return true, nil
+	m.rev++
+	return m.rev, true, nil
 }
 
-func (m *memSlots) Take(_ context.Context, session string) (pins.PinRecord, bool, error) {
+func (m *memSlots) Take(_ context.Context, session, keep string) (pins.PinRecord, uint64, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.slots[session]
+	if !ok || (keep != "" && r.Trigger == keep) {
+		return pins.PinRecord{}, 0, false, nil
+	}
 	delete(m.slots, session)
-	return r, ok, nil
+	m.rev++
+	return r, m.rev, true, nil
 }

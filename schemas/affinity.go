@@ -26,7 +26,29 @@ type AffinityRecord struct {
 	ExpiresAtMs int64  `json:"expires_at_ms"`
 	// RequestID is the wake-up's request_id (for tracing).
 	RequestID string `json:"request_id,omitempty"`
+	// Recent are the session's earlier wake-ups whose prefetch is still
+	// unexpired, newest first, at most MaxAffinityRecent: when a
+	// session's turns overlap (its next wake-up comes before the turn of
+	// the last) or it forks, each turn still finds the worker its own
+	// wake-up's prefetch went to (client.Affinity.PreferredWorkerFor).
+	Recent []AffinityEntry `json:"recent,omitempty"`
 }
+
+// AffinityEntry is one earlier wake-up of AffinityRecord.Recent.
+type AffinityEntry struct {
+	WorkerID    uint64 `json:"worker_id"`
+	DpRank      uint32 `json:"dp_rank"`
+	ExpiresAtMs int64  `json:"expires_at_ms"`
+	RequestID   string `json:"request_id"`
+}
+
+// MaxAffinityRecent bounds AffinityRecord.Recent; MaxAffinityRecentID
+// bounds the request ids kept there, so a record stays well inside the
+// decoder's 4,096 bytes.
+const (
+	MaxAffinityRecent   = 7
+	MaxAffinityRecentID = 256
+)
 
 // AffinityKey is session's key in the affinity bucket: its unpadded
 // URL-safe base64, which uses only characters NATS KV keys allow
@@ -72,6 +94,8 @@ func DecodeAffinityRecord(data []byte) (*AffinityRecord, error) {
 		return nil, malformed(kind, "missing worker_id", nil)
 	case r.ExpiresAtMs <= 0:
 		return nil, malformed(kind, "missing expires_at_ms", nil)
+	case len(r.Recent) > MaxAffinityRecent:
+		return nil, malformed(kind, "too many recent entries", nil)
 	}
 	return &r, nil
 }
@@ -80,7 +104,7 @@ func DecodeAffinityRecord(data []byte) (*AffinityRecord, error) {
 func (r AffinityRecord) Encode() []byte {
 	// Written out rather than reflected (measured: one per wake-up);
 	// json.Marshal only for a request id it would escape.
-	if !plainJSONString(r.RequestID) {
+	if !plainJSONString(r.RequestID) || len(r.Recent) > 0 {
 		b, _ := json.Marshal(r) // cannot fail: numbers and a string
 		return b
 	}

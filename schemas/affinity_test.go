@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -31,15 +32,35 @@ func TestAffinityKeyIsAValidKVKeyAndInvertible(t *testing.T) {
 	}
 }
 
+// sameRecord compares records, an empty Recent equal to none (Encode
+// omits it).
+func sameRecord(a, b AffinityRecord) bool {
+	if len(a.Recent) == 0 && len(b.Recent) == 0 {
+		a.Recent, b.Recent = nil, nil
+	}
+	return reflect.DeepEqual(a, b)
+}
+
 func TestDecodeAffinityRecord(t *testing.T) {
 	rec := AffinityRecord{WorkerID: 7, DpRank: 2, ExpiresAtMs: 1700000000000, RequestID: "wake-1"}
 	got, err := DecodeAffinityRecord(rec.Encode())
-	if err != nil || *got != rec {
+	if err != nil || !sameRecord(*got, rec) {
 		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	// With recent wake-ups (a session whose turns overlap).
+	withRecent := rec
+	withRecent.Recent = []AffinityEntry{{WorkerID: 3, DpRank: 1, ExpiresAtMs: 1700000000001, RequestID: "wake-0"}}
+	if got, err := DecodeAffinityRecord(withRecent.Encode()); err != nil || !sameRecord(*got, withRecent) {
+		t.Fatalf("round trip with recent: %+v %v", got, err)
+	}
+	tooMany := withRecent
+	tooMany.Recent = make([]AffinityEntry, MaxAffinityRecent+1)
+	if _, err := DecodeAffinityRecord(tooMany.Encode()); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("%d recent entries accepted: %v", MaxAffinityRecent+1, err)
 	}
 	// A peer's encoding (Python's json.dumps), with a field we do not know.
 	got, err = DecodeAffinityRecord([]byte(`{"worker_id": 7, "dp_rank": 2, "expires_at_ms": 1700000000000, "request_id": "wake-1", "model": "m"}`))
-	if err != nil || *got != rec {
+	if err != nil || !sameRecord(*got, rec) {
 		t.Fatalf("peer encoding: %+v %v", got, err)
 	}
 	for _, bad := range []string{``, `[]`, `{"worker_id":0,"expires_at_ms":1}`, `{"worker_id":1}`,
@@ -67,7 +88,7 @@ func FuzzDecodeAffinityRecord(f *testing.F) {
 			t.Fatalf("accepted %+v", r)
 		}
 		again, err := DecodeAffinityRecord(r.Encode())
-		if err != nil || *again != *r {
+		if err != nil || !sameRecord(*again, *r) {
 			t.Fatalf("re-encoding %+v: %+v %v", r, again, err)
 		}
 		if want, _ := json.Marshal(*r); !bytes.Equal(r.Encode(), want) {

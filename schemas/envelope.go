@@ -42,10 +42,15 @@ type PrefetchPayload struct {
 // resident (soft pin) for TTLMs milliseconds at Priority (1..100), because
 // a miss would recompute Tokens tokens. Slot names the pin so a later one
 // replaces it; TTLMs 0 releases the slot (Keys may then be empty).
+// Revision orders the pins, renewals and releases of one Slot across
+// every member of a group: a receiver applies a message only when its
+// Revision is above the slot's last (docs/wire.md); 0 (absent) is a
+// sender that does not order, applied as before.
 type PinPayload struct {
 	Slot     string   `msg:"slot" json:"slot"`
 	Keys     []string `msg:"keys" json:"keys"`
 	TTLMs    int64    `msg:"ttl_ms" json:"ttl_ms"`
 	Priority int64    `msg:"priority" json:"priority"`
 	Tokens   int64    `msg:"tokens" json:"tokens"`
+	Revision uint64   `msg:"revision,omitempty" json:"revision,omitempty"`
 }

@@ -483,6 +483,12 @@ func (z *PinPayload) DecodeMsg(dc *msgp.Reader) (err error) {
 				err = msgp.WrapError(err, "Tokens")
 				return
 			}
+		case "revision":
+			z.Revision, err = dc.ReadUint64()
+			if err != nil {
+				err = msgp.WrapError(err, "Revision")
+				return
+			}
 		default:
 			err = dc.Skip()
 			if err != nil {
@@ -496,63 +502,91 @@ func (z *PinPayload) DecodeMsg(dc *msgp.Reader) (err error) {
 
 // EncodeMsg implements msgp.Encodable
 func (z *PinPayload) EncodeMsg(en *msgp.Writer) (err error) {
-	// map header, size 5
-	// write "slot"
-	err = en.Append(0x85, 0xa4, 0x73, 0x6c, 0x6f, 0x74)
+	// check for omitted fields
+	zb0001Len := uint32(6)
+	var zb0001Mask uint8 /* 6 bits */
+	_ = zb0001Mask
+	if z.Revision == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x20
+	}
+	// variable map header, size zb0001Len
+	err = en.Append(0x80 | uint8(zb0001Len))
 	if err != nil {
 		return
 	}
-	err = en.WriteString(z.Slot)
-	if err != nil {
-		err = msgp.WrapError(err, "Slot")
-		return
-	}
-	// write "keys"
-	err = en.Append(0xa4, 0x6b, 0x65, 0x79, 0x73)
-	if err != nil {
-		return
-	}
-	err = en.WriteArrayHeader(uint32(len(z.Keys)))
-	if err != nil {
-		err = msgp.WrapError(err, "Keys")
-		return
-	}
-	for za0001 := range z.Keys {
-		err = en.WriteString(z.Keys[za0001])
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// write "slot"
+		err = en.Append(0xa4, 0x73, 0x6c, 0x6f, 0x74)
 		if err != nil {
-			err = msgp.WrapError(err, "Keys", za0001)
 			return
 		}
-	}
-	// write "ttl_ms"
-	err = en.Append(0xa6, 0x74, 0x74, 0x6c, 0x5f, 0x6d, 0x73)
-	if err != nil {
-		return
-	}
-	err = en.WriteInt64(z.TTLMs)
-	if err != nil {
-		err = msgp.WrapError(err, "TTLMs")
-		return
-	}
-	// write "priority"
-	err = en.Append(0xa8, 0x70, 0x72, 0x69, 0x6f, 0x72, 0x69, 0x74, 0x79)
-	if err != nil {
-		return
-	}
-	err = en.WriteInt64(z.Priority)
-	if err != nil {
-		err = msgp.WrapError(err, "Priority")
-		return
-	}
-	// write "tokens"
-	err = en.Append(0xa6, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x73)
-	if err != nil {
-		return
-	}
-	err = en.WriteInt64(z.Tokens)
-	if err != nil {
-		err = msgp.WrapError(err, "Tokens")
-		return
+		err = en.WriteString(z.Slot)
+		if err != nil {
+			err = msgp.WrapError(err, "Slot")
+			return
+		}
+		// write "keys"
+		err = en.Append(0xa4, 0x6b, 0x65, 0x79, 0x73)
+		if err != nil {
+			return
+		}
+		err = en.WriteArrayHeader(uint32(len(z.Keys)))
+		if err != nil {
+			err = msgp.WrapError(err, "Keys")
+			return
+		}
+		for za0001 := range z.Keys {
+			err = en.WriteString(z.Keys[za0001])
+			if err != nil {
+				err = msgp.WrapError(err, "Keys", za0001)
+				return
+			}
+		}
+		// write "ttl_ms"
+		err = en.Append(0xa6, 0x74, 0x74, 0x6c, 0x5f, 0x6d, 0x73)
+		if err != nil {
+			return
+		}
+		err = en.WriteInt64(z.TTLMs)
+		if err != nil {
+			err = msgp.WrapError(err, "TTLMs")
+			return
+		}
+		// write "priority"
+		err = en.Append(0xa8, 0x70, 0x72, 0x69, 0x6f, 0x72, 0x69, 0x74, 0x79)
+		if err != nil {
+			return
+		}
+		err = en.WriteInt64(z.Priority)
+		if err != nil {
+			err = msgp.WrapError(err, "Priority")
+			return
+		}
+		// write "tokens"
+		err = en.Append(0xa6, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x73)
+		if err != nil {
+			return
+		}
+		err = en.WriteInt64(z.Tokens)
+		if err != nil {
+			err = msgp.WrapError(err, "Tokens")
+			return
+		}
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// write "revision"
+			err = en.Append(0xa8, 0x72, 0x65, 0x76, 0x69, 0x73, 0x69, 0x6f, 0x6e)
+			if err != nil {
+				return
+			}
+			err = en.WriteUint64(z.Revision)
+			if err != nil {
+				err = msgp.WrapError(err, "Revision")
+				return
+			}
+		}
 	}
 	return
 }
@@ -560,25 +594,43 @@ func (z *PinPayload) EncodeMsg(en *msgp.Writer) (err error) {
 // MarshalMsg implements msgp.Marshaler
 func (z *PinPayload) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 5
-	// string "slot"
-	o = append(o, 0x85, 0xa4, 0x73, 0x6c, 0x6f, 0x74)
-	o = msgp.AppendString(o, z.Slot)
-	// string "keys"
-	o = append(o, 0xa4, 0x6b, 0x65, 0x79, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Keys)))
-	for za0001 := range z.Keys {
-		o = msgp.AppendString(o, z.Keys[za0001])
+	// check for omitted fields
+	zb0001Len := uint32(6)
+	var zb0001Mask uint8 /* 6 bits */
+	_ = zb0001Mask
+	if z.Revision == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x20
 	}
-	// string "ttl_ms"
-	o = append(o, 0xa6, 0x74, 0x74, 0x6c, 0x5f, 0x6d, 0x73)
-	o = msgp.AppendInt64(o, z.TTLMs)
-	// string "priority"
-	o = append(o, 0xa8, 0x70, 0x72, 0x69, 0x6f, 0x72, 0x69, 0x74, 0x79)
-	o = msgp.AppendInt64(o, z.Priority)
-	// string "tokens"
-	o = append(o, 0xa6, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x73)
-	o = msgp.AppendInt64(o, z.Tokens)
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "slot"
+		o = append(o, 0xa4, 0x73, 0x6c, 0x6f, 0x74)
+		o = msgp.AppendString(o, z.Slot)
+		// string "keys"
+		o = append(o, 0xa4, 0x6b, 0x65, 0x79, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.Keys)))
+		for za0001 := range z.Keys {
+			o = msgp.AppendString(o, z.Keys[za0001])
+		}
+		// string "ttl_ms"
+		o = append(o, 0xa6, 0x74, 0x74, 0x6c, 0x5f, 0x6d, 0x73)
+		o = msgp.AppendInt64(o, z.TTLMs)
+		// string "priority"
+		o = append(o, 0xa8, 0x70, 0x72, 0x69, 0x6f, 0x72, 0x69, 0x74, 0x79)
+		o = msgp.AppendInt64(o, z.Priority)
+		// string "tokens"
+		o = append(o, 0xa6, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x73)
+		o = msgp.AppendInt64(o, z.Tokens)
+		if (zb0001Mask & 0x20) == 0 { // if not omitted
+			// string "revision"
+			o = append(o, 0xa8, 0x72, 0x65, 0x76, 0x69, 0x73, 0x69, 0x6f, 0x6e)
+			o = msgp.AppendUint64(o, z.Revision)
+		}
+	}
 	return
 }
 
@@ -651,6 +703,12 @@ func (z *PinPayload) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Tokens")
 				return
 			}
+		case "revision":
+			z.Revision, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Revision")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -669,7 +727,7 @@ func (z *PinPayload) Msgsize() (s int) {
 	for za0001 := range z.Keys {
 		s += msgp.StringPrefixSize + len(z.Keys[za0001])
 	}
-	s += 7 + msgp.Int64Size + 9 + msgp.Int64Size + 7 + msgp.Int64Size
+	s += 7 + msgp.Int64Size + 9 + msgp.Int64Size + 7 + msgp.Int64Size + 9 + msgp.Uint64Size
 	return
 }
 

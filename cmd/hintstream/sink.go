@@ -46,6 +46,7 @@ func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		curveFile = fs.String("curve-secret-key-file", env("HINTSTREAM_SINK_CURVE_SECRET_KEY_FILE", ""),
 			"file holding the Z85 CURVE secret key: the sockets become CURVE servers (env HINTSTREAM_SINK_CURVE_SECRET_KEY_FILE)")
 		window    = fs.Int("dedup-window", receiver.DefaultDedupWindow, "recent message ids remembered to drop repeats")
+		slots     = fs.Int("slot-window", receiver.DefaultSlotWindow, "pin slots whose last revision is remembered: an older pin, renewal or release is dropped (docs/wire.md)")
 		logFormat = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json")
 		logLevel  = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error")
 	)
@@ -64,7 +65,7 @@ func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if err != nil {
 		return err
 	}
-	opts := []receiver.Option{receiver.WithDedupWindow(*window), receiver.WithLogger(log)}
+	opts := []receiver.Option{receiver.WithDedupWindow(*window), receiver.WithSlotWindow(*slots), receiver.WithLogger(log)}
 	if *curveFile != "" {
 		key, err := os.ReadFile(*curveFile)
 		if err != nil {
@@ -93,7 +94,7 @@ func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	for _, b := range binds {
 		r, err := receiver.New(b, print, opts...)
 		if errors.Is(err, receiver.ErrInvalidOption) {
-			return asUsage(err) // --dedup-window out of range
+			return asUsage(err) // --dedup-window or --slot-window out of range
 		}
 		if err != nil {
 			return err

@@ -6,7 +6,9 @@ This is the piece an SGLang scheduler (kv.prefetch) or a Mooncake master
 CURVE server), decodes each KvHintsEnvelope as strictly as SGLang's msgspec
 structs do (python/sglang/srt/managers/kv_hints.py), drops a repeated
 message_id within a bounded window and a prefetch past its expires_at_ms
-(both counted), and hands each kv.prefetch@1.0 and kv.pin@1.0 action to a
+(both counted), applies a kv.pin message only when its revision is
+above the last applied to its slot (an overtaken pin, renewal or release
+is counted "stale"; see docs/wire.md), and hands each kv.prefetch@1.0 and kv.pin@1.0 action to a
 callback. It needs only Debian's python3-zmq and python3-msgpack.
 
 Library use:
@@ -20,7 +22,7 @@ Library use:
 Command line (prints one JSON object per hint, as `hintstream sink` does):
 
     /usr/bin/python3 hintstream_receiver.py --bind tcp://127.0.0.1:5570 \
-        [--curve-secret-key-file FILE] [--dedup-window 4096]
+        [--curve-secret-key-file FILE] [--dedup-window 4096] [--slot-window 65536]
 
 Output lines: {"ready": true, "endpoint": ...} once bound, then per hint
 {"endpoint", "message_id", "action_id", "action_type", "action_version",
@@ -45,6 +47,9 @@ import zmq
 U32 = (1 << 32) - 1
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 DEFAULT_DEDUP_WINDOW = 4096
+# Pin slots whose last applied revision is remembered (least recently
+# applied out), as the Go receiver's DefaultSlotWindow.
+DEFAULT_SLOT_WINDOW = 65536
 
 
 class Invalid(Exception):
@@ -118,7 +123,8 @@ PIN = ({"slot": _str,
         "keys": lambda v, at: _list(v, at, _str),
         "ttl_ms": lambda v, at: _int(v, at, 0),
         "priority": lambda v, at: _int(v, at, 1, 100),
-        "tokens": lambda v, at: _int(v, at, 0)},
+        "tokens": lambda v, at: _int(v, at, 0),
+        "revision": lambda v, at: _int(v, at, 0)},
        ("slot", "keys", "ttl_ms", "priority", "tokens"))
 KNOWN = {("kv.prefetch", "1.0"): PREFETCH, ("kv.pin", "1.0"): PIN}
 
@@ -153,9 +159,14 @@ class Receiver:
     """
 
     def __init__(self, bind, on_prefetch=None, on_pin=None, curve_secret_key=None,
-                 dedup_window=DEFAULT_DEDUP_WINDOW, clock=None, ctx=None):
+                 dedup_window=DEFAULT_DEDUP_WINDOW, clock=None, ctx=None,
+                 slot_window=DEFAULT_SLOT_WINDOW):
         if dedup_window <= 0:
             raise ValueError("dedup_window must be positive")
+        if slot_window <= 0:
+            raise ValueError("slot_window must be positive")
+        self._revs = collections.OrderedDict()
+        self._slot_window = slot_window
         self.on_prefetch = on_prefetch or (lambda mid, p: None)
         self.on_pin = on_pin or (lambda mid, p: None)
         self.clock = clock or (lambda: int(time.time() * 1000))
@@ -199,6 +210,9 @@ class Receiver:
                     continue
                 self.on_prefetch(mid, a["payload"])
             elif key == ("kv.pin", "1.0"):
+                if not self._newer(a["payload"]["slot"], a["payload"].get("revision", 0)):
+                    self.counters["stale"] += 1
+                    continue
                 self.on_pin(mid, a["payload"])
             else:
                 self.counters["unknown_action"] += 1
@@ -206,6 +220,22 @@ class Receiver:
             self.counters["delivered|" + a["action_type"]] += 1
             out.append((mid, a))
         return out
+
+    def _newer(self, slot, rev):
+        """The revision rule (docs/wire.md): a pin, renewal or release with
+        a revision is applied only above the slot's last; 0 (absent) is
+        always applied and changes nothing. As vLLM's vllm.set_priority
+        claims (vllm/v1/kv_hints/README.md)."""
+        if rev == 0:
+            return True
+        last = self._revs.get(slot)
+        if last is not None and rev <= last:
+            return False
+        self._revs[slot] = rev
+        self._revs.move_to_end(slot)
+        if len(self._revs) > self._slot_window:
+            self._revs.popitem(last=False)
+        return True
 
     def poll_once(self, timeout_ms=100):
         """Handle every message waiting, after up to timeout_ms for one;
@@ -237,6 +267,7 @@ def main():
     ap.add_argument("--bind", required=True, help="endpoint to bind the PULL socket at (port * picks one)")
     ap.add_argument("--curve-secret-key-file", help="Z85 CURVE secret key: the socket becomes a CURVE server")
     ap.add_argument("--dedup-window", type=int, default=DEFAULT_DEDUP_WINDOW)
+    ap.add_argument("--slot-window", type=int, default=DEFAULT_SLOT_WINDOW)
     ap.add_argument("--no-stdin", action="store_true", help="do not exit when stdin closes")
     args = ap.parse_args()
 
@@ -250,7 +281,8 @@ def main():
             secret = f.read().strip()
     # The callbacks stay no-ops: main prints from handle's result, which
     # keeps each action's ids.
-    r = Receiver(args.bind, curve_secret_key=secret, dedup_window=args.dedup_window)
+    r = Receiver(args.bind, curve_secret_key=secret, dedup_window=args.dedup_window,
+                 slot_window=args.slot_window)
     line({"ready": True, "endpoint": r.endpoint})
 
     stop = []

@@ -124,15 +124,18 @@ func (h *hintstreamRun) preferred(ctx context.Context, i int) (int, bool, error)
 		return 0, false, nil
 	}
 	r := &h.p.w.Requests[i]
-	pref, err := h.aff.PreferredWorker(ctx, r.Session)
+	if !r.HasWakeup {
+		return 0, false, nil
+	}
+	// By the turn's own wake-up: when a session's turns are closer than
+	// the wake-up lead, its next wake-up has already replaced the record,
+	// and the turn's is among the record's recent entries.
+	pref, err := h.aff.PreferredWorkerFor(ctx, r.Session, h.p.w.WakeupID(i))
 	if errors.Is(err, client.ErrNoPreference) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, err
-	}
-	if !r.HasWakeup || pref.RequestID != h.p.w.WakeupID(i) {
-		return 0, false, nil
 	}
 	for k, wk := range h.p.cl.Workers {
 		if wk.Record.WorkerID == pref.WorkerID {
