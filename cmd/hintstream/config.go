@@ -48,10 +48,11 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 	return nil
 }
 
-// envSet reports whether one of the variables envInUsage matched is set.
+// envSet reports whether one of the variables envInUsage matched is set
+// to something: an empty variable counts as unset, as in env.
 func envSet(m []string) bool {
 	for _, name := range m[min(len(m), 1):] {
-		if _, ok := os.LookupEnv(name); ok && name != "" {
+		if v, ok := os.LookupEnv(name); ok && name != "" && v != "" {
 			return true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/hintstream/hintstream/client"
+	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go"
@@ -84,7 +85,7 @@ func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		fmt.Fprintln(stdout, "hintstream register: configuration ok")
 		return nil
 	}
-	nc, js, err := dialBus(ctx, natsCfg(), *natsURL, log, ct)
+	nc, js, err := dialBus(ctx, workerNATS(fs, natsCfg(), *workerID), *natsURL, log, ct)
 	if err != nil {
 		return err
 	}
@@ -99,4 +100,15 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// workerNATS gives a worker's connection its own reply inboxes,
+// natsconn.WorkerInboxPrefix + ".<id>", unless --nats-inbox-prefix or its
+// variable chose others: a least-privilege server lets worker N subscribe
+// to "_INBOX_worker.N.>" only (see hintstream nats-config).
+func workerNATS(fs *flag.FlagSet, c natsconn.Config, id uint64) natsconn.Config {
+	if !flagSet(fs, "nats-inbox-prefix") && env("HINTSTREAM_NATS_INBOX_PREFIX", "") == "" {
+		c.InboxPrefix = natsconn.WorkerInboxPrefix + "." + registry.Key(id)
+	}
+	return c
 }

@@ -195,8 +195,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	return svc.Err()
 }
 
+// env returns the variable key, or def when it is unset or empty: an
+// empty variable (HINTSTREAM_GROUP= in a unit file) must not override the
+// config file or the default with nothing.
 func env(key, def string) string {
-	if v, ok := os.LookupEnv(key); ok {
+	if v, ok := os.LookupEnv(key); ok && v != "" {
 		return v
 	}
 	return def
