@@ -12,6 +12,9 @@ import (
 // The label values metrics lists at 0 from start-up are the ones this
 // package counts under.
 func TestMetricsReasonsAgree(t *testing.T) {
+	if ReasonWorkerMismatch != metrics.ReasonWorkerMismatch {
+		t.Errorf("ReasonWorkerMismatch %q, metrics has %q", ReasonWorkerMismatch, metrics.ReasonWorkerMismatch)
+	}
 	if ReasonUnknownWorker != metrics.ReasonUnknownWorker {
 		t.Errorf("ReasonUnknownWorker %q, metrics has %q", ReasonUnknownWorker, metrics.ReasonUnknownWorker)
 	}

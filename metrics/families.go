@@ -32,6 +32,9 @@ const (
 	// ReasonMalformed is the dead-letter reason of a trigger event whose
 	// error says no better (hints.Outcome.Reason).
 	ReasonMalformed = "malformed"
+	// ReasonWorkerMismatch is hints.ReasonWorkerMismatch: a KV event or
+	// load report whose body names another worker than its subject.
+	ReasonWorkerMismatch = "worker_id disagrees with subject"
 )
 
 // Families are hintstream's counters and gauges, each family defined
@@ -152,7 +155,7 @@ func New() *Families {
 	f.KVEventsReceived = b.counter("kv_events.received", "KV event messages delivered by the KV_EVENTS consumer, counted before decoding.")
 	f.KVEventsApplyErrors = b.counter("kv_events.apply_errors", "KV event messages that failed to apply for a reason other than their content.")
 	f.KVEventsDeadLetterErrors = b.counter("kv_events.dead_letter_errors", "Malformed KV event messages whose copy to the dead-letter subject failed.")
-	f.KVEventsMalformed = b.vec("kv_events.malformed", "reason", "KV event messages dead-lettered and skipped because they can never be applied, by reason.", append([]string{"invalid event", ReasonUnknownWorker}, schemas.CommonDecodeReasons...)...)
+	f.KVEventsMalformed = b.vec("kv_events.malformed", "reason", "KV event messages dead-lettered and skipped because they can never be applied, by reason.", append([]string{"invalid event", ReasonUnknownWorker, ReasonWorkerMismatch}, schemas.CommonDecodeReasons...)...)
 	f.KVEventsApplied = b.vec("kv_events.applied", "kind", "KV events applied to the index, by kind.",
 		schemas.KindStored.String(), schemas.KindRemoved.String(), schemas.KindCleared.String())
 	f.KVEventsDropped = b.vec("kv_events.dropped", "reason", "KV events dropped from the holding area, by reason (their worker never registered).", ReasonUnknownWorker)
@@ -169,7 +172,7 @@ func New() *Families {
 	f.LoadReceived = b.counter("load.received", "Load reports delivered by the KV_LOAD consumer, counted before decoding.")
 	f.LoadApplyErrors = b.counter("load.apply_errors", "Load reports that failed to apply for a reason other than their content.")
 	f.LoadDeadLetterErrors = b.counter("load.dead_letter_errors", "Malformed load reports whose copy to the dead-letter subject failed.")
-	f.LoadMalformed = b.vec("load.malformed", "reason", "Load reports dead-lettered and skipped because they can never be applied, by reason.", append([]string{"too many workers reporting load"}, schemas.CommonDecodeReasons...)...)
+	f.LoadMalformed = b.vec("load.malformed", "reason", "Load reports dead-lettered and skipped because they can never be applied, by reason.", append([]string{"too many workers reporting load", ReasonWorkerMismatch}, schemas.CommonDecodeReasons...)...)
 
 	f.SnapshotsLoaded = b.counter("snapshots.loaded", "Index snapshots loaded at start-up.")
 	f.SnapshotsSaved = b.counter("snapshots.saved", "Index snapshots saved, every --snapshot-interval.")
@@ -181,7 +184,8 @@ func New() *Families {
 		schemas.ReasonBlockSize, schemas.ReasonNoEndpoints, schemas.ReasonTooManyEndpoints, schemas.ReasonCurveKey,
 		schemas.ReasonEndpointTooLong, schemas.ReasonInproc, schemas.ReasonIPCNotAllowed, schemas.ReasonBadScheme,
 		schemas.ReasonBadHost, schemas.ReasonWildcardHost, schemas.ReasonBadPort,
-		registry.ReasonBadKey, registry.ReasonIDMismatch, registry.ReasonMalformed)
+		registry.ReasonBadKey, registry.ReasonIDMismatch, registry.ReasonMalformed,
+		schemas.ReasonLayoutPageSize, schemas.ReasonLayoutSuffixes, schemas.ReasonLayoutKeyLen, registry.ReasonEndpointClaimed)
 	return f
 }
 
