@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -154,7 +155,7 @@ func TestSnapshotRestart(t *testing.T) {
 	}
 	for _, id := range []uint64{1, 2} {
 		if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: id, Model: "m", KvBlockSize: 16,
-			HintEndpoints: []string{"tcp://127.0.0.1:1"}}); err != nil {
+			HintEndpoints: []string{"tcp://127.0.0.1:" + strconv.FormatUint(id, 10)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
