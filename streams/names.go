@@ -42,3 +42,19 @@ func (s Set) Validate() error {
 	}
 	return nil
 }
+
+// ModelSubjects returns the subjects a frontend may publish model's
+// events on under prefix: the documented one, prefix + ModelToken(model),
+// and, when it differs and is a valid literal subject, prefix + model
+// as spelled, dots kept ("llm.requests.Qwen/Qwen2.5-7B", three tokens).
+// A member serving model reads both, so either spelling is consumed;
+// names holding a wildcard or white space have the documented subject
+// only.
+func ModelSubjects(prefix, model string) []string {
+	doc := prefix + ModelToken(model)
+	lit := prefix + model
+	if lit == doc || model == "" || validSubject(lit) != nil || strings.ContainsAny(model, "*>") {
+		return []string{doc}
+	}
+	return []string{doc, lit}
+}
