@@ -83,7 +83,7 @@ type Registry struct {
 	mu      sync.RWMutex
 	records map[uint64]entry
 	claims  map[string]uint64 // hint endpoint → the worker listing it (claims.go)
-	models  *modelView // records by model, for WorkersFor (models.go)
+	models  *modelView        // records by model, for WorkersFor (models.go)
 	invalid atomic.Uint64
 	// rewatches counts watchers re-created after an unexpected close.
 	rewatches atomic.Uint64
