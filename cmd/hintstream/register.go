@@ -40,6 +40,8 @@ func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		logFormat = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json")
 		logLevel  = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error")
 		checkOnly = fs.Bool("check-config", false, "validate the flags (and one record, when it needs no SGLang) and exit")
+		via       = fs.Bool("via-hintstream", false, "ask a hintstream member to store the record (on "+registry.DefaultRegisterPrefix+".<worker id>) instead of writing the bucket: a least-privilege worker user has no right on the bucket (see hintstream nats-config)")
+		staleMax  = fs.Duration("stale-max", client.DefaultStaleMax, "while the SGLang API fails, keep refreshing the last record read for this long after the last good read (0: never)")
 	)
 	natsCfg := natsFlags(fs, "hintstream-register")
 	usageHeader(fs, "Usage: hintstream register --worker-id N --hint-endpoint tcp://... [--sglang-url URL | --model M --kv-block-size B] [flags]\n\n"+
@@ -60,6 +62,8 @@ func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		return fmt.Errorf("without --sglang-url, --model and --kv-block-size are required")
 	case *interval < client.MinRegisterInterval:
 		return fmt.Errorf("--interval %v: want at least %v", *interval, client.MinRegisterInterval)
+	case *staleMax < 0:
+		return fmt.Errorf("--stale-max %v must not be negative (0: never)", *staleMax)
 	case *blockSize > 1<<31:
 		return fmt.Errorf("--kv-block-size %d is too large", *blockSize)
 	}
@@ -71,7 +75,7 @@ func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		HintEndpoints: endpoints, HintCurvePublicKey: *curveKey}
 	rec := func(context.Context) (schemas.WorkerRecord, error) { return base, nil }
 	if *sglangURL != "" {
-		s := &client.SGLang{BaseURL: *sglangURL, Base: base, HTTP: &http.Client{Timeout: *interval}}
+		s := &client.SGLang{BaseURL: *sglangURL, Base: base, HTTP: &http.Client{Timeout: *interval, CheckRedirect: client.SameHostRedirects}}
 		rec = s.Record
 	} else if err := base.Validate(); err != nil {
 		return err
@@ -91,8 +95,12 @@ func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	}
 	defer nc.Close()
 	log.Info("registering", "worker_id", *workerID, "interval", *interval, "ttl", client.TTLIntervals**interval, "sglang", *sglangURL)
-	return client.Register(ctx, js, rec, client.WithInterval(*interval), client.WithBucket(*bucket),
-		client.WithLogger(log), client.WithKeepOnExit(*keep))
+	opts := []client.RegisterOption{client.WithInterval(*interval), client.WithBucket(*bucket),
+		client.WithLogger(log), client.WithKeepOnExit(*keep), client.WithStaleMax(*staleMax)}
+	if *via {
+		opts = append(opts, client.WithVia(nc, ""))
+	}
+	return client.Register(ctx, js, rec, opts...)
 }
 
 // flagSet reports whether the flag name was given on the command line.

@@ -63,8 +63,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	)
 	natsCfg := natsFlags(fs, "hintstream")
 	applyAffinity := affinityFlags(fs)
-	applyCardinality := cardinalityFlags(fs) // issue 19: flags_cardinality.go
-	applyConnect := connectFlags(fs)         // issue 12: flags_connect.go
+	applyCardinality := cardinalityFlags(fs)   // issue 19: flags_cardinality.go
+	applyConnect := connectFlags(fs)           // issue 12: flags_connect.go
+	startRegistrations := registrationFlag(fs) // flags_trust.go
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
@@ -170,6 +171,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		}
 		log.Info("stopped", stoppedAttrs(svc.Counters.LogAttrs(), endpoints)...) // summary.go
 	}()
+	waitRegistrations, err := startRegistrations(ctx, svc, log)
+	if err != nil {
+		return err
+	}
+	defer waitRegistrations()
 	if *natsURL == "" {
 		fmt.Fprintf(stdout, "hintstream: embedded JetStream server at %s (store %s)\n", svc.ClientURL(), *dataDir)
 	}
