@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 
 	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/natsconn"
@@ -115,7 +116,7 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 // variable chose others: a least-privilege server lets worker N subscribe
 // to "_INBOX_worker.N.>" only (see hintstream nats-config).
 func workerNATS(fs *flag.FlagSet, c natsconn.Config, id uint64) natsconn.Config {
-	if !flagSet(fs, "nats-inbox-prefix") && env("HINTSTREAM_NATS_INBOX_PREFIX", "") == "" {
+	if !flagSet(fs, "nats-inbox-prefix") && os.Getenv("HINTSTREAM_NATS_INBOX_PREFIX") == "" {
 		c.InboxPrefix = natsconn.WorkerInboxPrefix + "." + registry.Key(id)
 	}
 	return c
