@@ -33,7 +33,9 @@ func TestWorkerLeavingDropsItsBlocks(t *testing.T) {
 	_, js := natstest.Connect(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	svc := New(Config{NATSURL: srv.ClientURL(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// A short grace: the blocks go once it is over (grace_test.go keeps
+	// them through a re-registration).
+	svc := New(Config{NATSURL: srv.ClientURL(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), WorkerGrace: 200 * time.Millisecond})
 	if err := svc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

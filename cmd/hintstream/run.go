@@ -66,6 +66,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	applyCardinality := cardinalityFlags(fs)   // issue 19: flags_cardinality.go
 	applyConnect := connectFlags(fs)           // issue 12: flags_connect.go
 	startRegistrations := registrationFlag(fs) // flags_trust.go
+	applyWorkerGrace := workerGraceFlag(fs)    // flags_trust.go
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
@@ -131,6 +132,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		return err
 	}
 	if err := applyCluster(&cfg); err != nil {
+		return err
+	}
+	if err := applyWorkerGrace(&cfg); err != nil {
 		return err
 	}
 	// The one validation of the whole configuration, as Start does it.
