@@ -371,6 +371,7 @@ type Receiver struct {
 	set
 
 	Received, Invalid, Duplicate, Expired, UnknownAction *Counter
+	OtherWorker                                          *Counter
 	Delivered                                            *CounterVec
 }
 
@@ -383,6 +384,7 @@ func NewReceiver() *Receiver {
 	r.Duplicate = b.counter("receiver.duplicate", "Hint messages dropped as a repeat of a message id seen within the dedup window.")
 	r.Expired = b.counter("receiver.expired", "Prefetch actions dropped because they expired before they arrived.")
 	r.UnknownAction = b.counter("receiver.unknown_action", "Actions of a type the receiver does not handle, skipped.")
+	r.OtherWorker = b.counter("receiver.other_worker", "Prefetch actions dropped because their worker_id names another worker than the receiver's.")
 	// The action types of actions.ActionPrefetch and actions.ActionPin
 	// (literal here: package actions needs libzmq).
 	r.Delivered = b.vec("receiver.delivered", "reason", "Actions handed to the handler, by action type.", "kv.prefetch", "kv.pin")
