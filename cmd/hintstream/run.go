@@ -63,10 +63,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	)
 	natsCfg := natsFlags(fs, "hintstream")
 	applyAffinity := affinityFlags(fs)
-	applyCardinality := cardinalityFlags(fs)   // issue 19: flags_cardinality.go
-	applyConnect := connectFlags(fs)           // issue 12: flags_connect.go
-	startRegistrations := registrationFlag(fs) // flags_trust.go
-	applyWorkerGrace := workerGraceFlag(fs)    // flags_trust.go
+	applyCardinality := cardinalityFlags(fs) // issue 19: flags_cardinality.go
+	applyConnect := connectFlags(fs)         // issue 12: flags_connect.go
+
+	// flags_trust.go
+	startRegistrations, applyWorkerGrace := registrationFlag(fs), workerGraceFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
