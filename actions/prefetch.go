@@ -33,6 +33,7 @@ type Prefetch struct {
 	TokenIDs  []uint32
 	DpRank    uint32
 	ExpiresAt time.Time // required
+	WorkerID  uint64    // the chosen worker; receivers bound to another drop it
 }
 
 // PrefetchMessageID is the envelope message_id for the wake-up request
@@ -122,6 +123,7 @@ func prefetchPayload(p Prefetch) (schemas.PrefetchPayload, error) {
 		TokenIDs:    p.TokenIDs,
 		DpRank:      p.DpRank,
 		ExpiresAtMs: p.ExpiresAt.UnixMilli(),
+		WorkerID:    p.WorkerID,
 	}, nil
 }
 

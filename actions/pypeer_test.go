@@ -54,6 +54,7 @@ func TestPrefetchDecodedByPythonPeer(t *testing.T) {
 				"token_ids":     []any{n("0"), n("127"), n("128"), n("65536"), n("4294967295")},
 				"dp_rank":       n("2"),
 				"expires_at_ms": n("1700000000123"),
+				"worker_id":     n("0"),
 			},
 		}},
 	}

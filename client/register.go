@@ -10,6 +10,7 @@ import (
 
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -39,6 +40,9 @@ type registerOptions struct {
 	log        *slog.Logger
 	keepOnExit bool
 	onRefresh  func(schemas.WorkerRecord)
+	via        *nats.Conn // register_via.go
+	viaPrefix  string
+	staleMax   time.Duration
 }
 
 // WithInterval sets the refresh interval (default
@@ -90,11 +94,15 @@ func WithOnRefresh(f func(schemas.WorkerRecord)) RegisterOption {
 // warning and stores records without one: they then stay until deleted.
 // It returns early only for a bad option or a bucket it cannot open.
 func Register(ctx context.Context, js jetstream.JetStream, rec RecordFunc, opts ...RegisterOption) error {
-	o := registerOptions{interval: DefaultRegisterInterval, log: slog.Default()}
+	o := registerOptions{interval: DefaultRegisterInterval, log: slog.Default(), staleMax: DefaultStaleMax}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return err
 		}
+	}
+	if o.via != nil {
+		r := refresher{js: js, rec: rec, o: o}
+		return r.loop(ctx)
 	}
 	kv, err := registry.Bucket(ctx, js, o.bucket)
 	if err != nil {
@@ -109,7 +117,11 @@ func Register(ctx context.Context, js jetstream.JetStream, rec RecordFunc, opts 
 			"bucket", kv.Bucket())
 	}
 	r := refresher{js: js, kv: kv, rec: rec, o: o, ttl: ttlOK}
-	t := time.NewTicker(o.interval)
+	return r.loop(ctx)
+}
+
+func (r *refresher) loop(ctx context.Context) error {
+	t := time.NewTicker(r.o.interval)
 	defer t.Stop()
 	for {
 		r.refresh(ctx)
@@ -130,6 +142,9 @@ type refresher struct {
 	o    registerOptions
 	ttl  bool
 	last *schemas.WorkerRecord // the record stored last
+	// good is when rec last succeeded: while it fails, the last record
+	// is stored again until staleMax after it.
+	good time.Time
 }
 
 func (r *refresher) refresh(ctx context.Context) {
@@ -137,21 +152,26 @@ func (r *refresher) refresh(ctx context.Context) {
 	defer cancel()
 	rec, err := r.rec(cctx)
 	if err != nil {
-		if ctx.Err() == nil {
-			r.o.log.Warn("worker record unavailable; not refreshed", "err", err)
+		if ctx.Err() != nil {
+			return
 		}
-		return
+		if r.last == nil || r.o.staleMax == 0 || time.Since(r.good) > r.o.staleMax {
+			r.o.log.Warn("worker record unavailable; not refreshed", "err", err)
+			return
+		}
+		// The engine's API failed, not (yet) the worker: keep its record,
+		// and with it the index of what its cache holds.
+		r.o.log.Warn("worker record unavailable; the last one refreshed", "err", err, "since", time.Since(r.good).Round(time.Second))
+		rec = *r.last
+	} else {
+		r.good = time.Now()
 	}
 	log := r.o.log.With("worker_id", rec.WorkerID)
 	if r.last != nil && r.last.WorkerID != rec.WorkerID {
 		// The worker took another id: its old record must not linger.
-		_ = r.kv.Delete(cctx, registry.Key(r.last.WorkerID))
+		_ = r.remove(cctx, r.last.WorkerID)
 	}
-	if r.ttl {
-		err = registry.PutTTL(cctx, r.js, r.kv, rec, TTLIntervals*r.o.interval)
-	} else {
-		err = registry.Put(cctx, r.kv, rec)
-	}
+	err = r.store(cctx, rec)
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Warn("worker record not refreshed", "err", err)
@@ -176,7 +196,7 @@ func (r *refresher) leave() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := r.kv.Delete(ctx, registry.Key(r.last.WorkerID)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if err := r.remove(ctx, r.last.WorkerID); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		r.o.log.Warn("worker record not deleted at exit", "worker_id", r.last.WorkerID, "err", err)
 	}
 }

@@ -147,3 +147,17 @@ func (s *SGLang) get(ctx context.Context, path string, v any) error {
 	}
 	return nil
 }
+
+// SameHostRedirects is an http.Client CheckRedirect that follows a
+// redirect only to the host (and port) of the original request: the
+// engine API is on the worker, and a record read from elsewhere would
+// name someone else's model, layout or endpoints.
+func SameHostRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return fmt.Errorf("%w: stopped after 10 redirects", ErrSGLang)
+	}
+	if orig := via[0].URL; req.URL.Host != orig.Host || req.URL.Scheme != orig.Scheme {
+		return fmt.Errorf("%w: redirect from %s to another host %s refused", ErrSGLang, orig.Host, req.URL.Host)
+	}
+	return nil
+}

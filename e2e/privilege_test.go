@@ -11,6 +11,7 @@ import (
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/pypeer"
+	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
@@ -24,10 +25,22 @@ import (
 // port with its store in a temporary directory.
 func privilegeServer(t *testing.T) *server.Server {
 	t.Helper()
-	for _, v := range []string{"HINTSTREAM_NATS_PASSWORD", "FRONTEND_NATS_PASSWORD", "WORKER_NATS_PASSWORD", "SYS_NATS_PASSWORD"} {
+	return privilegeServerFrom(t, "../deploy/nats/nats-server.conf")
+}
+
+// privilegeServerFrom is privilegeServer with the config at path; every
+// user's password (<USER>_NATS_PASSWORD, worker_1's WORKER_1_NATS_PASSWORD)
+// is set in the environment.
+func privilegeServerFrom(t *testing.T, path string, workers ...uint64) *server.Server {
+	t.Helper()
+	vars := []string{"HINTSTREAM_NATS_PASSWORD", "FRONTEND_NATS_PASSWORD", "WORKER_NATS_PASSWORD", "SYS_NATS_PASSWORD"}
+	for _, id := range workers {
+		vars = append(vars, "WORKER_"+registry.Key(id)+"_NATS_PASSWORD")
+	}
+	for _, v := range vars {
 		t.Setenv(v, "pw-"+strings.ToLower(v))
 	}
-	opts, err := server.ProcessConfigFile("../deploy/nats/nats-server.conf")
+	opts, err := server.ProcessConfigFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,11 +59,23 @@ func privilegeServer(t *testing.T) *server.Server {
 	return s
 }
 
-// userConn connects as one of the config's users; async errors (the
-// server's permission refusals) go to errs.
+// userConn connects as one of the config's users, with its role's reply
+// inboxes (hintstream nats-config); async errors (the server's
+// permission refusals) go to errs.
 func userConn(t *testing.T, s *server.Server, user string, errs chan<- error) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
+	inbox := "_INBOX_" + user
+	if id, ok := strings.CutPrefix(user, "worker_"); ok {
+		inbox = natsconn.WorkerInboxPrefix + "." + id
+	}
+	return userConnInbox(t, s, user, inbox, errs)
+}
+
+// userConnInbox is userConn with the reply-inbox prefix inbox.
+func userConnInbox(t *testing.T, s *server.Server, user, inbox string, errs chan<- error) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
 	nc, err := nats.Connect(s.ClientURL(), nats.UserInfo(user, os.Getenv(strings.ToUpper(user)+"_NATS_PASSWORD")),
+		nats.CustomInboxPrefix(inbox),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			select {
 			case errs <- err:
@@ -81,17 +106,14 @@ func TestLeastPrivilege(t *testing.T) {
 	p.waitLine(t, 30*time.Second, "hintstream running")
 
 	werrs, ferrs := make(chan error, 16), make(chan error, 16)
-	_, wjs := userConn(t, s, "worker", werrs)
+	wnc, wjs := userConn(t, s, "worker", werrs)
 	fnc, fjs := userConn(t, s, "frontend", ferrs)
 	sink := newFaultSink(t, 0)
-	kv, err := wjs.KeyValue(ctx, registry.DefaultBucket)
-	if err != nil {
-		t.Fatalf("worker opens the registry: %v", err)
-	}
 	layout := sglangVector(t, "mha-tp2-page16").Layout
-	if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: 1, Model: model, KvBlockSize: 16, HintEndpoints: []string{sink.ep},
-		ObjectLayout: &layout}); err != nil {
-		t.Fatalf("worker registers: %v", err)
+	// The worker has no right on the bucket: hintstream stores its record.
+	if err := registry.Ask(ctx, wnc, "", 1, &schemas.WorkerRecord{WorkerID: 1, Model: model, KvBlockSize: 16, HintEndpoints: []string{sink.ep},
+		ObjectLayout: &layout}, time.Minute); err != nil {
+		t.Fatalf("worker registers through hintstream: %v", err)
 	}
 	p.waitLine(t, 10*time.Second, "worker joined")
 	ev, _ := json.Marshal(schemas.RouterEvent{WorkerID: 1, Event: schemas.KvCacheEvent{EventID: 1,
@@ -148,7 +170,8 @@ func TestLeastPrivilege(t *testing.T) {
 // stops cleanly when asked.
 func TestMissingPermissionOneMessage(t *testing.T) {
 	s := privilegeServer(t)
-	p := startEnv(t, []string{"HINTSTREAM_NATS_USER=frontend", "HINTSTREAM_NATS_PASSWORD=" + os.Getenv("FRONTEND_NATS_PASSWORD")},
+	p := startEnv(t, []string{"HINTSTREAM_NATS_USER=frontend", "HINTSTREAM_NATS_PASSWORD=" + os.Getenv("FRONTEND_NATS_PASSWORD"),
+		"HINTSTREAM_NATS_INBOX_PREFIX=_INBOX_frontend"},
 		"run", "--nats-url", s.ClientURL(), "--log-format", "json", "--log-level", "debug")
 	p.waitLine(t, 30*time.Second, "hintstream cannot start")
 	p.waitLine(t, 60*time.Second, "start-up retry: permission still missing")

@@ -200,10 +200,16 @@ func decodeKVEvents(m Message, lim schemas.Limits, one *[1]kvevents.Event, sc *k
 			if err := lim.DecodeRouterEventInto(data, &sc.router); err != nil {
 				return nil, err
 			}
+			if err := checkSubjectWorker("kv_event", m.Subject, sc.router.WorkerID); err != nil {
+				return nil, err
+			}
 			return sc.dec.RouterEvent(&sc.router), nil
 		}
 		ev, err := lim.DecodeRouterEvent(data)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkSubjectWorker("kv_event", m.Subject, ev.WorkerID); err != nil {
 			return nil, err
 		}
 		one[0] = kvevents.FromRouterEvent(ev)
@@ -248,6 +254,9 @@ func DecodeLoad(lim schemas.Limits, m Message) (*schemas.ActiveLoad, error) {
 		if id, err := streams.WorkerFromSubject(m.Subject); err == nil {
 			l.WorkerID = id
 		}
+	}
+	if err := checkSubjectWorker("load", m.Subject, l.WorkerID); err != nil {
+		return nil, err
 	}
 	return l, nil
 }

@@ -15,6 +15,9 @@ func TestMetricsReasonsAgree(t *testing.T) {
 	if ReasonRankOutOfRange != metrics.ReasonRankOutOfRange {
 		t.Errorf("ReasonRankOutOfRange %q, metrics has %q", ReasonRankOutOfRange, metrics.ReasonRankOutOfRange)
 	}
+	if ReasonWorkerMismatch != metrics.ReasonWorkerMismatch {
+		t.Errorf("ReasonWorkerMismatch %q, metrics has %q", ReasonWorkerMismatch, metrics.ReasonWorkerMismatch)
+	}
 	if ReasonUnknownWorker != metrics.ReasonUnknownWorker {
 		t.Errorf("ReasonUnknownWorker %q, metrics has %q", ReasonUnknownWorker, metrics.ReasonUnknownWorker)
 	}

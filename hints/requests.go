@@ -146,7 +146,7 @@ func (e *Engine) prefetch(d Delivery, req *schemas.RequestEvent) bool {
 	}
 	body, id, err := actions.AppendPrefetch(e.bodies.get(), actions.Prefetch{
 		RequestID: req.RequestID, SessionID: req.SessionID, Model: req.Model,
-		TokenIDs: req.TokenIDs, DpRank: cand.Worker.DpRank, ExpiresAt: expires,
+		TokenIDs: req.TokenIDs, DpRank: cand.Worker.DpRank, ExpiresAt: expires, WorkerID: cand.Worker.WorkerID,
 	})
 	if err != nil {
 		e.counters.HintsPrefetchSkipped.Inc("encode")

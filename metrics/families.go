@@ -37,6 +37,9 @@ const (
 	// ReasonMalformed is the dead-letter reason of a trigger event whose
 	// error says no better (hints.Outcome.Reason).
 	ReasonMalformed = "malformed"
+	// ReasonWorkerMismatch is hints.ReasonWorkerMismatch: a KV event or
+	// load report whose body names another worker than its subject.
+	ReasonWorkerMismatch = "worker_id disagrees with subject"
 )
 
 // Families are hintstream's counters and gauges, each family defined
@@ -165,6 +168,8 @@ func New() *Families {
 	f.KVEventsApplyErrors = b.counter("hintstream_kv_events_apply_errors_total", "KV event messages that failed to apply for a reason other than their content.")
 	f.KVEventsDeadLetterErrors = b.counter("hintstream_kv_events_dead_letter_errors_total", "Malformed KV event messages whose copy to the dead-letter subject failed.")
 	f.KVEventsMalformed = b.vec("hintstream_kv_events_malformed_total", "reason", "KV event messages dead-lettered and skipped because they can never be applied, by reason.", append([]string{"invalid event", ReasonUnknownWorker, ReasonRankOutOfRange}, schemas.CommonDecodeReasons...)...)
+
+	f.KVEventsMalformed = b.vec("hintstream_kv_events_malformed_total", "reason", "KV event messages dead-lettered and skipped because they can never be applied, by reason.", append([]string{"invalid event", ReasonUnknownWorker, ReasonWorkerMismatch}, schemas.CommonDecodeReasons...)...)
 	f.KVEventsApplied = b.vec("hintstream_kv_events_applied_total", "kind", "KV events applied to the index, by kind.",
 		schemas.KindStored.String(), schemas.KindRemoved.String(), schemas.KindCleared.String())
 	f.KVEventsDropped = b.vec("hintstream_kv_events_dropped_total", "reason", "KV events not indexed, by reason: unknown worker (dropped from the holding area, their worker never registered), dp rank out of range (a rank their worker's record does not list).", ReasonUnknownWorker, ReasonRankOutOfRange)
@@ -181,7 +186,7 @@ func New() *Families {
 	f.LoadReceived = b.counter("hintstream_load_received_total", "Load reports delivered by the KV_LOAD consumer, counted before decoding.")
 	f.LoadApplyErrors = b.counter("hintstream_load_apply_errors_total", "Load reports that failed to apply for a reason other than their content.")
 	f.LoadDeadLetterErrors = b.counter("hintstream_load_dead_letter_errors_total", "Malformed load reports whose copy to the dead-letter subject failed.")
-	f.LoadMalformed = b.vec("hintstream_load_malformed_total", "reason", "Load reports dead-lettered and skipped because they can never be applied, by reason.", append([]string{"too many workers reporting load"}, schemas.CommonDecodeReasons...)...)
+	f.LoadMalformed = b.vec("hintstream_load_malformed_total", "reason", "Load reports dead-lettered and skipped because they can never be applied, by reason.", append([]string{"too many workers reporting load", ReasonWorkerMismatch}, schemas.CommonDecodeReasons...)...)
 
 	f.LoadRefused = b.vec("hintstream_load_refused_total", "reason", "Load reports not kept, by reason: unknown worker (not registered), dp rank out of range (a rank its record does not list). Only registered workers' ranks enter the load table.", ReasonUnknownWorker, ReasonRankOutOfRange)
 
@@ -195,7 +200,8 @@ func New() *Families {
 		schemas.ReasonBlockSize, schemas.ReasonNoEndpoints, schemas.ReasonTooManyEndpoints, schemas.ReasonCurveKey,
 		schemas.ReasonEndpointTooLong, schemas.ReasonInproc, schemas.ReasonIPCNotAllowed, schemas.ReasonBadScheme,
 		schemas.ReasonBadHost, schemas.ReasonWildcardHost, schemas.ReasonBadPort,
-		registry.ReasonBadKey, registry.ReasonIDMismatch, registry.ReasonMalformed)
+		registry.ReasonBadKey, registry.ReasonIDMismatch, registry.ReasonMalformed,
+		schemas.ReasonLayoutPageSize, schemas.ReasonLayoutSuffixes, schemas.ReasonLayoutKeyLen, registry.ReasonEndpointClaimed)
 	return f
 }
 
@@ -384,6 +390,7 @@ type Receiver struct {
 	set
 
 	Received, Invalid, Duplicate, Expired, UnknownAction *Counter
+	OtherWorker                                          *Counter
 	Delivered                                            *CounterVec
 	Stale                                                *Counter
 }
@@ -397,6 +404,7 @@ func NewReceiver() *Receiver {
 	r.Duplicate = b.counter("hintstream_receiver_duplicate_total", "Hint messages dropped as a repeat of a message id seen within the dedup window.")
 	r.Expired = b.counter("hintstream_receiver_expired_total", "Prefetch actions dropped because they expired before they arrived.")
 	r.UnknownAction = b.counter("hintstream_receiver_unknown_action_total", "Actions of a type the receiver does not handle, skipped.")
+	r.OtherWorker = b.counter("hintstream_receiver_other_worker_total", "Prefetch actions dropped because their worker_id names another worker than the receiver's.")
 	// The action types of actions.ActionPrefetch and actions.ActionPin
 	// (literal here: package actions needs libzmq).
 	r.Stale = b.counter("hintstream_receiver_stale_total", "Pin actions dropped because their revision was not above the last one applied to their slot (docs/wire.md).")

@@ -50,6 +50,13 @@ type Config struct {
 	// default; for tests and emergencies only. Cannot be combined with TLSCA.
 	TLSInsecure bool
 
+	// InboxPrefix is the subject prefix of this connection's reply
+	// inboxes (default nats.go's "_INBOX"). A least-privilege server
+	// gives each role its own prefix and lets a user subscribe to its
+	// prefix only, so no user can read another's replies (JetStream
+	// deliveries, KV values, snapshot chunks): see ValidInboxPrefix.
+	InboxPrefix string
+
 	// Name is the connection name the server shows (default "hintstream").
 	Name string
 	// ReconnectWait is the pause between reconnect attempts to the same
@@ -115,6 +122,11 @@ func (c Config) Validate() error {
 	}
 	if c.ReconnectWait < 0 {
 		bad("negative reconnect wait %v", c.ReconnectWait)
+	}
+	if c.InboxPrefix != "" {
+		if err := ValidInboxPrefix(c.InboxPrefix); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.CredsFile != "" {
 		if err := checkCreds(c.CredsFile); err != nil {
@@ -199,4 +211,22 @@ func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
 		return cert, fmt.Errorf("TLS client certificate %q / key %q: %w", certFile, keyFile, err)
 	}
 	return cert, nil
+}
+
+// ValidInboxPrefix reports whether p can prefix reply inboxes: dot
+// separated tokens of printable characters without wildcards, the way
+// nats.CustomInboxPrefix and a server's permission rule "<p>.>" read it.
+func ValidInboxPrefix(p string) error {
+	if p == "" {
+		return errors.New("inbox prefix is empty")
+	}
+	for _, tok := range strings.Split(p, ".") {
+		if tok == "" {
+			return fmt.Errorf("inbox prefix %q has an empty token", p)
+		}
+		if tok == "*" || tok == ">" || strings.ContainsAny(tok, "*> \t\r\n") {
+			return fmt.Errorf("inbox prefix %q holds a wildcard or white space", p)
+		}
+	}
+	return nil
 }

@@ -16,6 +16,15 @@ import (
 const (
 	DefaultName          = "hintstream"
 	DefaultReconnectWait = 2 * time.Second
+	// DefaultInboxPrefix is the reply-inbox prefix of hintstream's own
+	// connections; deploy/nats/nats-server.conf lets only the hintstream
+	// user subscribe below it.
+	DefaultInboxPrefix = "_INBOX_hintstream"
+	// WorkerInboxPrefix is the reply-inbox prefix of a worker's
+	// connections (hintstream register): worker id N uses
+	// WorkerInboxPrefix + ".N", so a config may allow one worker its own
+	// replies ("_INBOX_worker.N.>") or all workers theirs.
+	WorkerInboxPrefix = "_INBOX_worker"
 )
 
 // Options validates c (see Validate) and returns the nats.go options that
@@ -86,6 +95,9 @@ func (c Config) Options() ([]nats.Option, error) {
 		opts = append(opts, nats.Token(c.Token))
 	}
 
+	if c.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(c.InboxPrefix))
+	}
 	if c.tlsWanted() {
 		tc, err := c.tlsConfig()
 		if err != nil {

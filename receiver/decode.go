@@ -150,6 +150,23 @@ func readInt(b []byte, at string, lo, hi int64, dst *int64) ([]byte, error) {
 	return nil, invalid(at, "Expected `int`, got `%s`", typeName(b))
 }
 
+// readUint64 reads a non-negative integer of up to 64 bits (worker ids
+// use all of them).
+func readUint64(b []byte, at string, dst *uint64) ([]byte, error) {
+	if msgp.NextType(b) == msgp.UintType {
+		v, rest, err := msgp.ReadUint64Bytes(b)
+		if err != nil {
+			return nil, invalid(at, "MessagePack data is malformed: %v", err)
+		}
+		*dst = v
+		return rest, nil
+	}
+	var n int64
+	rest, err := readInt(b, at, 0, math.MaxInt64, &n)
+	*dst = uint64(n)
+	return rest, err
+}
+
 func readArray(b []byte, at string) (uint32, []byte, error) {
 	if t := msgp.NextType(b); t != msgp.ArrayType {
 		return 0, nil, invalid(at, "Expected `array`, got `%s`", typeName(b))
@@ -257,6 +274,8 @@ func readPrefetch(b []byte, at string) (*schemas.PrefetchPayload, error) {
 			return rest, err
 		case "expires_at_ms":
 			return readInt(v, at+".expires_at_ms", math.MinInt64, math.MaxInt64, &p.ExpiresAtMs)
+		case "worker_id":
+			return readUint64(v, at+".worker_id", &p.WorkerID)
 		}
 		return skip(v, at+"."+key)
 	})

@@ -49,6 +49,7 @@ type options struct {
 	now         func() time.Time
 	counters    *metrics.Receiver
 	log         *slog.Logger
+	workerID    uint64 // worker_filter.go; 0: every worker's
 }
 
 // WithDedupWindow sets how many recent message ids are remembered
@@ -239,6 +240,9 @@ func (r *Receiver) Handle(ctx context.Context, b []byte) {
 		case a.Prefetch != nil:
 			if a.Prefetch.ExpiresAtMs != 0 && a.Prefetch.ExpiresAtMs <= now {
 				c.Expired.Inc()
+				continue
+			}
+			if r.otherWorkers(a.Prefetch) { // worker_filter.go
 				continue
 			}
 		case a.Pin == nil:

@@ -82,7 +82,8 @@ type Registry struct {
 
 	mu      sync.RWMutex
 	records map[uint64]entry
-	models  *modelView // records by model, for WorkersFor (models.go)
+	claims  map[string]uint64 // hint endpoint → the worker listing it (claims.go)
+	models  *modelView        // records by model, for WorkersFor (models.go)
 	invalid atomic.Uint64
 	// rewatches counts watchers re-created after an unexpected close.
 	rewatches atomic.Uint64
@@ -137,6 +138,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Registr
 		onChange: o.onChange,
 		check:    o.check,
 		records:  make(map[uint64]entry),
+		claims:   make(map[string]uint64),
 		models:   newModelView(),
 		rejected: make(map[string]uint64),
 		ready:    make(chan struct{}),

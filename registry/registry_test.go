@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -34,7 +35,8 @@ func setup(t *testing.T) (context.Context, jetstream.JetStream, jetstream.KeyVal
 func rec(id uint64, model string) schemas.WorkerRecord {
 	return schemas.WorkerRecord{
 		WorkerID: id, Model: model, KvBlockSize: 16,
-		HintEndpoints: []string{"tcp://127.0.0.1:5570"},
+		// Each worker its own endpoint: two may not share one.
+		HintEndpoints: []string{fmt.Sprintf("tcp://127.0.0.1:%d", 5570+id%50000)},
 	}
 }
 

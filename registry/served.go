@@ -51,9 +51,11 @@ func (m Served) Subjects(subjects []string, prefix string) []string {
 	}
 	out := make([]string, 0, len(m.names))
 	for _, name := range m.names {
-		sub := prefix + streams.ModelToken(name)
-		if !slices.Contains(out, sub) {
-			out = append(out, sub)
+		// Both spellings of the model's subject (streams.ModelSubjects).
+		for _, sub := range streams.ModelSubjects(prefix, name) {
+			if !slices.Contains(out, sub) {
+				out = append(out, sub)
+			}
 		}
 	}
 	return out

@@ -47,6 +47,8 @@ func InvalidReason(err error) string {
 		return ReasonBadKey
 	case errors.Is(err, errIDMismatch):
 		return ReasonIDMismatch
+	case errors.Is(err, errEndpointClaimed):
+		return ReasonEndpointClaimed
 	}
 	return ReasonMalformed
 }

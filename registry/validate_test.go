@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -101,4 +102,56 @@ func TestRegistryAllowsIPCWhenAsked(t *testing.T) {
 	if err := Put(ctx, kv, in); err == nil {
 		t.Fatal("Put accepted an inproc:// endpoint")
 	}
+}
+
+// Two workers may not list one endpoint: the second is refused with
+// endpoint_claimed until the first leaves, and then taken. A record
+// whose layout would make every pin huge (20,000 suffixes at page_size
+// 1, the record that once crashed every member) is refused by reason.
+func TestRegistryRefusesClaimedEndpointsAndHugeLayouts(t *testing.T) {
+	ctx, js, kv := setup(t)
+	got := &reasons{n: map[string]int{}}
+	r, err := Open(ctx, js, WithOnInvalid(got.add))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	<-r.Ready()
+	one := rec(1, "m")
+	mustPut(t, ctx, kv, one)
+	thief := rec(2, "m")
+	thief.HintEndpoints = one.HintEndpoints
+	putRaw(t, ctx, kv, "2", mustJSON(t, thief))
+	suffixes := make([]string, 20000)
+	for i := range suffixes {
+		suffixes[i] = fmt.Sprintf("_%d", i)
+	}
+	huge := rec(3, "m")
+	huge.ObjectLayout = &schemas.ObjectLayout{PageSize: 1, HicacheObjectLayout: schemas.HicacheObjectLayout{
+		KeyPrefix: "p", Pools: []schemas.LayoutPool{{Pool: "kv", Suffixes: suffixes}}}}
+	putRaw(t, ctx, kv, "3", mustJSON(t, huge))
+	longKey := rec(4, "m")
+	longKey.ObjectLayout = &schemas.ObjectLayout{PageSize: 64, HicacheObjectLayout: schemas.HicacheObjectLayout{
+		KeyPrefix: strings.Repeat("k", 600), Pools: []schemas.LayoutPool{{Pool: "kv", Suffixes: []string{"_k"}}}}}
+	putRaw(t, ctx, kv, "4", mustJSON(t, longKey))
+	want := map[string]int{ReasonEndpointClaimed: 1, schemas.ReasonLayoutSuffixes: 1, schemas.ReasonLayoutKeyLen: 1}
+	natstest.Eventually(t, within, func() bool { return maps.Equal(got.snapshot(), want) }, "refusals %v, want %v", got.snapshot(), want)
+	if ws := r.Workers(); len(ws) != 1 || ws[0].WorkerID != 1 {
+		t.Fatalf("workers %+v, want only 1", ws)
+	}
+	if err := kv.Delete(ctx, "1"); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, within, func() bool { _, ok := r.Get(1); return !ok }, "worker 1 left")
+	putRaw(t, ctx, kv, "2", mustJSON(t, thief)) // a refresh, now that the endpoint is free
+	natstest.Eventually(t, within, func() bool { _, ok := r.Get(2); return ok }, "worker 2 takes the freed endpoint")
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -187,6 +187,9 @@ func (r *Registry) apply(e jetstream.KeyValueEntry) {
 		return
 	}
 	rec, err := r.decode(id, keyErr, e.Value())
+	if err == nil {
+		err = r.checkClaims(id, rec.HintEndpoints)
+	}
 	if err != nil {
 		if last, ok := r.rejected[key]; !ok || last != rev {
 			r.rejected[key] = rev
@@ -208,6 +211,11 @@ func (r *Registry) apply(e jetstream.KeyValueEntry) {
 		return // a re-created watcher replaying what we have
 	}
 	r.records[id] = entry{rev: rev, rec: rec}
+	var prev []string
+	if had {
+		prev = old.rec.HintEndpoints
+	}
+	r.claim(id, prev, rec.HintEndpoints)
 	r.mu.Unlock()
 
 	switch {
@@ -232,6 +240,7 @@ func (r *Registry) remove(id, rev uint64) {
 		return
 	}
 	delete(r.records, id)
+	r.unclaim(id, old.rec.HintEndpoints)
 	r.mu.Unlock()
 	r.emit(Change{Kind: Deleted, WorkerID: id, Previous: old.rec})
 }
@@ -249,6 +258,7 @@ func (r *Registry) resync(seen map[string]struct{}) {
 		if _, ok := seen[Key(id)]; !ok {
 			gone = append(gone, Change{Kind: Deleted, WorkerID: id, Previous: e.rec})
 			delete(r.records, id)
+			r.unclaim(id, e.rec.HintEndpoints)
 		}
 	}
 	r.mu.Unlock()

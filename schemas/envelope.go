@@ -36,6 +36,9 @@ type PrefetchPayload struct {
 	TokenIDs    []uint32 `msg:"token_ids" json:"token_ids"`
 	DpRank      uint32   `msg:"dp_rank" json:"dp_rank"`
 	ExpiresAtMs int64    `msg:"expires_at_ms" json:"expires_at_ms"`
+	// WorkerID is the worker the hint is for: a receiver bound to another
+	// worker (two records listing one endpoint, a reused address) drops it.
+	WorkerID uint64 `msg:"worker_id" json:"worker_id"`
 }
 
 // PinPayload is the payload of kv.pin@1.0: keep the Mooncake objects Keys

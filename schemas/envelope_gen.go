@@ -806,6 +806,12 @@ func (z *PrefetchPayload) DecodeMsg(dc *msgp.Reader) (err error) {
 				err = msgp.WrapError(err, "ExpiresAtMs")
 				return
 			}
+		case "worker_id":
+			z.WorkerID, err = dc.ReadUint64()
+			if err != nil {
+				err = msgp.WrapError(err, "WorkerID")
+				return
+			}
 		default:
 			err = dc.Skip()
 			if err != nil {
@@ -819,9 +825,9 @@ func (z *PrefetchPayload) DecodeMsg(dc *msgp.Reader) (err error) {
 
 // EncodeMsg implements msgp.Encodable
 func (z *PrefetchPayload) EncodeMsg(en *msgp.Writer) (err error) {
-	// map header, size 6
+	// map header, size 7
 	// write "request_id"
-	err = en.Append(0x86, 0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
+	err = en.Append(0x87, 0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
 	if err != nil {
 		return
 	}
@@ -887,15 +893,25 @@ func (z *PrefetchPayload) EncodeMsg(en *msgp.Writer) (err error) {
 		err = msgp.WrapError(err, "ExpiresAtMs")
 		return
 	}
+	// write "worker_id"
+	err = en.Append(0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
+	if err != nil {
+		return
+	}
+	err = en.WriteUint64(z.WorkerID)
+	if err != nil {
+		err = msgp.WrapError(err, "WorkerID")
+		return
+	}
 	return
 }
 
 // MarshalMsg implements msgp.Marshaler
 func (z *PrefetchPayload) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 6
+	// map header, size 7
 	// string "request_id"
-	o = append(o, 0x86, 0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
+	o = append(o, 0x87, 0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
 	o = msgp.AppendString(o, z.RequestID)
 	// string "session_id"
 	o = append(o, 0xaa, 0x73, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e, 0x5f, 0x69, 0x64)
@@ -915,6 +931,9 @@ func (z *PrefetchPayload) MarshalMsg(b []byte) (o []byte, err error) {
 	// string "expires_at_ms"
 	o = append(o, 0xad, 0x65, 0x78, 0x70, 0x69, 0x72, 0x65, 0x73, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
 	o = msgp.AppendInt64(o, z.ExpiresAtMs)
+	// string "worker_id"
+	o = append(o, 0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
+	o = msgp.AppendUint64(o, z.WorkerID)
 	return
 }
 
@@ -993,6 +1012,12 @@ func (z *PrefetchPayload) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ExpiresAtMs")
 				return
 			}
+		case "worker_id":
+			z.WorkerID, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "WorkerID")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1007,6 +1032,6 @@ func (z *PrefetchPayload) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *PrefetchPayload) Msgsize() (s int) {
-	s = 1 + 11 + msgp.StringPrefixSize + len(z.RequestID) + 11 + msgp.StringPrefixSize + len(z.SessionID) + 6 + msgp.StringPrefixSize + len(z.Model) + 10 + msgp.ArrayHeaderSize + (len(z.TokenIDs) * (msgp.Uint32Size)) + 8 + msgp.Uint32Size + 14 + msgp.Int64Size
+	s = 1 + 11 + msgp.StringPrefixSize + len(z.RequestID) + 11 + msgp.StringPrefixSize + len(z.SessionID) + 6 + msgp.StringPrefixSize + len(z.Model) + 10 + msgp.ArrayHeaderSize + (len(z.TokenIDs) * (msgp.Uint32Size)) + 8 + msgp.Uint32Size + 14 + msgp.Int64Size + 10 + msgp.Uint64Size
 	return
 }

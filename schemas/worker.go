@@ -67,7 +67,7 @@ func (w *WorkerRecord) ValidateWith(rules EndpointRules) error {
 			return recordErr(w, reason, fmt.Sprintf("hint_endpoints[%d] %.80q: %s", i, ep, why))
 		}
 	}
-	return nil
+	return w.checkLayout() // layout_limits.go
 }
 
 // DecodeWorkerRecordWith decodes a registry entry (JSON) and validates it

@@ -76,6 +76,10 @@ type Config struct {
 	// (DYN_KVM_PIN_ENDPOINT); empty turns pins off.
 	PinEndpoint      string
 	ResponsesDurable string // default consumers.DefaultResponsesDurable
+	// WorkerGrace is how long a worker whose record was deleted or
+	// expired keeps its indexed blocks (default DefaultWorkerGrace; Off:
+	// dropped at once).
+	WorkerGrace time.Duration
 	// RequestIndexTTL is how long a response may trail its request and
 	// still be pinned; default DefaultRequestIndexTTL.
 	RequestIndexTTL time.Duration
@@ -177,6 +181,9 @@ func (c Config) Defaults() Config {
 	}
 	if c.RegistryBucket == "" {
 		c.RegistryBucket = registry.DefaultBucket
+	}
+	if c.WorkerGrace == 0 {
+		c.WorkerGrace = DefaultWorkerGrace
 	}
 	if c.RequestsDurable == "" {
 		c.RequestsDurable = consumers.DefaultRequestsDurable

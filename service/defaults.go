@@ -52,6 +52,9 @@ func (c Config) Validate() error {
 	if err := c.NATS.Validate(); err != nil {
 		return invalid(err)
 	}
+	if err := c.validateNamesAndEndpoints(); err != nil { // validate_names.go
+		return invalid(err)
+	}
 	if err := actions.ValidateMaxEndpoints(c.maxEndpoints()); err != nil {
 		return invalid(fmt.Errorf("--max-endpoints: %w", err))
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/hintstream/hintstream/internal/metricstest"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -141,7 +142,7 @@ func TestRetentionCompressedTime(t *testing.T) {
 	}
 	for id := uint64(1); id <= 4; id++ {
 		if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: id, Model: "m", KvBlockSize: churnBlock,
-			HintEndpoints: []string{"tcp://127.0.0.1:1"}}); err != nil {
+			HintEndpoints: []string{"tcp://127.0.0.1:" + strconv.FormatUint(id, 10)}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -48,6 +48,7 @@ type Service struct {
 	pool     *actions.Pool
 	kv       *consumers.StateConsumer
 	holding  *hints.Holding // gate of the index: registered workers first
+	grace    workerGrace    // grace.go
 	engine   *hints.Engine  // the decisions, shared with replay
 	load     *consumers.StateConsumer
 	requests *consumers.RequestConsumer
@@ -390,6 +391,7 @@ func (s *Service) WaitCaughtUp(ctx context.Context) error {
 // bounded by ctx). Safe to call twice.
 func (s *Service) Stop(ctx context.Context) {
 	s.stopOnce.Do(func() {
+		s.grace.stop() // the index is saved with departed workers' blocks; a restart prunes them
 		if s.lc != nil {
 			_ = s.lc.stop(ctx) // a part's error is Err's
 		}
@@ -528,7 +530,7 @@ func (s *Service) onWorkerChange(ch registry.Change) {
 	defer s.dropForeign(ch) // last: after whatever else put the worker's blocks in the index
 	switch ch.Kind {
 	case registry.Deleted:
-		s.holding.Unregister(ch.WorkerID) // removes its blocks
+		s.workerLeft(ch.WorkerID) // its blocks go after Config.WorkerGrace (grace.go)
 		s.Loads.RemoveWorker(ch.WorkerID)
 		s.closeEndpoints(ch.Previous, nil)
 		s.log.Info("worker left", "worker_id", ch.WorkerID)
@@ -541,6 +543,9 @@ func (s *Service) onWorkerChange(ch registry.Change) {
 		}
 		s.log.Info("worker changed", "worker_id", ch.WorkerID, "endpoints", ch.Record.HintEndpoints)
 	case registry.Added:
+		if s.grace.back(ch.WorkerID) {
+			s.log.Info("worker registered again within its grace period; index kept", "worker_id", ch.WorkerID)
+		}
 		s.promote(ch.WorkerID, ch.Record)
 		s.log.Info("worker joined", "worker_id", ch.WorkerID, "model", ch.Record.Model,
 			"block_size", ch.Record.KvBlockSize, "endpoints", ch.Record.HintEndpoints)

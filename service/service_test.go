@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,9 @@ func TestWorkerLeavingDropsItsBlocks(t *testing.T) {
 	_, js := natstest.Connect(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	svc := New(Config{NATSURL: srv.ClientURL(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// A short grace: the blocks go once it is over (grace_test.go keeps
+	// them through a re-registration).
+	svc := New(Config{NATSURL: srv.ClientURL(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), WorkerGrace: 200 * time.Millisecond})
 	if err := svc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +157,7 @@ func TestSnapshotRestart(t *testing.T) {
 	}
 	for _, id := range []uint64{1, 2} {
 		if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: id, Model: "m", KvBlockSize: 16,
-			HintEndpoints: []string{"tcp://127.0.0.1:1"}}); err != nil {
+			HintEndpoints: []string{"tcp://127.0.0.1:" + strconv.FormatUint(id, 10)}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -146,6 +146,9 @@ type Description struct {
 
 	ConsumerCount int             `json:"consumer_count"`
 	Consumers     []ConsumerState `json:"consumers"`
+	// Unconsumed: messages per subject that no durable consumer's filter
+	// matches (unconsumed.go); absent for streams without durables.
+	Unconsumed map[string]uint64 `json:"unconsumed,omitempty"`
 }
 
 // ConsumerState is one consumer of a described stream.
@@ -197,6 +200,9 @@ func Describe(ctx context.Context, js jetstream.JetStream, name string) (Descrip
 		return Description{}, fmt.Errorf("streams: list consumers of %q: %w", name, err)
 	}
 	slices.SortFunc(d.Consumers, func(a, b ConsumerState) int { return strings.Compare(a.Name, b.Name) })
+	if d.Unconsumed, err = Unconsumed(ctx, js, name, d.Consumers); err != nil {
+		return Description{}, err
+	}
 	return d, nil
 }
 

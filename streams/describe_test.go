@@ -144,3 +144,41 @@ func TestDescribeAbsent(t *testing.T) {
 		t.Fatalf("err %v, want ErrStreamNotFound", err)
 	}
 }
+
+// TestDescribeCountsUnconsumed: a group serving only model a (its
+// durable filters on llm.requests.a) leaves the messages of model b
+// unread; Describe counts them per subject, and a subject a wildcard
+// filter covers is not counted.
+func TestDescribeCountsUnconsumed(t *testing.T) {
+	ctx, js := setup(t)
+	if _, _, err := Ensure(ctx, js, DefaultSet().Requests); err != nil {
+		t.Fatal(err)
+	}
+	for _, subj := range []string{"llm.requests.a", "llm.requests.b", "llm.requests.b", "llm.requests.Qwen/Qwen2.5-7B"} {
+		if _, err := js.Publish(ctx, subj, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := Describe(ctx, js, "LLM_REQUESTS")
+	if err != nil || d.Unconsumed != nil {
+		t.Fatalf("no durable yet: %v %v", d.Unconsumed, err)
+	}
+	if _, err := js.CreateOrUpdateConsumer(ctx, "LLM_REQUESTS", jetstream.ConsumerConfig{
+		Durable: "ga-requests", AckPolicy: jetstream.AckExplicitPolicy,
+		FilterSubjects: []string{"llm.requests.a", "llm.requests.Qwen/Qwen2.*"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Describe(ctx, js, "LLM_REQUESTS")
+	if err != nil || len(d.Unconsumed) != 1 || d.Unconsumed["llm.requests.b"] != 2 {
+		t.Fatalf("unconsumed %v, %v; want llm.requests.b: 2", d.Unconsumed, err)
+	}
+	for _, c := range []struct {
+		f, s string
+		ok   bool
+	}{{">", "a", true}, {"a.>", "a", false}, {"a.>", "a.b.c", true}, {"a.*", "a.b", true}, {"a.*", "a.b.c", false}, {"a.b", "a.b", true}, {"a.b", "a.c", false}} {
+		if SubjectMatches(c.f, c.s) != c.ok {
+			t.Errorf("SubjectMatches(%q, %q) = %v", c.f, c.s, !c.ok)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package streams
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,6 +132,27 @@ func TestValidSubject(t *testing.T) {
 	for _, s := range []string{"", ".a", "a.", "a..b", "a.>.b", "a b", "a.b*", "a.>x", "a\t"} {
 		if err := validSubject(s); err == nil {
 			t.Errorf("validSubject(%q) accepted", s)
+		}
+	}
+}
+
+// A frontend that keeps the dots of "Qwen/Qwen2.5-7B" in its subject
+// publishes on three tokens; a member serving the model reads that
+// subject as well as the documented one.
+func TestModelSubjectsBothSpellings(t *testing.T) {
+	for _, tc := range []struct {
+		model string
+		want  []string
+	}{
+		{"Qwen/Qwen2.5-7B", []string{"llm.requests.Qwen/Qwen2_5-7B", "llm.requests.Qwen/Qwen2.5-7B"}},
+		{"Qwen/Qwen3-8B", []string{"llm.requests.Qwen/Qwen3-8B"}},
+		{"a..b", []string{"llm.requests.a__b"}},
+		{"x.*", []string{"llm.requests.x__"}},
+		{"my model", []string{"llm.requests.my_model"}},
+		{"", []string{"llm.requests._"}},
+	} {
+		if got := ModelSubjects(RequestPrefix, tc.model); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %v, want %v", tc.model, got, tc.want)
 		}
 	}
 }

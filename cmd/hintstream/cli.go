@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"strings"
 )
@@ -153,10 +152,7 @@ func versionCmd(args []string, stdout, stderr io.Writer) error {
 // else NATS_URL (the variable the nats CLI and most NATS clients read),
 // else def. The flag wins over both.
 func natsURLEnv(def string) string {
-	if v, ok := os.LookupEnv("HINTSTREAM_NATS_URL"); ok {
-		return v
-	}
-	return env("NATS_URL", def)
+	return env("HINTSTREAM_NATS_URL", env("NATS_URL", def))
 }
 
 // natsURLUsage is every --nats-url's help text, after what.

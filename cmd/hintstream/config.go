@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -41,35 +42,69 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 		if envSet(envInUsage.FindStringSubmatch(f.Usage)) {
 			continue
 		}
-		if err := fs.Set(name, configValue(v)); err != nil {
+		val, err := configValue(v)
+		if err != nil {
+			return fmt.Errorf("--config %s: %s: %w", path, name, err)
+		}
+		if err := fs.Set(name, val); err != nil {
 			return fmt.Errorf("--config %s: %s: %w", path, name, err)
 		}
 	}
 	return nil
 }
 
-// envSet reports whether one of the variables envInUsage matched is set.
+// envSet reports whether one of the variables envInUsage matched is set
+// to something: an empty variable counts as unset, as in env.
 func envSet(m []string) bool {
 	for _, name := range m[min(len(m), 1):] {
-		if _, ok := os.LookupEnv(name); ok && name != "" {
+		if v, ok := os.LookupEnv(name); ok && name != "" && v != "" {
 			return true
 		}
 	}
 	return false
 }
 
-func configValue(v any) string {
+// configValue turns a YAML value into a flag's text. Every flag takes a
+// scalar or a list of scalars: a map (group: {team: a}) is an error, not
+// the text "map[team:a]", which a flag would take as a name.
+func configValue(v any) (string, error) {
 	switch x := v.(type) {
 	case []any:
 		parts := make([]string, len(x))
 		for i, e := range x {
+			if !scalar(e) {
+				return "", fmt.Errorf("list item %d is a %s; want a string, number or boolean", i, yamlKind(e))
+			}
 			parts[i] = fmt.Sprint(e)
 		}
-		return strings.Join(parts, ",")
+		return strings.Join(parts, ","), nil
 	case nil:
-		return ""
+		return "", nil
 	}
-	return fmt.Sprint(v)
+	if !scalar(v) {
+		return "", fmt.Errorf("value is a %s; want a string, number, boolean or list", yamlKind(v))
+	}
+	return fmt.Sprint(v), nil
+}
+
+func scalar(v any) bool {
+	switch v.(type) {
+	case string, bool, int, int64, uint64, float64, time.Time:
+		return true
+	}
+	return false
+}
+
+func yamlKind(v any) string {
+	switch v.(type) {
+	case map[string]any, map[any]any:
+		return "map"
+	case []any:
+		return "list"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // configFlag registers --config on fs; the returned func applies the file

@@ -22,8 +22,13 @@ func natsFlags(fs *flag.FlagSet, name string) func() natsconn.Config {
 	fs.StringVar(&c.TLSKey, "nats-tls-key", env("HINTSTREAM_NATS_TLS_KEY", ""), "client key for mutual TLS (env HINTSTREAM_NATS_TLS_KEY)")
 	fs.StringVar(&c.TLSServerName, "nats-tls-server-name", env("HINTSTREAM_NATS_TLS_SERVER_NAME", ""), "expected server name in the NATS server's certificate (env HINTSTREAM_NATS_TLS_SERVER_NAME)")
 	fs.BoolVar(&c.TLSInsecure, "nats-tls-insecure", false, "skip verification of the NATS server's certificate (testing only)")
+	fs.StringVar(&c.InboxPrefix, "nats-inbox-prefix", env("HINTSTREAM_NATS_INBOX_PREFIX", ""), "subject prefix of this connection's reply inboxes (env HINTSTREAM_NATS_INBOX_PREFIX) (default "+natsconn.DefaultInboxPrefix+
+		", for register "+natsconn.WorkerInboxPrefix+".<worker id>); the server must let this user subscribe to <prefix>.>")
 	return func() natsconn.Config {
 		c.Name = name
+		if c.InboxPrefix == "" {
+			c.InboxPrefix = natsconn.DefaultInboxPrefix
+		}
 		return c
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 
 	"github.com/hintstream/hintstream/client"
+	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go"
@@ -39,6 +41,8 @@ func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		logFormat = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json")
 		logLevel  = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error")
 		checkOnly = fs.Bool("check-config", false, "validate the flags (and one record, when it needs no SGLang) and exit")
+		via       = fs.Bool("via-hintstream", false, "ask a hintstream member to store the record (on "+registry.DefaultRegisterPrefix+".<worker id>) instead of writing the bucket: a least-privilege worker user has no right on the bucket (see hintstream nats-config)")
+		staleMax  = fs.Duration("stale-max", client.DefaultStaleMax, "while the SGLang API fails, keep refreshing the last record read for this long after the last good read (0: never)")
 	)
 	natsCfg := natsFlags(fs, "hintstream-register")
 	usageHeader(fs, "Usage: hintstream register --worker-id N --hint-endpoint tcp://... [--sglang-url URL | --model M --kv-block-size B] [flags]\n\n"+
@@ -59,6 +63,8 @@ func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		return fmt.Errorf("without --sglang-url, --model and --kv-block-size are required")
 	case *interval < client.MinRegisterInterval:
 		return fmt.Errorf("--interval %v: want at least %v", *interval, client.MinRegisterInterval)
+	case *staleMax < 0:
+		return fmt.Errorf("--stale-max %v must not be negative (0: never)", *staleMax)
 	case *blockSize > 1<<31:
 		return fmt.Errorf("--kv-block-size %d is too large", *blockSize)
 	}
@@ -70,7 +76,7 @@ func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		HintEndpoints: endpoints, HintCurvePublicKey: *curveKey}
 	rec := func(context.Context) (schemas.WorkerRecord, error) { return base, nil }
 	if *sglangURL != "" {
-		s := &client.SGLang{BaseURL: *sglangURL, Base: base, HTTP: &http.Client{Timeout: *interval}}
+		s := &client.SGLang{BaseURL: *sglangURL, Base: base, HTTP: &http.Client{Timeout: *interval, CheckRedirect: client.SameHostRedirects}}
 		rec = s.Record
 	} else if err := base.Validate(); err != nil {
 		return err
@@ -84,14 +90,18 @@ func registerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		fmt.Fprintln(stdout, "hintstream register: configuration ok")
 		return nil
 	}
-	nc, js, err := dialBus(ctx, natsCfg(), *natsURL, log, ct)
+	nc, js, err := dialBus(ctx, workerNATS(fs, natsCfg(), *workerID), *natsURL, log, ct)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	log.Info("registering", "worker_id", *workerID, "interval", *interval, "ttl", client.TTLIntervals**interval, "sglang", *sglangURL)
-	return client.Register(ctx, js, rec, client.WithInterval(*interval), client.WithBucket(*bucket),
-		client.WithLogger(log), client.WithKeepOnExit(*keep))
+	opts := []client.RegisterOption{client.WithInterval(*interval), client.WithBucket(*bucket),
+		client.WithLogger(log), client.WithKeepOnExit(*keep), client.WithStaleMax(*staleMax)}
+	if *via {
+		opts = append(opts, client.WithVia(nc, ""))
+	}
+	return client.Register(ctx, js, rec, opts...)
 }
 
 // flagSet reports whether the flag name was given on the command line.
@@ -99,4 +109,15 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// workerNATS gives a worker's connection its own reply inboxes,
+// natsconn.WorkerInboxPrefix + ".<id>", unless --nats-inbox-prefix or its
+// variable chose others: a least-privilege server lets worker N subscribe
+// to "_INBOX_worker.N.>" only (see hintstream nats-config).
+func workerNATS(fs *flag.FlagSet, c natsconn.Config, id uint64) natsconn.Config {
+	if !flagSet(fs, "nats-inbox-prefix") && os.Getenv("HINTSTREAM_NATS_INBOX_PREFIX") == "" {
+		c.InboxPrefix = natsconn.WorkerInboxPrefix + "." + registry.Key(id)
+	}
+	return c
 }

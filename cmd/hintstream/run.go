@@ -66,6 +66,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	applyAffinity := affinityFlags(fs)
 	applyCardinality := cardinalityFlags(fs) // flags_cardinality.go
 	applyConnect := connectFlags(fs)         // flags_connect.go
+
+	// flags_trust.go
+	startRegistrations, applyWorkerGrace := registrationFlag(fs), workerGraceFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
@@ -134,6 +137,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err := applyCluster(&cfg); err != nil {
 		return err
 	}
+	if err := applyWorkerGrace(&cfg); err != nil {
+		return err
+	}
 	// The one validation of the whole configuration, as Start does it.
 	if err := cfg.Defaults().Validate(); err != nil {
 		return err
@@ -172,6 +178,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		}
 		log.Info("stopped", stoppedAttrs(svc.Counters.LogAttrs(), endpoints)...) // summary.go
 	}()
+	waitRegistrations, err := startRegistrations(ctx, svc, log)
+	if err != nil {
+		return err
+	}
+	defer waitRegistrations()
 	if *natsURL == "" {
 		fmt.Fprintf(stdout, "hintstream: embedded JetStream server at %s (store %s)\n", svc.ClientURL(), *dataDir)
 	}
@@ -197,8 +208,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	return svc.Err()
 }
 
+// env returns the variable key, or def when it is unset or empty: an
+// empty variable (HINTSTREAM_GROUP= in a unit file) must not override the
+// config file or the default with nothing.
 func env(key, def string) string {
-	if v, ok := os.LookupEnv(key); ok {
+	if v, ok := os.LookupEnv(key); ok && v != "" {
 		return v
 	}
 	return def

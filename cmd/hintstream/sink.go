@@ -47,6 +47,7 @@ func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 			"file holding the Z85 CURVE secret key: the sockets become CURVE servers (env HINTSTREAM_SINK_CURVE_SECRET_KEY_FILE)")
 		window    = fs.Int("dedup-window", receiver.DefaultDedupWindow, "recent message ids remembered to drop repeats")
 		slots     = fs.Int("slot-window", receiver.DefaultSlotWindow, "pin slots whose last revision is remembered: an older pin, renewal or release is dropped (docs/wire.md)")
+		workerID  = fs.Uint64("worker-id", 0, "drop prefetches whose worker_id names another worker (0: take every worker's)")
 		logFormat = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json")
 		logLevel  = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error")
 	)
@@ -66,6 +67,9 @@ func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		return err
 	}
 	opts := []receiver.Option{receiver.WithDedupWindow(*window), receiver.WithSlotWindow(*slots), receiver.WithLogger(log)}
+	if *workerID != 0 {
+		opts = append(opts, receiver.WithWorkerID(*workerID))
+	}
 	if *curveFile != "" {
 		key, err := os.ReadFile(*curveFile)
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -274,6 +276,9 @@ func streamsDescribe(ctx context.Context, js jetstream.JetStream, set streams.Se
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+		}
+		for _, subj := range slices.Sorted(maps.Keys(d.Unconsumed)) {
+			fmt.Fprintf(w, "  unconsumed: %d messages on %s match no durable consumer (no group reads them)\n", d.Unconsumed[subj], subj)
 		}
 		fmt.Fprintln(w)
 	}

@@ -117,7 +117,8 @@ def _object(v, at, fields, required):
 PREFETCH = ({"request_id": _str, "session_id": _str, "model": _str,
              "token_ids": lambda v, at: _list(v, at, lambda t, a: _int(t, a, 0, U32)),
              "dp_rank": lambda v, at: _int(v, at, 0, U32),
-             "expires_at_ms": _int},
+             "expires_at_ms": _int,
+             "worker_id": lambda v, at: _int(v, at, 0, (1 << 64) - 1)},
             ("request_id", "token_ids"))
 PIN = ({"slot": _str,
         "keys": lambda v, at: _list(v, at, _str),
@@ -160,13 +161,16 @@ class Receiver:
 
     def __init__(self, bind, on_prefetch=None, on_pin=None, curve_secret_key=None,
                  dedup_window=DEFAULT_DEDUP_WINDOW, clock=None, ctx=None,
-                 slot_window=DEFAULT_SLOT_WINDOW):
+                 slot_window=DEFAULT_SLOT_WINDOW, worker_id=None):
         if dedup_window <= 0:
             raise ValueError("dedup_window must be positive")
         if slot_window <= 0:
             raise ValueError("slot_window must be positive")
         self._revs = collections.OrderedDict()
         self._slot_window = slot_window
+        # A prefetch whose worker_id names another worker is dropped
+        # (counted as other_worker); None or a payload without one: taken.
+        self.worker_id = worker_id
         self.on_prefetch = on_prefetch or (lambda mid, p: None)
         self.on_pin = on_pin or (lambda mid, p: None)
         self.clock = clock or (lambda: int(time.time() * 1000))
@@ -207,6 +211,10 @@ class Receiver:
                 exp = a["payload"].get("expires_at_ms", 0)
                 if exp and exp <= now:
                     self.counters["expired"] += 1
+                    continue
+                wid = a["payload"].get("worker_id", 0)
+                if self.worker_id and wid and wid != self.worker_id:
+                    self.counters["other_worker"] += 1
                     continue
                 self.on_prefetch(mid, a["payload"])
             elif key == ("kv.pin", "1.0"):
@@ -269,6 +277,7 @@ def main():
     ap.add_argument("--dedup-window", type=int, default=DEFAULT_DEDUP_WINDOW)
     ap.add_argument("--slot-window", type=int, default=DEFAULT_SLOT_WINDOW)
     ap.add_argument("--no-stdin", action="store_true", help="do not exit when stdin closes")
+    ap.add_argument("--worker-id", type=int, help="drop prefetches whose worker_id names another worker")
     args = ap.parse_args()
 
     def line(obj):
@@ -282,7 +291,7 @@ def main():
     # The callbacks stay no-ops: main prints from handle's result, which
     # keeps each action's ids.
     r = Receiver(args.bind, curve_secret_key=secret, dedup_window=args.dedup_window,
-                 slot_window=args.slot_window)
+                 slot_window=args.slot_window, worker_id=args.worker_id)
     line({"ready": True, "endpoint": r.endpoint})
 
     stop = []

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+
+	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/service"
+)
+
+// registrationFlag registers --registration-prefix: where this member
+// answers workers that ask it to store their record (register
+// --via-hintstream). The returned func starts the answering once the
+// service runs and returns what waits for it to stop.
+func registrationFlag(fs *flag.FlagSet) func(ctx context.Context, svc *service.Service, log *slog.Logger) (wait func(), err error) {
+	prefix := fs.String("registration-prefix", registry.DefaultRegisterPrefix,
+		"subject prefix on which workers ask this member to store their registry record (<prefix>.<worker id>); empty: off")
+	return func(ctx context.Context, svc *service.Service, log *slog.Logger) (func(), error) {
+		if *prefix == "" || svc.Registry() == nil {
+			return func() {}, nil
+		}
+		w, err := registry.NewWriter(svc.JetStream().Conn(), svc.JetStream(), svc.Registry(), *prefix, log)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := w.Run(ctx); err != nil {
+				log.Error("worker registrations not answered", "err", err)
+			}
+		}()
+		return func() { cancel(); <-done }, nil
+	}
+}
+
+// workerGraceFlag registers --worker-grace; the returned func sets it.
+func workerGraceFlag(fs *flag.FlagSet) func(*service.Config) error {
+	grace := fs.Duration("worker-grace", service.DefaultWorkerGrace,
+		"how long a worker whose registry record was deleted or expired keeps its indexed blocks; a re-registration within it resumes with the index intact (0: dropped at once)")
+	return func(cfg *service.Config) error {
+		switch {
+		case *grace < 0:
+			return fmt.Errorf("--worker-grace %v must not be negative (0: dropped at once)", *grace)
+		case *grace == 0:
+			cfg.WorkerGrace = service.Off
+		default:
+			cfg.WorkerGrace = *grace
+		}
+		return nil
+	}
+}
