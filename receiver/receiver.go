@@ -226,6 +226,11 @@ func (r *Receiver) Handle(ctx context.Context, b []byte) {
 				c.Expired.Inc()
 				continue
 			}
+		case a.Retain != nil:
+			if a.Retain.ExpiresAtMs <= now {
+				c.Expired.Inc()
+				continue
+			}
 		case a.Pin == nil:
 			c.UnknownAction.Inc()
 			continue
