@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hintstream/hintstream/metrics"
@@ -201,6 +202,7 @@ type Adapter struct {
 	queue    chan job
 	revs     *revisions
 	base     string
+	running  atomic.Bool // Run is receiving (/readyz)
 }
 
 // New validates cfg and binds the hint socket ("tcp://127.0.0.1:*" picks
@@ -268,7 +270,9 @@ func (a *Adapter) Run(ctx context.Context) error {
 			a.work(ctx)
 		}()
 	}
+	a.running.Store(true)
 	err := a.recv.Run(ctx)
+	a.running.Store(false)
 	cancel()
 	wg.Wait()
 	for {

@@ -28,6 +28,7 @@ Usage:
   hintstream inspect WHAT    ask a running instance (--http-addr) about workers, index, overlap or tooltime
   hintstream register [flags] keep a worker's registry record alive (a sidecar; reads SGLang's HTTP API)
   hintstream sink --bind EP  receive hints like a worker or the Mooncake master and print one JSON line each
+  hintstream adapter [flags] act on a worker's hints through SGLang's or vLLM's HTTP API (a sidecar)
   hintstream healthcheck     exit 0 when a running instance's /readyz answers 200 (the container's HEALTHCHECK)
   hintstream version         the module version and VCS revision (also --version)
   hintstream help            this text
@@ -66,6 +67,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		err = registerCmd(ctx, args[1:], stdout, stderr)
 	case "sink":
 		err = sinkCmd(ctx, args[1:], stdout, stderr)
+	case "adapter":
+		err = adapterCmd(ctx, args[1:], stdout, stderr)
 	case "healthcheck":
 		err = healthcheckCmd(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
