@@ -6,6 +6,8 @@
 package metrics
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hintstream/hintstream/eventplane"
@@ -66,6 +68,8 @@ type Families struct {
 	HintsRenewDropped                          *CounterVec
 	HintsReleaseQueued                         *Counter
 	HintsReleaseDropped                        *CounterVec
+	HintsRetainQueued                          *Counter    // kv.retain to the serving worker (--retain-on-worker)
+	HintsRetainDropped                         *CounterVec // by drop reason, and "encode" / "no_endpoint"
 
 	// Tool-call pins and their renewals.
 	PinsRequestIndexFull, PinsSlotsFull *Counter
@@ -133,6 +137,8 @@ func New() *Families {
 	f.HintsRenewDropped = b.vec("hints.renew.dropped", "reason", "Pin renewals the sender refused to queue, by reason.", dropReasons...)
 	f.HintsReleaseQueued = b.counter("hints.release.queued", "Pin releases handed to the sender's queue, sent when the session's next request arrives.")
 	f.HintsReleaseDropped = b.vec("hints.release.dropped", "reason", "Pin releases the sender refused to queue, by reason.", dropReasons...)
+	f.HintsRetainQueued = b.counter("hints.retain.queued", "kv.retain hints to the worker that served a tool call (--retain-on-worker), handed to the sender's queue.")
+	f.HintsRetainDropped = b.vec("hints.retain.dropped", "reason", "kv.retain hints not queued, by reason.", append(slices.Clone(dropReasons), "encode", "no_endpoint")...)
 
 	f.PinsRequestIndexFull = b.counter("pins.request_index_full", "Requests not recorded for a later pin because the request index (KV bucket) was full.")
 	f.PinsSlotsFull = b.counter("pins.slots_full", "Pins not recorded in the slot bucket because it was full.")
@@ -270,6 +276,8 @@ func (f *Families) Hint(kind string) (queued *Counter, dropped *CounterVec) {
 		return f.HintsRenewQueued, f.HintsRenewDropped
 	case "release":
 		return f.HintsReleaseQueued, f.HintsReleaseDropped
+	case "retain":
+		return f.HintsRetainQueued, f.HintsRetainDropped
 	}
 	return f.orphans.queued, f.orphans.dropped
 }

@@ -74,7 +74,11 @@ type Pinning struct {
 	// RenewRate is the renewal budget of RunRenewals, renewals/s; 0:
 	// DefaultPinRenewRate (see renew_async.go).
 	RenewRate float64
-	Counters  *metrics.Families
+	// RetainOnWorker also sends the serving worker a kv.retain of the
+	// turn's tokens at each tool call (retain.go); with no Endpoint it
+	// is all that is sent.
+	RetainOnWorker bool
+	Counters       *metrics.Families
 	Log       *slog.Logger
 	Now       func() time.Time
 
@@ -104,6 +108,8 @@ type Config struct {
 	ReleaseOnNextTurn bool
 	// RenewMax: see Pinning.RenewMax; 0: pins are never renewed.
 	RenewMax time.Duration
+	// RetainOnWorker: see Pinning.RetainOnWorker.
+	RetainOnWorker bool
 }
 
 // New returns a Pinning of cfg over deps.
@@ -116,7 +122,7 @@ func New(cfg Config, deps Deps) *Pinning {
 	}
 	return &Pinning{Endpoint: deps.Endpoint, Index: deps.Index, Slots: deps.Slots, Learner: tooltime.New(cfg.ToolTime),
 		TTL: cfg.TTL, Workers: deps.Workers, Sender: deps.Sender, ReleaseOnNextTurn: cfg.ReleaseOnNextTurn,
-		RenewMax: max(cfg.RenewMax, 0), Counters: deps.Counters, Log: deps.Log, Now: deps.Now}
+		RenewMax: max(cfg.RenewMax, 0), RetainOnWorker: cfg.RetainOnWorker, Counters: deps.Counters, Log: deps.Log, Now: deps.Now}
 }
 
 func (p *Pinning) now() time.Time {
@@ -242,6 +248,10 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		return false, nil
 	}
 	tokens := append(append(make([]uint32, 0, len(req.TokenIDs)+len(resp.OutputTokenIDs)), req.TokenIDs...), resp.OutputTokenIDs...)
+	p.retainOnWorker(req, resp, w, tokens, e.SimToolMs)
+	if p.Endpoint == "" { // retain only: no Mooncake master to pin in
+		return false, nil
+	}
 	keys, err := actions.ObjectKeys(w.ObjectLayout, tokens)
 	if errors.Is(err, actions.ErrNoLayout) {
 		p.skip("no_layout", resp)

@@ -63,6 +63,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	)
 	natsCfg := natsFlags(fs, "hintstream")
 	applyAffinity := affinityFlags(fs)
+	applyRetain := retainFlags(fs) // flags_retain.go
 	applyCardinality := cardinalityFlags(fs) // issue 19: flags_cardinality.go
 	applyConnect := connectFlags(fs)         // issue 12: flags_connect.go
 	fs.Usage = func() {
@@ -100,6 +101,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err := applyDecisions(&cfg.Decisions); err != nil {
 		return err
 	}
+	applyRetain(&cfg.Decisions)
 	applyAffinity(&cfg)
 	cfg.KVApplyShards = *kvShards
 	cfg.PinEndpoint, cfg.ResponsesDurable, cfg.RequestIndexTTL = *pinEndpoint, *respDurable, *reqIndexTTL
