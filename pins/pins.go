@@ -74,15 +74,16 @@ type Pinning struct {
 	// RenewRate is the renewal budget of RunRenewals, renewals/s; 0:
 	// DefaultPinRenewRate (see renew_async.go).
 	RenewRate float64
-	// RetainOnWorker also sends the serving worker a kv.retain of the
-	// turn's tokens at each tool call (retain.go); with no Endpoint it
-	// is all that is sent.
-	RetainOnWorker bool
-	Counters       *metrics.Families
+	Counters  *metrics.Families
 	Log       *slog.Logger
 	Now       func() time.Time
 
 	renew renewals
+
+	// RetainOnWorker also sends the serving worker a kv.retain of the
+	// turn's tokens at each tool call (retain.go); with no Endpoint it
+	// is all that is sent.
+	RetainOnWorker bool
 }
 
 // Deps are what a Pinning needs besides its configuration: the pin

@@ -63,9 +63,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	)
 	natsCfg := natsFlags(fs, "hintstream")
 	applyAffinity := affinityFlags(fs)
-	applyRetain := retainFlags(fs) // flags_retain.go
 	applyCardinality := cardinalityFlags(fs) // issue 19: flags_cardinality.go
 	applyConnect := connectFlags(fs)         // issue 12: flags_connect.go
+
+	applyRetain := retainFlags(fs) // flags_retain.go
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
