@@ -242,18 +242,9 @@ func readPrefetch(b []byte, at string) (*schemas.PrefetchPayload, error) {
 		case "model":
 			return readStr(v, at+".model", &p.Model)
 		case "token_ids":
-			c, rest, err := readArray(v, at+".token_ids")
-			if err != nil {
-				return nil, err
-			}
-			p.TokenIDs = make([]uint32, c)
-			for i := range p.TokenIDs {
-				if rest, err = readInt(rest, fmt.Sprintf("%s.token_ids[%d]", at, i), 0, math.MaxUint32, &n); err != nil {
-					return nil, err
-				}
-				p.TokenIDs[i] = uint32(n)
-			}
-			return rest, nil
+			ids, rest, err := readTokenIDs(v, at+".token_ids") // retain.go
+			p.TokenIDs = ids
+			return rest, err
 		case "dp_rank":
 			rest, err := readInt(v, at+".dp_rank", 0, math.MaxUint32, &n)
 			p.DpRank = uint32(n)
