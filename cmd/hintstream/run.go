@@ -66,7 +66,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	applyCardinality := cardinalityFlags(fs) // issue 19: flags_cardinality.go
 	applyConnect := connectFlags(fs)         // issue 12: flags_connect.go
 
-	applyRetain := retainFlags(fs) // flags_retain.go
+	applyRetain := retainFlags(fs)       // flags_retain.go
+	demoEngineName := demoEngineFlag(fs) // demo_engine.go
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
@@ -177,8 +178,16 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		fmt.Fprintf(stdout, "hintstream: embedded JetStream server at %s (store %s)\n", svc.ClientURL(), *dataDir)
 	}
 	if *demoOn {
-		d := demo.New(svc.JetStream(), demo.Options{Interval: *demoEvery, Count: *demoCount, Out: stdout, Logger: log,
-			Bucket: *bucket, Master: master})
+		opts := demo.Options{Interval: *demoEvery, Count: *demoCount, Out: stdout, Logger: log, Bucket: *bucket, Master: master}
+		if *demoEngineName != "" {
+			de, err := startDemoEngine(ctx, *demoEngineName, stdout, log)
+			if err != nil {
+				return err
+			}
+			defer de.Close()
+			opts.Forward = de.Forward
+		}
+		d := demo.New(svc.JetStream(), opts)
 		errc := make(chan error, 1)
 		go func() { errc <- d.Run(ctx) }()
 		select {
