@@ -125,3 +125,25 @@ func TestAdapterRetainOnWorker(t *testing.T) {
 		t.Fatalf("set_priority %v: want claim hintstream/s-tool, priority %d, ttl 25s", pl, actions.Priority(240))
 	}
 }
+
+// TestDemoEngine: `make run ARGS="--demo-engine sglang"`: every wake-up a
+// demo worker receives also reaches the adapter, which warms the SGLang
+// stand-in (200) once per wake-up.
+func TestDemoEngine(t *testing.T) {
+	p := start(t, "run", "--demo", "--demo-engine", "sglang", "--demo-interval", "50ms", "--demo-count", "5", // 4 wake-ups, 1 plain
+		"--embedded-port", "0", "--data-dir", t.TempDir())
+	p.waitLine(t, 30*time.Second, "in front of a sglang stand-in")
+	count := func() (got, warmed int) {
+		for _, l := range p.lines(&p.out) {
+			if strings.Contains(l, "got kv.prefetch for") {
+				got++
+			}
+			if strings.Contains(l, "adapter warmed the sglang stand-in: POST /generate → 200") {
+				warmed++
+			}
+		}
+		return got, warmed
+	}
+	natstest.Eventually(t, 30*time.Second, func() bool { got, warmed := count(); return got == 4 && warmed == 4 },
+		"4 wake-ups received and warmed")
+}
