@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -146,4 +147,15 @@ func TestDemoEngine(t *testing.T) {
 	}
 	natstest.Eventually(t, 30*time.Second, func() bool { got, warmed := count(); return got == 4 && warmed == 4 },
 		"4 wake-ups received and warmed")
+	// A clean exit (the demo may already have ended after its count)
+	// stops the stand-in too.
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("hintstream did not stop within 15s of SIGINT")
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("hintstream exit code %d", code)
+	}
 }

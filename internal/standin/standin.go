@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -68,7 +69,11 @@ func Start(ctx context.Context, dir string, args ...string) (*Engine, error) {
 		return nil, fmt.Errorf("standin: %w", err)
 	}
 	cmd := exec.Command(Python, append([]string{path, "--port", "0"}, args...)...)
-	cmd.Stderr = os.Stderr
+	// Its stderr goes nowhere and it dies with its parent: a stand-in left
+	// behind by a killed parent must not hold the parent's output pipes
+	// open (a test waiting for their EOF would hang).
+	cmd.Stderr = nil
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, fmt.Errorf("standin: %w", err)
