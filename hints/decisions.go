@@ -58,6 +58,11 @@ type Decisions struct {
 	// request arrives (by default the slot is released: the new turn loads
 	// the pages itself).
 	KeepPinOnNextTurn bool
+	// RetainOnWorker also sends the worker that served a tool call a
+	// kv.retain@1.0 of the turn's tokens (hintstream run
+	// --retain-on-worker), for `hintstream adapter` to act on; it turns
+	// tool-call pins on even without a pin endpoint.
+	RetainOnWorker bool
 	// PinRenewMax is how long a tool call's pin is renewed while its
 	// session has not come back, counted from the response (see
 	// pins/renew.go). Default DefaultPinRenewMax; negative is refused.
@@ -126,7 +131,7 @@ func (d Decisions) RenewMax() time.Duration {
 // the renewal cap.
 func (d Decisions) PinConfig() pins.Config {
 	return pins.Config{TTL: d.PinTTL, ToolTime: d.ToolTime, ReleaseOnNextTurn: !d.KeepPinOnNextTurn,
-		RenewMax: d.RenewMax()}
+		RenewMax: d.RenewMax(), RetainOnWorker: d.RetainOnWorker}
 }
 
 // NewIndex is the block index under d's IndexOptions, logging to log: the

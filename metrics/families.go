@@ -8,6 +8,8 @@ package metrics
 import (
 	"strings"
 
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hintstream/hintstream/eventplane"
@@ -74,6 +76,8 @@ type Families struct {
 	HintsRenewDropped                          *CounterVec
 	HintsReleaseQueued                         *Counter
 	HintsReleaseDropped                        *CounterVec
+	HintsRetainQueued                          *Counter    // kv.retain to the serving worker (--retain-on-worker)
+	HintsRetainDropped                         *CounterVec // by drop reason, and "encode" / "no_endpoint"
 
 	// Tool-call pins and their renewals.
 	PinsRequestIndexFull, PinsSlotsFull *Counter
@@ -147,6 +151,8 @@ func New() *Families {
 	f.HintsRenewDropped = b.vec("hintstream_hints_renew_dropped_total", "reason", "Pin renewals the sender refused to queue, by reason.", dropReasons...)
 	f.HintsReleaseQueued = b.counter("hintstream_hints_release_queued_total", "Pin releases handed to the sender's queue, sent when the session's next request arrives.")
 	f.HintsReleaseDropped = b.vec("hintstream_hints_release_dropped_total", "reason", "Pin releases the sender refused to queue, by reason.", dropReasons...)
+	f.HintsRetainQueued = b.counter("hintstream_hints_retain_queued_total", "kv.retain hints to the worker that served a tool call (--retain-on-worker), handed to the sender's queue.")
+	f.HintsRetainDropped = b.vec("hintstream_hints_retain_dropped_total", "reason", "kv.retain hints not queued, by reason.", append(slices.Clone(dropReasons), "encode", "no_endpoint")...)
 
 	f.PinsRequestIndexFull = b.counter("hintstream_pins_request_index_full_total", "Requests not recorded for a later pin because the request index (KV bucket) was full.")
 	f.PinsSlotsFull = b.counter("hintstream_pins_slots_full_total", "Pins not recorded in the slot bucket because it was full.")
@@ -293,6 +299,8 @@ func (f *Families) Hint(kind string) (queued *Counter, dropped *CounterVec) {
 		return f.HintsRenewQueued, f.HintsRenewDropped
 	case "release":
 		return f.HintsReleaseQueued, f.HintsReleaseDropped
+	case "retain":
+		return f.HintsRetainQueued, f.HintsRetainDropped
 	}
 	return f.orphans.queued, f.orphans.dropped
 }

@@ -86,6 +86,11 @@ type Pinning struct {
 
 	renew   renewals
 	returns returnStats
+
+	// RetainOnWorker also sends the serving worker a kv.retain of the
+	// turn's tokens at each tool call (retain.go); with no Endpoint it
+	// is all that is sent.
+	RetainOnWorker bool
 }
 
 // Deps are what a Pinning needs besides its configuration: the pin
@@ -113,6 +118,8 @@ type Config struct {
 	RenewMax time.Duration
 	// MaxPinKeys, MaxPinBytes: see Pinning; 0: the defaults.
 	MaxPinKeys, MaxPinBytes int
+	// RetainOnWorker: see Pinning.RetainOnWorker.
+	RetainOnWorker bool
 }
 
 // New returns a Pinning of cfg over deps.
@@ -126,7 +133,7 @@ func New(cfg Config, deps Deps) *Pinning {
 	return &Pinning{Endpoint: deps.Endpoint, Index: deps.Index, Slots: deps.Slots, Learner: tooltime.New(cfg.ToolTime),
 		TTL: cfg.TTL, Workers: deps.Workers, Sender: deps.Sender, ReleaseOnNextTurn: cfg.ReleaseOnNextTurn,
 		RenewMax: max(cfg.RenewMax, 0), MaxPinKeys: cfg.MaxPinKeys, MaxPinBytes: cfg.MaxPinBytes,
-		Counters: deps.Counters, Log: deps.Log, Now: deps.Now}
+		RetainOnWorker: cfg.RetainOnWorker, Counters: deps.Counters, Log: deps.Log, Now: deps.Now}
 }
 
 func (p *Pinning) now() time.Time {
@@ -255,6 +262,10 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		return false, nil
 	}
 	tokens := append(append(make([]uint32, 0, len(req.TokenIDs)+len(resp.OutputTokenIDs)), req.TokenIDs...), resp.OutputTokenIDs...)
+	p.retainOnWorker(req, resp, w, tokens, e.SimToolMs)
+	if p.Endpoint == "" { // retain only: no Mooncake master to pin in
+		return false, nil
+	}
 	keys, cut, err := actions.ObjectKeysCapped(w.ObjectLayout, tokens, p.MaxPinKeys, p.MaxPinBytes)
 	switch {
 	case errors.Is(err, actions.ErrNoLayout):

@@ -29,14 +29,15 @@ type Envelope struct {
 	Actions         []Action
 }
 
-// Action is one decoded action. Exactly one of Prefetch and Pin is set
-// for kv.prefetch@1.0 and kv.pin@1.0; an action of another type or
+// Action is one decoded action. Exactly one of Prefetch, Pin and Retain
+// is set for kv.prefetch@1.0, kv.pin@1.0 and kv.retain@1.0; an action of another type or
 // version keeps only its raw payload (a receiver ignores what it does not
 // know, as the Python side does).
 type Action struct {
 	ID, Type, Version string
 	Prefetch          *schemas.PrefetchPayload
 	Pin               *schemas.PinPayload
+	Retain            *schemas.RetainPayload // kv.retain@1.0 (retain.go)
 	Raw               msgp.Raw
 }
 
@@ -236,6 +237,8 @@ func readPayload(a *Action, b []byte, at string) error {
 		a.Prefetch, err = readPrefetch(b, at)
 	case a.Type == ActionPin && a.Version == PinVersion:
 		a.Pin, err = readPin(b, at)
+	case a.Type == ActionRetain && a.Version == RetainVersion:
+		a.Retain, err = readRetain(b, at)
 	default:
 		_, err = readMap(b, at, func(key string, v []byte) ([]byte, error) { return skip(v, at+"."+key) })
 	}
@@ -256,18 +259,9 @@ func readPrefetch(b []byte, at string) (*schemas.PrefetchPayload, error) {
 		case "model":
 			return readStr(v, at+".model", &p.Model)
 		case "token_ids":
-			c, rest, err := readArray(v, at+".token_ids")
-			if err != nil {
-				return nil, err
-			}
-			p.TokenIDs = make([]uint32, c)
-			for i := range p.TokenIDs {
-				if rest, err = readInt(rest, fmt.Sprintf("%s.token_ids[%d]", at, i), 0, math.MaxUint32, &n); err != nil {
-					return nil, err
-				}
-				p.TokenIDs[i] = uint32(n)
-			}
-			return rest, nil
+			ids, rest, err := readTokenIDs(v, at+".token_ids") // retain.go
+			p.TokenIDs = ids
+			return rest, err
 		case "dp_rank":
 			rest, err := readInt(v, at+".dp_rank", 0, math.MaxUint32, &n)
 			p.DpRank = uint32(n)

@@ -245,6 +245,11 @@ func (r *Receiver) Handle(ctx context.Context, b []byte) {
 			if r.otherWorkers(a.Prefetch) { // worker_filter.go
 				continue
 			}
+		case a.Retain != nil:
+			if a.Retain.ExpiresAtMs <= now {
+				c.Expired.Inc()
+				continue
+			}
 		case a.Pin == nil:
 			c.UnknownAction.Inc()
 			continue

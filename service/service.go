@@ -353,7 +353,7 @@ func (s *Service) pending() map[string]uint64 {
 // pinStores opens tool-call pins' request index and slot buckets, or
 // says once that pins are off (nil).
 func (s *Service) pinStores(ctx context.Context) (*pins.Deps, error) {
-	if s.cfg.PinEndpoint == "" {
+	if s.cfg.PinEndpoint == "" && !s.cfg.RetainOnWorker {
 		s.log.Info("tool-call pins off: DYN_KVM_PIN_ENDPOINT (--pin-endpoint) is unset")
 		return nil, nil
 	}

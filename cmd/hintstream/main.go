@@ -29,6 +29,7 @@ Usage:
   hintstream register [flags] keep a worker's registry record alive (a sidecar; reads SGLang's HTTP API)
   hintstream nats-config     print a least-privilege nats-server config (--workers 1,2: one user per worker)
   hintstream sink --bind EP  receive hints like a worker or the Mooncake master and print one JSON line each
+  hintstream adapter [flags] act on a worker's hints through SGLang's or vLLM's HTTP API (a sidecar)
   hintstream healthcheck     exit 0 when a running instance's /readyz answers 200 (the container's HEALTHCHECK)
   hintstream version         the module version and VCS revision (also --version)
   hintstream help            this text
@@ -69,6 +70,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		err = sinkCmd(ctx, args[1:], stdout, stderr)
 	case "nats-config":
 		err = natsConfigCmd(args[1:], stdout, stderr)
+	case "adapter":
+		err = adapterCmd(ctx, args[1:], stdout, stderr)
 	case "healthcheck":
 		err = healthcheckCmd(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":

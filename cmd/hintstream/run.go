@@ -69,6 +69,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 
 	// flags_trust.go
 	startRegistrations, applyWorkerGrace := registrationFlag(fs), workerGraceFlag(fs)
+
+	applyRetain := retainFlags(fs)       // flags_retain.go
+	demoEngineName := demoEngineFlag(fs) // demo_engine.go
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
@@ -104,6 +107,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err := applyDecisions(&cfg.Decisions); err != nil {
 		return err
 	}
+	applyRetain(&cfg.Decisions)
 	applyAffinity(&cfg)
 	cfg.KVApplyShards = *kvShards
 	cfg.PinEndpoint, cfg.ResponsesDurable, cfg.RequestIndexTTL = *pinEndpoint, *respDurable, *reqIndexTTL
@@ -187,8 +191,16 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		fmt.Fprintf(stdout, "hintstream: embedded JetStream server at %s (store %s)\n", svc.ClientURL(), *dataDir)
 	}
 	if *demoOn {
-		d := demo.New(svc.JetStream(), demo.Options{Interval: *demoEvery, Count: *demoCount, Out: stdout, Logger: log,
-			Bucket: *bucket, Master: master})
+		opts := demo.Options{Interval: *demoEvery, Count: *demoCount, Out: stdout, Logger: log, Bucket: *bucket, Master: master}
+		if *demoEngineName != "" {
+			de, err := startDemoEngine(ctx, *demoEngineName, stdout, log)
+			if err != nil {
+				return err
+			}
+			defer de.Close()
+			opts.Forward = de.Forward
+		}
+		d := demo.New(svc.JetStream(), opts)
 		errc := make(chan error, 1)
 		go func() { errc <- d.Run(ctx) }()
 		select {

@@ -83,9 +83,12 @@ func sinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	print := func(_ context.Context, h receiver.Hint) {
 		line := sinkLine{Endpoint: h.Endpoint, MessageID: h.MessageID, ActionID: h.ID,
 			ActionType: h.Type, ActionVersion: h.Version}
-		if h.Prefetch != nil {
+		switch {
+		case h.Prefetch != nil:
 			line.Payload = h.Prefetch
-		} else {
+		case h.Retain != nil:
+			line.Payload = h.Retain
+		default:
 			line.Payload = h.Pin
 		}
 		mu.Lock()

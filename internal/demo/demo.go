@@ -47,6 +47,10 @@ type Options struct {
 	// Master, when set, is the simulated Mooncake master at hintstream's
 	// pin endpoint; Run runs and closes it.
 	Master *Master
+	// Forward, when set, is given every hint message a worker received,
+	// as received: `run --demo --demo-engine` passes it on to a
+	// `hintstream adapter` in front of a stand-in engine.
+	Forward func(workerID uint64, msg []byte)
 }
 
 // Received is one hint a demo worker got.

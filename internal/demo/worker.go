@@ -64,6 +64,9 @@ func (w *worker) receive(ctx context.Context) {
 			}
 			continue
 		}
+		if f := w.demo.opts.Forward; f != nil {
+			f(w.id, b)
+		}
 		var env schemas.KvHintsEnvelope
 		if _, err := env.UnmarshalMsg(b); err != nil || len(env.Actions) == 0 {
 			w.demo.opts.Logger.Warn("demo worker got an undecodable hint", "worker_id", w.id, "err", err)

@@ -165,6 +165,9 @@ left empty renders no flag, so the binary's default stays in force.
 - --pin-endpoint
 - {{ $v.pin.endpoint | quote }}
 {{- end }}
+{{- if $v.pin.retainOnWorker }}
+- --retain-on-worker
+{{- end }}
 {{- range $v.extraArgs }}
 - {{ . | quote }}
 {{- end }}

@@ -1,0 +1,439 @@
+package adapter
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/receiver"
+)
+
+// Defaults of Config.
+const (
+	// DefaultMaxInflight caps concurrent engine calls: a warm-up takes a
+	// scheduler step from the engine's real traffic, so only a few run
+	// at once.
+	DefaultMaxInflight = 4
+	// DefaultQueueSize bounds the hints waiting for a call slot; past it a
+	// hint is dropped (queue_full) rather than the socket blocked.
+	DefaultQueueSize = 256
+	// DefaultCallTimeout bounds one engine call. A one-token request whose
+	// prefix is computed rather than loaded can take seconds at long
+	// contexts; past this the engine is too busy for warm-ups to pay.
+	DefaultCallTimeout = 30 * time.Second
+	// DefaultPrefetchTTL is how long vLLM keeps a prefetched prefix at
+	// raised priority: the time a user typically takes between opening a
+	// thread and sending the turn.
+	DefaultPrefetchTTL = 2 * time.Minute
+	// DefaultPrefetchValue is the vllm.set_priority value of a prefetched
+	// prefix: above unclaimed blocks (0) and below a tool-call retain of
+	// a long context (actions.Priority gives up to 100).
+	DefaultPrefetchValue = 10
+	// DefaultRetryDelay is the first wait before retrying an engine call
+	// that got no connection or a 5xx; it doubles up to maxRetryDelay,
+	// and no retry starts past the hint's expiry.
+	DefaultRetryDelay = 50 * time.Millisecond
+	maxRetryDelay     = time.Second
+	// maxErrorBody is how much of a refusal's body is logged.
+	maxErrorBody = 512
+)
+
+// ErrInvalidOption is wrapped by every configuration error.
+var ErrInvalidOption = errors.New("adapter: invalid option")
+
+// Config configures an Adapter.
+type Config struct {
+	Bind      string // ZeroMQ endpoint to bind the PULL socket at (the worker's hint endpoint); required
+	Engine    string // EngineSGLang or EngineVLLM; required
+	EngineURL string // the engine's HTTP base URL, e.g. http://127.0.0.1:30000; required
+	// Model names the served model to vLLM when a hint carries none.
+	Model string
+	// MaxInflight: concurrent engine calls (DefaultMaxInflight).
+	MaxInflight int
+	// QueueSize: hints waiting for a call (DefaultQueueSize).
+	QueueSize int
+	// CallTimeout bounds each engine call (DefaultCallTimeout).
+	CallTimeout time.Duration
+	// PrefetchTTL is the vllm.set_priority TTL of a prefetch, at least
+	// the time left until the hint expires (DefaultPrefetchTTL).
+	PrefetchTTL time.Duration
+	// PrefetchValue is the vllm.set_priority value of a prefetch
+	// (DefaultPrefetchValue), >= 1.
+	PrefetchValue int64
+	// EnginePriority, when set, is sent as the request's scheduling
+	// priority: the lowest the engine's policy offers (vLLM: a large
+	// value under --scheduling-policy priority; SGLang: the low end under
+	// --enable-priority-scheduling). Unset: none is sent, as both engines
+	// reject or ignore one without their priority scheduling.
+	EnginePriority *int64
+	// DedupWindow: message ids remembered to drop repeats
+	// (receiver.DefaultDedupWindow).
+	DedupWindow int
+	// CurveSecretKey makes the socket a CURVE server (Z85, 40 characters).
+	CurveSecretKey string
+	// RetryDelay is the first retry wait (DefaultRetryDelay).
+	RetryDelay time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.MaxInflight == 0 {
+		c.MaxInflight = DefaultMaxInflight
+	}
+	if c.QueueSize == 0 {
+		c.QueueSize = DefaultQueueSize
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = DefaultCallTimeout
+	}
+	if c.PrefetchTTL == 0 {
+		c.PrefetchTTL = DefaultPrefetchTTL
+	}
+	if c.PrefetchValue == 0 {
+		c.PrefetchValue = DefaultPrefetchValue
+	}
+	if c.DedupWindow == 0 {
+		c.DedupWindow = receiver.DefaultDedupWindow
+	}
+	if c.RetryDelay == 0 {
+		c.RetryDelay = DefaultRetryDelay
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Bind == "":
+		return fmt.Errorf("%w: no bind endpoint", ErrInvalidOption)
+	case c.Engine != EngineSGLang && c.Engine != EngineVLLM:
+		return fmt.Errorf("%w: engine %q, want %s or %s", ErrInvalidOption, c.Engine, EngineSGLang, EngineVLLM)
+	case c.MaxInflight < 1:
+		return fmt.Errorf("%w: max inflight %d, want >= 1", ErrInvalidOption, c.MaxInflight)
+	case c.QueueSize < 1:
+		return fmt.Errorf("%w: queue size %d, want >= 1", ErrInvalidOption, c.QueueSize)
+	case c.CallTimeout < 0, c.PrefetchTTL < 0, c.RetryDelay < 0:
+		return fmt.Errorf("%w: negative duration", ErrInvalidOption)
+	case c.PrefetchValue < 1:
+		return fmt.Errorf("%w: prefetch value %d, want >= 1", ErrInvalidOption, c.PrefetchValue)
+	case c.DedupWindow < 1:
+		return fmt.Errorf("%w: dedup window %d, want >= 1", ErrInvalidOption, c.DedupWindow)
+	}
+	u, err := url.Parse(c.EngineURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: engine URL %q, want http://host:port", ErrInvalidOption, c.EngineURL)
+	}
+	return nil
+}
+
+// Option configures what is not policy: clock, logger, HTTP client,
+// counters.
+type Option func(*Adapter) error
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(a *Adapter) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
+		}
+		a.log = l
+		return nil
+	}
+}
+
+// WithClock sets the clock expiry is judged by (default time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(a *Adapter) error {
+		if now == nil {
+			return fmt.Errorf("%w: nil clock", ErrInvalidOption)
+		}
+		a.now = now
+		return nil
+	}
+}
+
+// WithHTTPClient sets the client engine calls use (default: one with
+// keep-alive connections for MaxInflight callers).
+func WithHTTPClient(c *http.Client) Option {
+	return func(a *Adapter) error {
+		if c == nil {
+			return fmt.Errorf("%w: nil HTTP client", ErrInvalidOption)
+		}
+		a.client = c
+		return nil
+	}
+}
+
+// WithCounters counts into c (default metrics.NewAdapter()).
+func WithCounters(c *metrics.Adapter) Option {
+	return func(a *Adapter) error {
+		if c == nil {
+			return fmt.Errorf("%w: nil counters", ErrInvalidOption)
+		}
+		a.counters = c
+		return nil
+	}
+}
+
+// job is one queued engine call.
+type job struct {
+	action   string
+	w        warmUp
+	deadline time.Time // no attempt starts at or after it
+}
+
+// Adapter is a bound hint socket and the engine calls it makes. Run
+// serves it.
+type Adapter struct {
+	cfg      Config
+	recv     *receiver.Receiver
+	client   *http.Client
+	counters *metrics.Adapter
+	log      *slog.Logger
+	now      func() time.Time
+	queue    chan job
+	revs     *revisions
+	base     string
+	running  atomic.Bool // Run is receiving (/readyz)
+}
+
+// New validates cfg and binds the hint socket ("tcp://127.0.0.1:*" picks
+// a free port; Endpoint tells which). Nothing runs until Run.
+func New(cfg Config, opts ...Option) (*Adapter, error) {
+	cfg.defaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	a := &Adapter{cfg: cfg, log: slog.Default(), now: time.Now, counters: metrics.NewAdapter(),
+		revs: newRevisions(defaultRevisionClaims), base: strings.TrimRight(cfg.EngineURL, "/")}
+	for _, o := range opts {
+		if err := o(a); err != nil {
+			return nil, err
+		}
+	}
+	if a.client == nil {
+		a.client = &http.Client{Transport: &http.Transport{
+			Proxy:               nil, // the engine is beside the adapter, never behind a proxy
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			MaxIdleConnsPerHost: cfg.MaxInflight,
+			IdleConnTimeout:     90 * time.Second,
+		}}
+	}
+	a.queue = make(chan job, cfg.QueueSize)
+	ropts := []receiver.Option{receiver.WithDedupWindow(cfg.DedupWindow), receiver.WithLogger(a.log),
+		receiver.WithClock(func() time.Time { return a.now() })}
+	if cfg.CurveSecretKey != "" {
+		ropts = append(ropts, receiver.WithCurveServer(cfg.CurveSecretKey))
+	}
+	r, err := receiver.New(cfg.Bind, a.handle, ropts...)
+	if err != nil {
+		if errors.Is(err, receiver.ErrInvalidOption) {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		}
+		return nil, err
+	}
+	a.recv = r
+	return a, nil
+}
+
+// Endpoint is the bound hint endpoint.
+func (a *Adapter) Endpoint() string { return a.recv.Endpoint() }
+
+// Counters are the adapter's counters; ReceiverCounters the socket's
+// (received, invalid, duplicate, expired).
+func (a *Adapter) Counters() *metrics.Adapter          { return a.counters }
+func (a *Adapter) ReceiverCounters() *metrics.Receiver { return a.recv.Counters() }
+
+// Close releases the socket of an Adapter that never ran.
+func (a *Adapter) Close() { a.recv.Close() }
+
+// Run receives hints and calls the engine until ctx ends; it then stops
+// taking hints, cancels the calls in flight, counts what was still
+// queued as dropped (closed) and returns. A socket error ends it with
+// that error.
+func (a *Adapter) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range a.cfg.MaxInflight {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.work(ctx)
+		}()
+	}
+	a.running.Store(true)
+	err := a.recv.Run(ctx)
+	a.running.Store(false)
+	cancel()
+	wg.Wait()
+	for {
+		select {
+		case <-a.queue:
+			a.counters.Dropped.Inc(metrics.AdapterDropClosed)
+		default:
+			return err
+		}
+	}
+}
+
+// handle runs on the socket's goroutine: it turns a hint into a job and
+// queues it without ever waiting.
+func (a *Adapter) handle(_ context.Context, h receiver.Hint) {
+	now := a.now()
+	var j job
+	switch {
+	case h.Prefetch != nil:
+		p := h.Prefetch
+		j = job{action: receiver.ActionPrefetch, deadline: time.UnixMilli(p.ExpiresAtMs),
+			w: warmUp{tokens: p.TokenIDs, model: p.Model, msgID: h.MessageID}}
+		if p.ExpiresAtMs == 0 { // a prefetch without expiry: bounded by one call
+			j.deadline = now.Add(a.cfg.CallTimeout)
+		}
+		if a.cfg.Engine == EngineVLLM {
+			j.w.claim = claimID(p.SessionID, p.RequestID)
+			j.w.revision = a.revs.next(j.w.claim, now.UnixMilli())
+			j.w.value = a.cfg.PrefetchValue
+			j.w.ttl = max(a.cfg.PrefetchTTL, j.deadline.Sub(now)).Seconds()
+		}
+	case h.Retain != nil:
+		p := h.Retain
+		if a.cfg.Engine == EngineSGLang {
+			// SGLang's HTTP API has no per-request cache priority or pin
+			// to carry a retain with (see docs/adapter.md): a warm-up
+			// alone would not keep the pages past the radix cache's LRU.
+			a.counters.Dropped.Inc(metrics.AdapterDropUnsupported)
+			a.log.Debug("retain not supported by engine", "engine", a.cfg.Engine, "message_id", h.MessageID)
+			return
+		}
+		j = job{action: receiver.ActionRetain, deadline: time.UnixMilli(p.ExpiresAtMs),
+			w: warmUp{tokens: p.TokenIDs, model: p.Model, msgID: h.MessageID, claim: p.ClaimID,
+				revision: p.Revision, value: p.Priority, ttl: float64(p.TTLMs) / 1000}}
+	default:
+		a.counters.Dropped.Inc(metrics.AdapterDropUnsupported)
+		a.log.Debug("action not for a worker", "action", h.Type, "message_id", h.MessageID)
+		return
+	}
+	if len(j.w.tokens) == 0 {
+		a.counters.Dropped.Inc(metrics.AdapterDropUnsupported)
+		return
+	}
+	if a.cfg.Engine == EngineVLLM && j.w.model == "" {
+		j.w.model = a.cfg.Model
+		if j.w.model == "" {
+			a.counters.Dropped.Inc(metrics.AdapterDropNoModel)
+			return
+		}
+	}
+	select {
+	case a.queue <- j:
+		a.counters.Accepted.Inc(j.action)
+	default:
+		a.counters.Dropped.Inc(metrics.AdapterDropQueueFull)
+	}
+}
+
+func (a *Adapter) work(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case j := <-a.queue:
+			a.execute(ctx, j)
+		}
+	}
+}
+
+// execute makes j's engine call, retrying a server error or a failed
+// connection while the hint has not expired.
+func (a *Adapter) execute(ctx context.Context, j job) {
+	c, err := buildCall(a.cfg.Engine, j.w, a.cfg.EnginePriority)
+	if err != nil {
+		a.counters.Dropped.Inc(metrics.AdapterDropUnsupported)
+		a.log.Error("engine request not built", "message_id", j.w.msgID, "err", err)
+		return
+	}
+	delay := a.cfg.RetryDelay
+	for attempt := 0; ; attempt++ {
+		if !a.now().Before(j.deadline) {
+			a.counters.Dropped.Inc(metrics.AdapterDropExpired)
+			return
+		}
+		if attempt > 0 {
+			a.counters.Retries.Inc()
+		}
+		reason, retry := a.post(ctx, j, c)
+		switch {
+		case reason == "":
+			a.counters.Calls.Inc(j.action)
+			return
+		case ctx.Err() != nil:
+			a.counters.Dropped.Inc(metrics.AdapterDropClosed)
+			return
+		}
+		a.counters.Failed.Inc(reason)
+		if !retry {
+			return
+		}
+		wait := min(delay, j.deadline.Sub(a.now()))
+		if wait <= 0 {
+			a.counters.Dropped.Inc(metrics.AdapterDropExpired)
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			a.counters.Dropped.Inc(metrics.AdapterDropClosed)
+			return
+		case <-t.C:
+		}
+		delay = min(2*delay, maxRetryDelay)
+	}
+}
+
+// post makes one call and classifies its outcome: "" for 2xx, else a
+// failure reason and whether a retry may help.
+func (a *Adapter) post(ctx context.Context, j job, c call) (reason string, retry bool) {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+c.path, bytes.NewReader(c.body))
+	if err != nil {
+		return metrics.AdapterFailUnreachable, false
+	}
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	resp, err := a.client.Do(req)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			a.log.Warn("engine call timed out", "engine", a.cfg.Engine, "message_id", j.w.msgID, "timeout", a.cfg.CallTimeout)
+			return metrics.AdapterFailTimeout, false
+		}
+		a.log.Debug("engine unreachable", "engine", a.cfg.Engine, "message_id", j.w.msgID, "err", err)
+		return metrics.AdapterFailUnreachable, true
+	}
+	defer resp.Body.Close()
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	_, _ = io.Copy(io.Discard, resp.Body) // lets the connection be reused
+	a.counters.CallTimes.Observe(time.Since(start).Seconds())
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		a.log.Debug("engine warmed", "engine", a.cfg.Engine, "action", j.action, "message_id", j.w.msgID,
+			"tokens", len(j.w.tokens), "took", time.Since(start))
+		return "", false
+	case resp.StatusCode >= 500:
+		a.log.Debug("engine error", "engine", a.cfg.Engine, "message_id", j.w.msgID, "status", resp.StatusCode)
+		return metrics.AdapterFailServerError, true
+	}
+	a.log.Warn("engine refused warm-up", "engine", a.cfg.Engine, "message_id", j.w.msgID,
+		"status", resp.StatusCode, "body", string(bytes.ToValidUTF8(head, nil)))
+	return metrics.AdapterFailRefused, false
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hintstream/hintstream/adapter"
+	"github.com/hintstream/hintstream/receiver"
+)
+
+// optInt64 is an int64 flag that may be left unset.
+type optInt64 struct{ v *int64 }
+
+func (o *optInt64) String() string {
+	if o == nil || o.v == nil {
+		return ""
+	}
+	return strconv.FormatInt(*o.v, 10)
+}
+
+func (o *optInt64) Set(s string) error {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return err
+	}
+	o.v = &v
+	return nil
+}
+
+// adapterCmd runs the worker-side sidecar (package adapter): it binds
+// the worker's hint socket and turns hints into calls on the engine's
+// HTTP API.
+func adapterCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	checked := false
+	defer usageUntil(&checked, &err)
+	fs := flag.NewFlagSet("adapter", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var prio optInt64
+	var (
+		bind        = fs.String("bind", env("HINTSTREAM_ADAPTER_BIND", ""), "endpoint to bind the hint PULL socket at: the worker's hint_endpoints entry, e.g. tcp://0.0.0.0:5570 (env HINTSTREAM_ADAPTER_BIND)")
+		engine      = fs.String("engine", env("HINTSTREAM_ADAPTER_ENGINE", ""), "the engine behind the adapter: sglang or vllm (env HINTSTREAM_ADAPTER_ENGINE)")
+		engineURL   = fs.String("engine-url", env("HINTSTREAM_ADAPTER_ENGINE_URL", ""), "the engine's HTTP base URL, e.g. http://127.0.0.1:30000 (env HINTSTREAM_ADAPTER_ENGINE_URL)")
+		model       = fs.String("model", "", "served model name for vLLM when a hint names none")
+		maxInflight = fs.Int("max-inflight", adapter.DefaultMaxInflight, "concurrent engine calls at most")
+		queueSize   = fs.Int("queue-size", adapter.DefaultQueueSize, "hints waiting for a call at most; past it they are dropped (queue_full), never blocking the socket")
+		callTimeout = fs.Duration("call-timeout", adapter.DefaultCallTimeout, "bound of one engine call; a timed-out call is not retried")
+		prefetchTTL = fs.Duration("prefetch-ttl", adapter.DefaultPrefetchTTL, "vLLM: how long a prefetched prefix keeps its raised eviction priority (expected time until the turn)")
+		prefetchVal = fs.Int64("prefetch-priority", adapter.DefaultPrefetchValue, "vLLM: the vllm.set_priority value of a prefetched prefix (>= 1; unclaimed blocks have 0)")
+		window      = fs.Int("dedup-window", receiver.DefaultDedupWindow, "recent message ids remembered to drop repeats")
+		curveFile   = fs.String("curve-secret-key-file", env("HINTSTREAM_ADAPTER_CURVE_SECRET_KEY_FILE", ""), "file holding the Z85 CURVE secret key: the socket becomes a CURVE server (env HINTSTREAM_ADAPTER_CURVE_SECRET_KEY_FILE)")
+		httpAddr    = fs.String("http-addr", env("HINTSTREAM_HTTP_ADDR", ""), "serve /metrics, /healthz and /readyz here, e.g. :9091 (env HINTSTREAM_HTTP_ADDR); empty: off")
+		logFormat   = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json")
+		logLevel    = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error")
+	)
+	fs.Var(&prio, "engine-priority", "scheduling priority sent with every warm-up: the lowest the engine's policy offers "+
+		"(vLLM --scheduling-policy priority: a large value; SGLang --enable-priority-scheduling: the low end); unset: none sent")
+	usageHeader(fs, "Usage: hintstream adapter --bind tcp://HOST:PORT --engine sglang|vllm --engine-url URL [flags]\n\n"+
+		"Binds a worker's hint socket and acts on kv.prefetch and kv.retain through the engine's HTTP API:\n"+
+		"a one-token warm-up request for the hint's tokens (vLLM: with a vllm.set_priority claim).")
+	if err := parseArgs(fs, args, stdout, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *bind == "" || *engine == "" || *engineURL == "" {
+		return fmt.Errorf("--bind, --engine and --engine-url are required")
+	}
+	log, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
+	cfg := adapter.Config{Bind: *bind, Engine: *engine, EngineURL: *engineURL, Model: *model,
+		MaxInflight: *maxInflight, QueueSize: *queueSize, CallTimeout: *callTimeout, PrefetchTTL: *prefetchTTL,
+		PrefetchValue: *prefetchVal, EnginePriority: prio.v, DedupWindow: *window}
+	if *curveFile != "" {
+		key, err := os.ReadFile(*curveFile)
+		if err != nil {
+			return fmt.Errorf("--curve-secret-key-file: %w", err)
+		}
+		cfg.CurveSecretKey = strings.TrimSpace(string(key))
+	}
+	a, err := adapter.New(cfg, adapter.WithLogger(log))
+	if errors.Is(err, adapter.ErrInvalidOption) {
+		return err // a usage error: flags out of range
+	}
+	checked = true
+	if err != nil {
+		return err
+	}
+	if *httpAddr != "" {
+		h, err := a.Handler()
+		if err != nil {
+			a.Close()
+			return err
+		}
+		ln, err := net.Listen("tcp", *httpAddr)
+		if err != nil {
+			a.Close()
+			return fmt.Errorf("--http-addr: %w", err)
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+		log.Info("adapter serving http", "addr", ln.Addr().String())
+	}
+	log.Info("adapter listening", "endpoint", a.Endpoint(), "engine", *engine, "engine_url", *engineURL,
+		"max_inflight", cfg.MaxInflight)
+	err = a.Run(ctx)
+	log.Info("adapter stopped", "endpoint", a.Endpoint(),
+		countersAttr(append(a.Counters().LogAttrs(), a.ReceiverCounters().LogAttrs()...)))
+	return err
+}

@@ -1,0 +1,50 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Label values of the adapter's families (package adapter uses these
+// constants, so a reason cannot drift from its series at 0).
+const (
+	AdapterDropExpired     = "expired"      // past expires_at_ms before the call could start
+	AdapterDropQueueFull   = "queue_full"   // every call slot busy and the queue full: the socket is never blocked
+	AdapterDropUnsupported = "unsupported"  // the engine offers nothing to act on this action with
+	AdapterDropNoModel     = "no_model"     // the engine needs a model name and neither the hint nor --model gave one
+	AdapterDropClosed      = "closed"       // the adapter stopped before the call started
+	AdapterFailRefused     = "refused"      // the engine answered 4xx: the request is wrong for it, never retried
+	AdapterFailServerError = "server_error" // 5xx: retried until the hint expires
+	AdapterFailUnreachable = "unreachable"  // no connection: retried until the hint expires
+	AdapterFailTimeout     = "timeout"      // no answer within the call timeout: not retried (the engine is busy)
+)
+
+// Adapter are the counters of `hintstream adapter` (package adapter): the
+// hints it turned into engine calls and why the others were not.
+type Adapter struct {
+	set
+
+	Accepted  *CounterVec // by action type
+	Dropped   *CounterVec // by reason, before any engine call
+	Calls     *CounterVec // engine calls that succeeded, by action type
+	Failed    *CounterVec // engine calls that failed, by reason (one count per attempt)
+	Retries   *Counter
+	CallTimes prometheus.Histogram
+}
+
+// NewAdapter returns an adapter's counters at 0.
+func NewAdapter() *Adapter {
+	a := &Adapter{set: newSet()}
+	b := builder{&a.set}
+	a.Accepted = b.vec("adapter.accepted", "action", "Hints queued for an engine call, by action type.", "kv.prefetch", "kv.retain")
+	a.Dropped = b.vec("adapter.dropped", "reason", "Hints dropped before any engine call, by reason.",
+		AdapterDropExpired, AdapterDropQueueFull, AdapterDropUnsupported, AdapterDropNoModel, AdapterDropClosed)
+	a.Calls = b.vec("adapter.engine_calls", "action", "Engine calls answered 2xx, by the action they carried out.", "kv.prefetch", "kv.retain")
+	a.Failed = b.vec("adapter.engine_failures", "reason", "Engine call attempts that failed or were refused, by reason.",
+		AdapterFailRefused, AdapterFailServerError, AdapterFailUnreachable, AdapterFailTimeout)
+	a.Retries = b.counter("adapter.engine_retries", "Engine calls tried again after a server error or no connection, before the hint expired.")
+	a.CallTimes = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "hintstream_adapter_engine_call_seconds",
+		Help:    "Latency of engine calls that got an answer (any status).",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	})
+	a.reg.MustRegister(a.CallTimes)
+	return a
+}
