@@ -173,9 +173,8 @@ func New() *Families {
 	f.KVEventsReceived = b.counter("hintstream_kv_events_received_total", "KV event messages delivered by the KV_EVENTS consumer, counted before decoding.")
 	f.KVEventsApplyErrors = b.counter("hintstream_kv_events_apply_errors_total", "KV event messages that failed to apply for a reason other than their content.")
 	f.KVEventsDeadLetterErrors = b.counter("hintstream_kv_events_dead_letter_errors_total", "Malformed KV event messages whose copy to the dead-letter subject failed.")
-	f.KVEventsMalformed = b.vec("hintstream_kv_events_malformed_total", "reason", "KV event messages dead-lettered and skipped because they can never be applied, by reason.", append([]string{"invalid event", ReasonUnknownWorker, ReasonRankOutOfRange}, schemas.CommonDecodeReasons...)...)
+	f.KVEventsMalformed = b.vec("hintstream_kv_events_malformed_total", "reason", "KV event messages dead-lettered and skipped because they can never be applied, by reason.", append([]string{"invalid event", ReasonUnknownWorker, ReasonRankOutOfRange, ReasonWorkerMismatch}, schemas.CommonDecodeReasons...)...)
 
-	f.KVEventsMalformed = b.vec("hintstream_kv_events_malformed_total", "reason", "KV event messages dead-lettered and skipped because they can never be applied, by reason.", append([]string{"invalid event", ReasonUnknownWorker, ReasonWorkerMismatch}, schemas.CommonDecodeReasons...)...)
 	f.KVEventsApplied = b.vec("hintstream_kv_events_applied_total", "kind", "KV events applied to the index, by kind.",
 		schemas.KindStored.String(), schemas.KindRemoved.String(), schemas.KindCleared.String())
 	f.KVEventsDropped = b.vec("hintstream_kv_events_dropped_total", "reason", "KV events not indexed, by reason: unknown worker (dropped from the holding area, their worker never registered), dp rank out of range (a rank their worker's record does not list).", ReasonUnknownWorker, ReasonRankOutOfRange)
