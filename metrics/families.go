@@ -66,6 +66,8 @@ type Families struct {
 	HintsRenewDropped                          *CounterVec
 	HintsReleaseQueued                         *Counter
 	HintsReleaseDropped                        *CounterVec
+	// Retention planner pins (retention.go).
+	Retention Retention
 
 	// Tool-call pins and their renewals.
 	PinsRequestIndexFull, PinsSlotsFull *Counter
@@ -133,6 +135,7 @@ func New() *Families {
 	f.HintsRenewDropped = b.vec("hints.renew.dropped", "reason", "Pin renewals the sender refused to queue, by reason.", dropReasons...)
 	f.HintsReleaseQueued = b.counter("hints.release.queued", "Pin releases handed to the sender's queue, sent when the session's next request arrives.")
 	f.HintsReleaseDropped = b.vec("hints.release.dropped", "reason", "Pin releases the sender refused to queue, by reason.", dropReasons...)
+	f.Retention = newRetention(b)
 
 	f.PinsRequestIndexFull = b.counter("pins.request_index_full", "Requests not recorded for a later pin because the request index (KV bucket) was full.")
 	f.PinsSlotsFull = b.counter("pins.slots_full", "Pins not recorded in the slot bucket because it was full.")
@@ -270,6 +273,8 @@ func (f *Families) Hint(kind string) (queued *Counter, dropped *CounterVec) {
 		return f.HintsRenewQueued, f.HintsRenewDropped
 	case "release":
 		return f.HintsReleaseQueued, f.HintsReleaseDropped
+	case "retain":
+		return f.Retention.Queued, f.Retention.Dropped
 	}
 	return f.orphans.queued, f.orphans.dropped
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/retention"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 )
@@ -156,6 +157,12 @@ type Config struct {
 	// requests and responses, indexes only their workers' KV events, and
 	// chooses only among their workers. Empty: every model.
 	Models []string
+
+	// Retention, when set (and pins are on), runs the retention planner
+	// (package retention; retention_planner.go): it pins what the store
+	// should keep by expected reuse within a byte budget, beside the
+	// tool-call pins. Nil: tool-call pins alone.
+	Retention *retention.Config
 
 	// Decisions (issue 12): the worker choice, index options, prefetch and
 	// pin TTLs, tool times, keep-pin, renewals, input limits and the

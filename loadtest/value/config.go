@@ -78,6 +78,9 @@ type Config struct {
 	// the instance's affinity bucket; for the next-turn oracle, the worker
 	// its prefetch went to. Off: the router chooses freely.
 	Affinity bool
+	// Planner turns hintstream's retention planner on (package
+	// retention), with the budget a share of the L3 store (planner.go).
+	Planner bool
 	// Service adjusts the hintstream instance's configuration after Run
 	// has filled in the bus, pin endpoint and logger.
 	Service func(*service.Config)

@@ -102,6 +102,7 @@ func TestConfigIsChecked(t *testing.T) {
 // HINTSTREAM_VALUE_ANNOUNCE=1 announces tool times in the request header;
 // HINTSTREAM_VALUE_TRANSFER=1 gives L3 → device loads their transfer time;
 // HINTSTREAM_VALUE_AFFINITY=1 routes each turn to its prefetch's worker;
+// HINTSTREAM_VALUE_PLANNER=1 turns hintstream's retention planner on;
 // HINTSTREAM_VALUE_WAKE_FIRST=1 announces first turns too (a wake-up 1 s
 // before each).
 //
@@ -120,7 +121,8 @@ func BenchmarkValue(b *testing.B) {
 		w.WakeFirstTurns(time.Second)
 	}
 	cfg := Config{Workload: w, AnnounceToolTime: os.Getenv("HINTSTREAM_VALUE_ANNOUNCE") == "1",
-		TransferTime: os.Getenv("HINTSTREAM_VALUE_TRANSFER") == "1", Affinity: os.Getenv("HINTSTREAM_VALUE_AFFINITY") == "1"}
+		TransferTime: os.Getenv("HINTSTREAM_VALUE_TRANSFER") == "1", Affinity: os.Getenv("HINTSTREAM_VALUE_AFFINITY") == "1",
+		Planner: os.Getenv("HINTSTREAM_VALUE_PLANNER") == "1"}
 	var res Result
 	for b.Loop() {
 		if res, err = Run(context.Background(), cfg); err != nil {
