@@ -350,14 +350,15 @@ func (p *Planner) ToolCall(at time.Time, sessionID string, expected time.Duratio
 	}
 }
 
-// probability is page k's P(reuse within H) at now, and why.
-func (p *Planner) probability(now time.Time, st *pageStat) (float64, Reason) {
+// probability is page k's P(reuse within H) at now, the expected
+// number of reuses within H, and why.
+func (p *Planner) probability(now time.Time, st *pageStat) (float64, float64, Reason) {
 	h := p.cfg.Horizon
 	var best float64
 	var why Reason
 	if st.seen >= 2 {
-		rate := st.reuses * p.decay(now.Sub(st.last)) / h.Seconds()
-		best, why = 1-math.Exp(-rate*h.Seconds()), ReasonShared
+		e := st.reuses * p.decay(now.Sub(st.last))
+		return 1 - math.Exp(-e), e, ReasonShared
 	} else {
 		age := now.Sub(st.first)
 		pf := p.firstUse.value(0.1)
@@ -366,7 +367,7 @@ func (p *Planner) probability(now time.Time, st *pageStat) (float64, Reason) {
 		}
 		best, why = pf, ReasonFirst
 	}
-	return best, why
+	return best, best, why
 }
 
 // sessionProbability is the P its session gives a page of its latest
@@ -393,6 +394,7 @@ type cand struct {
 	key    string
 	st     *pageStat
 	p      float64
+	e      float64 // expected reuses within H: the rank
 	why    Reason
 	until  time.Time
 	sessID string
@@ -416,9 +418,9 @@ func (p *Planner) Plan(now time.Time) []Pin {
 			st.resolved = true
 			p.firstUse.add(false, shareDecay)
 		}
-		pr, why := p.probability(now, st)
+		pr, e, why := p.probability(now, st)
 		until := now.Add(h)
-		cands = append(cands, cand{key: k, st: st, p: pr, why: why, until: until})
+		cands = append(cands, cand{key: k, st: st, p: pr, e: e, why: why, until: until})
 	}
 	byKey := make(map[string]int, len(cands))
 	for i := range cands {
@@ -440,14 +442,14 @@ func (p *Planner) Plan(now time.Time) []Pin {
 			continue
 		}
 		for _, k := range s.keys {
-			if i, ok := byKey[k]; ok && sp > cands[i].p {
-				cands[i].p, cands[i].why, cands[i].until, cands[i].sessID = sp, why, until, id
+			if i, ok := byKey[k]; ok && sp > cands[i].e {
+				cands[i].p, cands[i].e, cands[i].why, cands[i].until, cands[i].sessID = sp, sp, why, until, id
 			}
 		}
 	}
 	// Best first; ties by depth (a prefix before what extends it), then key.
 	slices.SortFunc(cands, func(a, b cand) int {
-		return cmp.Or(cmp.Compare(b.p, a.p), cmp.Compare(a.st.depth, b.st.depth), cmp.Compare(a.key, b.key))
+		return cmp.Or(cmp.Compare(b.e, a.e), cmp.Compare(a.st.depth, b.st.depth), cmp.Compare(a.key, b.key))
 	})
 	// Forget the least likely beyond MaxTracked, and what is long dead.
 	for i := len(cands) - 1; i >= 0; i-- {
@@ -465,7 +467,7 @@ func (p *Planner) Plan(now time.Time) []Pin {
 	var expected float64
 	for _, c := range cands {
 		if c.p < p.cfg.MinProbability {
-			break
+			continue
 		}
 		b := p.pageBytes(c.st.tokens)
 		if used+b > budget {
@@ -475,14 +477,14 @@ func (p *Planner) Plan(now time.Time) []Pin {
 		band := bandOf(c.p)
 		slot := "retain:" + strconv.Itoa(band) + ":" + strconv.Itoa(int(xxh3.HashString(c.key)%Shards))
 		groups[slot] = append(groups[slot], c)
-		score := c.p * float64(c.st.tokens) / (float64(b) * h.Seconds())
+		score := c.e * float64(c.st.tokens) / (float64(b) * h.Seconds())
 		sess := c.sessID
 		if sess == "" {
 			sess = c.st.session
 		}
 		p.pinned = append(p.pinned, Pinned{Key: c.key, Session: sess, Depth: c.st.depth, Probability: c.p, Score: score,
 			Bytes: b, Expires: now.Add(ttl), Reason: c.why.String()})
-		expected += c.p * float64(c.st.tokens)
+		expected += c.e * float64(c.st.tokens)
 	}
 	var out []Pin
 	trigger := "retain-plan-" + strconv.FormatUint(p.planNo, 10)
