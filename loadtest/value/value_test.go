@@ -27,8 +27,8 @@ func tracePath(tb testing.TB) string {
 }
 
 // The slice of the trace with the most conversations inside it
-// (requests 3775..3974: 14 next turns, within 32 s of their previous
-// turn), on a cluster small enough to be under pressure.
+// (requests 3775..3974: 18 next turns, 4 of them forks, within 32 s of
+// their previous turn), on a cluster small enough to be under pressure.
 func TestRunOnATraceSlice(t *testing.T) {
 	w, err := workload.LoadTrace(tracePath(t), workload.TraceOptions{Skip: 3775, Limit: 200})
 	if err != nil {
@@ -42,8 +42,8 @@ func TestRunOnATraceSlice(t *testing.T) {
 	}
 	t.Log("\n" + res.Markdown())
 	stats := w.Stats()
-	if stats.NextTurns != 14 {
-		t.Fatalf("slice has %d next turns, want 14", stats.NextTurns)
+	if l := w.Links(); stats.NextTurns != 18 || l.Forks != 4 {
+		t.Fatalf("slice has %d next turns (%d forks), want 18 (4)", stats.NextTurns, l.Forks)
 	}
 	for _, m := range []ModeResult{res.NoHints, res.Hintstream, res.Oracle, res.Bound} {
 		if m.Requests != 200 || m.DeviceHitTokens+m.L3HitTokens+m.RecomputedTokens != m.PromptTokens {
@@ -160,7 +160,7 @@ func TestAffinityMakesPrefetchesAccurate(t *testing.T) {
 	}
 	t.Log("\n" + res.Markdown())
 	for _, m := range []ModeResult{res.Hintstream, res.Oracle} {
-		if m.Prefetches != 14 || m.PrefetchAccurate != m.Prefetches || m.Pinned != m.Prefetches {
+		if m.Prefetches != 18 || m.PrefetchAccurate != m.Prefetches || m.Pinned != m.Prefetches {
 			t.Fatalf("%s: %d prefetches, %d accurate, %d turns pinned", m.Mode, m.Prefetches, m.PrefetchAccurate, m.Pinned)
 		}
 		l := m.Lost
@@ -168,5 +168,16 @@ func TestAffinityMakesPrefetchesAccurate(t *testing.T) {
 		if l.WrongWorker != 0 || math.Abs(sum-l.Total) > 1e-6*l.Total || math.Abs(l.Total-(res.Bound.Saving-m.Saving)) > 1e-6*l.Total {
 			t.Fatalf("%s: lost %+v (rows add to %v), bound's saving − run's %v", m.Mode, l, sum, res.Bound.Saving-m.Saving)
 		}
+	}
+	// The lost saving by mechanism: rows add up to the gap, none negative.
+	mc := res.Mechanism
+	rows := mc.Retention + mc.Placement + mc.Timing + mc.WrongWorker + mc.NoSignal
+	gap := res.Bound.Saving - res.Hintstream.Saving
+	if math.Abs(rows-mc.Total) > 1e-6*gap || math.Abs(mc.Total-gap) > 1e-6*gap ||
+		min(mc.Retention, mc.Placement, mc.Timing, mc.WrongWorker, mc.NoSignal) < 0 {
+		t.Fatalf("mechanism %+v: rows add to %v, gap %v", mc, rows, gap)
+	}
+	if len(res.ReachableBeaten) != 0 || !(res.Reachable.Saving <= res.Bound.Saving) {
+		t.Fatalf("hint-reachable bound: beaten by %v; saves %v, clairvoyant %v", res.ReachableBeaten, res.Reachable.Saving, res.Bound.Saving)
 	}
 }
