@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/bits"
-	"slices"
 	"math"
+	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -182,4 +182,3 @@ func exhaustiveL3(t *testing.T, cfg Config, pr *prompts) float64 {
 	}
 	return togo(0, nil)
 }
-
