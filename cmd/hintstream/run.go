@@ -65,6 +65,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	applyAffinity := affinityFlags(fs)
 	applyCardinality := cardinalityFlags(fs) // issue 19: flags_cardinality.go
 	applyConnect := connectFlags(fs)         // issue 12: flags_connect.go
+	applyRetention := retentionFlags(fs)     // flags_retention.go
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
@@ -123,6 +124,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		return err
 	}
 	cfg.PinCurvePublicKey, cfg.CurveClientPublicKey, cfg.CurveClientSecretKey = *pinCurve, *curvePublic, *curveSecret
+	if err := applyRetention(&cfg); err != nil {
+		return err
+	}
 	if err := applyCardinality(&cfg); err != nil {
 		return err
 	}

@@ -102,6 +102,9 @@ func TestConfigIsChecked(t *testing.T) {
 // HINTSTREAM_VALUE_ANNOUNCE=1 announces tool times in the request header;
 // HINTSTREAM_VALUE_TRANSFER=1 gives L3 → device loads their transfer time;
 // HINTSTREAM_VALUE_AFFINITY=1 routes each turn to its prefetch's worker;
+// HINTSTREAM_VALUE_SYNTHETIC=1 plays the synthetic sessions (seed 1,
+// as the load test) instead;
+// HINTSTREAM_VALUE_OUT names a file for the Markdown report;
 // HINTSTREAM_VALUE_PLANNER=1 turns hintstream's retention planner on;
 // HINTSTREAM_VALUE_WAKE_FIRST=1 announces first turns too (a wake-up 1 s
 // before each).
@@ -114,6 +117,9 @@ func BenchmarkValue(b *testing.B) {
 		path = tracePath(b)
 	}
 	w, err := workload.LoadTrace(path, workload.TraceOptions{Limit: n})
+	if os.Getenv("HINTSTREAM_VALUE_SYNTHETIC") == "1" {
+		w, err = workload.Generate(workload.SyntheticConfig{Seed: 1})
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -142,6 +148,11 @@ func BenchmarkValue(b *testing.B) {
 		res.Hintstream.Counters["pins.expected_from|provisional"],
 		res.Hintstream.Counters["tooltime.expected_ms|"+workload.ToolName])
 	b.Log("\n" + res.Markdown())
+	if out := os.Getenv("HINTSTREAM_VALUE_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(res.Markdown()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // With affinity on, every turn with a prefetch goes where the prefetch
