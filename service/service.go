@@ -217,6 +217,12 @@ func (s *Service) Start(ctx context.Context) (err error) {
 						return nil, false
 					}
 					return s.Learner.Snapshot(), true
+				},
+				Retention: func() ([]retention.Pinned, retention.Stats, bool) {
+					if s.Retention == nil { // planner off
+						return nil, retention.Stats{}, false
+					}
+					return s.Retention.Top(observe.RetentionTop), s.Retention.Stats(), true
 				}})
 		if err != nil {
 			return err
