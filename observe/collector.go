@@ -10,9 +10,9 @@ import (
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/retention"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
-	"github.com/hintstream/hintstream/retention"
 	"github.com/hintstream/hintstream/tooltime"
 )
 
