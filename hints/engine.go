@@ -64,6 +64,8 @@ type EngineDeps struct {
 	Pins *pins.Deps
 	// Affinity, when set, is told each queued prefetch's worker.
 	Affinity AffinityRecorder
+	// Observer, when set, is told of every turn and response (observer.go).
+	Observer RequestObserver
 	// KeepWorker, when set, limits the KV events applied to those of the
 	// workers it accepts (--models; see models.go).
 	KeepWorker func(workerID uint64) bool
@@ -92,6 +94,7 @@ type Engine struct {
 	sender     actions.Sender
 	pins       *pins.Pinning
 	affinity   AffinityRecorder
+	observer   RequestObserver
 	keep       func(uint64) bool
 	retryDelay time.Duration
 	counters   *metrics.Families
@@ -121,7 +124,7 @@ func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
 	}
 	e := &Engine{d: d, kv: deps.KV, loads: deps.Loads, sender: deps.Sender, affinity: deps.Affinity,
 		keep: deps.KeepWorker, retryDelay: deps.RetryDelay, counters: deps.Counters, log: deps.Log, now: deps.Clock,
-		bodies: newBodyPool(), requests: newRequestPool()}
+		bodies: newBodyPool(), requests: newRequestPool(), observer: deps.Observer}
 	if e.kv == nil {
 		e.kv = deps.Index
 	}

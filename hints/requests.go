@@ -93,6 +93,9 @@ func (e *Engine) OnRequest(ctx context.Context, d Delivery, req *schemas.Request
 			"request_id", req.RequestID, "wakeup", wakeup)
 	}
 	if !wakeup {
+		if e.observer != nil {
+			e.observer.ObserveRequest(ctx, eventTime(d, req.ReceivedAtMs), req)
+		}
 		if !odd {
 			e.counters.RequestsPlain.Inc()
 		}

@@ -32,6 +32,9 @@ func (e *Engine) Response(ctx context.Context, d Delivery, m Message) Outcome {
 // whose request is not indexed yet is retried after EngineDeps.RetryDelay;
 // one whose pin was queued is Held until the pin has left.
 func (e *Engine) OnResponse(ctx context.Context, d Delivery, resp *schemas.ResponseEvent) Outcome {
+	if e.observer != nil {
+		e.observer.ObserveResponse(ctx, eventTime(d, resp.CompletedAtMs), resp)
+	}
 	if e.pins == nil {
 		return Done()
 	}

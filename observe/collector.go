@@ -10,6 +10,7 @@ import (
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/retention"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/tooltime"
@@ -49,6 +50,9 @@ type Sources struct {
 	Choose func(*schemas.RequestEvent) (routing.Candidate, []routing.Candidate, error)
 	// ToolTime answers GET /v1/tooltime; ok false (pins off) gives 404.
 	ToolTime func() (stats []tooltime.ToolStats, ok bool)
+	// Retention answers GET /v1/retention (retention.go); ok false (the
+	// planner is off) gives 404.
+	Retention func() (top []retention.Pinned, stats retention.Stats, ok bool)
 
 	// TopTools bounds the tool label values of /metrics (toplabels.go);
 	// default DefaultTopTools.

@@ -141,6 +141,7 @@ func registerInspect(mux *http.ServeMux, s Sources) {
 	mux.HandleFunc("GET /v1/index", s.gate(s.Index != nil, "index inspection", s.indexView))
 	mux.HandleFunc("POST /v1/overlap", s.gate(s.Choose != nil, "overlap inspection", s.overlapView))
 	mux.HandleFunc("GET /v1/tooltime", s.gate(s.ToolTime != nil, "tool time inspection", s.toolTimeView))
+	mux.HandleFunc("GET /v1/retention", s.gate(s.Retention != nil, "retention inspection", s.retentionView))
 }
 
 // httpError is an error with the status to answer it with.

@@ -13,6 +13,7 @@ import (
 	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/retention"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 )
@@ -163,6 +164,12 @@ type Config struct {
 	// KVStreams are extra KV-event streams read beside Streams.KVEvents
 	// (attached, never created or purged; kvstreams.go).
 	KVStreams []string
+
+	// Retention, when set (and pins are on), runs the retention planner
+	// (package retention; retention_planner.go): it pins what the store
+	// should keep by expected reuse within a byte budget, beside the
+	// tool-call pins. Nil: tool-call pins alone.
+	Retention *retention.Config
 
 	// Decisions: the worker choice, index options, prefetch and
 	// pin TTLs, tool times, keep-pin, renewals, input limits and the

@@ -22,6 +22,7 @@ import (
 	"github.com/hintstream/hintstream/observe"
 	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/retention"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
@@ -57,6 +58,8 @@ type Service struct {
 	responses *consumers.ResponseConsumer
 	// Learner holds the learned tool times (nil when pins are off).
 	Learner *tooltime.Learner
+	// Retention is the retention planner, nil when off (after Start).
+	Retention *retention.Planner
 
 	lastSnapshot atomic.Uint64 // KV stream sequence the last saved snapshot covers
 	// lastSnapCreated is the stream incarnation (creation, Unix ns)
@@ -224,6 +227,12 @@ func (s *Service) Start(ctx context.Context) (err error) {
 						return nil, false
 					}
 					return s.Learner.Snapshot(), true
+				},
+				Retention: func() ([]retention.Pinned, retention.Stats, bool) {
+					if s.Retention == nil { // planner off
+						return nil, retention.Stats{}, false
+					}
+					return s.Retention.Top(observe.RetentionTop), s.Retention.Stats(), true
 				}})
 		if err != nil {
 			return err
@@ -255,9 +264,13 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	observer, err := s.retentionPlanner(pinDeps, sender) // retention_planner.go
+	if err != nil {
+		return err
+	}
 	s.engine, err = hints.NewEngine(s.cfg.Decisions, hints.EngineDeps{Index: s.Index, KV: s.holding, Loads: s.Loads,
 		Workers: modelWorkers{s}, Sender: sender, Pins: pinDeps, Affinity: aff, KeepWorker: s.keepWorkerFunc(),
-		Counters: s.Counters, Log: s.log})
+		Counters: s.Counters, Log: s.log, Observer: observer})
 	if err != nil {
 		return err
 	}

@@ -72,6 +72,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 
 	applyRetain := retainFlags(fs)       // flags_retain.go
 	demoEngineName := demoEngineFlag(fs) // demo_engine.go
+	applyRetention := retentionFlags(fs) // flags_retention.go
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
@@ -131,6 +132,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		return err
 	}
 	cfg.PinCurvePublicKey, cfg.CurveClientPublicKey, cfg.CurveClientSecretKey = *pinCurve, *curvePublic, *curveSecret
+	if err := applyRetention(&cfg); err != nil {
+		return err
+	}
 	if err := applyCardinality(&cfg); err != nil {
 		return err
 	}

@@ -42,6 +42,8 @@ const (
 	ModeHintstream Mode = "hintstream"
 	// ModeBound is the clairvoyant bound (bound.go): no run can cost less.
 	ModeBound Mode = "clairvoyant bound"
+	// ModeReachable is the hint-reachable bound (reachable.go).
+	ModeReachable Mode = "hint-reachable bound"
 )
 
 // ErrBoundBeaten reports a run that cost less than the clairvoyant bound:
@@ -78,6 +80,9 @@ type Config struct {
 	// the instance's affinity bucket; for the next-turn oracle, the worker
 	// its prefetch went to. Off: the router chooses freely.
 	Affinity bool
+	// Planner turns hintstream's retention planner on (package
+	// retention), with the budget a share of the L3 store (planner.go).
+	Planner bool
 	// Service adjusts the hintstream instance's configuration after Run
 	// has filled in the bus, pin endpoint and logger.
 	Service func(*service.Config)
@@ -169,6 +174,10 @@ type ModeResult struct {
 	// prefetch, and how many leading blocks its worker held after it.
 	causes []cause
 	extent []int
+	// served is what each request found (mechanism.go).
+	served []servedInfo
+	// prefetchedTo is where each prefetched request's prefetch went.
+	prefetchedTo map[int]int
 	// Lost is the saving missed against the bound, by cause (hint runs).
 	Lost Lost
 }
@@ -188,6 +197,18 @@ type Result struct {
 	NoHints, Hintstream, Oracle ModeResult
 	// Bound is the clairvoyant bound on the same workload and capacities.
 	Bound ModeResult
+	// Reachable is the hint-reachable bound (reachable.go); OfReachable
+	// is saving(hintstream) / saving(Reachable); ReachableBeaten names
+	// the runs that cost less than it (possible with affinity, see
+	// reachable.go).
+	Reachable       ModeResult
+	OfReachable     float64
+	ReachableBeaten []Mode
+	// Links are the workload's next-turn links.
+	Links workload.LinkStats
+	// Mechanism is hintstream's lost saving against the clairvoyant
+	// bound by mechanism (mechanism.go).
+	Mechanism Mechanism
 	// OfBound is saving(hintstream) / saving(bound): the share of what is
 	// possible hintstream gets (NaN when the bound saves nothing).
 	OfBound float64

@@ -93,6 +93,9 @@ func startHintstream(ctx context.Context, p *player) (_ *hintstreamRun, err erro
 	}
 	scfg := service.Config{NATSURL: h.srv.ClientURL(), PinEndpoint: h.ep.PinEndpoint(), Streams: st,
 		SnapshotInterval: -1, Logger: p.cfg.Logger, NoAffinity: !p.cfg.Affinity}
+	if p.cfg.Planner {
+		scfg.Retention = plannerConfig(p.cfg) // planner.go
+	}
 	if p.cfg.Service != nil {
 		p.cfg.Service(&scfg)
 	}
@@ -227,7 +230,7 @@ func (h *hintstreamRun) settled() bool {
 		}
 	}
 	want := c.HintsPrefetchQueued.Value() + c.HintsPrefetchDropped.Value("expired") + c.HintsPrefetchDropped.Value("queue_full")
-	for _, kind := range []string{"pin", "release", "renew"} {
+	for _, kind := range []string{"pin", "release", "renew", "retain", "retention"} {
 		queued, dropped := c.Hint(kind)
 		want += queued.Value() + dropped.Value("expired") + dropped.Value("queue_full")
 	}

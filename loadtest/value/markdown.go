@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/hintstream/hintstream/loadtest/workload"
 )
 
 // Markdown renders the comparison as a table with a one-line verdict and
@@ -12,7 +14,7 @@ func (r Result) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "| run | device-hit tokens | L3-hit tokens | recomputed tokens | prefill cost | saving vs no hints | prefetches (accurate) | pins (pages honoured) |\n")
 	fmt.Fprintf(&b, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	for _, m := range []ModeResult{r.NoHints, r.Hintstream, r.Oracle, r.Bound} {
+	for _, m := range []ModeResult{r.NoHints, r.Hintstream, r.Oracle, r.Bound, r.Reachable} {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", m.Mode,
 			share(m.DeviceHitTokens, m.PromptTokens), share(m.L3HitTokens, m.PromptTokens),
 			share(m.RecomputedTokens, m.PromptTokens), group(int64(math.Round(m.Cost))),
@@ -20,6 +22,11 @@ func (r Result) Markdown() string {
 	}
 	fmt.Fprintf(&b, "\nhintstream gets **%s** of the clairvoyant bound's saved prefill (%s of the next-turn oracle's, which is no bound).\n",
 		percent(r.OfBound), percent(r.Recovered))
+	fmt.Fprintf(&b, "\nhintstream gets **%s** of the hint-reachable bound's saved prefill%s.\n", percent(r.OfReachable), beaten(r.ReachableBeaten))
+	fmt.Fprintf(&b, "\n%s", r.Mechanism.Markdown("hintstream"))
+	l := r.Links
+	fmt.Fprintf(&b, "\nNext-turn links (at least %d whole blocks of the earlier prompt): %d, of them %d forks; gap from the earlier response p10 %.1f s, median %.1f s, p90 %.1f s; median share of the turn's blocks the link covers %.0f%%.\n",
+		workload.MinLinkBlocks, l.Links, l.Forks, l.GapP10.Seconds(), l.GapP50.Seconds(), l.GapP90.Seconds(), 100*l.SharedP50)
 	fmt.Fprintf(&b, "\n%s", r.Hintstream.Lost.Markdown("hintstream"))
 	s := r.Workload
 	fmt.Fprintf(&b, "\nSetting: %d requests (%d conversations, %d next turns, %d wake-ups, %d tool calls) over %.0f s; "+
@@ -89,4 +96,11 @@ func group(n int64) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+func beaten(modes []Mode) string {
+	if len(modes) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (beaten by %v: affinity changed the devices)", modes)
 }

@@ -41,11 +41,22 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if res.Bound, boundHits, err = boundMode(cfg, pr); err != nil {
 		return res, err
 	}
-	for _, m := range []*ModeResult{&res.NoHints, &res.Hintstream, &res.Oracle, &res.Bound} {
+	if res.Reachable, err = reachableMode(cfg, pr); err != nil {
+		return res, err
+	}
+	res.Links = w.Links()
+	for _, m := range []*ModeResult{&res.NoHints, &res.Hintstream, &res.Oracle, &res.Bound, &res.Reachable} {
 		m.Saving = res.NoHints.Cost - m.Cost
 	}
 	res.Recovered = ratio(res.Hintstream.Saving, res.Oracle.Saving)
 	res.OfBound = ratio(res.Hintstream.Saving, res.Bound.Saving)
+	res.OfReachable = ratio(res.Hintstream.Saving, res.Reachable.Saving)
+	res.Mechanism = mechanism(cfg, pr, res.Hintstream, boundHits)
+	for _, m := range []ModeResult{res.NoHints, res.Hintstream, res.Oracle} {
+		if m.Cost < res.Reachable.Cost-1e-6*max(1, res.Reachable.Cost) {
+			res.ReachableBeaten = append(res.ReachableBeaten, m.Mode)
+		}
+	}
 	announced := func(i int) bool { return w.Requests[i].HasWakeup }
 	res.Hintstream.Lost = lostSavings(res.Hintstream, res.Bound, res.NoHints, boundHits, announced)
 	res.Oracle.Lost = lostSavings(res.Oracle, res.Bound, res.NoHints, boundHits, announced)
@@ -130,6 +141,7 @@ type player struct {
 // servedInfo is what a request found, for the lost-savings breakdown.
 type servedInfo struct {
 	held, unready int  // leading blocks held on its worker; those still loading
+	dev, l3       int  // blocks found ready on the device, and loaded from L3 after them
 	pinLapsed     bool // its previous turn's pin had lapsed when it came
 }
 
@@ -163,6 +175,7 @@ func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode) (ModeResul
 	for i, n := range p.extent {
 		p.res.extent[i] = n
 	}
+	p.res.served, p.res.prefetchedTo = p.served, p.prefetchedTo
 	p.summarise()
 	p.res.Elapsed = time.Since(start)
 	return p.res, nil
@@ -228,6 +241,7 @@ func (p *player) serve(ctx context.Context, h hooks, i int) (int, error) {
 	p.res.RecomputedTokens += int64(out.RecomputedTokens)
 	p.res.UnreadyTokens += int64(out.UnreadyTokens)
 	p.served[i].unready = out.UnreadyTokens / p.w.BlockSize
+	p.served[i].dev, p.served[i].l3 = out.DeviceTokens/p.w.BlockSize, out.L3Tokens/p.w.BlockSize
 	p.res.causes[i] = p.classify(i, wk)
 	p.res.PerRequestCost[i] = float64(out.RecomputedTokens) + p.cfg.Alpha*float64(out.L3Tokens)
 	if to, ok := p.prefetchedTo[i]; ok && to == wk {

@@ -27,8 +27,8 @@ func tracePath(tb testing.TB) string {
 }
 
 // The slice of the trace with the most conversations inside it
-// (requests 3775..3974: 14 next turns, within 32 s of their previous
-// turn), on a cluster small enough to be under pressure.
+// (requests 3775..3974: 18 next turns, 4 of them forks, within 32 s of
+// their previous turn), on a cluster small enough to be under pressure.
 func TestRunOnATraceSlice(t *testing.T) {
 	w, err := workload.LoadTrace(tracePath(t), workload.TraceOptions{Skip: 3775, Limit: 200})
 	if err != nil {
@@ -42,8 +42,8 @@ func TestRunOnATraceSlice(t *testing.T) {
 	}
 	t.Log("\n" + res.Markdown())
 	stats := w.Stats()
-	if stats.NextTurns != 14 {
-		t.Fatalf("slice has %d next turns, want 14", stats.NextTurns)
+	if l := w.Links(); stats.NextTurns != 18 || l.Forks != 4 {
+		t.Fatalf("slice has %d next turns (%d forks), want 18 (4)", stats.NextTurns, l.Forks)
 	}
 	for _, m := range []ModeResult{res.NoHints, res.Hintstream, res.Oracle, res.Bound} {
 		if m.Requests != 200 || m.DeviceHitTokens+m.L3HitTokens+m.RecomputedTokens != m.PromptTokens {
@@ -102,6 +102,10 @@ func TestConfigIsChecked(t *testing.T) {
 // HINTSTREAM_VALUE_ANNOUNCE=1 announces tool times in the request header;
 // HINTSTREAM_VALUE_TRANSFER=1 gives L3 → device loads their transfer time;
 // HINTSTREAM_VALUE_AFFINITY=1 routes each turn to its prefetch's worker;
+// HINTSTREAM_VALUE_SYNTHETIC=1 plays the synthetic sessions (seed 1,
+// as the load test) instead;
+// HINTSTREAM_VALUE_OUT names a file for the Markdown report;
+// HINTSTREAM_VALUE_PLANNER=1 turns hintstream's retention planner on;
 // HINTSTREAM_VALUE_WAKE_FIRST=1 announces first turns too (a wake-up 1 s
 // before each).
 //
@@ -113,6 +117,9 @@ func BenchmarkValue(b *testing.B) {
 		path = tracePath(b)
 	}
 	w, err := workload.LoadTrace(path, workload.TraceOptions{Limit: n})
+	if os.Getenv("HINTSTREAM_VALUE_SYNTHETIC") == "1" {
+		w, err = workload.Generate(workload.SyntheticConfig{Seed: 1})
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -120,7 +127,8 @@ func BenchmarkValue(b *testing.B) {
 		w.WakeFirstTurns(time.Second)
 	}
 	cfg := Config{Workload: w, AnnounceToolTime: os.Getenv("HINTSTREAM_VALUE_ANNOUNCE") == "1",
-		TransferTime: os.Getenv("HINTSTREAM_VALUE_TRANSFER") == "1", Affinity: os.Getenv("HINTSTREAM_VALUE_AFFINITY") == "1"}
+		TransferTime: os.Getenv("HINTSTREAM_VALUE_TRANSFER") == "1", Affinity: os.Getenv("HINTSTREAM_VALUE_AFFINITY") == "1",
+		Planner: os.Getenv("HINTSTREAM_VALUE_PLANNER") == "1"}
 	var res Result
 	for b.Loop() {
 		if res, err = Run(context.Background(), cfg); err != nil {
@@ -140,6 +148,11 @@ func BenchmarkValue(b *testing.B) {
 		res.Hintstream.Counters["hintstream_pins_expected_from_total|provisional"],
 		res.Hintstream.Counters["hintstream_tooltime_expected_ms|"+workload.ToolName])
 	b.Log("\n" + res.Markdown())
+	if out := os.Getenv("HINTSTREAM_VALUE_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(res.Markdown()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // With affinity on, every turn with a prefetch goes where the prefetch
@@ -158,7 +171,7 @@ func TestAffinityMakesPrefetchesAccurate(t *testing.T) {
 	}
 	t.Log("\n" + res.Markdown())
 	for _, m := range []ModeResult{res.Hintstream, res.Oracle} {
-		if m.Prefetches != 14 || m.PrefetchAccurate != m.Prefetches || m.Pinned != m.Prefetches {
+		if m.Prefetches != 18 || m.PrefetchAccurate != m.Prefetches || m.Pinned != m.Prefetches {
 			t.Fatalf("%s: %d prefetches, %d accurate, %d turns pinned", m.Mode, m.Prefetches, m.PrefetchAccurate, m.Pinned)
 		}
 		l := m.Lost
@@ -166,5 +179,16 @@ func TestAffinityMakesPrefetchesAccurate(t *testing.T) {
 		if l.WrongWorker != 0 || math.Abs(sum-l.Total) > 1e-6*l.Total || math.Abs(l.Total-(res.Bound.Saving-m.Saving)) > 1e-6*l.Total {
 			t.Fatalf("%s: lost %+v (rows add to %v), bound's saving − run's %v", m.Mode, l, sum, res.Bound.Saving-m.Saving)
 		}
+	}
+	// The lost saving by mechanism: rows add up to the gap, none negative.
+	mc := res.Mechanism
+	rows := mc.Retention + mc.Placement + mc.Timing + mc.WrongWorker + mc.NoSignal
+	gap := res.Bound.Saving - res.Hintstream.Saving
+	if math.Abs(rows-mc.Total) > 1e-6*gap || math.Abs(mc.Total-gap) > 1e-6*gap ||
+		min(mc.Retention, mc.Placement, mc.Timing, mc.WrongWorker, mc.NoSignal) < 0 {
+		t.Fatalf("mechanism %+v: rows add to %v, gap %v", mc, rows, gap)
+	}
+	if len(res.ReachableBeaten) != 0 || !(res.Reachable.Saving <= res.Bound.Saving) {
+		t.Fatalf("hint-reachable bound: beaten by %v; saves %v, clairvoyant %v", res.ReachableBeaten, res.Reachable.Saving, res.Bound.Saving)
 	}
 }

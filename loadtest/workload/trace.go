@@ -95,7 +95,7 @@ func ReadTrace(r io.Reader, o TraceOptions) (*Workload, error) {
 			OutputLength: tl.OutputLength, HashIDs: tl.HashIDs, Prev: -1}
 		i := len(w.Requests)
 		keys := prefixKeys(req.HashIDs)
-		req.Prev = findPrev(w, byFull, hasNext, keys, &req)
+		req.Prev, req.Fork = findPrev(w, byFull, hasNext, keys, &req)
 		if req.Prev >= 0 {
 			hasNext[req.Prev] = true
 		}
@@ -129,23 +129,36 @@ func (tl *traceLine) check(blockSize int, last int64) error {
 }
 
 // findPrev returns the request r is the next turn of, or -1: the longest
-// earlier full-block prefix of r's ids whose request r can follow (see
-// the package documentation), the latest such one without a next turn.
+// earlier full-block prefix of r's ids, of at least MinLinkBlocks blocks,
+// whose request r can follow (see the package documentation), the latest
+// such one without a next turn, else the latest with one (then r is a
+// fork: fork true). A link through fewer blocks would join requests that
+// merely share what most requests share (a system prompt).
 // keys[l-1] is the key of r's first l ids.
-func findPrev(w *Workload, byFull map[uint64][]int, hasNext []bool, keys []uint64, r *Request) int {
-	for l := len(r.HashIDs); l > 0; l-- {
+func findPrev(w *Workload, byFull map[uint64][]int, hasNext []bool, keys []uint64, r *Request) (prev int, fork bool) {
+	for l := len(r.HashIDs); l >= MinLinkBlocks; l-- {
 		cands := byFull[keys[l-1]]
+		fork := -1
 		for k := len(cands) - 1; k >= 0; k-- {
 			e := &w.Requests[cands[k]]
 			if e.InputLength/w.BlockSize != l || !equalIDs(e.HashIDs[:l], r.HashIDs[:l]) {
 				continue // a key collision
 			}
-			if r.InputLength >= e.InputLength+e.OutputLength && !hasNext[cands[k]] {
-				return cands[k]
+			if r.InputLength < e.InputLength+e.OutputLength {
+				continue
+			}
+			if !hasNext[cands[k]] {
+				return cands[k], false
+			}
+			if fork < 0 {
+				fork = cands[k]
 			}
 		}
+		if fork >= 0 {
+			return fork, true
+		}
 	}
-	return -1
+	return -1, false
 }
 
 // prefixKeys returns a key for every prefix of ids (keys[l-1] for the

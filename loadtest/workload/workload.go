@@ -70,7 +70,10 @@ type Request struct {
 	InputLength, OutputLength int
 	HashIDs                   []uint64
 	// Prev and Next are the conversation's neighbouring turns, -1 if none.
+	// Next is the first request that continues this one; a later one is a
+	// fork (Fork), with Prev set.
 	Prev, Next int
+	Fork       bool
 	// ToolCall says the response ends in a tool call; ToolTime is the
 	// time from the response to the next turn.
 	ToolCall bool
@@ -271,7 +274,9 @@ func (w *Workload) finish(svc ServiceModel, lead time.Duration, everyTurnTools b
 		} else {
 			p := &w.Requests[r.Prev]
 			r.Session, r.Turn = p.Session, p.Turn+1
-			p.Next = i
+			if p.Next < 0 {
+				p.Next = i
+			}
 		}
 	}
 	w.Events = w.Events[:0]

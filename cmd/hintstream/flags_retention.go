@@ -1,0 +1,53 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/hintstream/hintstream/retention"
+	"github.com/hintstream/hintstream/service"
+)
+
+// retentionFlags registers the retention planner's run flags and returns
+// the function that validates them into a service.Config after parsing.
+// The planner runs when --l3-pin-budget is set.
+func retentionFlags(fs *flag.FlagSet) func(*service.Config) error {
+	var (
+		budget   = fs.String("l3-pin-budget", "", "bytes the retention planner may pin in Mooncake at once, or a share of --l3-capacity (\"40%\"); empty: no planner, tool-call pins alone")
+		capacity = fs.Int64("l3-capacity", 0, "the Mooncake store's capacity in bytes (for a --l3-pin-budget given as a share)")
+		kvBytes  = fs.Int("kv-bytes-per-token", retention.DefaultKVBytesPerToken, "KV cache bytes per token of the served model (sizes a page for the pin budget)")
+		horizon  = fs.Duration("retention-horizon", retention.DefaultHorizon, "horizon of the retention planner's reuse estimates")
+		interval = fs.Duration("retention-interval", retention.DefaultInterval, "event time between retention plans; a plan's pins last three intervals")
+		minP     = fs.Float64("retention-min-probability", retention.DefaultMinProbability, "least estimated chance of reuse within the horizon worth a pin")
+	)
+	return func(cfg *service.Config) error {
+		if *budget == "" {
+			return nil
+		}
+		rc := retention.Config{Capacity: *capacity, KVBytesPerToken: *kvBytes, Horizon: *horizon, Interval: *interval,
+			MinProbability: *minP}
+		if pct, ok := strings.CutSuffix(strings.TrimSpace(*budget), "%"); ok {
+			v, err := strconv.ParseFloat(pct, 64)
+			if err != nil || !(v > 0 && v <= 100) {
+				return fmt.Errorf("--l3-pin-budget %q: want bytes or a share in (0%%, 100%%]", *budget)
+			}
+			if *capacity <= 0 {
+				return fmt.Errorf("--l3-pin-budget %q is a share: --l3-capacity must be set", *budget)
+			}
+			rc.BudgetShare = v / 100
+		} else {
+			v, err := strconv.ParseInt(strings.TrimSpace(*budget), 10, 64)
+			if err != nil || v <= 0 {
+				return fmt.Errorf("--l3-pin-budget %q: want bytes or a share in (0%%, 100%%]", *budget)
+			}
+			rc.Budget = v
+		}
+		if err := rc.WithDefaults().Validate(); err != nil {
+			return fmt.Errorf("retention planner: %w", err)
+		}
+		cfg.Retention = &rc
+		return nil
+	}
+}

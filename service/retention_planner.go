@@ -1,0 +1,132 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/pins"
+	"github.com/hintstream/hintstream/retention"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/tooltime"
+)
+
+// retentionObserver feeds the retention planner from the engine's turns
+// and responses and sends its plans to the Mooncake master's pin socket.
+// Plans are made on the events' clock, inside the turn that crosses an
+// interval, so a replay plans as a live instance does.
+type retentionObserver struct {
+	planner *retention.Planner
+	workers interface {
+		WorkersFor(model string) []schemas.WorkerRecord
+	}
+	learner  func() *tooltime.Learner
+	sender   actions.Sender
+	endpoint string
+	counters *metrics.Families
+	log      *slog.Logger
+}
+
+// layout is the object layout of the model's workers (the first that
+// publishes one: a model's workers share the store's naming).
+func (o *retentionObserver) layout(model string) *schemas.ObjectLayout {
+	for _, w := range o.workers.WorkersFor(model) {
+		if w.ObjectLayout != nil {
+			return w.ObjectLayout
+		}
+	}
+	return nil
+}
+
+func (o *retentionObserver) ObserveRequest(_ context.Context, at time.Time, req *schemas.RequestEvent) {
+	if at.IsZero() {
+		at = time.Now()
+	}
+	l := o.layout(req.Model)
+	if l == nil {
+		o.counters.Retention.Skipped.Inc("no_layout")
+	} else if keys, err := actions.ObjectKeys(l, req.TokenIDs); err != nil || len(keys) == 0 {
+		o.counters.Retention.Skipped.Inc("no_full_page")
+	} else {
+		o.planner.Request(at, req.SessionID, keys, int(l.PageSize))
+	}
+	o.plan(at)
+}
+
+func (o *retentionObserver) ObserveResponse(_ context.Context, at time.Time, resp *schemas.ResponseEvent) {
+	if resp.FinishReason != "tool_calls" && len(resp.ToolCalls) == 0 {
+		return
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	tools := make([]string, 0, len(resp.ToolCalls))
+	for _, tc := range resp.ToolCalls {
+		tools = append(tools, tc.Name)
+	}
+	var expected time.Duration
+	if l := o.learner(); l != nil {
+		expected, _ = l.Expected(tools)
+	}
+	o.planner.ToolCall(at, resp.SessionID, expected)
+}
+
+// plan sends the planner's pin actions, if a plan is due at at.
+func (o *retentionObserver) plan(at time.Time) {
+	pins := o.planner.Plan(at)
+	if pins == nil {
+		return
+	}
+	o.counters.Retention.Plans.Inc()
+	for _, p := range pins {
+		env, err := actions.NewPinEnvelope(actions.Pin{Trigger: p.Trigger, Slot: p.Slot, Keys: p.Keys, TTL: p.TTL,
+			Priority: p.Priority, Tokens: p.Tokens})
+		var body []byte
+		if err == nil {
+			body, err = actions.EncodeEnvelope(env)
+		}
+		if err != nil {
+			o.counters.Retention.Dropped.Inc("error")
+			o.log.Error("encode retention pin", "slot", p.Slot, "err", err)
+			continue
+		}
+		// A plan is worth its interval: later, the next one replaces it.
+		deadline := time.Now().Add(o.planner.Config().Interval)
+		if err := o.sender.Send(o.endpoint, actions.Hint{MessageID: env.MessageID, Body: body, Deadline: deadline}); err != nil {
+			o.counters.Retention.Dropped.Inc(actions.DropReason(err))
+			o.log.Warn("retention pin not queued", "slot", p.Slot, "err", err)
+			continue
+		}
+		o.counters.Retention.Queued.Inc()
+		switch p.Kind {
+		case "pin":
+			o.counters.Retention.Pins.Inc()
+		case "renew":
+			o.counters.Retention.Renewals.Inc()
+		default:
+			o.counters.Retention.Releases.Inc()
+		}
+	}
+}
+
+// retentionPlanner builds the planner's observer when Config.Retention is
+// set; pins must be on (it sends to their endpoint). Nil: off.
+func (s *Service) retentionPlanner(pinDeps *pins.Deps, sender actions.Sender) (hints.RequestObserver, error) {
+	if s.cfg.Retention == nil {
+		return nil, nil
+	}
+	if pinDeps == nil {
+		s.log.Warn("retention planner off: it needs the pin endpoint")
+		return nil, nil
+	}
+	p, err := retention.New(*s.cfg.Retention)
+	if err != nil {
+		return nil, err
+	}
+	s.Retention = p
+	return &retentionObserver{planner: p, workers: modelWorkers{s}, sender: sender, endpoint: pinDeps.Endpoint,
+		counters: s.Counters, log: s.log, learner: func() *tooltime.Learner { return s.Learner }}, nil
+}
