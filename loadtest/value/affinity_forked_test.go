@@ -25,7 +25,7 @@ func forkedWorkload(tb testing.TB, cfg workload.ForkedConfig) *workload.Workload
 // its session came in between (a fork's sibling, or another branch's
 // next turn). With one record per session, the turn whose record was
 // replaced is routed without it: 95.2% and 92.8% accurate, 97 of 168 and
-// 150 of 360 turns pinned (loadtest/NOTES-affinity.md).
+// 150 of 360 turns pinned (the reliability table, issue 26 rows).
 func TestAffinityForkedTurns(t *testing.T) {
 	for _, tc := range []struct {
 		name string
