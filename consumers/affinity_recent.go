@@ -17,10 +17,13 @@ import (
 //     the record (AffinityRecord.Recent, newest first), and a frontend
 //     asks for the worker of the turn's own wake-up
 //     (client.Affinity.PreferredWorkerFor);
-//   - a prefetch the sender dropped (expired, refused) left its record:
-//     WithdrawAffinity, called from the hint's Dropped hook, takes it
-//     back (the previous unexpired wake-up, if any, becomes the record
-//     again; otherwise an expired record replaces it);
+//   - a prefetch the sender never delivered (peer down, expired,
+//     refused) left its record: hints' engine now hands the record over
+//     only from the hint's Sent hook, once ZMQ took it for a connected
+//     peer, so an undelivered prefetch writes none. WithdrawAffinity
+//     remains for a caller that records at queue time: it takes a
+//     record back (the previous unexpired wake-up, if any, becomes the
+//     record again; otherwise an expired record replaces it);
 //   - records lingered DefaultAffinityLinger in a batch even when the
 //     writer was idle, so a turn within 10 ms of its wake-up found none:
 //     an idle writer now publishes at once and lingers only while
@@ -129,8 +132,8 @@ func (s *affinityState) withdraw(p *affinityPut, prev *schemas.AffinityRecord, n
 }
 
 // WithdrawAffinity takes back the record queued for session's wake-up
-// requestID, whose prefetch was dropped before it left (hints'
-// AffinityWithdrawer). It returns at once, as RecordAffinity does.
+// requestID, whose prefetch was dropped before it left. It returns at
+// once, as RecordAffinity does.
 func (w *AffinityWriter) WithdrawAffinity(session, requestID string) {
 	key := schemas.AffinityKey(session)
 	if key == "" {

@@ -75,6 +75,9 @@ type Decisions struct {
 	// Holding bounds the KV events kept for workers not registered (yet);
 	// zero fields: the DefaultHolding* constants.
 	Holding HoldingConfig
+	// MaxPinKeys and MaxPinBytes cap one pin (pins.Config); 0: the
+	// actions.DefaultMaxPin* defaults.
+	MaxPinKeys, MaxPinBytes int
 }
 
 // WithDefaults fills zero fields with their defaults.
@@ -131,7 +134,7 @@ func (d Decisions) RenewMax() time.Duration {
 // the renewal cap.
 func (d Decisions) PinConfig() pins.Config {
 	return pins.Config{TTL: d.PinTTL, ToolTime: d.ToolTime, ReleaseOnNextTurn: !d.KeepPinOnNextTurn,
-		RenewMax: d.RenewMax(), RetainOnWorker: d.RetainOnWorker}
+		RenewMax: d.RenewMax(), RetainOnWorker: d.RetainOnWorker, MaxPinKeys: d.MaxPinKeys, MaxPinBytes: d.MaxPinBytes}
 }
 
 // NewIndex is the block index under d's IndexOptions, logging to log: the

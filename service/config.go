@@ -125,6 +125,9 @@ type Config struct {
 	// with UpdateStreams); default DefaultPinSlotsMaxBytes and
 	// DefaultRequestIndexMaxBytes, NoBound: no cap.
 	PinSlotsMaxBytes, RequestIndexMaxBytes int64
+	// PinSlotLinger and PinSlotMarkerTTL: pins.WithSlotLinger and
+	// pins.WithSlotMarkerTTL; 0: their defaults.
+	PinSlotLinger, PinSlotMarkerTTL time.Duration
 
 	// Cardinality bounds (service/bounds.go).
 	//

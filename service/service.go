@@ -375,7 +375,8 @@ func (s *Service) pinStores(ctx context.Context) (*pins.Deps, error) {
 	if err != nil {
 		return nil, err
 	}
-	slots, err := pins.OpenPinSlots(ctx, s.js, "", s.bucketCap(s.cfg.PinSlotsMaxBytes)...)
+	slots, err := pins.OpenPinSlots(ctx, s.js, "", append(s.bucketCap(s.cfg.PinSlotsMaxBytes),
+		pins.WithSlotLinger(s.cfg.PinSlotLinger), pins.WithSlotMarkerTTL(s.cfg.PinSlotMarkerTTL))...)
 	if err != nil {
 		return nil, err
 	}

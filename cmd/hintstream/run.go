@@ -64,6 +64,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	)
 	natsCfg := natsFlags(fs, "hintstream")
 	applyAffinity := affinityFlags(fs)
+	applyPins := pinFlags(fs)
 	applyCardinality := cardinalityFlags(fs) // flags_cardinality.go
 	applyConnect := connectFlags(fs)         // flags_connect.go
 
@@ -110,6 +111,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	}
 	applyRetain(&cfg.Decisions)
 	applyAffinity(&cfg)
+	if err := applyPins(&cfg); err != nil {
+		return err
+	}
 	cfg.KVApplyShards = *kvShards
 	cfg.PinEndpoint, cfg.ResponsesDurable, cfg.RequestIndexTTL = *pinEndpoint, *respDurable, *reqIndexTTL
 	if *settleDelay < 0 {

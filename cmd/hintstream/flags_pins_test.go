@@ -1,0 +1,53 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/pins"
+	"github.com/hintstream/hintstream/service"
+)
+
+// TestPinFlags: the pin caps and slot timings reach the service's
+// config (defaults when not given) and bad values are refused by name.
+func TestPinFlags(t *testing.T) {
+	parse := func(args ...string) (service.Config, error) {
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		apply := pinFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		var c service.Config
+		return c, apply(&c)
+	}
+	c, err := parse()
+	if err != nil || c.Decisions.MaxPinKeys != actions.DefaultMaxPinKeys || c.Decisions.MaxPinBytes != actions.DefaultMaxPinBytes ||
+		c.PinSlotLinger != pins.DefaultSlotLinger || c.PinSlotMarkerTTL != pins.DefaultSlotMarkerTTL {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	c, err = parse("--pin-max-keys", "100", "--pin-max-bytes", "2000", "--pin-slot-linger", "0s", "--pin-slot-marker-ttl", "2s")
+	if err != nil || c.Decisions.MaxPinKeys != 100 || c.Decisions.MaxPinBytes != 2000 || c.PinSlotLinger != 0 || c.PinSlotMarkerTTL != 2*time.Second {
+		t.Fatalf("set: %+v %v", c, err)
+	}
+	if pc := c.Decisions.PinConfig(); pc.MaxPinKeys != 100 || pc.MaxPinBytes != 2000 {
+		t.Fatalf("pins.Config from the decisions: %+v", pc)
+	}
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--pin-max-keys", "0"}, "--pin-max-keys"},
+		{[]string{"--pin-max-bytes", "-1"}, "--pin-max-bytes"},
+		{[]string{"--pin-slot-linger", "-1s"}, "--pin-slot-linger"},
+		{[]string{"--pin-slot-marker-ttl", "500ms"}, "--pin-slot-marker-ttl"},
+	} {
+		if _, err := parse(tc.args...); err == nil || !strings.Contains(err.Error(), tc.flag) {
+			t.Errorf("%v: want an error naming %s, got %v", tc.args, tc.flag, err)
+		}
+	}
+}
