@@ -272,7 +272,7 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		slot = "session:" + session
 	}
 	pin := actions.Pin{Trigger: resp.RequestID, Slot: slot, Keys: keys, TTL: ttl,
-		Priority: actions.Priority(pageTokens), Tokens: pageTokens}
+		Priority: agentPriority(actions.Priority(pageTokens), req, resp), Tokens: pageTokens}
 	queued = p.send(pin, "pin", p.TTL.Deadline(ttl), a.Done)
 	if session != "" {
 		completed := a.eventTime(resp.CompletedAtMs)
