@@ -45,6 +45,9 @@ type Sources struct {
 	Choose func(*schemas.RequestEvent) (routing.Candidate, []routing.Candidate, error)
 	// ToolTime answers GET /v1/tooltime; ok false (pins off) gives 404.
 	ToolTime func() (stats []tooltime.ToolStats, ok bool)
+	// Outcomes answers GET /v1/outcomes (the last agent hints and their
+	// fate); ok false (agent hints off) gives 404.
+	Outcomes func() (v OutcomesView, ok bool)
 
 	// TopTools bounds the tool label values of /metrics (toplabels.go);
 	// default DefaultTopTools.

@@ -27,6 +27,7 @@ Asks a running instance (its --http-addr) what it sees:
   overlap    the worker choice for a prompt: --model M and --tokens 1,2,3 or
              --tokens-file F (a JSON array of token ids, "-" for stdin)
   tooltime   the learned tool times (tool-call pins must be on)
+  outcomes   the last agent hints (prefetches, pins) and their fate (run --agents)
 
 Flags (before or after COMMAND):
 `
@@ -59,13 +60,13 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprint(stderr, inspectUsage)
-		return errors.New("missing command: workers, index, overlap or tooltime")
+		return errors.New("missing command: workers, index, overlap, tooltime or outcomes")
 	}
 	what := fs.Arg(0)
 	switch what {
-	case "workers", "index", "tooltime", "overlap":
+	case "workers", "index", "tooltime", "overlap", "outcomes":
 	default:
-		return fmt.Errorf("unknown command %q: want workers, index, overlap or tooltime", what)
+		return fmt.Errorf("unknown command %q: want workers, index, overlap, tooltime or outcomes", what)
 	}
 	sub := flag.NewFlagSet("inspect "+what, flag.ContinueOnError)
 	sub.SetOutput(stderr)
@@ -104,6 +105,8 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		return inspectGet(ctx, c, "/v1/index", common.json, stdout, printIndex)
 	case "tooltime":
 		return inspectGet(ctx, c, "/v1/tooltime", common.json, stdout, printToolTime)
+	case "outcomes":
+		return inspectGet(ctx, c, "/v1/outcomes", common.json, stdout, printOutcomes)
 	case "overlap":
 		body, err := json.Marshal(observe.OverlapRequest{Model: *model, TokenIDs: ids})
 		if err != nil {

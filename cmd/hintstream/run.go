@@ -63,6 +63,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	)
 	natsCfg := natsFlags(fs, "hintstream")
 	applyAffinity := affinityFlags(fs)
+	applyAgents := agentFlags(fs)
 	applyCardinality := cardinalityFlags(fs) // issue 19: flags_cardinality.go
 	applyConnect := connectFlags(fs)         // issue 12: flags_connect.go
 	fs.Usage = func() {
@@ -101,6 +102,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		return err
 	}
 	applyAffinity(&cfg)
+	if err := applyAgents(&cfg); err != nil {
+		return err
+	}
 	cfg.KVApplyShards = *kvShards
 	cfg.PinEndpoint, cfg.ResponsesDurable, cfg.RequestIndexTTL = *pinEndpoint, *respDurable, *reqIndexTTL
 	if *settleDelay < 0 {
