@@ -103,6 +103,9 @@ type Tracker struct {
 	programs map[string]*program
 	lru      *list.List // front: most recently seen
 	byReq    map[string]*program
+	// early holds responses that came before their request (the two
+	// streams are consumed apart), until it comes; bounded by maxEarly.
+	early map[string]*schemas.ResponseEvent
 	recent   []Record
 	next     int
 	ids      uint64
@@ -128,6 +131,7 @@ func New(cfg Config, h Hinter, m *metrics.Agent, log *slog.Logger, now func() ti
 	return &Tracker{cfg: cfg, h: h, m: m, log: log, now: now,
 		learner:  tooltime.New(tooltime.Config{Percentile: cfg.PredictPercentile, MinSamples: cfg.MinSamples}),
 		programs: map[string]*program{}, lru: list.New(), byReq: map[string]*program{},
+		early:    map[string]*schemas.ResponseEvent{},
 		feedback: newFeedback(cfg.FeedbackWindow)}, nil
 }
 
@@ -250,7 +254,15 @@ func (t *Tracker) ObserveRequest(req *schemas.RequestEvent) {
 	p.haveResp, p.pinned = false, false
 	p.speculate = req.NvExt.Hints().SpeculativePrefill
 	t.byReq[req.RequestID] = p
+	if resp := t.early[req.RequestID]; resp != nil {
+		delete(t.early, req.RequestID)
+		t.observeResponse(resp, p)
+	}
 }
+
+// maxEarly bounds the responses kept for a request not seen yet; past
+// it the table starts again (such a response then goes unobserved).
+const maxEarly = 1024
 
 // ObserveResponse follows the response of a followed request: its worker
 // decides the last prefetch's outcome, its output completes the context,
@@ -264,9 +276,18 @@ func (t *Tracker) ObserveResponse(resp *schemas.ResponseEvent) {
 			p = t.programs[schemas.AgentSession(c)]
 		}
 		if p == nil || p.reqID != resp.RequestID {
+			if len(t.early) >= maxEarly {
+				clear(t.early)
+			}
+			t.early[resp.RequestID] = resp
 			return
 		}
 	}
+	t.observeResponse(resp, p)
+}
+
+// observeResponse is ObserveResponse once p is known. Under t.mu.
+func (t *Tracker) observeResponse(resp *schemas.ResponseEvent, p *program) {
 	t.lru.MoveToFront(p.elem)
 	if pf := p.prefetch; pf != nil && !pf.turnAt.IsZero() {
 		switch {

@@ -239,3 +239,15 @@ func TestFeedback(t *testing.T) {
 		t.Fatalf("with feedback: unused type %d prefetches, used type %d, used %d (off: %d)", onBad, onGood, onUsed, offUsed)
 	}
 }
+
+// TestResponseBeforeRequest: the responses consumer may see a response
+// before the requests consumer sees its request; it is kept until then.
+func TestResponseBeforeRequest(t *testing.T) {
+	tr, w, m := newTracker(t, DefaultConfig())
+	turn(tr, w, 1, "r", "p", "grep", 7, time.Second)
+	tr.ObserveResponse(&schemas.ResponseEvent{RequestID: "p-2", WorkerID: 7})
+	tr.ObserveRequest(agentReq("p-2", "r", "p", false))
+	if got := m.OutcomeValues()["prefetch/used"]; got != 1 {
+		t.Fatalf("used %d, want 1: %v", got, m.OutcomeValues())
+	}
+}

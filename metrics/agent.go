@@ -55,7 +55,22 @@ func NewAgent(f *Families) *Agent {
 		}
 	}
 	f.reg.MustRegister(a.outcomes)
+	f.all = append(f.all, outcomeFamily{a})
 	return a
+}
+
+// outcomeFamily exports the two-label outcomes beside the other families.
+type outcomeFamily struct{ a *Agent }
+
+func (o outcomeFamily) Describe(ch chan<- *prometheus.Desc) { o.a.outcomes.Describe(ch) }
+func (o outcomeFamily) Collect(ch chan<- prometheus.Metric) { o.a.outcomes.Collect(ch) }
+func (o outcomeFamily) Name() string                        { return ns + "hint_outcomes_total" }
+func (o outcomeFamily) summarize(out map[string]uint64) {
+	for k, v := range o.a.OutcomeValues() {
+		if v > 0 {
+			out["hint_outcomes|"+k] = v
+		}
+	}
 }
 
 // Outcome counts one hint's fate; hint and outcome must be of
