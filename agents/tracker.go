@@ -105,7 +105,7 @@ type Tracker struct {
 	byReq    map[string]*program
 	// early holds responses that came before their request (the two
 	// streams are consumed apart), until it comes; bounded by maxEarly.
-	early map[string]*schemas.ResponseEvent
+	early    map[string]*schemas.ResponseEvent
 	recent   []Record
 	next     int
 	ids      uint64
