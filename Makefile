@@ -16,7 +16,7 @@ build: deps
 
 ## run: hintstream on an embedded JetStream server with simulated workers and traffic
 run: build
-	./$(BIN) run --demo $(ARGS)
+	./$(BIN) run --demo --agents $(ARGS)
 
 ## test: formatting, vet, every test with the race detector, the full
 ## Dynamo parity run, and the Helm chart

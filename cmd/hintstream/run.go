@@ -179,7 +179,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	}
 	if *demoOn {
 		d := demo.New(svc.JetStream(), demo.Options{Interval: *demoEvery, Count: *demoCount, Out: stdout, Logger: log,
-			Bucket: *bucket, Master: master})
+			Bucket: *bucket, Master: master, Agents: cfg.Agents != nil, Outcomes: newOutcomeLines(svc)})
 		errc := make(chan error, 1)
 		go func() { errc <- d.Run(ctx) }()
 		select {
