@@ -110,6 +110,10 @@ type Tracker struct {
 	next     int
 	ids      uint64
 	feedback *feedback
+	// The engine's own hints (sessions.go), bounded by MaxPrograms.
+	sessions  map[string]*session
+	slru      *list.List
+	sessByReq map[string]*session
 }
 
 // New returns a Tracker of cfg (DefaultConfig for zero fields is the
@@ -132,7 +136,8 @@ func New(cfg Config, h Hinter, m *metrics.Agent, log *slog.Logger, now func() ti
 		learner:  tooltime.New(tooltime.Config{Percentile: cfg.PredictPercentile, MinSamples: cfg.MinSamples}),
 		programs: map[string]*program{}, lru: list.New(), byReq: map[string]*program{},
 		early:    map[string]*schemas.ResponseEvent{},
-		feedback: newFeedback(cfg.FeedbackWindow)}, nil
+		feedback: newFeedback(cfg.FeedbackWindow),
+		sessions: map[string]*session{}, slru: list.New(), sessByReq: map[string]*session{}}, nil
 }
 
 // Learner is the tool durations learned from tool_end records.
@@ -270,6 +275,7 @@ const maxEarly = 1024
 func (t *Tracker) ObserveResponse(resp *schemas.ResponseEvent) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.served(resp)
 	p := t.byReq[resp.RequestID]
 	if p == nil {
 		if c := resp.NvExt.Context(); c != nil {
@@ -360,7 +366,7 @@ func (t *Tracker) decide(pd *pending, outcome string) {
 	r := pd.rec
 	r.ID, r.Outcome, r.DecidedAt = t.ids, outcome, t.now()
 	t.m.Outcome(r.Hint, outcome)
-	if r.Hint == "prefetch" {
+	if r.Hint == "prefetch" && r.Kind != KindWakeupPrefetch {
 		t.feedback.add(r.WorkflowType, r.ToolClass, outcome == OutcomeUsed)
 	}
 	if len(t.recent) < t.cfg.Recent {
@@ -518,6 +524,7 @@ func (t *Tracker) Tick() {
 			p.pin = nil
 		}
 	}
+	t.tickSessions(now)
 }
 
 func reasonOf(err error) string {

@@ -3,6 +3,7 @@ package agents
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -139,8 +140,11 @@ func TestToolLifecycle(t *testing.T) {
 	if m.TokensSaved.Value() == 0 {
 		t.Error("no prefill tokens saved counted")
 	}
+	// p1's and p2's pins lapse on the same tick, in either order.
 	rec := tr.Recent()
-	if len(rec) != 11 || rec[0].Hint != "pin" || rec[0].Outcome != OutcomeLapsed || rec[0].Session != "w/p2" {
+	if len(rec) != 11 || !slices.ContainsFunc(rec[:2], func(r Record) bool {
+		return r.Hint == "pin" && r.Outcome == OutcomeLapsed && r.Session == "w/p2"
+	}) {
 		t.Errorf("recent %+v", rec)
 	}
 }

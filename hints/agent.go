@@ -42,7 +42,7 @@ func (e *Engine) PinContext(ctx context.Context, resp *schemas.ResponseEvent) bo
 		return false
 	}
 	// Delivered 5: a request missing from the index is not waited for.
-	queued, _ := e.pins.OnResponse(ctx, resp, pins.Arrival{Time: e.now(), Delivered: 5})
+	queued, _ := e.pins.OnResponse(ctx, resp, pins.Arrival{Time: e.now(), Delivered: 5, Quiet: true})
 	return queued
 }
 

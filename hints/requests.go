@@ -93,6 +93,9 @@ func (e *Engine) OnRequest(ctx context.Context, d Delivery, req *schemas.Request
 			"request_id", req.RequestID, "wakeup", wakeup)
 	}
 	if !wakeup {
+		if e.observer != nil {
+			e.observer.Turn(req)
+		}
 		if !odd {
 			e.counters.RequestsPlain.Inc()
 		}
@@ -122,7 +125,10 @@ func eventTime(d Delivery, ms int64) time.Time {
 // true when the hint was queued: the sender settles d once the hint has
 // left (or was dropped), so a crash in between redelivers the wake-up.
 func (e *Engine) prefetch(d Delivery, req *schemas.RequestEvent) bool {
-	_, _, ok := e.prefetchTo(d, req)
+	cand, expires, ok := e.prefetchTo(d, req)
+	if ok && e.observer != nil {
+		e.observer.Prefetched(req, cand.Worker.WorkerID, cand.Worker.DpRank, expires)
+	}
 	return ok
 }
 

@@ -77,6 +77,8 @@ type Pinning struct {
 	Counters  *metrics.Families
 	Log       *slog.Logger
 	Now       func() time.Time
+	// Observer, when set, hears each pin and renewal (observe.go).
+	Observer Observer
 
 	renew renewals
 }
@@ -196,6 +198,9 @@ type Arrival struct {
 	// Done, when set, is called once a queued pin has left (true) or was
 	// dropped (false).
 	Done func(sent bool)
+	// Quiet keeps the pin from Pinning.Observer: its caller follows what
+	// becomes of it itself.
+	Quiet bool
 }
 
 func (a Arrival) eventTime(ms int64) time.Time {
@@ -274,6 +279,9 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 	pin := actions.Pin{Trigger: resp.RequestID, Slot: slot, Keys: keys, TTL: ttl,
 		Priority: agentPriority(actions.Priority(pageTokens), req, resp), Tokens: pageTokens}
 	queued = p.send(pin, "pin", p.TTL.Deadline(ttl), a.Done)
+	if queued && session != "" && p.Observer != nil && !a.Quiet {
+		p.Observer.Pinned(session, resp.WorkerID, resp.DpRank, pageTokens, p.now().Add(ttl))
+	}
 	if session != "" {
 		completed := a.eventTime(resp.CompletedAtMs)
 		rec := PinRecord{Slot: slot, Trigger: resp.RequestID, Tools: tools, CompletedAtMs: completed.UnixMilli(),

@@ -34,6 +34,11 @@ func (s *Service) startAgents(ctx context.Context, request, response consumers.D
 		return nil, nil, fmt.Errorf("agent events stream: %w", err)
 	}
 	s.agents = tr
+	// The outcomes of the engine's own hints are followed too.
+	s.engine.ObservePrefetches(tr)
+	if pn := s.engine.Pins(); pn != nil {
+		pn.Observer = tr
+	}
 	lim := s.cfg.Decisions.Limits
 	wrapReq := func(ctx context.Context, d hints.Delivery, m hints.Message) hints.Outcome {
 		out := request(ctx, d, m)
