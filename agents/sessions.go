@@ -104,6 +104,11 @@ func (t *Tracker) Renewed(key string, expires time.Time) {
 	if s := t.sessions[key]; s != nil && s.pin != nil && expires.After(s.pin.rec.Expires) {
 		s.pin.rec.Expires = expires
 	}
+	// A tool_start pin is renewed by the pins as theirs are; its session
+	// is the program's unless the request named another.
+	if p := t.programs[key]; p != nil && p.pin != nil && expires.After(p.pin.rec.Expires) {
+		p.pin.rec.Expires = expires
+	}
 }
 
 // Turn is a session's next request (hints.PrefetchObserver): it settles
