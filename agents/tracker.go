@@ -114,6 +114,8 @@ type Tracker struct {
 	sessions  map[string]*session
 	slru      *list.List
 	sessByReq map[string]*session
+	// store shares programs' turns with the group (shared.go); nil: none.
+	store ContextStore
 }
 
 // New returns a Tracker of cfg (DefaultConfig for zero fields is the
@@ -224,6 +226,7 @@ func (t *Tracker) ObserveRequest(req *schemas.RequestEvent) {
 		return
 	}
 	now := t.now()
+	defer t.shareRequest(req, c) // after the unlock below
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.program(schemas.AgentSession(c), c.WorkflowTypeID)
@@ -273,13 +276,21 @@ const maxEarly = 1024
 // decides the last prefetch's outcome, its output completes the context,
 // and a speculative_prefill turn prefetches that context at once.
 func (t *Tracker) ObserveResponse(resp *schemas.ResponseEvent) {
+	var program string
+	if c := resp.NvExt.Context(); c != nil {
+		program = schemas.AgentSession(c)
+	}
+	defer func() { t.shareResponse(resp, program) }() // after the unlock below
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.served(resp)
 	p := t.byReq[resp.RequestID]
+	if p != nil {
+		program = p.key
+	}
 	if p == nil {
-		if c := resp.NvExt.Context(); c != nil {
-			p = t.programs[schemas.AgentSession(c)]
+		if program != "" {
+			p = t.programs[program]
 		}
 		if p == nil || p.reqID != resp.RequestID {
 			if len(t.early) >= maxEarly {
@@ -405,6 +416,9 @@ func (t *Tracker) eventTime(ms uint64) time.Time {
 func (t *Tracker) OnRecord(ctx context.Context, rec *agentevents.Record) {
 	t.m.Events.Inc(rec.EventType)
 	class := rec.Tool.ToolClass
+	// In a group the event may be this member's while the program's turn
+	// was another's: read it back.
+	t.hydrate(ctx, rec.Session(), rec.AgentContext.WorkflowTypeID)
 	switch rec.EventType {
 	case agentevents.ToolStart:
 		t.toolStart(ctx, rec, class)

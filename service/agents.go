@@ -33,6 +33,11 @@ func (s *Service) startAgents(ctx context.Context, request, response consumers.D
 	if _, _, err := streams.Ensure(ctx, s.js, s.agentStream(), streams.WithUpdate(s.cfg.UpdateStreams), streams.WithLogger(s.log)); err != nil {
 		return nil, nil, fmt.Errorf("agent events stream: %w", err)
 	}
+	store, err := agents.OpenContextStore(ctx, s.js, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	tr.Share(store)
 	s.agents = tr
 	// The outcomes of the engine's own hints are followed too.
 	s.engine.ObservePrefetches(tr)
@@ -75,27 +80,23 @@ func (s *Service) agentStream() streams.Config {
 }
 
 // startAgentEvents starts the AGENT_EVENTS consumer and the tracker's
-// clock. Every member reads every record (an ordered consumer, from the
-// stream's end: old tool events can only make stale hints), and acts on
-// the programs whose turns it saw; the durations are learned by all.
+// clock. The group shares one durable consumer, as it does the requests
+// and responses: each tool event is acted on by exactly one member, which
+// reads the program's last turn back from the context bucket when
+// another member consumed it (agents.Tracker.Share). A newly created
+// consumer starts at the stream's end: old tool events can only make
+// stale hints.
 func (s *Service) startAgentEvents(ctx context.Context, dlq *consumers.DeadLetter) error {
 	if s.agents == nil {
 		return nil
 	}
 	cfg := s.agentStream()
-	st, err := s.js.Stream(ctx, cfg.Name)
-	if err != nil {
-		return fmt.Errorf("agent events stream %s: %w", cfg.Name, err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("agent events stream %s: %w", cfg.Name, err)
-	}
-	c := consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: agentevents.DeadLetterKind, Stream: cfg.Name,
-		Filter: cfg.Subjects, StartSeq: info.State.LastSeq + 1}, consumers.ApplyMessages(s.agents.Apply), dlq, s.Counters, s.log)
+	c := consumers.NewAgentEventConsumer(s.js, consumers.TriggerConfig{Stream: cfg.Name, Filter: cfg.Subjects,
+		DeliverNew: true, AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending},
+		agentevents.DeadLetterKind, s.agents.Decide, dlq, s.Counters, s.log)
 	if err := c.Start(ctx); err != nil {
 		c.Stop()
-		return err
+		return fmt.Errorf("agent events stream %s: %w", cfg.Name, err)
 	}
 	s.lc.run(stageState, "agent events consumer", c.Run)
 	s.lc.run(stageResponses, "agent tracker", func(ctx context.Context) error { return s.agents.Run(ctx, 0) })
