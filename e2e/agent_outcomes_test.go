@@ -174,3 +174,83 @@ func TestAgentToolEndNeverComes(t *testing.T) {
 	b.stop(t)
 	r.run.stop(t)
 }
+
+// TestPredictedPrefetchOnTime: once web_search has two learned durations
+// (1.5 s), a tool_start schedules the program's prefetch at start + 1.5 s
+// − load time. The prefetch reaches worker 1 before the harness's
+// tool_end, which then counts it on_time (and sends no second prefetch);
+// the next turn, served by worker 1 with the blocks on its device, makes
+// it used.
+func TestPredictedPrefetchOnTime(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	r := startOutcomeRig(t, ctx, "--agent-predict-min-samples", "2", "--l3-bandwidth", "1000")
+	vec := r.vec
+	h := pypeer.StartHarnessPub(t, 0, "harness-predict")
+	b := start(t, "bridge", "--nats-url", r.natsURL, "--agent-events", h.Endpoint())
+	b.waitLine(t, 10*time.Second, "hearing agent harness")
+	// Two durations learned from tool_ends of programs the members never
+	// saw: PUB drops what it sends before the SUB joined, so each is sent
+	// (one Msg-Id) until stored.
+	for i := range 2 {
+		seq := int64(i + 1)
+		sample := agentRecord(agentevents.ToolEnd, fmt.Sprintf("other-%d", i), "c", time.Now().UnixMilli(), 1500)
+		natstest.Eventually(t, 20*time.Second, func() bool {
+			h.Send(sample, seq)
+			return streamMsgs(t, r.js, "AGENT_EVENTS") == uint64(seq)
+		}, "sample %d stored", seq)
+	}
+	settled(t, ctx, r.js, "AGENT_EVENTS", "hintstream-agent-events")
+
+	agent := &schemas.NvExt{AgentContext: &schemas.AgentContext{WorkflowTypeID: "deep_research", WorkflowID: "run-42",
+		ProgramID: "run-42:predicted"}}
+	const session = "run-42/run-42:predicted"
+	publishRequest(t, ctx, r.js, schemas.RequestEvent{RequestID: "pred-1", Model: model, TokenIDs: vec.Tokens[:40], NvExt: agent})
+	publishResponse(t, ctx, r.js, schemas.ResponseEvent{RequestID: "pred-1", Model: model, WorkerID: 1, NvExt: agent,
+		FinishReason: "stop", OutputTokenIDs: vec.Tokens[40:], CompletedAtMs: time.Now().UnixMilli()})
+	settled(t, ctx, r.js, "LLM_RESPONSES", "hintstream-responses")
+	started := time.Now()
+	h.Send(agentRecord(agentevents.ToolStart, "run-42:predicted", "call-p", started.UnixMilli(), 0), 3)
+	r.sink.WaitFor(t, 10*time.Second, func(ms []pypeer.Received) bool { return len(prefetchesFor(ms, session)) == 1 },
+		"the predicted prefetch")
+	lead := time.Since(started)
+	if lead < time.Second {
+		t.Fatalf("prefetch %v after tool_start, want about the predicted 1.5 s", lead)
+	}
+	// The tool ends now: after the prefetch came, before it expired.
+	h.Send(agentRecord(agentevents.ToolEnd, "run-42:predicted", "call-p", time.Now().UnixMilli(), float64(lead.Milliseconds())), 4)
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		return series(scrape(t, r.httpAddr), "hintstream_agent_predicted_prefetch_total", "timing", "on_time") == 1
+	}, "the predicted prefetch counted on_time")
+	publishStored(t, ctx, r.js, 1, vec.Tokens)
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		return series(scrape(t, r.httpAddr), "hintstream_kv_events_applied_total", "kind", "stored") >= 1
+	}, "worker 1's KV event applied")
+	publishRequest(t, ctx, r.js, schemas.RequestEvent{RequestID: "pred-2", Model: model,
+		TokenIDs: append(append([]uint32{}, vec.Tokens...), 1, 2, 3), NvExt: agent})
+	publishResponse(t, ctx, r.js, schemas.ResponseEvent{RequestID: "pred-2", Model: model, WorkerID: 1, NvExt: agent,
+		FinishReason: "stop", OutputTokenIDs: vec.Tokens[40:], CompletedAtMs: time.Now().UnixMilli()})
+	natstest.Eventually(t, 10*time.Second, func() bool { return r.outcome(t, "prefetch", "used") == 1 },
+		"the predicted prefetch used")
+	if n := len(prefetchesFor(r.sink.Messages(), session)); n != 1 {
+		t.Errorf("%d prefetches, want the predicted one only (on time: none at tool_end)", n)
+	}
+	m := scrape(t, r.httpAddr)
+	for _, timing := range []string{"early", "late"} {
+		if v := series(m, "hintstream_agent_predicted_prefetch_total", "timing", timing); v != 0 {
+			t.Errorf("predicted %s = %v, want 0", timing, v)
+		}
+	}
+	out := inspectOut(t, r.httpAddr, "outcomes")
+	found := false
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "predicted_prefetch") && strings.Contains(line, "on_time") && strings.Contains(line, "used") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("inspect outcomes lacks the predicted prefetch, on_time and used:\n%s", out)
+	}
+	b.stop(t)
+	r.run.stop(t)
+}
