@@ -32,9 +32,16 @@ type Agent struct {
 	outcomes    *prometheus.CounterVec
 }
 
-// NewAgent defines the agent families on f's registry; call it once per
-// Families.
+// NewAgent returns f's agent families (defined with f by New).
 func NewAgent(f *Families) *Agent {
+	if f.Agent == nil {
+		f.Agent = newAgent(f)
+	}
+	return f.Agent
+}
+
+// newAgent defines the agent families on f's registry.
+func newAgent(f *Families) *Agent {
 	b := builder{&f.set}
 	a := &Agent{
 		Events:    b.vec("agent_events.received", "event", "Agent tool lifecycle records applied, by event type.", AgentEventTypes...),
