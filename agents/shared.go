@@ -110,11 +110,7 @@ func (s *KVStore) Get(ctx context.Context, program string) (req, resp *Half, err
 		if err != nil {
 			return nil, err
 		}
-		var h Half
-		if err := json.Unmarshal(e.Value(), &h); err != nil || h.Program != program {
-			return nil, nil // not this program's (or not ours): nothing shared
-		}
-		return &h, nil
+		return decodeHalf(e.Value(), program), nil
 	}
 	if req, err = get(false); err != nil {
 		return nil, nil, err
@@ -123,6 +119,17 @@ func (s *KVStore) Get(ctx context.Context, program string) (req, resp *Half, err
 		return nil, nil, err
 	}
 	return req, resp, nil
+}
+
+// decodeHalf decodes a stored half of program's turn; nil when it is
+// not one (not JSON of a Half, another program's under a colliding key,
+// or over DefaultMaxSharedTokens): nothing is shared then.
+func decodeHalf(b []byte, program string) *Half {
+	var h Half
+	if err := json.Unmarshal(b, &h); err != nil || h.Program != program || len(h.Tokens) > DefaultMaxSharedTokens {
+		return nil
+	}
+	return &h
 }
 
 // Share makes the tracker write each agent turn's halves to store and

@@ -57,3 +57,16 @@ func TestSharedContext(t *testing.T) {
 		t.Fatalf("unknown program: %v %v %v", q, r, err)
 	}
 }
+
+// FuzzDecodeHalf: whatever the bucket holds, decoding never panics and
+// only a half naming the program asked for is taken.
+func FuzzDecodeHalf(f *testing.F) {
+	f.Add([]byte(`{"program":"w/p","request_id":"r","tokens":[1,2,3],"worker_id":9}`), "w/p")
+	f.Add([]byte(`{"program":"w/q","tokens":[]}`), "w/p")
+	f.Add([]byte(`{"tokens":[-1]}`), "")
+	f.Fuzz(func(t *testing.T, b []byte, program string) {
+		if h := decodeHalf(b, program); h != nil && (h.Program != program || len(h.Tokens) > DefaultMaxSharedTokens) {
+			t.Fatalf("took %+v for %q", h, program)
+		}
+	})
+}
