@@ -16,7 +16,7 @@ build: deps
 
 ## run: hintstream on an embedded JetStream server with simulated workers and traffic
 run: build
-	./$(BIN) run --demo $(ARGS)
+	./$(BIN) run --demo --agents $(ARGS)
 
 ## test: formatting, vet, every test with the race detector, the full
 ## Dynamo parity run, and the Helm chart
@@ -55,7 +55,7 @@ FUZZTIME ?= 20s
 # Minimizing a new input can outlast a short -fuzztime (default 60s) and
 # end the run with "context deadline exceeded": keep it short.
 FUZZMINTIME ?= 2s
-FUZZPKGS := ./schemas/ ./kvevents/ ./bridge/ ./streams/ ./registry/ ./eventplane/ ./receiver/ ./hints/ ./consumers/ ./service/
+FUZZPKGS := ./schemas/ ./kvevents/ ./bridge/ ./streams/ ./registry/ ./eventplane/ ./receiver/ ./hints/ ./consumers/ ./service/ ./agentevents/ ./agents/
 fuzz: deps
 	@GO="$(GO)" FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME) ./scripts/fuzz.sh $(FUZZPKGS)
 

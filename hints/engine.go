@@ -108,6 +108,8 @@ type Engine struct {
 	kvScratch sync.Pool    // *kvScratch (apply.go)
 	bodies    *bodyPool    // prefetch envelopes (bodies.go)
 	requests  *requestPool // decoded requests (bodies.go)
+
+	prefetchObs PrefetchObserver // outcomes of wake-up prefetches (observe.go); nil: none
 }
 
 // NewEngine is the one constructor of run's and replay's decisions: d

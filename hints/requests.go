@@ -96,6 +96,9 @@ func (e *Engine) OnRequest(ctx context.Context, d Delivery, req *schemas.Request
 		if e.observer != nil {
 			e.observer.ObserveRequest(ctx, eventTime(d, req.ReceivedAtMs), req)
 		}
+		if e.prefetchObs != nil {
+			e.prefetchObs.Turn(req)
+		}
 		if !odd {
 			e.counters.RequestsPlain.Inc()
 		}
@@ -125,6 +128,16 @@ func eventTime(d Delivery, ms int64) time.Time {
 // true when the hint was queued: the sender settles d once the hint has
 // left (or was dropped), so a crash in between redelivers the wake-up.
 func (e *Engine) prefetch(d Delivery, req *schemas.RequestEvent) bool {
+	cand, expires, ok := e.prefetchTo(d, req)
+	if ok && e.prefetchObs != nil {
+		e.prefetchObs.Prefetched(req, cand.Worker.WorkerID, cand.Worker.DpRank, expires)
+	}
+	return ok
+}
+
+// prefetchTo is prefetch, also giving the worker chosen and the hint's
+// expiry (agent.go reports what became of it).
+func (e *Engine) prefetchTo(d Delivery, req *schemas.RequestEvent) (routing.Candidate, time.Time, bool) {
 	base := e.now()
 	if req.ReceivedAtMs > 0 {
 		base = time.UnixMilli(req.ReceivedAtMs)
@@ -139,13 +152,13 @@ func (e *Engine) prefetch(d Delivery, req *schemas.RequestEvent) bool {
 	expires := base.Add(e.d.PrefetchTTL)
 	if !e.now().Before(expires) {
 		e.counters.HintsPrefetchSkipped.Inc("expired")
-		return false
+		return routing.Candidate{}, time.Time{}, false
 	}
 	cand, err := e.selector.Select(req)
 	if err != nil {
 		e.counters.HintsPrefetchSkipped.Inc("no_worker")
 		e.log.Debug("no worker for wake-up", "request_id", req.RequestID, "model", req.Model)
-		return false
+		return routing.Candidate{}, time.Time{}, false
 	}
 	body, id, err := actions.AppendPrefetch(e.bodies.get(), actions.Prefetch{
 		RequestID: req.RequestID, SessionID: req.SessionID, Model: req.Model,
@@ -154,7 +167,7 @@ func (e *Engine) prefetch(d Delivery, req *schemas.RequestEvent) bool {
 	if err != nil {
 		e.counters.HintsPrefetchSkipped.Inc("encode")
 		e.log.Error("encode prefetch", "request_id", req.RequestID, "err", err)
-		return false
+		return routing.Candidate{}, time.Time{}, false
 	}
 	err = e.sender.Send(cand.Endpoint, actions.Hint{MessageID: id, Body: body, Deadline: expires,
 		Done: d.Settled, Release: e.bodies.release, Sent: e.recordOnSent(req, cand, expires)})
@@ -162,7 +175,7 @@ func (e *Engine) prefetch(d Delivery, req *schemas.RequestEvent) bool {
 		e.bodies.put(body) // not taken: still ours
 		e.counters.HintsPrefetchDropped.Inc(actions.DropReason(err))
 		e.log.Warn("prefetch not queued", "request_id", req.RequestID, "endpoint", cand.Endpoint, "err", err)
-		return false
+		return routing.Candidate{}, time.Time{}, false
 	}
 	e.counters.HintsPrefetchQueued.Inc()
 	// Checked first: the arguments of a disabled Debug are still boxed,
@@ -171,7 +184,7 @@ func (e *Engine) prefetch(d Delivery, req *schemas.RequestEvent) bool {
 		e.log.Debug("prefetch queued", "request_id", req.RequestID, "worker_id", cand.Worker.WorkerID,
 			"dp_rank", cand.Worker.DpRank, "overlap_blocks", cand.Overlap, "endpoint", cand.Endpoint)
 	}
-	return true
+	return cand, expires, true
 }
 
 // recordOnSent is the prefetch's Sent hook: the session's affinity

@@ -56,6 +56,10 @@ const (
 type Families struct {
 	set
 
+	// Agent are the families of agent-aware hints and hint outcomes
+	// (agent.go).
+	Agent *Agent
+
 	// Trigger consumers (LLM_REQUESTS, LLM_RESPONSES).
 	RequestsReceived, RequestsTransientErrors, RequestsHeaderUnrecognised *Counter
 	RequestsPlain, RequestsWakeup                                         *Counter
@@ -122,6 +126,7 @@ type Families struct {
 func New() *Families {
 	f := &Families{set: newSet(), orphans: newOrphans()}
 	b := builder{&f.set}
+	f.Agent = newAgent(f)
 
 	f.RequestsReceived = b.counter("hintstream_requests_received_total", "Request events delivered by the LLM_REQUESTS consumer, counted on each delivery (redeliveries included) before decoding.")
 	f.RequestsTransientErrors = b.counter("hintstream_requests_transient_errors_total", "Request events nak'ed for a retry because a store they need failed (not their content).")

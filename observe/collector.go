@@ -53,6 +53,9 @@ type Sources struct {
 	// Retention answers GET /v1/retention (retention.go); ok false (the
 	// planner is off) gives 404.
 	Retention func() (top []retention.Pinned, stats retention.Stats, ok bool)
+	// Outcomes answers GET /v1/outcomes (the last agent hints and their
+	// fate); ok false (agent hints off) gives 404.
+	Outcomes func() (v OutcomesView, ok bool)
 
 	// TopTools bounds the tool label values of /metrics (toplabels.go);
 	// default DefaultTopTools.

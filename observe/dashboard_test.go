@@ -91,7 +91,9 @@ func TestDashboardMetricsExist(t *testing.T) {
 		t.Fatal(err)
 	}
 	emitted := map[string]bool{}
-	for _, name := range metrics.New().Names() {
+	fams0 := metrics.New()
+	metrics.NewAgent(fams0) // run --agents
+	for _, name := range fams0.Names() {
 		emitted[name] = true
 	}
 	for _, mf := range fams {

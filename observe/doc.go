@@ -48,4 +48,5 @@
 //	POST /v1/overlap   {"model","token_ids"[,"request_id"]} → every candidate's logit terms and the
 //	                   choice, booking nothing; body ≤ 16 MiB (413), ≤ 2^20 tokens (400)
 //	GET  /v1/tooltime  learned tool times; 404 when tool-call pins are off
+//	GET  /v1/outcomes  the last agent hints and their fate; 404 without --agents
 package observe

@@ -83,6 +83,8 @@ type Pinning struct {
 	Counters                *metrics.Families
 	Log                     *slog.Logger
 	Now                     func() time.Time
+	// Observer, when set, hears each pin and renewal (observe.go).
+	Observer Observer
 
 	renew   renewals
 	returns returnStats
@@ -216,6 +218,9 @@ type Arrival struct {
 	// Done, when set, is called once a queued pin has left (true) or was
 	// dropped (false).
 	Done func(sent bool)
+	// Quiet keeps the pin from Pinning.Observer: its caller follows what
+	// becomes of it itself.
+	Quiet bool
 }
 
 func (a Arrival) eventTime(ms int64) time.Time {
@@ -304,7 +309,7 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		slot = "session:" + session
 	}
 	pin := actions.Pin{Trigger: resp.RequestID, Slot: slot, Keys: keys, TTL: ttl,
-		Priority: actions.Priority(pageTokens), Tokens: pageTokens}
+		Priority: agentPriority(actions.Priority(pageTokens), req, resp), Tokens: pageTokens}
 	if session == "" {
 		return p.send(pin, "pin", p.TTL.Deadline(ttl), a.Done), nil
 	}
@@ -323,6 +328,9 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 	}
 	pin.Revision = rev
 	queued = p.send(pin, "pin", p.TTL.Deadline(ttl), a.Done)
+	if queued && p.Observer != nil && !a.Quiet {
+		p.Observer.Pinned(session, resp.WorkerID, resp.DpRank, pageTokens, p.now().Add(ttl))
+	}
 	if err == nil && queued {
 		p.schedule(session, pin, tools, completed, ttl, rev)
 	}

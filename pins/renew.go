@@ -177,4 +177,7 @@ func (p *Pinning) renewed(x *renewal, now time.Time, ttl time.Duration) {
 	pin.Revision = x.rev
 	p.send(pin, "renew", p.TTL.Deadline(ttl), nil)
 	x.due, x.expires = now.Add(ttl/2), now.Add(ttl)
+	if p.Observer != nil {
+		p.Observer.Renewed(x.session, x.expires)
+	}
 }

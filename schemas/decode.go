@@ -168,6 +168,9 @@ func (l Limits) decodeRequestInto(ev *RequestEvent, data []byte, contentType str
 	if len(ev.CacheSalt) > l.MaxString {
 		return malformed(kind, "cache_salt too long", nil)
 	}
+	if reason := checkNvExt(ev.NvExt, &ev.SessionID); reason != "" {
+		return malformed(kind, reason, nil)
+	}
 	strs := []string{ev.RequestID, ev.SessionID, ev.Model, ev.LoraName, ev.CacheSalt}
 	for k, v := range ev.Headers {
 		strs = append(strs, k, v)
@@ -194,6 +197,9 @@ func (l Limits) DecodeResponse(data []byte, contentType string) (*ResponseEvent,
 	}
 	if !validTimestamp(ev.CompletedAtMs) {
 		return nil, malformed(kind, "completed_at_ms out of range", nil)
+	}
+	if reason := checkNvExt(ev.NvExt, &ev.SessionID); reason != "" {
+		return nil, malformed(kind, reason, nil)
 	}
 	strs := []string{ev.RequestID, ev.SessionID, ev.Model, ev.FinishReason}
 	for _, tc := range ev.ToolCalls {

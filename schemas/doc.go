@@ -11,6 +11,7 @@ package schemas
 //go:generate go tool msgp -file envelope.go -o envelope_gen.go -tests=false
 //go:generate go tool msgp -file events.go -o events_gen.go -tests=false
 //go:generate go tool msgp -file load.go -o load_gen.go -tests=false
+//go:generate go tool msgp -file agent.go -o agent_gen.go -tests=false
 
 // Limits applied by the generated msgpack decoders before they allocate.
 // They are hard ceilings; the consumers enforce smaller, configurable limits

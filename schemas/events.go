@@ -13,6 +13,8 @@ type RequestEvent struct {
 	LoraName     string            `msg:"lora_name" json:"lora_name,omitempty"`
 	CacheSalt    string            `msg:"cache_salt" json:"cache_salt,omitempty"`
 	ReceivedAtMs int64             `msg:"received_at_ms" json:"received_at_ms,omitempty"`
+	// NvExt is Dynamo's nvext as the frontend received it (agent.go).
+	NvExt *NvExt `msg:"nvext,omitempty" json:"nvext,omitempty"`
 }
 
 // ToolCall names one tool the model asked for.
@@ -32,4 +34,6 @@ type ResponseEvent struct {
 	ToolCalls      []ToolCall `msg:"tool_calls" json:"tool_calls,omitempty"`
 	OutputTokenIDs []uint32   `msg:"output_token_ids" json:"output_token_ids,omitempty"`
 	CompletedAtMs  int64      `msg:"completed_at_ms" json:"completed_at_ms,omitempty"`
+	// NvExt is the request's nvext, when the frontend repeats it (agent.go).
+	NvExt *NvExt `msg:"nvext,omitempty" json:"nvext,omitempty"`
 }

@@ -125,6 +125,24 @@ func (z *RequestEvent) DecodeMsg(dc *msgp.Reader) (err error) {
 				err = msgp.WrapError(err, "ReceivedAtMs")
 				return
 			}
+		case "nvext":
+			if dc.IsNil() {
+				err = dc.ReadNil()
+				if err != nil {
+					err = msgp.WrapError(err, "NvExt")
+					return
+				}
+				z.NvExt = nil
+			} else {
+				if z.NvExt == nil {
+					z.NvExt = new(NvExt)
+				}
+				err = z.NvExt.DecodeMsg(dc)
+				if err != nil {
+					err = msgp.WrapError(err, "NvExt")
+					return
+				}
+			}
 		default:
 			err = dc.Skip()
 			if err != nil {
@@ -138,105 +156,140 @@ func (z *RequestEvent) DecodeMsg(dc *msgp.Reader) (err error) {
 
 // EncodeMsg implements msgp.Encodable
 func (z *RequestEvent) EncodeMsg(en *msgp.Writer) (err error) {
-	// map header, size 8
-	// write "request_id"
-	err = en.Append(0x88, 0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
+	// check for omitted fields
+	zb0001Len := uint32(9)
+	var zb0001Mask uint16 /* 9 bits */
+	_ = zb0001Mask
+	if z.NvExt == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	// variable map header, size zb0001Len
+	err = en.Append(0x80 | uint8(zb0001Len))
 	if err != nil {
 		return
 	}
-	err = en.WriteString(z.RequestID)
-	if err != nil {
-		err = msgp.WrapError(err, "RequestID")
-		return
-	}
-	// write "session_id"
-	err = en.Append(0xaa, 0x73, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e, 0x5f, 0x69, 0x64)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.SessionID)
-	if err != nil {
-		err = msgp.WrapError(err, "SessionID")
-		return
-	}
-	// write "model"
-	err = en.Append(0xa5, 0x6d, 0x6f, 0x64, 0x65, 0x6c)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.Model)
-	if err != nil {
-		err = msgp.WrapError(err, "Model")
-		return
-	}
-	// write "token_ids"
-	err = en.Append(0xa9, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x5f, 0x69, 0x64, 0x73)
-	if err != nil {
-		return
-	}
-	err = en.WriteArrayHeader(uint32(len(z.TokenIDs)))
-	if err != nil {
-		err = msgp.WrapError(err, "TokenIDs")
-		return
-	}
-	for za0001 := range z.TokenIDs {
-		err = en.WriteUint32(z.TokenIDs[za0001])
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// write "request_id"
+		err = en.Append(0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
 		if err != nil {
-			err = msgp.WrapError(err, "TokenIDs", za0001)
 			return
 		}
-	}
-	// write "headers"
-	err = en.Append(0xa7, 0x68, 0x65, 0x61, 0x64, 0x65, 0x72, 0x73)
-	if err != nil {
-		return
-	}
-	err = en.WriteMapHeader(uint32(len(z.Headers)))
-	if err != nil {
-		err = msgp.WrapError(err, "Headers")
-		return
-	}
-	for za0002, za0003 := range z.Headers {
-		err = en.WriteString(za0002)
+		err = en.WriteString(z.RequestID)
+		if err != nil {
+			err = msgp.WrapError(err, "RequestID")
+			return
+		}
+		// write "session_id"
+		err = en.Append(0xaa, 0x73, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e, 0x5f, 0x69, 0x64)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.SessionID)
+		if err != nil {
+			err = msgp.WrapError(err, "SessionID")
+			return
+		}
+		// write "model"
+		err = en.Append(0xa5, 0x6d, 0x6f, 0x64, 0x65, 0x6c)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.Model)
+		if err != nil {
+			err = msgp.WrapError(err, "Model")
+			return
+		}
+		// write "token_ids"
+		err = en.Append(0xa9, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x5f, 0x69, 0x64, 0x73)
+		if err != nil {
+			return
+		}
+		err = en.WriteArrayHeader(uint32(len(z.TokenIDs)))
+		if err != nil {
+			err = msgp.WrapError(err, "TokenIDs")
+			return
+		}
+		for za0001 := range z.TokenIDs {
+			err = en.WriteUint32(z.TokenIDs[za0001])
+			if err != nil {
+				err = msgp.WrapError(err, "TokenIDs", za0001)
+				return
+			}
+		}
+		// write "headers"
+		err = en.Append(0xa7, 0x68, 0x65, 0x61, 0x64, 0x65, 0x72, 0x73)
+		if err != nil {
+			return
+		}
+		err = en.WriteMapHeader(uint32(len(z.Headers)))
 		if err != nil {
 			err = msgp.WrapError(err, "Headers")
 			return
 		}
-		err = en.WriteString(za0003)
+		for za0002, za0003 := range z.Headers {
+			err = en.WriteString(za0002)
+			if err != nil {
+				err = msgp.WrapError(err, "Headers")
+				return
+			}
+			err = en.WriteString(za0003)
+			if err != nil {
+				err = msgp.WrapError(err, "Headers", za0002)
+				return
+			}
+		}
+		// write "lora_name"
+		err = en.Append(0xa9, 0x6c, 0x6f, 0x72, 0x61, 0x5f, 0x6e, 0x61, 0x6d, 0x65)
 		if err != nil {
-			err = msgp.WrapError(err, "Headers", za0002)
 			return
 		}
-	}
-	// write "lora_name"
-	err = en.Append(0xa9, 0x6c, 0x6f, 0x72, 0x61, 0x5f, 0x6e, 0x61, 0x6d, 0x65)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.LoraName)
-	if err != nil {
-		err = msgp.WrapError(err, "LoraName")
-		return
-	}
-	// write "cache_salt"
-	err = en.Append(0xaa, 0x63, 0x61, 0x63, 0x68, 0x65, 0x5f, 0x73, 0x61, 0x6c, 0x74)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.CacheSalt)
-	if err != nil {
-		err = msgp.WrapError(err, "CacheSalt")
-		return
-	}
-	// write "received_at_ms"
-	err = en.Append(0xae, 0x72, 0x65, 0x63, 0x65, 0x69, 0x76, 0x65, 0x64, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
-	if err != nil {
-		return
-	}
-	err = en.WriteInt64(z.ReceivedAtMs)
-	if err != nil {
-		err = msgp.WrapError(err, "ReceivedAtMs")
-		return
+		err = en.WriteString(z.LoraName)
+		if err != nil {
+			err = msgp.WrapError(err, "LoraName")
+			return
+		}
+		// write "cache_salt"
+		err = en.Append(0xaa, 0x63, 0x61, 0x63, 0x68, 0x65, 0x5f, 0x73, 0x61, 0x6c, 0x74)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.CacheSalt)
+		if err != nil {
+			err = msgp.WrapError(err, "CacheSalt")
+			return
+		}
+		// write "received_at_ms"
+		err = en.Append(0xae, 0x72, 0x65, 0x63, 0x65, 0x69, 0x76, 0x65, 0x64, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
+		if err != nil {
+			return
+		}
+		err = en.WriteInt64(z.ReceivedAtMs)
+		if err != nil {
+			err = msgp.WrapError(err, "ReceivedAtMs")
+			return
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// write "nvext"
+			err = en.Append(0xa5, 0x6e, 0x76, 0x65, 0x78, 0x74)
+			if err != nil {
+				return
+			}
+			if z.NvExt == nil {
+				err = en.WriteNil()
+				if err != nil {
+					return
+				}
+			} else {
+				err = z.NvExt.EncodeMsg(en)
+				if err != nil {
+					err = msgp.WrapError(err, "NvExt")
+					return
+				}
+			}
+		}
 	}
 	return
 }
@@ -244,38 +297,64 @@ func (z *RequestEvent) EncodeMsg(en *msgp.Writer) (err error) {
 // MarshalMsg implements msgp.Marshaler
 func (z *RequestEvent) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 8
-	// string "request_id"
-	o = append(o, 0x88, 0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
-	o = msgp.AppendString(o, z.RequestID)
-	// string "session_id"
-	o = append(o, 0xaa, 0x73, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e, 0x5f, 0x69, 0x64)
-	o = msgp.AppendString(o, z.SessionID)
-	// string "model"
-	o = append(o, 0xa5, 0x6d, 0x6f, 0x64, 0x65, 0x6c)
-	o = msgp.AppendString(o, z.Model)
-	// string "token_ids"
-	o = append(o, 0xa9, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x5f, 0x69, 0x64, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.TokenIDs)))
-	for za0001 := range z.TokenIDs {
-		o = msgp.AppendUint32(o, z.TokenIDs[za0001])
+	// check for omitted fields
+	zb0001Len := uint32(9)
+	var zb0001Mask uint16 /* 9 bits */
+	_ = zb0001Mask
+	if z.NvExt == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100
 	}
-	// string "headers"
-	o = append(o, 0xa7, 0x68, 0x65, 0x61, 0x64, 0x65, 0x72, 0x73)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Headers)))
-	for za0002, za0003 := range z.Headers {
-		o = msgp.AppendString(o, za0002)
-		o = msgp.AppendString(o, za0003)
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "request_id"
+		o = append(o, 0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
+		o = msgp.AppendString(o, z.RequestID)
+		// string "session_id"
+		o = append(o, 0xaa, 0x73, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e, 0x5f, 0x69, 0x64)
+		o = msgp.AppendString(o, z.SessionID)
+		// string "model"
+		o = append(o, 0xa5, 0x6d, 0x6f, 0x64, 0x65, 0x6c)
+		o = msgp.AppendString(o, z.Model)
+		// string "token_ids"
+		o = append(o, 0xa9, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x5f, 0x69, 0x64, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.TokenIDs)))
+		for za0001 := range z.TokenIDs {
+			o = msgp.AppendUint32(o, z.TokenIDs[za0001])
+		}
+		// string "headers"
+		o = append(o, 0xa7, 0x68, 0x65, 0x61, 0x64, 0x65, 0x72, 0x73)
+		o = msgp.AppendMapHeader(o, uint32(len(z.Headers)))
+		for za0002, za0003 := range z.Headers {
+			o = msgp.AppendString(o, za0002)
+			o = msgp.AppendString(o, za0003)
+		}
+		// string "lora_name"
+		o = append(o, 0xa9, 0x6c, 0x6f, 0x72, 0x61, 0x5f, 0x6e, 0x61, 0x6d, 0x65)
+		o = msgp.AppendString(o, z.LoraName)
+		// string "cache_salt"
+		o = append(o, 0xaa, 0x63, 0x61, 0x63, 0x68, 0x65, 0x5f, 0x73, 0x61, 0x6c, 0x74)
+		o = msgp.AppendString(o, z.CacheSalt)
+		// string "received_at_ms"
+		o = append(o, 0xae, 0x72, 0x65, 0x63, 0x65, 0x69, 0x76, 0x65, 0x64, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
+		o = msgp.AppendInt64(o, z.ReceivedAtMs)
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "nvext"
+			o = append(o, 0xa5, 0x6e, 0x76, 0x65, 0x78, 0x74)
+			if z.NvExt == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.NvExt.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "NvExt")
+					return
+				}
+			}
+		}
 	}
-	// string "lora_name"
-	o = append(o, 0xa9, 0x6c, 0x6f, 0x72, 0x61, 0x5f, 0x6e, 0x61, 0x6d, 0x65)
-	o = msgp.AppendString(o, z.LoraName)
-	// string "cache_salt"
-	o = append(o, 0xaa, 0x63, 0x61, 0x63, 0x68, 0x65, 0x5f, 0x73, 0x61, 0x6c, 0x74)
-	o = msgp.AppendString(o, z.CacheSalt)
-	// string "received_at_ms"
-	o = append(o, 0xae, 0x72, 0x65, 0x63, 0x65, 0x69, 0x76, 0x65, 0x64, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
-	o = msgp.AppendInt64(o, z.ReceivedAtMs)
 	return
 }
 
@@ -392,6 +471,23 @@ func (z *RequestEvent) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "ReceivedAtMs")
 				return
 			}
+		case "nvext":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.NvExt = nil
+			} else {
+				if z.NvExt == nil {
+					z.NvExt = new(NvExt)
+				}
+				bts, err = z.NvExt.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "NvExt")
+					return
+				}
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -413,7 +509,12 @@ func (z *RequestEvent) Msgsize() (s int) {
 			s += msgp.StringPrefixSize + len(za0002) + msgp.StringPrefixSize + len(za0003)
 		}
 	}
-	s += 10 + msgp.StringPrefixSize + len(z.LoraName) + 11 + msgp.StringPrefixSize + len(z.CacheSalt) + 15 + msgp.Int64Size
+	s += 10 + msgp.StringPrefixSize + len(z.LoraName) + 11 + msgp.StringPrefixSize + len(z.CacheSalt) + 15 + msgp.Int64Size + 6
+	if z.NvExt == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.NvExt.Msgsize()
+	}
 	return
 }
 
@@ -554,6 +655,24 @@ func (z *ResponseEvent) DecodeMsg(dc *msgp.Reader) (err error) {
 				err = msgp.WrapError(err, "CompletedAtMs")
 				return
 			}
+		case "nvext":
+			if dc.IsNil() {
+				err = dc.ReadNil()
+				if err != nil {
+					err = msgp.WrapError(err, "NvExt")
+					return
+				}
+				z.NvExt = nil
+			} else {
+				if z.NvExt == nil {
+					z.NvExt = new(NvExt)
+				}
+				err = z.NvExt.DecodeMsg(dc)
+				if err != nil {
+					err = msgp.WrapError(err, "NvExt")
+					return
+				}
+			}
 		default:
 			err = dc.Skip()
 			if err != nil {
@@ -567,116 +686,151 @@ func (z *ResponseEvent) DecodeMsg(dc *msgp.Reader) (err error) {
 
 // EncodeMsg implements msgp.Encodable
 func (z *ResponseEvent) EncodeMsg(en *msgp.Writer) (err error) {
-	// map header, size 9
-	// write "request_id"
-	err = en.Append(0x89, 0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
+	// check for omitted fields
+	zb0001Len := uint32(10)
+	var zb0001Mask uint16 /* 10 bits */
+	_ = zb0001Mask
+	if z.NvExt == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	// variable map header, size zb0001Len
+	err = en.Append(0x80 | uint8(zb0001Len))
 	if err != nil {
 		return
 	}
-	err = en.WriteString(z.RequestID)
-	if err != nil {
-		err = msgp.WrapError(err, "RequestID")
-		return
-	}
-	// write "session_id"
-	err = en.Append(0xaa, 0x73, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e, 0x5f, 0x69, 0x64)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.SessionID)
-	if err != nil {
-		err = msgp.WrapError(err, "SessionID")
-		return
-	}
-	// write "model"
-	err = en.Append(0xa5, 0x6d, 0x6f, 0x64, 0x65, 0x6c)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.Model)
-	if err != nil {
-		err = msgp.WrapError(err, "Model")
-		return
-	}
-	// write "worker_id"
-	err = en.Append(0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
-	if err != nil {
-		return
-	}
-	err = en.WriteUint64(z.WorkerID)
-	if err != nil {
-		err = msgp.WrapError(err, "WorkerID")
-		return
-	}
-	// write "dp_rank"
-	err = en.Append(0xa7, 0x64, 0x70, 0x5f, 0x72, 0x61, 0x6e, 0x6b)
-	if err != nil {
-		return
-	}
-	err = en.WriteUint32(z.DpRank)
-	if err != nil {
-		err = msgp.WrapError(err, "DpRank")
-		return
-	}
-	// write "finish_reason"
-	err = en.Append(0xad, 0x66, 0x69, 0x6e, 0x69, 0x73, 0x68, 0x5f, 0x72, 0x65, 0x61, 0x73, 0x6f, 0x6e)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.FinishReason)
-	if err != nil {
-		err = msgp.WrapError(err, "FinishReason")
-		return
-	}
-	// write "tool_calls"
-	err = en.Append(0xaa, 0x74, 0x6f, 0x6f, 0x6c, 0x5f, 0x63, 0x61, 0x6c, 0x6c, 0x73)
-	if err != nil {
-		return
-	}
-	err = en.WriteArrayHeader(uint32(len(z.ToolCalls)))
-	if err != nil {
-		err = msgp.WrapError(err, "ToolCalls")
-		return
-	}
-	for za0001 := range z.ToolCalls {
-		// map header, size 1
-		// write "name"
-		err = en.Append(0x81, 0xa4, 0x6e, 0x61, 0x6d, 0x65)
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// write "request_id"
+		err = en.Append(0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
 		if err != nil {
 			return
 		}
-		err = en.WriteString(z.ToolCalls[za0001].Name)
+		err = en.WriteString(z.RequestID)
 		if err != nil {
-			err = msgp.WrapError(err, "ToolCalls", za0001, "Name")
+			err = msgp.WrapError(err, "RequestID")
 			return
 		}
-	}
-	// write "output_token_ids"
-	err = en.Append(0xb0, 0x6f, 0x75, 0x74, 0x70, 0x75, 0x74, 0x5f, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x5f, 0x69, 0x64, 0x73)
-	if err != nil {
-		return
-	}
-	err = en.WriteArrayHeader(uint32(len(z.OutputTokenIDs)))
-	if err != nil {
-		err = msgp.WrapError(err, "OutputTokenIDs")
-		return
-	}
-	for za0002 := range z.OutputTokenIDs {
-		err = en.WriteUint32(z.OutputTokenIDs[za0002])
+		// write "session_id"
+		err = en.Append(0xaa, 0x73, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e, 0x5f, 0x69, 0x64)
 		if err != nil {
-			err = msgp.WrapError(err, "OutputTokenIDs", za0002)
 			return
 		}
-	}
-	// write "completed_at_ms"
-	err = en.Append(0xaf, 0x63, 0x6f, 0x6d, 0x70, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
-	if err != nil {
-		return
-	}
-	err = en.WriteInt64(z.CompletedAtMs)
-	if err != nil {
-		err = msgp.WrapError(err, "CompletedAtMs")
-		return
+		err = en.WriteString(z.SessionID)
+		if err != nil {
+			err = msgp.WrapError(err, "SessionID")
+			return
+		}
+		// write "model"
+		err = en.Append(0xa5, 0x6d, 0x6f, 0x64, 0x65, 0x6c)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.Model)
+		if err != nil {
+			err = msgp.WrapError(err, "Model")
+			return
+		}
+		// write "worker_id"
+		err = en.Append(0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
+		if err != nil {
+			return
+		}
+		err = en.WriteUint64(z.WorkerID)
+		if err != nil {
+			err = msgp.WrapError(err, "WorkerID")
+			return
+		}
+		// write "dp_rank"
+		err = en.Append(0xa7, 0x64, 0x70, 0x5f, 0x72, 0x61, 0x6e, 0x6b)
+		if err != nil {
+			return
+		}
+		err = en.WriteUint32(z.DpRank)
+		if err != nil {
+			err = msgp.WrapError(err, "DpRank")
+			return
+		}
+		// write "finish_reason"
+		err = en.Append(0xad, 0x66, 0x69, 0x6e, 0x69, 0x73, 0x68, 0x5f, 0x72, 0x65, 0x61, 0x73, 0x6f, 0x6e)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.FinishReason)
+		if err != nil {
+			err = msgp.WrapError(err, "FinishReason")
+			return
+		}
+		// write "tool_calls"
+		err = en.Append(0xaa, 0x74, 0x6f, 0x6f, 0x6c, 0x5f, 0x63, 0x61, 0x6c, 0x6c, 0x73)
+		if err != nil {
+			return
+		}
+		err = en.WriteArrayHeader(uint32(len(z.ToolCalls)))
+		if err != nil {
+			err = msgp.WrapError(err, "ToolCalls")
+			return
+		}
+		for za0001 := range z.ToolCalls {
+			// map header, size 1
+			// write "name"
+			err = en.Append(0x81, 0xa4, 0x6e, 0x61, 0x6d, 0x65)
+			if err != nil {
+				return
+			}
+			err = en.WriteString(z.ToolCalls[za0001].Name)
+			if err != nil {
+				err = msgp.WrapError(err, "ToolCalls", za0001, "Name")
+				return
+			}
+		}
+		// write "output_token_ids"
+		err = en.Append(0xb0, 0x6f, 0x75, 0x74, 0x70, 0x75, 0x74, 0x5f, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x5f, 0x69, 0x64, 0x73)
+		if err != nil {
+			return
+		}
+		err = en.WriteArrayHeader(uint32(len(z.OutputTokenIDs)))
+		if err != nil {
+			err = msgp.WrapError(err, "OutputTokenIDs")
+			return
+		}
+		for za0002 := range z.OutputTokenIDs {
+			err = en.WriteUint32(z.OutputTokenIDs[za0002])
+			if err != nil {
+				err = msgp.WrapError(err, "OutputTokenIDs", za0002)
+				return
+			}
+		}
+		// write "completed_at_ms"
+		err = en.Append(0xaf, 0x63, 0x6f, 0x6d, 0x70, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
+		if err != nil {
+			return
+		}
+		err = en.WriteInt64(z.CompletedAtMs)
+		if err != nil {
+			err = msgp.WrapError(err, "CompletedAtMs")
+			return
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// write "nvext"
+			err = en.Append(0xa5, 0x6e, 0x76, 0x65, 0x78, 0x74)
+			if err != nil {
+				return
+			}
+			if z.NvExt == nil {
+				err = en.WriteNil()
+				if err != nil {
+					return
+				}
+			} else {
+				err = z.NvExt.EncodeMsg(en)
+				if err != nil {
+					err = msgp.WrapError(err, "NvExt")
+					return
+				}
+			}
+		}
 	}
 	return
 }
@@ -684,43 +838,69 @@ func (z *ResponseEvent) EncodeMsg(en *msgp.Writer) (err error) {
 // MarshalMsg implements msgp.Marshaler
 func (z *ResponseEvent) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 9
-	// string "request_id"
-	o = append(o, 0x89, 0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
-	o = msgp.AppendString(o, z.RequestID)
-	// string "session_id"
-	o = append(o, 0xaa, 0x73, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e, 0x5f, 0x69, 0x64)
-	o = msgp.AppendString(o, z.SessionID)
-	// string "model"
-	o = append(o, 0xa5, 0x6d, 0x6f, 0x64, 0x65, 0x6c)
-	o = msgp.AppendString(o, z.Model)
-	// string "worker_id"
-	o = append(o, 0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
-	o = msgp.AppendUint64(o, z.WorkerID)
-	// string "dp_rank"
-	o = append(o, 0xa7, 0x64, 0x70, 0x5f, 0x72, 0x61, 0x6e, 0x6b)
-	o = msgp.AppendUint32(o, z.DpRank)
-	// string "finish_reason"
-	o = append(o, 0xad, 0x66, 0x69, 0x6e, 0x69, 0x73, 0x68, 0x5f, 0x72, 0x65, 0x61, 0x73, 0x6f, 0x6e)
-	o = msgp.AppendString(o, z.FinishReason)
-	// string "tool_calls"
-	o = append(o, 0xaa, 0x74, 0x6f, 0x6f, 0x6c, 0x5f, 0x63, 0x61, 0x6c, 0x6c, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.ToolCalls)))
-	for za0001 := range z.ToolCalls {
-		// map header, size 1
-		// string "name"
-		o = append(o, 0x81, 0xa4, 0x6e, 0x61, 0x6d, 0x65)
-		o = msgp.AppendString(o, z.ToolCalls[za0001].Name)
+	// check for omitted fields
+	zb0001Len := uint32(10)
+	var zb0001Mask uint16 /* 10 bits */
+	_ = zb0001Mask
+	if z.NvExt == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200
 	}
-	// string "output_token_ids"
-	o = append(o, 0xb0, 0x6f, 0x75, 0x74, 0x70, 0x75, 0x74, 0x5f, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x5f, 0x69, 0x64, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.OutputTokenIDs)))
-	for za0002 := range z.OutputTokenIDs {
-		o = msgp.AppendUint32(o, z.OutputTokenIDs[za0002])
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "request_id"
+		o = append(o, 0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
+		o = msgp.AppendString(o, z.RequestID)
+		// string "session_id"
+		o = append(o, 0xaa, 0x73, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e, 0x5f, 0x69, 0x64)
+		o = msgp.AppendString(o, z.SessionID)
+		// string "model"
+		o = append(o, 0xa5, 0x6d, 0x6f, 0x64, 0x65, 0x6c)
+		o = msgp.AppendString(o, z.Model)
+		// string "worker_id"
+		o = append(o, 0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
+		o = msgp.AppendUint64(o, z.WorkerID)
+		// string "dp_rank"
+		o = append(o, 0xa7, 0x64, 0x70, 0x5f, 0x72, 0x61, 0x6e, 0x6b)
+		o = msgp.AppendUint32(o, z.DpRank)
+		// string "finish_reason"
+		o = append(o, 0xad, 0x66, 0x69, 0x6e, 0x69, 0x73, 0x68, 0x5f, 0x72, 0x65, 0x61, 0x73, 0x6f, 0x6e)
+		o = msgp.AppendString(o, z.FinishReason)
+		// string "tool_calls"
+		o = append(o, 0xaa, 0x74, 0x6f, 0x6f, 0x6c, 0x5f, 0x63, 0x61, 0x6c, 0x6c, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.ToolCalls)))
+		for za0001 := range z.ToolCalls {
+			// map header, size 1
+			// string "name"
+			o = append(o, 0x81, 0xa4, 0x6e, 0x61, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.ToolCalls[za0001].Name)
+		}
+		// string "output_token_ids"
+		o = append(o, 0xb0, 0x6f, 0x75, 0x74, 0x70, 0x75, 0x74, 0x5f, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x5f, 0x69, 0x64, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.OutputTokenIDs)))
+		for za0002 := range z.OutputTokenIDs {
+			o = msgp.AppendUint32(o, z.OutputTokenIDs[za0002])
+		}
+		// string "completed_at_ms"
+		o = append(o, 0xaf, 0x63, 0x6f, 0x6d, 0x70, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
+		o = msgp.AppendInt64(o, z.CompletedAtMs)
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "nvext"
+			o = append(o, 0xa5, 0x6e, 0x76, 0x65, 0x78, 0x74)
+			if z.NvExt == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.NvExt.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "NvExt")
+					return
+				}
+			}
+		}
 	}
-	// string "completed_at_ms"
-	o = append(o, 0xaf, 0x63, 0x6f, 0x6d, 0x70, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
-	o = msgp.AppendInt64(o, z.CompletedAtMs)
 	return
 }
 
@@ -861,6 +1041,23 @@ func (z *ResponseEvent) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "CompletedAtMs")
 				return
 			}
+		case "nvext":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.NvExt = nil
+			} else {
+				if z.NvExt == nil {
+					z.NvExt = new(NvExt)
+				}
+				bts, err = z.NvExt.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "NvExt")
+					return
+				}
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -879,7 +1076,12 @@ func (z *ResponseEvent) Msgsize() (s int) {
 	for za0001 := range z.ToolCalls {
 		s += 1 + 5 + msgp.StringPrefixSize + len(z.ToolCalls[za0001].Name)
 	}
-	s += 17 + msgp.ArrayHeaderSize + (len(z.OutputTokenIDs) * (msgp.Uint32Size)) + 16 + msgp.Int64Size
+	s += 17 + msgp.ArrayHeaderSize + (len(z.OutputTokenIDs) * (msgp.Uint32Size)) + 16 + msgp.Int64Size + 6
+	if z.NvExt == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.NvExt.Msgsize()
+	}
 	return
 }
 

@@ -4,6 +4,7 @@
 package service
 
 import (
+	"github.com/hintstream/hintstream/agents"
 	"io"
 	"log/slog"
 	"time"
@@ -45,6 +46,11 @@ type Config struct {
 	// UpdateStreams lets start-up add missing subjects to existing
 	// streams; without it a mismatch is an error.
 	UpdateStreams bool
+	// Agents, when set, turns agent-aware hints on (package agents):
+	// harness tool events from AgentEventsStream (default AGENT_EVENTS),
+	// outcomes at /v1/outcomes. See docs/agents.md.
+	Agents            *agents.Config
+	AgentEventsStream string
 
 	RegistryBucket  string // default "hintstream_workers"
 	RequestsDurable string // default consumers.DefaultRequestsDurable

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hintstream/hintstream/agents"
 	"log/slog"
 	"os"
 	"slices"
@@ -60,6 +61,8 @@ type Service struct {
 	Learner *tooltime.Learner
 	// Retention is the retention planner, nil when off (after Start).
 	Retention *retention.Planner
+	// agents follows agent programs (nil when Config.Agents is off).
+	agents *agents.Tracker
 
 	lastSnapshot atomic.Uint64 // KV stream sequence the last saved snapshot covers
 	// lastSnapCreated is the stream incarnation (creation, Unix ns)
@@ -233,7 +236,8 @@ func (s *Service) Start(ctx context.Context) (err error) {
 						return nil, retention.Stats{}, false
 					}
 					return s.Retention.Top(observe.RetentionTop), s.Retention.Stats(), true
-				}})
+				},
+				Outcomes: s.outcomesView})
 		if err != nil {
 			return err
 		}
@@ -287,15 +291,23 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		consumers.ApplyMessages(s.engine.KV), dlq, s.Counters, s.log)
 	s.load = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "load", Stream: st.Load.Name,
 		Filter: st.Load.Subjects}, consumers.ApplyMessages(s.engine.Load), dlq, s.Counters, s.log)
+	var respond consumers.Decide // nil: responses only for the agents
+	if pinning != nil {
+		respond = s.engine.Response
+	}
+	decideRequest, decideResponse, err := s.startAgents(ctx, s.engine.Request, respond)
+	if err != nil {
+		return err
+	}
 	s.requests = consumers.NewRequestConsumer(s.js, consumers.RequestConfig{
 		Stream: st.Requests.Name, Durable: s.cfg.RequestsDurable, Filter: s.consumerFilter(st.Requests.Subjects, streams.RequestPrefix),
 		DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
-	}, s.engine.Request, dlq, s.Counters, s.log)
-	if pinning != nil {
+	}, decideRequest, dlq, s.Counters, s.log)
+	if pinning != nil || s.agents != nil {
 		s.responses = consumers.NewResponseConsumer(s.js, consumers.ResponseConfig{
 			Stream: st.Responses.Name, Durable: s.cfg.ResponsesDurable, Filter: s.consumerFilter(st.Responses.Subjects, streams.ResponsePrefix),
 			DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
-		}, s.engine.Response, dlq, s.Counters, s.log)
+		}, decideResponse, dlq, s.Counters, s.log)
 	}
 	for _, c := range []*consumers.StateConsumer{s.kv, s.load} {
 		if err := c.Start(ctx); err != nil {
@@ -311,6 +323,9 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	// take requests only once the state streams are applied up to now.
 	if err := s.WaitCaughtUp(ctx); err != nil {
 		return fmt.Errorf("catching up on KV events and load: %w", err)
+	}
+	if err := s.startAgentEvents(ctx, dlq); err != nil {
+		return err
 	}
 	if err := s.requests.Start(ctx); err != nil {
 		return err

@@ -41,11 +41,14 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		logFormat  = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
 		logLevel   = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
 	)
+	agentFlags := registerAgentBridgeFlags(fs)
 	natsCfg := natsFlags(fs, "hintstream-bridge")
 	connectTimeout := connectTimeoutFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: hintstream bridge --zmq-endpoint tcp://... --worker-id N [flags]\n\n"+
-			"Republishes an engine's ZMQ KV events to JetStream kv.events.<worker-id>.\n\nFlags (default in brackets):\n")
+		fmt.Fprintf(fs.Output(), "Usage: hintstream bridge --zmq-endpoint tcp://... --worker-id N [flags]\n"+
+			"       hintstream bridge --agent-events tcp://... [--agent-events tcp://...] [flags]\n\n"+
+			"Republishes an engine's ZMQ KV events to JetStream kv.events.<worker-id>,\n"+
+			"and agent harnesses' tool events to agent.events.<workflow>.\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
 	}
 	applyConfig := configFlag(fs)
@@ -58,12 +61,16 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *endpoint == "" || *workerID == "" {
-		return errors.New("--zmq-endpoint and --worker-id are required")
+	kvBridge := *endpoint != "" || *workerID != "" || len(agentFlags.endpoints) == 0
+	if kvBridge && (*endpoint == "" || *workerID == "") {
+		return errors.New("--zmq-endpoint and --worker-id are required (unless only --agent-events is given)")
 	}
-	id, err := strconv.ParseUint(*workerID, 10, 64)
-	if err != nil {
-		return fmt.Errorf("--worker-id %q: want a decimal uint64", *workerID)
+	var id uint64
+	if kvBridge {
+		var err error
+		if id, err = strconv.ParseUint(*workerID, 10, 64); err != nil {
+			return fmt.Errorf("--worker-id %q: want a decimal uint64", *workerID)
+		}
 	}
 	if *dpRank > 1<<32-1 {
 		return fmt.Errorf("--dp-rank %d: out of range", *dpRank)
@@ -96,6 +103,20 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return fmt.Errorf("connect to %s: %w", *natsURL, err)
 	}
 	defer nc.Close()
+	if !kvBridge {
+		return runAgentBridge(ctx, js, agentFlags, *update, log)
+	}
+	if len(agentFlags.endpoints) > 0 {
+		agentDone := make(chan error, 1)
+		actx, cancel := context.WithCancel(ctx)
+		go func() { agentDone <- runAgentBridge(actx, js, agentFlags, *update, log) }()
+		defer func() {
+			cancel()
+			if aerr := <-agentDone; err == nil {
+				err = aerr
+			}
+		}()
+	}
 	cfg := def.KVEvents
 	cfg.Name, cfg.Subjects = *kvStream, split(*kvSubj)
 	if _, _, err := streams.Ensure(ctx, js, cfg, streams.WithUpdate(*update), streams.WithLogger(log)); err != nil {

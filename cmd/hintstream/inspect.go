@@ -28,6 +28,7 @@ Asks a running instance (its --http-addr) what it sees:
              --tokens-file F (a JSON array of token ids, "-" for stdin)
   tooltime   the learned tool times (tool-call pins must be on)
   retention  the retention planner's top pinned pages: score, bytes, expiry, reason
+  outcomes   the last agent hints (prefetches, pins) and their fate (run --agents)
 
 Flags (before or after COMMAND):
 `
@@ -60,13 +61,13 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprint(stderr, inspectUsage)
-		return errors.New("missing command: workers, index, overlap, tooltime or retention")
+		return errors.New("missing command: workers, index, overlap, tooltime, retention or outcomes")
 	}
 	what := fs.Arg(0)
 	switch what {
-	case "workers", "index", "tooltime", "overlap", "retention":
+	case "workers", "index", "tooltime", "overlap", "retention", "outcomes":
 	default:
-		return fmt.Errorf("unknown command %q: want workers, index, overlap, tooltime or retention", what)
+		return fmt.Errorf("unknown command %q: want workers, index, overlap, tooltime, retention or outcomes", what)
 	}
 	sub := flag.NewFlagSet("inspect "+what, flag.ContinueOnError)
 	sub.SetOutput(stderr)
@@ -107,6 +108,8 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		return inspectGet(ctx, c, "/v1/tooltime", common.json, stdout, printToolTime)
 	case "retention":
 		return inspectGet(ctx, c, "/v1/retention", common.json, stdout, printRetention) // inspect_retention.go
+	case "outcomes":
+		return inspectGet(ctx, c, "/v1/outcomes", common.json, stdout, printOutcomes)
 	case "overlap":
 		body, err := json.Marshal(observe.OverlapRequest{Model: *model, TokenIDs: ids})
 		if err != nil {

@@ -64,6 +64,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	)
 	natsCfg := natsFlags(fs, "hintstream")
 	applyAffinity := affinityFlags(fs)
+	applyAgents := agentFlags(fs)
 	applyPins := pinFlags(fs)
 	applyCardinality := cardinalityFlags(fs) // flags_cardinality.go
 	applyConnect := connectFlags(fs)         // flags_connect.go
@@ -112,6 +113,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	applyRetain(&cfg.Decisions)
 	applyAffinity(&cfg)
 	if err := applyPins(&cfg); err != nil {
+		return err
+	}
+	if err := applyAgents(&cfg); err != nil {
 		return err
 	}
 	cfg.KVApplyShards = *kvShards
@@ -199,7 +203,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		fmt.Fprintf(stdout, "hintstream: embedded JetStream server at %s (store %s)\n", svc.ClientURL(), *dataDir)
 	}
 	if *demoOn {
-		opts := demo.Options{Interval: *demoEvery, Count: *demoCount, Out: stdout, Logger: log, Bucket: *bucket, Master: master}
+		opts := demo.Options{Interval: *demoEvery, Count: *demoCount, Out: stdout, Logger: log,
+			Bucket: *bucket, Master: master, Agents: cfg.Agents != nil, Outcomes: newOutcomeLines(svc)}
 		if *demoEngineName != "" {
 			de, err := startDemoEngine(ctx, *demoEngineName, stdout, log)
 			if err != nil {

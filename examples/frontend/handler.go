@@ -23,6 +23,9 @@ type chatRequest struct {
 		Role    string `json:"role"`
 		Content string `json:"content"`
 	} `json:"messages"`
+	// Nvext is Dynamo's request extension; its agent_context and
+	// agent_hints travel on both events (docs/agents.md).
+	Nvext *schemas.NvExt `json:"nvext"`
 }
 
 // ToolCall is one tool the model asked for.
@@ -71,13 +74,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "want an OpenAI chat completion request with a model", http.StatusBadRequest)
 		return
 	}
+	if reason := schemas.CheckAgentContext(req.Nvext.Context(), 0); reason != "" {
+		http.Error(w, "nvext: "+reason, http.StatusBadRequest) // as Dynamo's frontend refuses it
+		return
+	}
 	id := fmt.Sprintf("chatcmpl-%d-%d", time.Now().UnixNano(), h.seq.Add(1))
 	var prompt strings.Builder
 	for _, m := range req.Messages {
 		fmt.Fprintf(&prompt, "<|%s|>%s\n", m.Role, m.Content)
 	}
 	ev := &schemas.RequestEvent{RequestID: id, SessionID: req.User, Model: req.Model,
-		TokenIDs: h.Tokenize(req.Model, prompt.String()), ReceivedAtMs: time.Now().UnixMilli()}
+		TokenIDs: h.Tokenize(req.Model, prompt.String()), ReceivedAtMs: time.Now().UnixMilli(), NvExt: req.Nvext}
 	for _, name := range forwarded {
 		if v, ok := r.Header[http.CanonicalHeaderKey(name)]; ok && len(v) > 0 {
 			if ev.Headers == nil {
@@ -105,7 +112,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := &schemas.ResponseEvent{RequestID: id, SessionID: req.User, Model: req.Model, WorkerID: out.WorkerID,
 		DpRank: out.DpRank, FinishReason: out.FinishReason, OutputTokenIDs: out.TokenIDs,
-		CompletedAtMs: time.Now().UnixMilli()}
+		CompletedAtMs: time.Now().UnixMilli(), NvExt: req.Nvext}
 	for _, tc := range out.ToolCalls {
 		resp.ToolCalls = append(resp.ToolCalls, schemas.ToolCall{Name: tc.Name})
 	}

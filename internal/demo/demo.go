@@ -51,6 +51,11 @@ type Options struct {
 	// as received: `run --demo --demo-engine` passes it on to a
 	// `hintstream adapter` in front of a stand-in engine.
 	Forward func(workerID uint64, msg []byte)
+	// Agents adds an agent whose harness publishes tool events (agent.go;
+	// hintstream must run with --agents). Outcomes, when set, gives the
+	// agent hints' outcomes decided since its last call, one line each.
+	Agents   bool
+	Outcomes func() []string
 }
 
 // Received is one hint a demo worker got.
@@ -177,6 +182,16 @@ func (d *Demo) Run(ctx context.Context) error {
 		fmt.Fprintf(d.opts.Out, "demo: KV events and load published; a wake-up every %v (Ctrl-C to stop)\n", d.opts.Interval)
 	}
 
+	if d.opts.Agents && !d.opts.TrafficOnly {
+		agentDone := make(chan struct{})
+		go func() {
+			defer close(agentDone)
+			if err := d.runAgent(ctx); err != nil && ctx.Err() == nil {
+				d.opts.Logger.Warn("demo agent stopped", "err", err)
+			}
+		}()
+		defer func() { cancel(); <-agentDone }()
+	}
 	tick := time.NewTicker(d.opts.Interval)
 	defer tick.Stop()
 	for n := 0; d.opts.Count == 0 || n < d.opts.Count; n++ {
