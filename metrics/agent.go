@@ -44,13 +44,13 @@ func NewAgent(f *Families) *Agent {
 func newAgent(f *Families) *Agent {
 	b := builder{&f.set}
 	a := &Agent{
-		Events:    b.vec("agent_events.received", "event", "Agent tool lifecycle records applied, by event type.", AgentEventTypes...),
-		Malformed: b.vec("agent_events.malformed", "reason", "Agent tool records dead-lettered and skipped, by reason.", "record too large", "unsupported schema", "not a tool event"),
-		Hints:     b.vec("agent.hints", "kind", "Hints sent on an agent's signals, by kind (tool_start_pin, tool_end_prefetch, predicted_prefetch, speculative_prefetch).", AgentHintKinds...),
-		Timing: b.vec("agent.predicted_prefetch", "timing",
+		Events:    b.vec("hintstream_agent_events_received_total", "event", "Agent tool lifecycle records applied, by event type.", AgentEventTypes...),
+		Malformed: b.vec("hintstream_agent_events_malformed_total", "reason", "Agent tool records dead-lettered and skipped, by reason.", "record too large", "unsupported schema", "not a tool event"),
+		Hints:     b.vec("hintstream_agent_hints_total", "kind", "Hints sent on an agent's signals, by kind (tool_start_pin, tool_end_prefetch, predicted_prefetch, speculative_prefetch).", AgentHintKinds...),
+		Timing: b.vec("hintstream_agent_predicted_prefetch_total", "timing",
 			"Predicted prefetches (at tool start + predicted time - load time) against the tool's real end: late (not loaded by then), on_time, early (expired before it).", PrefetchTimings...),
-		Suppressed: b.vec("agent.prefetch_suppressed", "scope", "Agent prefetches not sent because most of that workflow type's or tool class's prefetches went unused.", "workflow_type", "tool_class"),
-		TokensSaved: b.counter("prefill_tokens_saved",
+		Suppressed: b.vec("hintstream_agent_prefetch_suppressed_total", "scope", "Agent prefetches not sent because most of that workflow type's or tool class's prefetches went unused.", "workflow_type", "tool_class"),
+		TokensSaved: b.counter("hintstream_prefill_tokens_saved_total",
 			"Estimated prefill tokens the hints saved: a used prefetch's tokens, a kept pin's tokens."),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "hint_outcomes_total",
 			Help: "Hints by what became of them: prefetch used, wrong_worker, expired or not_loaded; pin kept, lapsed or released."},

@@ -12,12 +12,13 @@ import (
 
 // retentionFlags registers the retention planner's run flags and returns
 // the function that validates them into a service.Config after parsing.
-// The planner runs when --l3-pin-budget is set.
+// The planner runs when --l3-pin-budget is set. It sizes a page with
+// --kv-bytes-per-token, which agentFlags defines once for both (run
+// registers agentFlags first).
 func retentionFlags(fs *flag.FlagSet) func(*service.Config) error {
 	var (
 		budget   = fs.String("l3-pin-budget", "", "bytes the retention planner may pin in Mooncake at once, or a share of --l3-capacity (\"40%\"); empty: no planner, tool-call pins alone")
 		capacity = fs.Int64("l3-capacity", 0, "the Mooncake store's capacity in bytes (for a --l3-pin-budget given as a share)")
-		kvBytes  = fs.Int("kv-bytes-per-token", retention.DefaultKVBytesPerToken, "KV cache bytes per token of the served model (sizes a page for the pin budget)")
 		horizon  = fs.Duration("retention-horizon", retention.DefaultHorizon, "horizon of the retention planner's reuse estimates")
 		interval = fs.Duration("retention-interval", retention.DefaultInterval, "event time between retention plans; a plan's pins last three intervals")
 		minP     = fs.Float64("retention-min-probability", retention.DefaultMinProbability, "least estimated chance of reuse within the horizon worth a pin")
@@ -26,7 +27,15 @@ func retentionFlags(fs *flag.FlagSet) func(*service.Config) error {
 		if *budget == "" {
 			return nil
 		}
-		rc := retention.Config{Capacity: *capacity, KVBytesPerToken: *kvBytes, Horizon: *horizon, Interval: *interval,
+		kvBytes := retention.DefaultKVBytesPerToken
+		if f := fs.Lookup("kv-bytes-per-token"); f != nil {
+			v, err := strconv.Atoi(f.Value.String())
+			if err != nil {
+				return fmt.Errorf("--kv-bytes-per-token: %w", err)
+			}
+			kvBytes = v
+		}
+		rc := retention.Config{Capacity: *capacity, KVBytesPerToken: kvBytes, Horizon: *horizon, Interval: *interval,
 			MinProbability: *minP}
 		if pct, ok := strings.CutSuffix(strings.TrimSpace(*budget), "%"); ok {
 			v, err := strconv.ParseFloat(pct, 64)
