@@ -8,7 +8,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/hintstream/hintstream/loadtest/sim"
+	"github.com/hintstream/hintstream/sim"
 	"github.com/hintstream/hintstream/loadtest/workload"
 	"github.com/hintstream/hintstream/service"
 )

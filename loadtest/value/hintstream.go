@@ -11,7 +11,7 @@ import (
 
 	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/internal/natsembed"
-	"github.com/hintstream/hintstream/loadtest/sim"
+	"github.com/hintstream/hintstream/sim"
 	"github.com/hintstream/hintstream/service"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats-server/v2/server"

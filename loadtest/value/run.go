@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hintstream/hintstream/loadtest/sim"
+	"github.com/hintstream/hintstream/sim"
 	"github.com/hintstream/hintstream/loadtest/workload"
 )
 
