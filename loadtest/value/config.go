@@ -8,9 +8,9 @@ import (
 	"math"
 	"time"
 
-	"github.com/hintstream/hintstream/sim"
 	"github.com/hintstream/hintstream/loadtest/workload"
 	"github.com/hintstream/hintstream/service"
+	"github.com/hintstream/hintstream/sim"
 )
 
 // Defaults of Config.

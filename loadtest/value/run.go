@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hintstream/hintstream/sim"
 	"github.com/hintstream/hintstream/loadtest/workload"
+	"github.com/hintstream/hintstream/sim"
 )
 
 // Run plays cfg.Workload three times on identical clusters — without
