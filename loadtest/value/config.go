@@ -85,6 +85,9 @@ type Config struct {
 	// (default 30s); reaching it fails the run.
 	HintTimeout time.Duration
 	Logger      *slog.Logger // default: discard
+	// Progress, when set, is called now and then during each run with
+	// the events played so far and the run's total.
+	Progress func(done, total int)
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -156,6 +159,9 @@ type ModeResult struct {
 	// eviction (NaN without pins).
 	PinsHonoured    float64
 	DeviceEvictions int64
+	// WastedPrefetchBlocks are blocks a prefetch loaded that its turn did
+	// not use (routed elsewhere, evicted, or never came).
+	WastedPrefetchBlocks int64
 	// Hint delivery (hintstream only): envelopes dropped as duplicates,
 	// undecodable, or prefetches past expires_at_ms.
 	DuplicateHints, BadHints, ExpiredPrefetches int

@@ -31,7 +31,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		out  *ModeResult
 	}{{ModeNoHints, &res.NoHints}, {ModeOracle, &res.Oracle}, {ModeHintstream, &res.Hintstream}} {
 		cfg.Logger.Info("value: run", "mode", m.mode, "requests", len(w.Requests))
-		r, err := runMode(ctx, cfg, pr, m.mode)
+		r, err := runMode(ctx, cfg, pr, m.mode, nil)
 		if err != nil {
 			return res, fmt.Errorf("value: %s run: %w", m.mode, err)
 		}
@@ -125,7 +125,13 @@ type player struct {
 	// held right after the prefetch; served what each request found.
 	extent map[int]int
 	served []servedInfo
+	// loaded is, per request with a prefetch not yet used, which of its
+	// blocks the prefetch loaded: from start, n blocks, on worker.
+	loaded map[int]loadedRange
+	events int // played, for Config.Progress
 }
+
+type loadedRange struct{ worker, start, n int }
 
 // servedInfo is what a request found, for the lost-savings breakdown.
 type servedInfo struct {
@@ -133,12 +139,15 @@ type servedInfo struct {
 	pinLapsed     bool // its previous turn's pin had lapsed when it came
 }
 
-func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode) (ModeResult, error) {
+// runMode plays one run; pol, for a policy run (Simulate), is the
+// in-process engine's policy and names the run.
+func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode, pol *Policy) (ModeResult, error) {
 	start := time.Now()
 	p := &player{cfg: cfg, w: cfg.Workload, pr: pr,
 		res: ModeResult{Mode: mode, PerRequestCost: make([]float64, len(cfg.Workload.Requests)),
 			causes: make([]cause, len(cfg.Workload.Requests)), extent: make([]int, len(cfg.Workload.Requests))},
 		routed: make([]int, len(cfg.Workload.Requests)), prefetchedTo: map[int]int{}, extent: map[int]int{},
+		loaded: map[int]loadedRange{},
 		served: make([]servedInfo, len(cfg.Workload.Requests))}
 	var h hooks
 	var err error
@@ -151,6 +160,12 @@ func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode) (ModeResul
 		h = &oracle{p: p, pinned: map[int]int{}}
 	case ModeHintstream:
 		h, err = startHintstream(ctx, p)
+	default:
+		if pol == nil {
+			return p.res, fmt.Errorf("%w: no policy for run %q", ErrConfig, mode)
+		}
+		p.cfg.Affinity = pol.Affinity
+		h, err = startEngine(p, *pol)
 	}
 	if err != nil {
 		return p.res, err
@@ -160,6 +175,9 @@ func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode) (ModeResul
 		return p.res, err
 	}
 	h.finish(&p.res)
+	for _, l := range p.loaded {
+		p.res.WastedPrefetchBlocks += int64(l.n)
+	}
 	for i, n := range p.extent {
 		p.res.extent[i] = n
 	}
@@ -169,7 +187,10 @@ func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode) (ModeResul
 }
 
 func (p *player) play(ctx context.Context, h hooks) error {
-	for _, ev := range p.w.Events {
+	for k, ev := range p.w.Events {
+		if p.cfg.Progress != nil && k%1024 == 0 {
+			p.cfg.Progress(k, len(p.w.Events))
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -230,6 +251,16 @@ func (p *player) serve(ctx context.Context, h hooks, i int) (int, error) {
 	p.served[i].unready = out.UnreadyTokens / p.w.BlockSize
 	p.res.causes[i] = p.classify(i, wk)
 	p.res.PerRequestCost[i] = float64(out.RecomputedTokens) + p.cfg.Alpha*float64(out.L3Tokens)
+	if l, ok := p.loaded[i]; ok {
+		// A prefetched block is used when the turn found it ready on the
+		// worker it was loaded into; the rest moved for nothing.
+		used := 0
+		if l.worker == wk {
+			used = min(max(out.DeviceTokens/p.w.BlockSize-l.start, 0), l.n)
+		}
+		p.res.WastedPrefetchBlocks += int64(l.n - used)
+		delete(p.loaded, i)
+	}
 	if to, ok := p.prefetchedTo[i]; ok && to == wk {
 		p.res.PrefetchAccurate++
 	}
@@ -238,10 +269,15 @@ func (p *player) serve(ctx context.Context, h hooks, i int) (int, error) {
 
 // prefetch applies a prefetch for request i on worker wk.
 func (p *player) prefetch(i, wk int, pr *sim.Prompt) error {
+	start := p.cl.Workers[wk].Cache.Prefix(pr.Seq)
 	n, err := p.cl.Prefetch(wk, pr)
 	if err != nil {
 		return err
 	}
+	if prev, ok := p.loaded[i]; ok {
+		p.res.WastedPrefetchBlocks += int64(prev.n)
+	}
+	p.loaded[i] = loadedRange{worker: wk, start: start, n: n}
 	p.res.Prefetches++
 	p.res.PrefetchedBlocks += int64(n)
 	p.prefetchedTo[i] = wk

@@ -1,0 +1,84 @@
+package value
+
+import (
+	"context"
+	"fmt"
+)
+
+// Simulation is what Simulate measured: the no-hints run, the next-turn
+// oracle, the clairvoyant bound and one run per policy, all on identical
+// clusters, with savings against the no-hints run.
+type Simulation struct {
+	Result
+	// Policies are the in-process engine's runs, in the order asked
+	// (Mode is the policy's name), each with its lost savings.
+	Policies []ModeResult
+}
+
+// Simulate plays cfg.Workload without hints, with the next-turn oracle
+// and once per policy with hintstream's decision engine in process on
+// the simulated clock (no service, no bus, no sockets), and computes the
+// clairvoyant bound. Like Run, it fails with ErrBoundBeaten if a run
+// costs less than the bound. The Result's Hintstream run is left empty.
+func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return Simulation{}, err
+	}
+	if len(policies) == 0 {
+		return Simulation{}, fmt.Errorf("%w: no policy", ErrConfig)
+	}
+	seen := map[string]bool{}
+	for _, p := range policies {
+		switch Mode(p.Name) {
+		case "", ModeNoHints, ModeOracle, ModeHintstream, ModeBound:
+			return Simulation{}, fmt.Errorf("%w: policy name %q is empty or a run's", ErrConfig, p.Name)
+		}
+		if seen[p.Name] {
+			return Simulation{}, fmt.Errorf("%w: policy %q twice", ErrConfig, p.Name)
+		}
+		seen[p.Name] = true
+	}
+	w := cfg.Workload
+	var s Simulation
+	s.Result = Result{Workload: w.Stats(), Workers: cfg.Workers, DeviceBlocks: cfg.DeviceBlocks,
+		L3Blocks: cfg.L3Blocks, BlockSize: w.BlockSize, Alpha: cfg.Alpha, AnnounceToolTime: cfg.AnnounceToolTime, Affinity: cfg.Affinity,
+		TransferTime: cfg.TransferTime, KVBytesPerToken: cfg.KVBytesPerToken, L3Bandwidth: cfg.L3Bandwidth}
+	pr, err := newPrompts(cfg)
+	if err != nil {
+		return s, err
+	}
+	if s.NoHints, err = runMode(ctx, cfg, pr, ModeNoHints, nil); err != nil {
+		return s, fmt.Errorf("value: %s run: %w", ModeNoHints, err)
+	}
+	if s.Oracle, err = runMode(ctx, cfg, pr, ModeOracle, nil); err != nil {
+		return s, fmt.Errorf("value: %s run: %w", ModeOracle, err)
+	}
+	for i := range policies {
+		m, err := runMode(ctx, cfg, pr, Mode(policies[i].Name), &policies[i])
+		if err != nil {
+			return s, fmt.Errorf("value: policy %q: %w", policies[i].Name, err)
+		}
+		s.Policies = append(s.Policies, m)
+	}
+	var boundHits []int
+	if s.Bound, boundHits, err = boundMode(cfg, pr); err != nil {
+		return s, err
+	}
+	announced := func(i int) bool { return w.Requests[i].HasWakeup }
+	s.NoHints.Saving = 0
+	s.Oracle.Saving = s.NoHints.Cost - s.Oracle.Cost
+	s.Bound.Saving = s.NoHints.Cost - s.Bound.Cost
+	s.Oracle.Lost = lostSavings(s.Oracle, s.Bound, s.NoHints, boundHits, announced)
+	for i := range s.Policies {
+		m := &s.Policies[i]
+		m.Saving = s.NoHints.Cost - m.Cost
+		m.Lost = lostSavings(*m, s.Bound, s.NoHints, boundHits, announced)
+	}
+	for _, m := range append([]ModeResult{s.NoHints, s.Oracle}, s.Policies...) {
+		if m.Cost < s.Bound.Cost-1e-6*max(1, s.Bound.Cost) {
+			return s, fmt.Errorf("%w: %s costs %.0f, the bound %.0f", ErrBoundBeaten, m.Mode, m.Cost, s.Bound.Cost)
+		}
+	}
+	return s, nil
+}
