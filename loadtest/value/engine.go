@@ -34,12 +34,12 @@ type Policy struct {
 // half alone, the two pin variants its flags select, and affinity on.
 func Policies() []Policy {
 	return []Policy{
-		{Name: "hintstream"},
+		{Name: "today's"},
 		{Name: "prefetch only", NoPins: true},
 		{Name: "pins only", NoPrefetch: true},
 		{Name: "keep pin on next turn", Decisions: hints.Decisions{KeepPinOnNextTurn: true}},
 		{Name: "no pin renewal", Decisions: hints.Decisions{NoPinRenewal: true}},
-		{Name: "hintstream + affinity", Affinity: true},
+		{Name: "today's + affinity", Affinity: true},
 	}
 }
 
