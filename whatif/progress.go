@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -24,6 +25,8 @@ type progress struct {
 	w     io.Writer
 	total int
 	start time.Time
+	mu    sync.Mutex // runs report concurrently
+	done  int
 	last  time.Time
 }
 
@@ -31,8 +34,16 @@ func newProgress(w io.Writer, total int) *progress {
 	return &progress{w: w, total: max(total, 1), start: time.Now()}
 }
 
-func (p *progress) set(done int) {
-	if p.w == nil || time.Since(p.last) < 200*time.Millisecond {
+// add counts events played and redraws the bar.
+func (p *progress) add(events int) {
+	if p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done += events
+	done := p.done
+	if time.Since(p.last) < 200*time.Millisecond {
 		return
 	}
 	p.last = time.Now()

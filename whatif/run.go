@@ -86,19 +86,9 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 	}
 	bar := newProgress(o.Progress, len(points)*(len(o.Policies)+2)*len(w.Events))
 	for k, c := range points {
-		runsBefore := k * (len(o.Policies) + 2)
-		run := 0
 		cfg := value.Config{Workload: w, Workers: c.Workers, DeviceBlocks: c.DeviceBlocks, L3Blocks: c.L3Pages(),
 			Alpha: c.Alpha, TransferTime: c.L3Bandwidth > 0, KVBytesPerToken: c.KVBytesPerToken, L3Bandwidth: c.L3Bandwidth,
-			Logger: o.Logger}
-		last := -1
-		cfg.Progress = func(done, total int) {
-			if done < last {
-				run++
-			}
-			last = done
-			bar.set((runsBefore+run)*total + done)
-		}
+			Logger: o.Logger, Progress: bar.add}
 		s, err := value.Simulate(ctx, cfg, o.Policies)
 		if err != nil {
 			return nil, err

@@ -86,8 +86,9 @@ type Config struct {
 	HintTimeout time.Duration
 	Logger      *slog.Logger // default: discard
 	// Progress, when set, is called now and then during each run with
-	// the events played so far and the run's total.
-	Progress func(done, total int)
+	// the events it played since its last call (each run plays every
+	// event of the workload once). Simulate's runs call it concurrently.
+	Progress func(events int)
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -3,6 +3,7 @@ package value
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hintstream/hintstream/loadtest/workload"
@@ -72,6 +73,7 @@ func clusterConfig(cfg Config) sim.Config {
 // prompts hashes each request's prompt once for all runs; tokens are
 // made again when needed (they are cheap, and large).
 type prompts struct {
+	mu     sync.Mutex // runs of Simulate share it
 	w      *workload.Workload
 	hasher *sim.Cluster
 	seq    [][]uint64
@@ -89,15 +91,22 @@ func newPrompts(cfg Config) (*prompts, error) {
 
 func (p *prompts) get(i int) (*sim.Prompt, error) {
 	tokens := p.w.PromptTokens(i)
-	if p.seq[i] == nil {
+	p.mu.Lock()
+	seq, keys := p.seq[i], p.keys[i]
+	p.mu.Unlock()
+	if seq == nil {
+		// Hashed outside the lock: two runs may both hash a prompt, to
+		// the same result.
 		pr, err := p.hasher.Prompt(tokens)
 		if err != nil {
 			return nil, err
 		}
+		p.mu.Lock()
 		p.seq[i], p.keys[i] = pr.Seq, pr.Keys
+		p.mu.Unlock()
 		return pr, nil
 	}
-	return &sim.Prompt{Tokens: tokens, Seq: p.seq[i], Keys: p.keys[i]}, nil
+	return &sim.Prompt{Tokens: tokens, Seq: seq, Keys: keys}, nil
 }
 
 // hooks is what a mode adds to the common play: the hints, and with
@@ -188,8 +197,8 @@ func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode, pol *Polic
 
 func (p *player) play(ctx context.Context, h hooks) error {
 	for k, ev := range p.w.Events {
-		if p.cfg.Progress != nil && k%1024 == 0 {
-			p.cfg.Progress(k, len(p.w.Events))
+		if p.cfg.Progress != nil && k%1024 == 1023 {
+			p.cfg.Progress(1024)
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -212,6 +221,9 @@ func (p *player) play(ctx context.Context, h hooks) error {
 		if err != nil {
 			return fmt.Errorf("%s of request %d at %v: %w", ev.Kind, i, ev.At, err)
 		}
+	}
+	if p.cfg.Progress != nil {
+		p.cfg.Progress(len(p.w.Events) % 1024)
 	}
 	return nil
 }

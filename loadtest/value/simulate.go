@@ -2,7 +2,10 @@ package value
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 )
 
 // Simulation is what Simulate measured: the no-hints run, the next-turn
@@ -48,18 +51,38 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 	if err != nil {
 		return s, err
 	}
-	if s.NoHints, err = runMode(ctx, cfg, pr, ModeNoHints, nil); err != nil {
-		return s, fmt.Errorf("value: %s run: %w", ModeNoHints, err)
+	// The runs share only the workload and the hashed prompts: they run
+	// side by side, as many at once as there are CPUs.
+	type job struct {
+		mode Mode
+		pol  *Policy
+		out  *ModeResult
 	}
-	if s.Oracle, err = runMode(ctx, cfg, pr, ModeOracle, nil); err != nil {
-		return s, fmt.Errorf("value: %s run: %w", ModeOracle, err)
-	}
+	s.Policies = make([]ModeResult, len(policies))
+	jobs := []job{{ModeNoHints, nil, &s.NoHints}, {ModeOracle, nil, &s.Oracle}}
 	for i := range policies {
-		m, err := runMode(ctx, cfg, pr, Mode(policies[i].Name), &policies[i])
-		if err != nil {
-			return s, fmt.Errorf("value: policy %q: %w", policies[i].Name, err)
-		}
-		s.Policies = append(s.Policies, m)
+		jobs = append(jobs, job{Mode(policies[i].Name), &policies[i], &s.Policies[i]})
+	}
+	errs := make([]error, len(jobs))
+	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
+	var wg sync.WaitGroup
+	for k, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			m, err := runMode(ctx, cfg, pr, j.mode, j.pol)
+			if err != nil {
+				errs[k] = fmt.Errorf("value: %s run: %w", j.mode, err)
+				return
+			}
+			*j.out = m
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return s, err
 	}
 	var boundHits []int
 	if s.Bound, boundHits, err = boundMode(cfg, pr); err != nil {

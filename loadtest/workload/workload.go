@@ -153,16 +153,25 @@ func (w *Workload) PromptTokens(i int) []uint32 {
 	return out
 }
 
+// promptRange is request i's prompt tokens [from, to), to ≤ its length:
+// PromptTokens(i)[from:to] without making the whole prompt.
+func (w *Workload) promptRange(i, from, to int) []uint32 {
+	r := &w.Requests[i]
+	out := make([]uint32, 0, to-from)
+	for t := from; t < to; t++ {
+		b, j := t/w.BlockSize, t%w.BlockSize
+		out = append(out, uint32((r.HashIDs[b]*uint64(w.BlockSize)+uint64(j))%(1<<31)))
+	}
+	return out
+}
+
 // OutputTokens returns request i's output: the next turn's tokens at
 // those positions when it has one (the next turn holds them), else tokens
 // of a block id of its own.
 func (w *Workload) OutputTokens(i int) []uint32 {
 	r := &w.Requests[i]
-	if r.Next >= 0 {
-		next := w.PromptTokens(r.Next)
-		if len(next) >= r.InputLength+r.OutputLength {
-			return next[r.InputLength : r.InputLength+r.OutputLength]
-		}
+	if r.Next >= 0 && w.Requests[r.Next].InputLength >= r.InputLength+r.OutputLength {
+		return w.promptRange(r.Next, r.InputLength, r.InputLength+r.OutputLength)
 	}
 	out := make([]uint32, 0, r.OutputLength)
 	for b := 0; len(out) < r.OutputLength; b++ {
