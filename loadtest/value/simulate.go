@@ -81,6 +81,9 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 		}()
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return s, err // one cause, not one per run
+	}
 	if err := errors.Join(errs...); err != nil {
 		return s, err
 	}
