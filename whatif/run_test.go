@@ -45,7 +45,7 @@ func TestSweepOverL3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var bar bytes.Buffer
 	rep, err := Run(ctx, slice(t), Options{Cluster: small(), Sweep: &sw, Progress: &bar})

@@ -79,7 +79,7 @@ func counts(t *testing.T, js jetstream.JetStream) map[string]uint64 {
 // every stream as it was.
 func TestFromStreamsReadsTheClusterHistory(t *testing.T) {
 	js := bus(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	src := slice(t)
 	w, err := workload.FromRecords(src.Records, workload.TraceOptions{})
