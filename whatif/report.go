@@ -54,6 +54,9 @@ type Point struct {
 	Cluster Cluster     `json:"cluster"`
 	L3Pages int         `json:"l3_pages"`
 	Runs    []RunResult `json:"runs"`
+	// HeldPrompts is the most requests' hashes held at once: those in
+	// flight or announced, not the trace.
+	HeldPrompts int `json:"held_prompts"`
 }
 
 // RunResult is one run: "off" (no hints), a "policy" through the decision

@@ -131,7 +131,7 @@ func ReusableShare(recs []workload.Record, blockSize int) float64 {
 
 // point summarises one sweep point's simulation.
 func point(label string, c Cluster, w *workload.Workload, s value.Simulation, n int) Point {
-	p := Point{Label: label, Cluster: c, L3Pages: c.L3Pages()}
+	p := Point{Label: label, Cluster: c, L3Pages: c.L3Pages(), HeldPrompts: s.HeldPrompts}
 	bytesPerBlock := float64(c.BlockSize) * float64(c.KVBytesPerToken)
 	add := func(kind string, m value.ModeResult, lost bool) {
 		r := RunResult{Name: string(m.Mode), Kind: kind, Cost: m.Cost, Saving: m.Saving,

@@ -145,8 +145,7 @@ func (h *engineRun) wakeup(ctx context.Context, i int) error {
 	if h.chosen[i], _, err = h.p.cl.Route(pr); err != nil {
 		return err
 	}
-	ev := h.p.w.WakeupEvent(i, h.epoch)
-	ev.TokenIDs = pr.Tokens
+	ev := h.p.w.WakeupEventTokens(i, h.epoch, pr.Tokens)
 	out := h.eng.OnRequest(ctx, h.delivery(), ev, false)
 	if out.Verdict == hints.Reject || out.Verdict == hints.Retry {
 		return fmt.Errorf("engine: wake-up %s: %v", out.Verdict, out.Err)
@@ -176,7 +175,8 @@ func (h *engineRun) preferred(_ context.Context, i int) (int, bool, error) {
 
 func (h *engineRun) request(ctx context.Context, i, _ int) error {
 	h.tick(ctx)
-	ev := h.p.w.RequestEvent(i, h.epoch, h.p.cfg.AnnounceToolTime)
+	// The prompt serve made for this request, not a second copy.
+	ev := h.p.w.RequestEventTokens(i, h.epoch, h.p.cfg.AnnounceToolTime, h.p.servedTokens)
 	out := h.eng.OnRequest(ctx, h.delivery(), ev, false)
 	if out.Verdict == hints.Reject || out.Verdict == hints.Retry {
 		return fmt.Errorf("engine: request %s: %v", out.Verdict, out.Err)

@@ -71,13 +71,20 @@ func clusterConfig(cfg Config) sim.Config {
 }
 
 // prompts hashes each request's prompt once for all runs; tokens are
-// made again when needed (they are cheap, and large).
+// made again when needed (they are cheap, and large). A prompt is kept
+// from its first use until release drops it: Simulate releases a request
+// once every run has played its response, so what is held is the
+// requests in flight or announced, not the trace.
 type prompts struct {
 	mu     sync.Mutex // runs of Simulate share it
 	w      *workload.Workload
 	hasher *sim.Cluster
-	seq    [][]uint64
-	keys   [][]string
+	held   map[int]hashed
+}
+
+type hashed struct {
+	seq  []uint64
+	keys []string
 }
 
 func newPrompts(cfg Config) (*prompts, error) {
@@ -85,16 +92,15 @@ func newPrompts(cfg Config) (*prompts, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := len(cfg.Workload.Requests)
-	return &prompts{w: cfg.Workload, hasher: h, seq: make([][]uint64, n), keys: make([][]string, n)}, nil
+	return &prompts{w: cfg.Workload, hasher: h, held: map[int]hashed{}}, nil
 }
 
 func (p *prompts) get(i int) (*sim.Prompt, error) {
 	tokens := p.w.PromptTokens(i)
 	p.mu.Lock()
-	seq, keys := p.seq[i], p.keys[i]
+	hp, ok := p.held[i]
 	p.mu.Unlock()
-	if seq == nil {
+	if !ok {
 		// Hashed outside the lock: two runs may both hash a prompt, to
 		// the same result.
 		pr, err := p.hasher.Prompt(tokens)
@@ -102,11 +108,25 @@ func (p *prompts) get(i int) (*sim.Prompt, error) {
 			return nil, err
 		}
 		p.mu.Lock()
-		p.seq[i], p.keys[i] = pr.Seq, pr.Keys
+		p.held[i] = hashed{pr.Seq, pr.Keys}
 		p.mu.Unlock()
 		return pr, nil
 	}
-	return &sim.Prompt{Tokens: tokens, Seq: seq, Keys: keys}, nil
+	return &sim.Prompt{Tokens: tokens, Seq: hp.seq, Keys: hp.keys}, nil
+}
+
+// release drops request i's hashes; a later get hashes it again.
+func (p *prompts) release(i int) {
+	p.mu.Lock()
+	delete(p.held, i)
+	p.mu.Unlock()
+}
+
+// size is how many prompts are held.
+func (p *prompts) size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.held)
 }
 
 // hooks is what a mode adds to the common play: the hints, and with
@@ -138,6 +158,9 @@ type player struct {
 	// blocks the prefetch loaded: from start, n blocks, on worker.
 	loaded map[int]loadedRange
 	events int // played, for Config.Progress
+	// servedTokens is the prompt of the request serve ran last, for the
+	// request hook that follows it.
+	servedTokens []uint32
 }
 
 type loadedRange struct{ worker, start, n int }
@@ -151,6 +174,28 @@ type servedInfo struct {
 // runMode plays one run; pol, for a policy run (Simulate), is the
 // in-process engine's policy and names the run.
 func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode, pol *Policy) (ModeResult, error) {
+	r, err := startRun(ctx, cfg, pr, mode, pol)
+	if err != nil {
+		return ModeResult{Mode: mode}, err
+	}
+	defer r.h.close()
+	if err := r.p.play(ctx, r.h, 0, len(r.p.w.Events)); err != nil {
+		return r.p.res, err
+	}
+	r.elapsed = time.Since(r.start)
+	return r.finish(), nil
+}
+
+// run is one run being played, a range of events at a time.
+type run struct {
+	p       *player
+	h       hooks
+	start   time.Time
+	elapsed time.Duration // spent playing, summed over the ranges
+}
+
+// startRun builds mode's cluster and hooks.
+func startRun(ctx context.Context, cfg Config, pr *prompts, mode Mode, pol *Policy) (*run, error) {
 	start := time.Now()
 	p := &player{cfg: cfg, w: cfg.Workload, pr: pr,
 		res: ModeResult{Mode: mode, PerRequestCost: make([]float64, len(cfg.Workload.Requests)),
@@ -171,19 +216,21 @@ func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode, pol *Polic
 		h, err = startHintstream(ctx, p)
 	default:
 		if pol == nil {
-			return p.res, fmt.Errorf("%w: no policy for run %q", ErrConfig, mode)
+			return nil, fmt.Errorf("%w: no policy for run %q", ErrConfig, mode)
 		}
 		p.cfg.Affinity = pol.Affinity
 		h, err = startEngine(p, *pol)
 	}
 	if err != nil {
-		return p.res, err
+		return nil, err
 	}
-	defer h.close()
-	if err := p.play(ctx, h); err != nil {
-		return p.res, err
-	}
-	h.finish(&p.res)
+	return &run{p: p, h: h, start: start, elapsed: time.Since(start)}, nil
+}
+
+// finish summarises a run that played every event.
+func (r *run) finish() ModeResult {
+	p := r.p
+	r.h.finish(&p.res)
 	for _, l := range p.loaded {
 		p.res.WastedPrefetchBlocks += int64(l.n)
 	}
@@ -191,12 +238,14 @@ func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode, pol *Polic
 		p.res.extent[i] = n
 	}
 	p.summarise()
-	p.res.Elapsed = time.Since(start)
-	return p.res, nil
+	p.res.Elapsed = r.elapsed
+	return p.res
 }
 
-func (p *player) play(ctx context.Context, h hooks) error {
-	for k, ev := range p.w.Events {
+// play plays events [from, to).
+func (p *player) play(ctx context.Context, h hooks, from, to int) error {
+	for k := from; k < to; k++ {
+		ev := p.w.Events[k]
 		if p.cfg.Progress != nil && k%1024 == 1023 {
 			p.cfg.Progress(1024)
 		}
@@ -222,7 +271,7 @@ func (p *player) play(ctx context.Context, h hooks) error {
 			return fmt.Errorf("%s of request %d at %v: %w", ev.Kind, i, ev.At, err)
 		}
 	}
-	if p.cfg.Progress != nil {
+	if p.cfg.Progress != nil && to == len(p.w.Events) {
 		p.cfg.Progress(len(p.w.Events) % 1024)
 	}
 	return nil
@@ -254,6 +303,7 @@ func (p *player) serve(ctx context.Context, h hooks, i int) (int, error) {
 		return 0, err
 	}
 	p.routed[i] = wk
+	p.servedTokens = pr.Tokens
 	p.res.Requests++
 	p.res.PromptTokens += int64(r.InputLength)
 	p.res.DeviceHitTokens += int64(out.DeviceTokens)

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
+
+	"github.com/hintstream/hintstream/loadtest/workload"
 )
 
 // Simulation is what Simulate measured: the no-hints run, the next-turn
@@ -16,7 +19,14 @@ type Simulation struct {
 	// Policies are the in-process engine's runs, in the order asked
 	// (Mode is the policy's name), each with its lost savings.
 	Policies []ModeResult
+	// HeldPrompts is the most hashed prompts held at once.
+	HeldPrompts int
 }
+
+// simulateStretch is how many events Simulate plays of every run before
+// it drops the prompts they are done with: enough to keep the CPUs busy
+// between the pauses, small against a trace.
+const simulateStretch = 1024
 
 // Simulate plays cfg.Workload without hints, with the next-turn oracle
 // and once per policy with hintstream's decision engine in process on
@@ -51,41 +61,64 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 	if err != nil {
 		return s, err
 	}
-	// The runs share only the workload and the hashed prompts: they run
-	// side by side, as many at once as there are CPUs.
+	// The runs share only the workload and the hashed prompts. They go
+	// side by side, as many at once as there are CPUs, a stretch of
+	// events at a time, so that a prompt can be dropped once every run
+	// has played its request's response: memory holds the requests in
+	// flight, not the trace.
 	type job struct {
 		mode Mode
 		pol  *Policy
 		out  *ModeResult
+		r    *run
 	}
 	s.Policies = make([]ModeResult, len(policies))
-	jobs := []job{{ModeNoHints, nil, &s.NoHints}, {ModeOracle, nil, &s.Oracle}}
+	jobs := []*job{{mode: ModeNoHints, out: &s.NoHints}, {mode: ModeOracle, out: &s.Oracle}}
 	for i := range policies {
-		jobs = append(jobs, job{Mode(policies[i].Name), &policies[i], &s.Policies[i]})
+		jobs = append(jobs, &job{mode: Mode(policies[i].Name), pol: &policies[i], out: &s.Policies[i]})
+	}
+	for _, j := range jobs {
+		r, err := startRun(ctx, cfg, pr, j.mode, j.pol)
+		if err != nil {
+			return s, fmt.Errorf("value: %s run: %w", j.mode, err)
+		}
+		defer r.h.close()
+		j.r = r
 	}
 	errs := make([]error, len(jobs))
 	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
-	var wg sync.WaitGroup
-	for k, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			m, err := runMode(ctx, cfg, pr, j.mode, j.pol)
-			if err != nil {
-				errs[k] = fmt.Errorf("value: %s run: %w", j.mode, err)
-				return
+	for from := 0; from < len(w.Events); from += simulateStretch {
+		to := min(from+simulateStretch, len(w.Events))
+		var wg sync.WaitGroup
+		for k, j := range jobs {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				t := time.Now()
+				if err := j.r.p.play(ctx, j.r.h, from, to); err != nil {
+					errs[k] = fmt.Errorf("value: %s run: %w", j.mode, err)
+				}
+				j.r.elapsed += time.Since(t)
+			}()
+		}
+		wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return s, err // one cause, not one per run
+		}
+		if err := errors.Join(errs...); err != nil {
+			return s, err
+		}
+		s.HeldPrompts = max(s.HeldPrompts, pr.size())
+		for _, ev := range w.Events[from:to] {
+			if ev.Kind == workload.KindResponse {
+				pr.release(ev.Request)
 			}
-			*j.out = m
-		}()
+		}
 	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return s, err // one cause, not one per run
-	}
-	if err := errors.Join(errs...); err != nil {
-		return s, err
+	for _, j := range jobs {
+		*j.out = j.r.finish()
 	}
 	var boundHits []int
 	if s.Bound, boundHits, err = boundMode(cfg, pr); err != nil {
