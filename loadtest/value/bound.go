@@ -178,6 +178,12 @@ func boundMode(cfg Config, pr *prompts) (ModeResult, []int, error) {
 	// them): the L3 keys are not needed, and hashing them would hold
 	// every prompt's.
 	var f flatSeqs
+	full := 0
+	for i := range w.Requests {
+		full += w.Requests[i].InputLength / w.BlockSize
+	}
+	// Sized once: growing by appends would hold up to twice the blocks.
+	f.blocks, f.off = make([]uint64, 0, full), make([]int, 0, len(w.Requests)+1)
 	at := make([]int64, len(w.Requests))
 	for i := range w.Requests {
 		f.add(kvevents.PromptHashes(w.PromptTokens(i), w.BlockSize))
