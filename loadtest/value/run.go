@@ -96,10 +96,24 @@ func newPrompts(cfg Config) (*prompts, error) {
 }
 
 func (p *prompts) get(i int) (*sim.Prompt, error) {
-	tokens := p.w.PromptTokens(i)
+	return p.prompt(i, true)
+}
+
+// hashes is get without the tokens (nil) when the hashes are held: for
+// callers that use only Seq and Keys (not Route, Serve or Prefetch, which
+// make KV events from the tokens).
+func (p *prompts) hashes(i int) (*sim.Prompt, error) {
+	return p.prompt(i, false)
+}
+
+func (p *prompts) prompt(i int, withTokens bool) (*sim.Prompt, error) {
 	p.mu.Lock()
 	hp, ok := p.held[i]
 	p.mu.Unlock()
+	if ok && !withTokens {
+		return &sim.Prompt{Seq: hp.seq, Keys: hp.keys}, nil
+	}
+	tokens := p.w.PromptTokens(i)
 	if !ok {
 		// Hashed outside the lock: two runs may both hash a prompt, to
 		// the same result.
