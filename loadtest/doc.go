@@ -4,6 +4,6 @@
 // per wake-up, `nats bench js ordered` for KV-event ingestion, each in
 // alternated rounds judged on the median of per-round ratios
 // (loadtest/speed), and the clairvoyant bound for the value of hints
-// (loadtest/value, loadtest/sim). This package holds the one-instance
+// (loadtest/value, sim). This package holds the one-instance
 // wake-up → hint latency benchmark and the cluster and spreading tests.
 package loadtest

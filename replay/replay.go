@@ -106,7 +106,7 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	}
 	var pinDeps *pins.Deps
 	if o.PinEndpoint != "" {
-		pinDeps = &pins.Deps{Endpoint: o.PinEndpoint, Index: newMemRequests(), Slots: newMemSlots(), Workers: reg}
+		pinDeps = &pins.Deps{Endpoint: o.PinEndpoint, Index: newMemRequests(), Slots: pins.NewMemSlots(), Workers: reg}
 	}
 	// The live decisions, without their transport: the engine run builds,
 	// on the events' clock (expiry, burst spreading, renewals). Nothing is

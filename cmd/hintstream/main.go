@@ -22,6 +22,7 @@ const usage = `hintstream: KV-cache hints from a NATS JetStream bus.
 Usage:
   hintstream run [flags]     consume events and send hints (embedded JetStream without --nats-url)
   hintstream replay [flags]  run the decisions over stream history (--dry-run writes the hints)
+  hintstream whatif [flags]  what hints would save on a trace or the streams' history, at given capacities
   hintstream bridge [flags]  republish an engine's ZMQ KV events to JetStream kv.events.<worker-id>
   hintstream demo [flags]    a simulated cluster (workers, KV events, load, wake-ups) on an existing bus
   hintstream streams ACTION  create, check (default; exit 1 if not ready) or describe the JetStream streams
@@ -58,6 +59,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		err = demoCmd(ctx, args[1:], stdout, stderr)
 	case "replay":
 		err = replayCmd(ctx, args[1:], stdout, stderr)
+	case "whatif":
+		err = whatifCmd(ctx, args[1:], stdout, stderr)
 	case "bridge":
 		err = bridgeCmd(ctx, args[1:], stdout, stderr)
 	case "streams":

@@ -3,6 +3,8 @@ package value
 import (
 	"container/heap"
 	"math"
+
+	"github.com/hintstream/hintstream/kvevents"
 )
 
 // The clairvoyant bound: the least prefill cost any policy can reach on
@@ -53,22 +55,55 @@ type boundResult struct {
 // block identity, in play order), at (each request's time) and a store of
 // capacity pages.
 func clairvoyant(seqs [][]uint64, at []int64, capacity int) boundResult {
-	n := len(seqs)
+	var f flatSeqs
+	for _, s := range seqs {
+		f.add(s)
+	}
+	return clairvoyantFlat(&f, at, capacity)
+}
+
+// flatSeqs holds every request's blocks in one array: request i's are
+// blocks[off[i]:off[i+1]]. Twelve bytes a block with the next-use table,
+// against a slice header and an allocation per request.
+type flatSeqs struct {
+	blocks []uint64
+	off    []int
+}
+
+func (f *flatSeqs) add(seq []uint64) {
+	if len(f.off) == 0 {
+		f.off = append(f.off, 0)
+	}
+	f.blocks = append(f.blocks, seq...)
+	f.off = append(f.off, len(f.blocks))
+}
+
+func (f *flatSeqs) len() int {
+	return max(len(f.off)-1, 0)
+}
+
+func (f *flatSeqs) seq(i int) []uint64 { return f.blocks[f.off[i]:f.off[i+1]] }
+
+// clairvoyantFlat is clairvoyant on flat seqs.
+func clairvoyantFlat(f *flatSeqs, at []int64, capacity int) boundResult {
+	n := f.len()
 	res := boundResult{hits: make([]int, n)}
-	// next[i][k]: the next request holding seqs[i][k], or n (never).
-	next := make([][]int32, n)
+	// next[b]: the next request holding block b (an index into
+	// f.blocks), or n (never).
+	next := make([]int32, len(f.blocks))
 	last := map[uint64]int32{}
 	for i := n - 1; i >= 0; i-- {
-		next[i] = make([]int32, len(seqs[i]))
-		for k, h := range seqs[i] {
+		for b := f.off[i]; b < f.off[i+1]; b++ {
+			h := f.blocks[b]
 			if j, ok := last[h]; ok {
-				next[i][k] = j
+				next[b] = j
 			} else {
-				next[i][k] = int32(n)
+				next[b] = int32(n)
 			}
 			last[h] = int32(i)
 		}
 	}
+	last = nil
 	kept := map[uint64]int32{} // page → its next use
 	h := &farthest{}
 	for i := 0; i < n; {
@@ -79,19 +114,19 @@ func clairvoyant(seqs [][]uint64, at []int64, capacity int) boundResult {
 		}
 		produced := map[uint64]bool{}
 		for r := i; r < j; r++ {
-			for _, b := range seqs[r] {
+			for _, b := range f.seq(r) {
 				if _, ok := kept[b]; ok || produced[b] {
 					res.hits[r]++
 				}
 			}
-			for _, b := range seqs[r] {
+			for _, b := range f.seq(r) {
 				produced[b] = true
 			}
 		}
 		// The instant's intervals end, and its new ones start.
 		for r := i; r < j; r++ {
-			for k, b := range seqs[r] {
-				nu := next[r][k]
+			for k := f.off[r]; k < f.off[r+1]; k++ {
+				b, nu := f.blocks[k], next[k]
 				if nu >= int32(j) || nu == int32(n) {
 					// The latest access at this instant sets the page's
 					// next use; earlier ones at this instant point inside it.
@@ -139,16 +174,22 @@ func (f *farthest) Pop() any {
 // It also returns the blocks it keeps for each request.
 func boundMode(cfg Config, pr *prompts) (ModeResult, []int, error) {
 	w := cfg.Workload
-	seqs := make([][]uint64, len(w.Requests))
+	// The blocks' sequence hashes only (a worker's, as the runs see
+	// them): the L3 keys are not needed, and hashing them would hold
+	// every prompt's.
+	var f flatSeqs
+	full := 0
+	for i := range w.Requests {
+		full += w.Requests[i].InputLength / w.BlockSize
+	}
+	// Sized once: growing by appends would hold up to twice the blocks.
+	f.blocks, f.off = make([]uint64, 0, full), make([]int, 0, len(w.Requests)+1)
 	at := make([]int64, len(w.Requests))
 	for i := range w.Requests {
-		p, err := pr.get(i)
-		if err != nil {
-			return ModeResult{}, nil, err
-		}
-		seqs[i], at[i] = p.Seq, int64(w.Requests[i].At)
+		f.add(kvevents.PromptHashes(w.PromptTokens(i), w.BlockSize))
+		at[i] = int64(w.Requests[i].At)
 	}
-	b := clairvoyant(seqs, at, cfg.Workers*cfg.DeviceBlocks+cfg.L3Blocks)
+	b := clairvoyantFlat(&f, at, cfg.Workers*cfg.DeviceBlocks+cfg.L3Blocks)
 	res := ModeResult{Mode: ModeBound, PrefetchAccuracy: math.NaN(), PinsHonoured: math.NaN()}
 	res.PerRequestCost = make([]float64, len(w.Requests))
 	for i := range w.Requests {

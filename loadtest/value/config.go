@@ -8,9 +8,9 @@ import (
 	"math"
 	"time"
 
-	"github.com/hintstream/hintstream/loadtest/sim"
 	"github.com/hintstream/hintstream/loadtest/workload"
 	"github.com/hintstream/hintstream/service"
+	"github.com/hintstream/hintstream/sim"
 )
 
 // Defaults of Config.
@@ -90,6 +90,10 @@ type Config struct {
 	// (default 30s); reaching it fails the run.
 	HintTimeout time.Duration
 	Logger      *slog.Logger // default: discard
+	// Progress, when set, is called now and then during each run with
+	// the events it played since its last call (each run plays every
+	// event of the workload once). Simulate's runs call it concurrently.
+	Progress func(events int)
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -161,6 +165,9 @@ type ModeResult struct {
 	// eviction (NaN without pins).
 	PinsHonoured    float64
 	DeviceEvictions int64
+	// WastedPrefetchBlocks are blocks a prefetch loaded that its turn did
+	// not use (routed elsewhere, evicted, or never came).
+	WastedPrefetchBlocks int64
 	// Hint delivery (hintstream only): envelopes dropped as duplicates,
 	// undecodable, or prefetches past expires_at_ms.
 	DuplicateHints, BadHints, ExpiredPrefetches int

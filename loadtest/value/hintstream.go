@@ -11,8 +11,8 @@ import (
 
 	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/internal/natsembed"
-	"github.com/hintstream/hintstream/loadtest/sim"
 	"github.com/hintstream/hintstream/service"
+	"github.com/hintstream/hintstream/sim"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"

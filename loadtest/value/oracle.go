@@ -45,11 +45,11 @@ func (o *oracle) response(_ context.Context, i, _ int) error {
 	if ttl <= 0 {
 		return nil
 	}
-	mine, err := o.p.pr.get(i)
+	mine, err := o.p.pr.hashes(i)
 	if err != nil {
 		return err
 	}
-	theirs, err := o.p.pr.get(r.Next)
+	theirs, err := o.p.pr.hashes(r.Next)
 	if err != nil {
 		return err
 	}

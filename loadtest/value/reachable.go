@@ -4,8 +4,8 @@ import (
 	"container/heap"
 	"math"
 
-	"github.com/hintstream/hintstream/loadtest/sim"
 	"github.com/hintstream/hintstream/loadtest/workload"
+	"github.com/hintstream/hintstream/sim"
 )
 
 // The hint-reachable bound: the least prefill cost a policy can reach

@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/hintstream/hintstream/loadtest/sim"
 	"github.com/hintstream/hintstream/loadtest/workload"
+	"github.com/hintstream/hintstream/sim"
 )
 
 // On small workloads, no L3 keeping beats the hint-reachable bound:
@@ -38,7 +38,7 @@ func TestReachableBoundExhaustive(t *testing.T) {
 		if best < b.Cost-1e-9 {
 			t.Fatalf("trial %d: a keeping costs %v, the hint-reachable bound %v", trial, best, b.Cost)
 		}
-		none, err := runMode(context.Background(), cfg, pr, ModeNoHints)
+		none, err := runMode(context.Background(), cfg, pr, ModeNoHints, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,10 +3,11 @@ package value
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
-	"github.com/hintstream/hintstream/loadtest/sim"
 	"github.com/hintstream/hintstream/loadtest/workload"
+	"github.com/hintstream/hintstream/sim"
 )
 
 // Run plays cfg.Workload three times on identical clusters — without
@@ -31,7 +32,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		out  *ModeResult
 	}{{ModeNoHints, &res.NoHints}, {ModeOracle, &res.Oracle}, {ModeHintstream, &res.Hintstream}} {
 		cfg.Logger.Info("value: run", "mode", m.mode, "requests", len(w.Requests))
-		r, err := runMode(ctx, cfg, pr, m.mode)
+		r, err := runMode(ctx, cfg, pr, m.mode, nil)
 		if err != nil {
 			return res, fmt.Errorf("value: %s run: %w", m.mode, err)
 		}
@@ -81,12 +82,20 @@ func clusterConfig(cfg Config) sim.Config {
 }
 
 // prompts hashes each request's prompt once for all runs; tokens are
-// made again when needed (they are cheap, and large).
+// made again when needed (they are cheap, and large). A prompt is kept
+// from its first use until release drops it: Simulate releases a request
+// once every run has played its response, so what is held is the
+// requests in flight or announced, not the trace.
 type prompts struct {
+	mu     sync.Mutex // runs of Simulate share it
 	w      *workload.Workload
 	hasher *sim.Cluster
-	seq    [][]uint64
-	keys   [][]string
+	held   map[int]hashed
+}
+
+type hashed struct {
+	seq  []uint64
+	keys []string
 }
 
 func newPrompts(cfg Config) (*prompts, error) {
@@ -94,21 +103,55 @@ func newPrompts(cfg Config) (*prompts, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := len(cfg.Workload.Requests)
-	return &prompts{w: cfg.Workload, hasher: h, seq: make([][]uint64, n), keys: make([][]string, n)}, nil
+	return &prompts{w: cfg.Workload, hasher: h, held: map[int]hashed{}}, nil
 }
 
 func (p *prompts) get(i int) (*sim.Prompt, error) {
+	return p.prompt(i, true)
+}
+
+// hashes is get without the tokens (nil) when the hashes are held: for
+// callers that use only Seq and Keys (not Route, Serve or Prefetch, which
+// make KV events from the tokens).
+func (p *prompts) hashes(i int) (*sim.Prompt, error) {
+	return p.prompt(i, false)
+}
+
+func (p *prompts) prompt(i int, withTokens bool) (*sim.Prompt, error) {
+	p.mu.Lock()
+	hp, ok := p.held[i]
+	p.mu.Unlock()
+	if ok && !withTokens {
+		return &sim.Prompt{Seq: hp.seq, Keys: hp.keys}, nil
+	}
 	tokens := p.w.PromptTokens(i)
-	if p.seq[i] == nil {
+	if !ok {
+		// Hashed outside the lock: two runs may both hash a prompt, to
+		// the same result.
 		pr, err := p.hasher.Prompt(tokens)
 		if err != nil {
 			return nil, err
 		}
-		p.seq[i], p.keys[i] = pr.Seq, pr.Keys
+		p.mu.Lock()
+		p.held[i] = hashed{pr.Seq, pr.Keys}
+		p.mu.Unlock()
 		return pr, nil
 	}
-	return &sim.Prompt{Tokens: tokens, Seq: p.seq[i], Keys: p.keys[i]}, nil
+	return &sim.Prompt{Tokens: tokens, Seq: hp.seq, Keys: hp.keys}, nil
+}
+
+// release drops request i's hashes; a later get hashes it again.
+func (p *prompts) release(i int) {
+	p.mu.Lock()
+	delete(p.held, i)
+	p.mu.Unlock()
+}
+
+// size is how many prompts are held.
+func (p *prompts) size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.held)
 }
 
 // hooks is what a mode adds to the common play: the hints, and with
@@ -136,7 +179,16 @@ type player struct {
 	// held right after the prefetch; served what each request found.
 	extent map[int]int
 	served []servedInfo
+	// loaded is, per request with a prefetch not yet used, which of its
+	// blocks the prefetch loaded: from start, n blocks, on worker.
+	loaded map[int]loadedRange
+	events int // played, for Config.Progress
+	// servedTokens is the prompt of the request serve ran last, for the
+	// request hook that follows it.
+	servedTokens []uint32
 }
+
+type loadedRange struct{ worker, start, n int }
 
 // servedInfo is what a request found, for the lost-savings breakdown.
 type servedInfo struct {
@@ -145,12 +197,37 @@ type servedInfo struct {
 	pinLapsed     bool // its previous turn's pin had lapsed when it came
 }
 
-func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode) (ModeResult, error) {
+// runMode plays one run; pol, for a policy run (Simulate), is the
+// in-process engine's policy and names the run.
+func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode, pol *Policy) (ModeResult, error) {
+	r, err := startRun(ctx, cfg, pr, mode, pol)
+	if err != nil {
+		return ModeResult{Mode: mode}, err
+	}
+	defer r.h.close()
+	if err := r.p.play(ctx, r.h, 0, len(r.p.w.Events)); err != nil {
+		return r.p.res, err
+	}
+	r.elapsed = time.Since(r.start)
+	return r.finish(), nil
+}
+
+// run is one run being played, a range of events at a time.
+type run struct {
+	p       *player
+	h       hooks
+	start   time.Time
+	elapsed time.Duration // spent playing, summed over the ranges
+}
+
+// startRun builds mode's cluster and hooks.
+func startRun(ctx context.Context, cfg Config, pr *prompts, mode Mode, pol *Policy) (*run, error) {
 	start := time.Now()
 	p := &player{cfg: cfg, w: cfg.Workload, pr: pr,
 		res: ModeResult{Mode: mode, PerRequestCost: make([]float64, len(cfg.Workload.Requests)),
 			causes: make([]cause, len(cfg.Workload.Requests)), extent: make([]int, len(cfg.Workload.Requests))},
 		routed: make([]int, len(cfg.Workload.Requests)), prefetchedTo: map[int]int{}, extent: map[int]int{},
+		loaded: map[int]loadedRange{},
 		served: make([]servedInfo, len(cfg.Workload.Requests))}
 	var h hooks
 	var err error
@@ -163,26 +240,42 @@ func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode) (ModeResul
 		h = &oracle{p: p, pinned: map[int]int{}}
 	case ModeHintstream:
 		h, err = startHintstream(ctx, p)
+	default:
+		if pol == nil {
+			return nil, fmt.Errorf("%w: no policy for run %q", ErrConfig, mode)
+		}
+		p.cfg.Affinity = pol.Affinity
+		h, err = startEngine(p, *pol)
 	}
 	if err != nil {
-		return p.res, err
+		return nil, err
 	}
-	defer h.close()
-	if err := p.play(ctx, h); err != nil {
-		return p.res, err
+	return &run{p: p, h: h, start: start, elapsed: time.Since(start)}, nil
+}
+
+// finish summarises a run that played every event.
+func (r *run) finish() ModeResult {
+	p := r.p
+	r.h.finish(&p.res)
+	for _, l := range p.loaded {
+		p.res.WastedPrefetchBlocks += int64(l.n)
 	}
-	h.finish(&p.res)
 	for i, n := range p.extent {
 		p.res.extent[i] = n
 	}
 	p.res.served, p.res.prefetchedTo = p.served, p.prefetchedTo
 	p.summarise()
-	p.res.Elapsed = time.Since(start)
-	return p.res, nil
+	p.res.Elapsed = r.elapsed
+	return p.res
 }
 
-func (p *player) play(ctx context.Context, h hooks) error {
-	for _, ev := range p.w.Events {
+// play plays events [from, to).
+func (p *player) play(ctx context.Context, h hooks, from, to int) error {
+	for k := from; k < to; k++ {
+		ev := p.w.Events[k]
+		if p.cfg.Progress != nil && k%1024 == 1023 {
+			p.cfg.Progress(1024)
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -204,6 +297,9 @@ func (p *player) play(ctx context.Context, h hooks) error {
 		if err != nil {
 			return fmt.Errorf("%s of request %d at %v: %w", ev.Kind, i, ev.At, err)
 		}
+	}
+	if p.cfg.Progress != nil && to == len(p.w.Events) {
+		p.cfg.Progress(len(p.w.Events) % 1024)
 	}
 	return nil
 }
@@ -234,6 +330,7 @@ func (p *player) serve(ctx context.Context, h hooks, i int) (int, error) {
 		return 0, err
 	}
 	p.routed[i] = wk
+	p.servedTokens = pr.Tokens
 	p.res.Requests++
 	p.res.PromptTokens += int64(r.InputLength)
 	p.res.DeviceHitTokens += int64(out.DeviceTokens)
@@ -244,6 +341,16 @@ func (p *player) serve(ctx context.Context, h hooks, i int) (int, error) {
 	p.served[i].dev, p.served[i].l3 = out.DeviceTokens/p.w.BlockSize, out.L3Tokens/p.w.BlockSize
 	p.res.causes[i] = p.classify(i, wk)
 	p.res.PerRequestCost[i] = float64(out.RecomputedTokens) + p.cfg.Alpha*float64(out.L3Tokens)
+	if l, ok := p.loaded[i]; ok {
+		// A prefetched block is used when the turn found it ready on the
+		// worker it was loaded into; the rest moved for nothing.
+		used := 0
+		if l.worker == wk {
+			used = min(max(out.DeviceTokens/p.w.BlockSize-l.start, 0), l.n)
+		}
+		p.res.WastedPrefetchBlocks += int64(l.n - used)
+		delete(p.loaded, i)
+	}
 	if to, ok := p.prefetchedTo[i]; ok && to == wk {
 		p.res.PrefetchAccurate++
 	}
@@ -252,10 +359,15 @@ func (p *player) serve(ctx context.Context, h hooks, i int) (int, error) {
 
 // prefetch applies a prefetch for request i on worker wk.
 func (p *player) prefetch(i, wk int, pr *sim.Prompt) error {
+	start := p.cl.Workers[wk].Cache.Prefix(pr.Seq)
 	n, err := p.cl.Prefetch(wk, pr)
 	if err != nil {
 		return err
 	}
+	if prev, ok := p.loaded[i]; ok {
+		p.res.WastedPrefetchBlocks += int64(prev.n)
+	}
+	p.loaded[i] = loadedRange{worker: wk, start: start, n: n}
 	p.res.Prefetches++
 	p.res.PrefetchedBlocks += int64(n)
 	p.prefetchedTo[i] = wk

@@ -62,17 +62,13 @@ func LoadTrace(path string, o TraceOptions) (*Workload, error) {
 // input_length fails with an error naming the line (wrapping ErrInvalid).
 func ReadTrace(r io.Reader, o TraceOptions) (*Workload, error) {
 	o = o.withDefaults()
-	w := &Workload{Model: o.Model, BlockSize: o.BlockSize}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<20), maxTraceLine)
 	var last int64
 	skipped := 0
-	// Requests by their full blocks: a candidate previous turn of any
-	// later request whose ids start with them.
-	byFull := map[uint64][]int{}
-	var hasNext []bool
+	var recs []Record
 	for line := 1; sc.Scan(); line++ {
-		if o.Limit > 0 && len(w.Requests) == o.Limit {
+		if o.Limit > 0 && len(recs) == o.Limit {
 			break
 		}
 		b := sc.Bytes()
@@ -91,11 +87,55 @@ func ReadTrace(r io.Reader, o TraceOptions) (*Workload, error) {
 			skipped++
 			continue
 		}
-		req := Request{At: time.Duration(last) * time.Millisecond, InputLength: tl.InputLength,
-			OutputLength: tl.OutputLength, HashIDs: tl.HashIDs, Prev: -1}
+		recs = append(recs, Record{Timestamp: last, InputLength: tl.InputLength, OutputLength: tl.OutputLength, HashIDs: tl.HashIDs})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("workload: reading trace: %w", err)
+	}
+	return FromRecords(recs, o)
+}
+
+// Record is one request of a trace, as a Mooncake line gives it: its time
+// (ms), lengths and block ids, and the session it belongs to when the
+// trace names one (aiperf's multi-turn traces do).
+type Record struct {
+	Timestamp                 int64
+	InputLength, OutputLength int
+	HashIDs                   []uint64
+	Session                   string
+}
+
+// FromRecords builds a workload from trace records in time order (the
+// caller checked them, as ReadTrace does; Skip and Limit are not
+// applied). A record naming a session follows that session's previous
+// record; one without is linked by its ids (see the package
+// documentation).
+func FromRecords(recs []Record, o TraceOptions) (*Workload, error) {
+	o = o.withDefaults()
+	w := &Workload{Model: o.Model, BlockSize: o.BlockSize}
+	// Requests by their full blocks: a candidate previous turn of any
+	// later request whose ids start with them.
+	byFull := map[uint64][]int{}
+	bySession := map[string]int{}
+	var hasNext []bool
+	var last int64
+	for k, rec := range recs {
+		if rec.Timestamp < last {
+			return nil, fmt.Errorf("%w: record %d: timestamp %d before the previous %d", ErrInvalid, k, rec.Timestamp, last)
+		}
+		last = rec.Timestamp
+		req := Request{At: time.Duration(rec.Timestamp) * time.Millisecond, InputLength: rec.InputLength,
+			OutputLength: rec.OutputLength, HashIDs: rec.HashIDs, Prev: -1}
 		i := len(w.Requests)
 		keys := prefixKeys(req.HashIDs)
-		req.Prev, req.Fork = findPrev(w, byFull, hasNext, keys, &req)
+		if rec.Session != "" {
+			if prev, ok := bySession[rec.Session]; ok {
+				req.Prev = prev
+			}
+			bySession[rec.Session] = i
+		} else {
+			req.Prev, req.Fork = findPrev(w, byFull, hasNext, keys, &req)
+		}
 		if req.Prev >= 0 {
 			hasNext[req.Prev] = true
 		}
@@ -104,9 +144,6 @@ func ReadTrace(r io.Reader, o TraceOptions) (*Workload, error) {
 		if full := req.InputLength / o.BlockSize; full > 0 {
 			byFull[keys[full-1]] = append(byFull[keys[full-1]], i)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("workload: reading trace: %w", err)
 	}
 	if err := w.finish(o.Service, o.WakeupLead, true); err != nil {
 		return nil, err

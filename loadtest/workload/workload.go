@@ -135,9 +135,17 @@ func BlockTokens(h uint64, blockSize, n int) []uint32 {
 }
 
 func appendBlock(dst []uint32, h uint64, blockSize, n int) []uint32 {
-	base := h * uint64(blockSize)
-	for j := range n {
-		dst = append(dst, uint32((base+uint64(j))%(1<<31)))
+	// Token j is (h×blockSize + j) mod 2^31: consecutive values, written
+	// into the grown slice without a bounds check or division per token
+	// (prompt tokens were the largest CPU cost of a whatif run).
+	const mask = 1<<31 - 1
+	start := len(dst)
+	dst = slices.Grow(dst, n)[:start+n]
+	out := dst[start:]
+	v := uint32(h*uint64(blockSize)) & mask
+	for j := range out {
+		out[j] = v
+		v = (v + 1) & mask
 	}
 	return dst
 }
@@ -156,16 +164,25 @@ func (w *Workload) PromptTokens(i int) []uint32 {
 	return out
 }
 
+// promptRange is request i's prompt tokens [from, to), to ≤ its length:
+// PromptTokens(i)[from:to] without making the whole prompt.
+func (w *Workload) promptRange(i, from, to int) []uint32 {
+	r := &w.Requests[i]
+	out := make([]uint32, 0, to-from)
+	for t := from; t < to; t++ {
+		b, j := t/w.BlockSize, t%w.BlockSize
+		out = append(out, uint32((r.HashIDs[b]*uint64(w.BlockSize)+uint64(j))%(1<<31)))
+	}
+	return out
+}
+
 // OutputTokens returns request i's output: the next turn's tokens at
 // those positions when it has one (the next turn holds them), else tokens
 // of a block id of its own.
 func (w *Workload) OutputTokens(i int) []uint32 {
 	r := &w.Requests[i]
-	if r.Next >= 0 {
-		next := w.PromptTokens(r.Next)
-		if len(next) >= r.InputLength+r.OutputLength {
-			return next[r.InputLength : r.InputLength+r.OutputLength]
-		}
+	if r.Next >= 0 && w.Requests[r.Next].InputLength >= r.InputLength+r.OutputLength {
+		return w.promptRange(r.Next, r.InputLength, r.InputLength+r.OutputLength)
 	}
 	out := make([]uint32, 0, r.OutputLength)
 	for b := 0; len(out) < r.OutputLength; b++ {
@@ -185,9 +202,15 @@ func ms(epoch time.Time, at time.Duration) int64 { return epoch.Add(at).UnixMill
 // tool call carries x-dynamo-experimental-sim-tool-call with the tool
 // time in ms (otherwise hintstream has to learn it).
 func (w *Workload) RequestEvent(i int, epoch time.Time, announceToolTime bool) *schemas.RequestEvent {
+	return w.RequestEventTokens(i, epoch, announceToolTime, w.PromptTokens(i))
+}
+
+// RequestEventTokens is RequestEvent with its prompt's tokens made
+// already (PromptTokens(i)).
+func (w *Workload) RequestEventTokens(i int, epoch time.Time, announceToolTime bool, tokens []uint32) *schemas.RequestEvent {
 	r := &w.Requests[i]
 	ev := &schemas.RequestEvent{RequestID: r.ID, SessionID: r.Session, Model: w.Model,
-		TokenIDs: w.PromptTokens(i), ReceivedAtMs: ms(epoch, r.At)}
+		TokenIDs: tokens, ReceivedAtMs: ms(epoch, r.At)}
 	if announceToolTime && r.ToolCall {
 		ev.Headers = map[string]string{hints.HeaderSimToolCall: strconv.FormatInt(max(r.ToolTime.Milliseconds(), 1), 10)}
 	}
@@ -196,9 +219,14 @@ func (w *Workload) RequestEvent(i int, epoch time.Time, announceToolTime bool) *
 
 // WakeupEvent is request i's wake-up, received at epoch+WakeupAt.
 func (w *Workload) WakeupEvent(i int, epoch time.Time) *schemas.RequestEvent {
+	return w.WakeupEventTokens(i, epoch, w.PromptTokens(i))
+}
+
+// WakeupEventTokens is WakeupEvent with its prompt's tokens made already.
+func (w *Workload) WakeupEventTokens(i int, epoch time.Time, tokens []uint32) *schemas.RequestEvent {
 	r := &w.Requests[i]
 	return &schemas.RequestEvent{RequestID: w.WakeupID(i), SessionID: r.Session, Model: w.Model,
-		TokenIDs: w.PromptTokens(i), ReceivedAtMs: ms(epoch, r.WakeupAt),
+		TokenIDs: tokens, ReceivedAtMs: ms(epoch, r.WakeupAt),
 		Headers: map[string]string{hints.HeaderWakeup: "1"}}
 }
 

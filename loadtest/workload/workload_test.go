@@ -201,3 +201,20 @@ func TestPublishSendsEveryEvent(t *testing.T) {
 		t.Fatalf("paced: %+v %v", st, err)
 	}
 }
+
+// promptRange is the slice of the prompt it stands for.
+func TestPromptRange(t *testing.T) {
+	w := &Workload{BlockSize: 4, Requests: []Request{{InputLength: 10, HashIDs: []uint64{7, 3, 9}}}}
+	all := w.PromptTokens(0)
+	for _, r := range [][2]int{{0, 10}, {3, 5}, {4, 8}, {9, 10}, {5, 5}} {
+		got := w.promptRange(0, r[0], r[1])
+		if len(got) != r[1]-r[0] {
+			t.Fatalf("%v: %d tokens", r, len(got))
+		}
+		for k := range got {
+			if got[k] != all[r[0]+k] {
+				t.Fatalf("%v: token %d is %d, want %d", r, k, got[k], all[r[0]+k])
+			}
+		}
+	}
+}

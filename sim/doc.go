@@ -1,4 +1,5 @@
-// Package sim is the simulated cluster of hintstream's hint-value test:
+// Package sim is the simulated cluster of hintstream's hint-value test
+// (loadtest/value) and of `hintstream whatif` (package whatif):
 // N workers, each with a device KV cache, a real ZMQ PULL hint socket,
 // the KV events and load reports a real engine would publish, and a
 // registry record; a shared L3 store standing in for Mooncake, with a

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/hintstream/hintstream/natsconn"
+	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/streams"
+	"github.com/hintstream/hintstream/whatif"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// whatifCmd answers "what would hints save on this traffic, at these
+// capacities" from a trace or the cluster's own streams (package whatif).
+func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	checked := false
+	defer usageUntil(&checked, &err)
+	fs := flag.NewFlagSet("whatif", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := streams.DefaultSet()
+	dc := whatif.DefaultCluster()
+	var (
+		trace       = fs.String("trace", "", "a Mooncake-format JSONL trace (timestamp, input_length, output_length, hash_ids; optional session_id)")
+		fromStreams = fs.Bool("from-streams", false, "replay the cluster's recorded requests and responses from JetStream (read-only)")
+		since       = fs.String("since", "", "with --from-streams: from this time (RFC 3339, or a duration ago such as 1h)")
+		until       = fs.String("until", "", "with --from-streams: up to this time (RFC 3339 or a duration ago; empty: now)")
+		natsURL     = fs.String("nats-url", natsURLEnv(nats.DefaultURL), "NATS server URL (--from-streams)"+natsURLUsage)
+		bucket      = fs.String("registry-bucket", registry.DefaultBucket, "worker registry bucket: worker count and block size (--from-streams)")
+		reqStream   = fs.String("requests-stream", def.Requests.Name, "as in run")
+		respStream  = fs.String("responses-stream", def.Responses.Name, "as in run")
+		kvStream    = fs.String("kv-events-stream", def.KVEvents.Name, "as in run")
+		workers     = fs.Int("workers", dc.Workers, "simulated workers (--from-streams: the registry's count unless set)")
+		device      = fs.Int("device-blocks", dc.DeviceBlocks, "device KV cache per worker, in blocks")
+		l3          = fs.String("l3", whatif.FormatBytes(float64(dc.L3Bytes)), "L3 (Mooncake) capacity in bytes: 384GiB, 1TB, ...")
+		bw          = fs.String("l3-bandwidth", fmt.Sprintf("%gGB/s", dc.L3Bandwidth/1e9), "L3 → device link per worker, bytes/s (0: instant loads)")
+		alpha       = fs.Float64("alpha", dc.Alpha, "prefill cost of a token loaded from L3 relative to a recomputed one (0 < α ≤ 1)")
+		kvBytes     = fs.Int("kv-bytes-per-token", dc.KVBytesPerToken, "KV cache bytes per token (an 8B model: 131072)")
+		blockSize   = fs.Int("block-size", dc.BlockSize, "tokens per hash_ids block (--trace; --from-streams reads it from the registry)")
+		sweep       = fs.String("sweep", "", "run at each point of one dimension: l3=1GiB,4GiB,16GiB | device=512,1024 | bandwidth=10GB/s,25GB/s")
+		skipBad     = fs.Bool("skip-bad", false, "count bad lines or events and go on (default: stop at the first, naming it)")
+		asJSON      = fs.Bool("json", false, "write the report as JSON to stdout instead of tables")
+		reportDir   = fs.String("report", "", "write an HTML report with SVG charts to this directory (index.html)")
+		logFormat   = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
+		logLevel    = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "warn"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
+	)
+	natsCfg := natsFlags(fs, "hintstream-whatif")
+	usageHeader(fs, "Usage: hintstream whatif (--trace FILE | --from-streams --since TIME [--until TIME]) [flags]\n\n"+
+		"Plays the traffic on a simulated cluster, in virtual time, through hintstream's own decision\n"+
+		"engine under every hint policy, and reports the prefill each saves against no hints, the\n"+
+		"next-turn oracle and the clairvoyant bound, what it loses by cause, and prefetch bytes wasted.")
+	if err := parseArgs(fs, args, stdout, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if (*trace == "") == !*fromStreams {
+		return errors.New("give one of --trace FILE or --from-streams")
+	}
+	if *fromStreams && *since == "" {
+		return errors.New("--from-streams needs --since")
+	}
+	c := dc
+	c.Workers, c.DeviceBlocks, c.Alpha, c.KVBytesPerToken, c.BlockSize = *workers, *device, *alpha, *kvBytes, *blockSize
+	if c.L3Bytes, err = whatif.ParseBytes(*l3); err != nil {
+		return fmt.Errorf("--l3: %w", err)
+	}
+	if c.L3Bandwidth, err = whatif.ParseBandwidth(*bw); err != nil {
+		return fmt.Errorf("--l3-bandwidth: %w", err)
+	}
+	o := whatif.Options{}
+	if *sweep != "" {
+		sw, err := whatif.ParseSweep(*sweep)
+		if err != nil {
+			return err
+		}
+		o.Sweep = &sw
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
+	o.Logger = log
+	win := whatif.Window{Streams: def, RegistryBucket: *bucket, SkipBad: *skipBad}
+	if *fromStreams {
+		win.Streams.Requests.Name, win.Streams.Responses.Name, win.Streams.KVEvents.Name = *reqStream, *respStream, *kvStream
+		if win.Since, err = parseWhen(*since); err != nil {
+			return fmt.Errorf("--since: %w", err)
+		}
+		if win.Until, err = parseWhen(*until); err != nil {
+			return fmt.Errorf("--until: %w", err)
+		}
+	}
+	checked = true
+	var src whatif.Source
+	if *fromStreams {
+		ncfg := natsCfg()
+		ncfg.URL, ncfg.Logger = *natsURL, log
+		nc, err := natsconn.Connect(ncfg)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return err
+		}
+		ss, err := whatif.FromStreams(ctx, js, win)
+		if err != nil {
+			return err
+		}
+		src = ss.Source
+		c.BlockSize = ss.BlockSize
+		if !flagSet(fs, "workers") {
+			c.Workers = ss.Workers
+		}
+	} else {
+		f, err := os.Open(*trace)
+		if err != nil {
+			return err
+		}
+		tr, err := whatif.ReadTrace(f, c.BlockSize, *skipBad)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", *trace, err)
+		}
+		src = whatif.Source{Name: *trace, Records: tr.Records, Skipped: tr.Skipped, FirstSkipped: tr.FirstSkipped}
+	}
+	o.Cluster = c
+	if isTerminal(stderr) {
+		o.Progress = stderr
+	}
+	rep, err := whatif.Run(ctx, src, o)
+	if err != nil {
+		return err
+	}
+	if *reportDir != "" {
+		if err := rep.WriteHTML(*reportDir); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		return rep.WriteJSON(stdout)
+	}
+	return rep.Text(stdout)
+}

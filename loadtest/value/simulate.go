@@ -1,0 +1,143 @@
+package value
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/hintstream/hintstream/loadtest/workload"
+)
+
+// Simulation is what Simulate measured: the no-hints run, the next-turn
+// oracle, the clairvoyant bound and one run per policy, all on identical
+// clusters, with savings against the no-hints run.
+type Simulation struct {
+	Result
+	// Policies are the in-process engine's runs, in the order asked
+	// (Mode is the policy's name), each with its lost savings.
+	Policies []ModeResult
+	// HeldPrompts is the most hashed prompts held at once.
+	HeldPrompts int
+}
+
+// simulateStretch is how many events Simulate plays of every run before
+// it drops the prompts they are done with: enough to keep the CPUs busy
+// between the pauses, small against a trace.
+const simulateStretch = 1024
+
+// Simulate plays cfg.Workload without hints, with the next-turn oracle
+// and once per policy with hintstream's decision engine in process on
+// the simulated clock (no service, no bus, no sockets), and computes the
+// clairvoyant bound. Like Run, it fails with ErrBoundBeaten if a run
+// costs less than the bound. The Result's Hintstream run is left empty.
+func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return Simulation{}, err
+	}
+	if len(policies) == 0 {
+		return Simulation{}, fmt.Errorf("%w: no policy", ErrConfig)
+	}
+	seen := map[string]bool{}
+	for _, p := range policies {
+		switch Mode(p.Name) {
+		case "", ModeNoHints, ModeOracle, ModeHintstream, ModeBound:
+			return Simulation{}, fmt.Errorf("%w: policy name %q is empty or a run's", ErrConfig, p.Name)
+		}
+		if seen[p.Name] {
+			return Simulation{}, fmt.Errorf("%w: policy %q twice", ErrConfig, p.Name)
+		}
+		seen[p.Name] = true
+	}
+	w := cfg.Workload
+	var s Simulation
+	s.Result = Result{Workload: w.Stats(), Workers: cfg.Workers, DeviceBlocks: cfg.DeviceBlocks,
+		L3Blocks: cfg.L3Blocks, BlockSize: w.BlockSize, Alpha: cfg.Alpha, AnnounceToolTime: cfg.AnnounceToolTime, Affinity: cfg.Affinity,
+		TransferTime: cfg.TransferTime, KVBytesPerToken: cfg.KVBytesPerToken, L3Bandwidth: cfg.L3Bandwidth}
+	pr, err := newPrompts(cfg)
+	if err != nil {
+		return s, err
+	}
+	// The runs share only the workload and the hashed prompts. They go
+	// side by side, as many at once as there are CPUs, a stretch of
+	// events at a time, so that a prompt can be dropped once every run
+	// has played its request's response: memory holds the requests in
+	// flight, not the trace.
+	type job struct {
+		mode Mode
+		pol  *Policy
+		out  *ModeResult
+		r    *run
+	}
+	s.Policies = make([]ModeResult, len(policies))
+	jobs := []*job{{mode: ModeNoHints, out: &s.NoHints}, {mode: ModeOracle, out: &s.Oracle}}
+	for i := range policies {
+		jobs = append(jobs, &job{mode: Mode(policies[i].Name), pol: &policies[i], out: &s.Policies[i]})
+	}
+	for _, j := range jobs {
+		r, err := startRun(ctx, cfg, pr, j.mode, j.pol)
+		if err != nil {
+			return s, fmt.Errorf("value: %s run: %w", j.mode, err)
+		}
+		defer r.h.close()
+		j.r = r
+	}
+	errs := make([]error, len(jobs))
+	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
+	for from := 0; from < len(w.Events); from += simulateStretch {
+		to := min(from+simulateStretch, len(w.Events))
+		var wg sync.WaitGroup
+		for k, j := range jobs {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				t := time.Now()
+				if err := j.r.p.play(ctx, j.r.h, from, to); err != nil {
+					errs[k] = fmt.Errorf("value: %s run: %w", j.mode, err)
+				}
+				j.r.elapsed += time.Since(t)
+			}()
+		}
+		wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return s, err // one cause, not one per run
+		}
+		if err := errors.Join(errs...); err != nil {
+			return s, err
+		}
+		s.HeldPrompts = max(s.HeldPrompts, pr.size())
+		for _, ev := range w.Events[from:to] {
+			if ev.Kind == workload.KindResponse {
+				pr.release(ev.Request)
+			}
+		}
+	}
+	for _, j := range jobs {
+		*j.out = j.r.finish()
+	}
+	var boundHits []int
+	if s.Bound, boundHits, err = boundMode(cfg, pr); err != nil {
+		return s, err
+	}
+	announced := func(i int) bool { return w.Requests[i].HasWakeup }
+	s.NoHints.Saving = 0
+	s.Oracle.Saving = s.NoHints.Cost - s.Oracle.Cost
+	s.Bound.Saving = s.NoHints.Cost - s.Bound.Cost
+	s.Oracle.Lost = lostSavings(s.Oracle, s.Bound, s.NoHints, boundHits, announced)
+	for i := range s.Policies {
+		m := &s.Policies[i]
+		m.Saving = s.NoHints.Cost - m.Cost
+		m.Lost = lostSavings(*m, s.Bound, s.NoHints, boundHits, announced)
+	}
+	for _, m := range append([]ModeResult{s.NoHints, s.Oracle}, s.Policies...) {
+		if m.Cost < s.Bound.Cost-1e-6*max(1, s.Bound.Cost) {
+			return s, fmt.Errorf("%w: %s costs %.0f, the bound %.0f", ErrBoundBeaten, m.Mode, m.Cost, s.Bound.Cost)
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,200 @@
+package whatif
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/hintstream/hintstream/loadtest/value"
+	"github.com/hintstream/hintstream/loadtest/workload"
+	"github.com/hintstream/hintstream/sim"
+)
+
+// ErrInvalidOption marks an unusable option.
+var ErrInvalidOption = errors.New("whatif: invalid option")
+
+// Defaults of the cluster model: the hint-value harness's, so that both
+// answer the same question by default.
+const (
+	DefaultWorkers         = sim.DefaultWorkers           // 4
+	DefaultDeviceBlocks    = value.DefaultDeviceBlocks    // per worker: 1,024 blocks
+	DefaultKVBytesPerToken = value.DefaultKVBytesPerToken // 128 KiB: an 8B model
+	DefaultL3Bandwidth     = value.DefaultL3Bandwidth     // 25 GB/s
+	DefaultAlpha           = value.DefaultAlpha           // 0.25
+	DefaultBlockSize       = workload.DefaultBlockSize    // 512 tokens (Mooncake's hash_ids)
+	// DefaultL3Bytes is value.DefaultL3Blocks (6,144) pages of
+	// DefaultBlockSize tokens at DefaultKVBytesPerToken: 384 GiB.
+	DefaultL3Bytes = int64(value.DefaultL3Blocks) * DefaultBlockSize * DefaultKVBytesPerToken
+)
+
+// Cluster is the simulated cluster: sizes, link and costs.
+type Cluster struct {
+	Workers         int     `json:"workers"`
+	DeviceBlocks    int     `json:"device_blocks_per_worker"`
+	L3Bytes         int64   `json:"l3_bytes"`
+	L3Bandwidth     float64 `json:"l3_bandwidth_bytes_per_s"` // 0: loads are instant
+	Alpha           float64 `json:"alpha"`
+	KVBytesPerToken int     `json:"kv_bytes_per_token"`
+	BlockSize       int     `json:"block_size"`
+}
+
+// DefaultCluster is the cluster model with every default.
+func DefaultCluster() Cluster {
+	return Cluster{Workers: DefaultWorkers, DeviceBlocks: DefaultDeviceBlocks, L3Bytes: DefaultL3Bytes,
+		L3Bandwidth: DefaultL3Bandwidth, Alpha: DefaultAlpha, KVBytesPerToken: DefaultKVBytesPerToken, BlockSize: DefaultBlockSize}
+}
+
+// L3Pages is the L3 capacity in pages of one block.
+func (c Cluster) L3Pages() int {
+	return int(c.L3Bytes / (int64(c.BlockSize) * int64(c.KVBytesPerToken)))
+}
+
+// Validate refuses a cluster that cannot be simulated.
+func (c Cluster) Validate() error {
+	switch {
+	case c.Workers <= 0:
+		return fmt.Errorf("%w: workers %d (want ≥ 1)", ErrInvalidOption, c.Workers)
+	case c.DeviceBlocks <= 0:
+		return fmt.Errorf("%w: device blocks %d (want ≥ 1)", ErrInvalidOption, c.DeviceBlocks)
+	case c.BlockSize <= 0:
+		return fmt.Errorf("%w: block size %d", ErrInvalidOption, c.BlockSize)
+	case c.KVBytesPerToken <= 0:
+		return fmt.Errorf("%w: KV bytes per token %d (want ≥ 1)", ErrInvalidOption, c.KVBytesPerToken)
+	case c.L3Bytes < 0 || c.L3Pages() < 1:
+		return fmt.Errorf("%w: L3 capacity %d bytes holds no page of %d bytes", ErrInvalidOption, c.L3Bytes,
+			int64(c.BlockSize)*int64(c.KVBytesPerToken))
+	case math.IsNaN(c.L3Bandwidth) || math.IsInf(c.L3Bandwidth, 0) || c.L3Bandwidth < 0:
+		return fmt.Errorf("%w: L3 bandwidth %v", ErrInvalidOption, c.L3Bandwidth)
+	case math.IsNaN(c.Alpha) || c.Alpha <= 0 || c.Alpha > 1:
+		return fmt.Errorf("%w: alpha %v (want 0 < α ≤ 1)", ErrInvalidOption, c.Alpha)
+	}
+	return nil
+}
+
+// Sweep varies one dimension of the cluster.
+type Sweep struct {
+	Dim    string    `json:"dimension"` // "l3", "device" or "bandwidth"
+	Values []float64 `json:"values"`    // bytes, blocks per worker, bytes/s
+	Labels []string  `json:"labels"`    // as given
+}
+
+// The sweep dimensions.
+const (
+	SweepL3        = "l3"
+	SweepDevice    = "device"
+	SweepBandwidth = "bandwidth"
+)
+
+// ParseSweep reads DIM=V1,V2,...: l3=1GiB,4GiB (bytes), device=512,2048
+// (blocks per worker) or bandwidth=10GB/s,25GB/s (bytes per second).
+func ParseSweep(s string) (Sweep, error) {
+	dim, list, ok := strings.Cut(s, "=")
+	if !ok || list == "" {
+		return Sweep{}, fmt.Errorf("%w: sweep %q (want DIM=V1,V2,... with DIM l3, device or bandwidth)", ErrInvalidOption, s)
+	}
+	sw := Sweep{Dim: strings.TrimSpace(dim)}
+	for _, v := range strings.Split(list, ",") {
+		v = strings.TrimSpace(v)
+		var f float64
+		var err error
+		switch sw.Dim {
+		case SweepL3:
+			var n int64
+			n, err = ParseBytes(v)
+			f = float64(n)
+		case SweepDevice:
+			var n int
+			n, err = strconv.Atoi(v)
+			if err == nil && n < 1 {
+				err = fmt.Errorf("%d blocks", n)
+			}
+			f = float64(n)
+		case SweepBandwidth:
+			f, err = ParseBandwidth(v)
+		default:
+			return Sweep{}, fmt.Errorf("%w: sweep dimension %q (want l3, device or bandwidth)", ErrInvalidOption, sw.Dim)
+		}
+		if err != nil {
+			return Sweep{}, fmt.Errorf("%w: sweep %s value %q: %v", ErrInvalidOption, sw.Dim, v, err)
+		}
+		sw.Values = append(sw.Values, f)
+		sw.Labels = append(sw.Labels, v)
+	}
+	return sw, nil
+}
+
+// apply is c at sweep point i.
+func (s Sweep) apply(c Cluster, i int) Cluster {
+	switch s.Dim {
+	case SweepL3:
+		c.L3Bytes = int64(s.Values[i])
+	case SweepDevice:
+		c.DeviceBlocks = int(s.Values[i])
+	case SweepBandwidth:
+		c.L3Bandwidth = s.Values[i]
+	}
+	return c
+}
+
+var units = []struct {
+	suffix string
+	mult   float64
+}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+
+// ParseBytes reads a size: a number with an optional unit (B, KB, MB,
+// GB, TB in powers of 1000; KiB, MiB, GiB, TiB in powers of 1024).
+func ParseBytes(s string) (int64, error) {
+	f, err := parseUnit(s)
+	if err != nil {
+		return 0, err
+	}
+	if f < 0 || f > math.MaxInt64/2 {
+		return 0, fmt.Errorf("size %q out of range", s)
+	}
+	return int64(f), nil
+}
+
+// ParseBandwidth reads bytes per second: a size with an optional "/s"
+// (25GB/s, 10GiB/s); 0 makes loads instant.
+func ParseBandwidth(s string) (float64, error) {
+	f, err := parseUnit(strings.TrimSuffix(strings.TrimSpace(s), "/s"))
+	if err != nil {
+		return 0, err
+	}
+	if f < 0 || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("bandwidth %q out of range", s)
+	}
+	return f, nil
+}
+
+func parseUnit(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	mult := 1.0
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) {
+		return 0, fmt.Errorf("not a number with a unit: %q", s)
+	}
+	return f * mult, nil
+}
+
+// FormatBytes writes n with a binary unit.
+func FormatBytes(n float64) string {
+	for _, u := range []struct {
+		s string
+		m float64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if math.Abs(n) >= u.m {
+			return strconv.FormatFloat(n/u.m, 'f', 1, 64) + " " + u.s
+		}
+	}
+	return strconv.FormatFloat(n, 'f', 0, 64) + " B"
+}

@@ -1,0 +1,185 @@
+package whatif
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/hintstream/hintstream/loadtest/value"
+	"github.com/hintstream/hintstream/loadtest/workload"
+)
+
+// DefaultTimePoints is how many points the saving-over-time series has.
+const DefaultTimePoints = 60
+
+// Source is the traffic to play: checked records in time order.
+type Source struct {
+	// Name says where they came from (a file, or a stream window).
+	Name    string
+	Records []workload.Record
+	// Skipped counts input passed over as bad; FirstSkipped is the first.
+	Skipped      int
+	FirstSkipped *LineError
+	// Model names the requests' model ("" for a trace).
+	Model string
+}
+
+// Options configure Run.
+type Options struct {
+	Cluster Cluster
+	// Policies to run; nil: every policy hintstream has (value.Policies).
+	Policies []value.Policy
+	// Sweep, when set, runs every policy at each of its points.
+	Sweep *Sweep
+	// Progress, when set, gets a progress bar with an ETA (a terminal).
+	Progress io.Writer
+	Logger   *slog.Logger
+	// TimePoints of the saving-over-time series; default DefaultTimePoints.
+	TimePoints int
+}
+
+// Run plays src on the cluster model (at each sweep point): without
+// hints, with every policy through hintstream's decision engine on a
+// simulated clock, with the next-turn oracle, and computes the
+// clairvoyant bound.
+func Run(ctx context.Context, src Source, o Options) (*Report, error) {
+	if len(src.Records) == 0 {
+		return nil, fmt.Errorf("%w: %s holds no request", ErrNoRequests, src.Name)
+	}
+	if err := o.Cluster.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Policies == nil {
+		o.Policies = value.Policies()
+	}
+	if o.TimePoints <= 0 {
+		o.TimePoints = DefaultTimePoints
+	}
+	start := time.Now()
+	w, err := workload.FromRecords(src.Records, workload.TraceOptions{BlockSize: o.Cluster.BlockSize, Model: src.Model})
+	if err != nil {
+		return nil, err
+	}
+	stats := w.Stats()
+	rep := &Report{Source: src.Name, Requests: stats.Requests, Conversations: stats.Sessions, NextTurns: stats.NextTurns,
+		PromptTokens: stats.PromptTokens, DurationS: stats.Duration.Seconds(), Skipped: src.Skipped,
+		Reusable: Num(ReusableShare(src.Records, o.Cluster.BlockSize)), Cluster: o.Cluster, Sweep: o.Sweep}
+	if src.FirstSkipped != nil {
+		rep.FirstSkipped = src.FirstSkipped.Error()
+	}
+	points := []Cluster{o.Cluster}
+	labels := []string{""}
+	if o.Sweep != nil {
+		points, labels = nil, nil
+		for i := range o.Sweep.Values {
+			points = append(points, o.Sweep.apply(o.Cluster, i))
+			labels = append(labels, o.Sweep.Dim+"="+o.Sweep.Labels[i])
+		}
+	}
+	for _, c := range points {
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	bar := newProgress(o.Progress, len(points)*(len(o.Policies)+2)*len(w.Events))
+	for k, c := range points {
+		cfg := value.Config{Workload: w, Workers: c.Workers, DeviceBlocks: c.DeviceBlocks, L3Blocks: c.L3Pages(),
+			Alpha: c.Alpha, TransferTime: c.L3Bandwidth > 0, KVBytesPerToken: c.KVBytesPerToken, L3Bandwidth: c.L3Bandwidth,
+			Logger: o.Logger, Progress: bar.add}
+		s, err := value.Simulate(ctx, cfg, o.Policies)
+		if err != nil {
+			return nil, err
+		}
+		rep.Points = append(rep.Points, point(labels[k], c, w, s, o.TimePoints))
+	}
+	bar.finish()
+	rep.ElapsedS = time.Since(start).Seconds()
+	rep.RequestsPerS = float64(len(points)*rep.Requests) / rep.ElapsedS
+	return rep, nil
+}
+
+// ReusableShare is the share of prompt tokens a cluster with unbounded
+// caches would not recompute: each request's leading full blocks whose
+// ids an earlier request held (Mooncake's "Cache Ratio"). Memory is the
+// set of distinct ids.
+func ReusableShare(recs []workload.Record, blockSize int) float64 {
+	seen := map[uint64]struct{}{}
+	var reused, total int64
+	for _, r := range recs {
+		total += int64(r.InputLength)
+		full := min(r.InputLength/blockSize, len(r.HashIDs))
+		k := 0
+		for k < full {
+			if _, ok := seen[r.HashIDs[k]]; !ok {
+				break
+			}
+			k++
+		}
+		reused += int64(k * blockSize)
+		for _, h := range r.HashIDs {
+			seen[h] = struct{}{}
+		}
+	}
+	if total == 0 {
+		return math.NaN()
+	}
+	return float64(reused) / float64(total)
+}
+
+// point summarises one sweep point's simulation.
+func point(label string, c Cluster, w *workload.Workload, s value.Simulation, n int) Point {
+	p := Point{Label: label, Cluster: c, L3Pages: c.L3Pages(), HeldPrompts: s.HeldPrompts}
+	bytesPerBlock := float64(c.BlockSize) * float64(c.KVBytesPerToken)
+	add := func(kind string, m value.ModeResult, lost bool) {
+		r := RunResult{Name: string(m.Mode), Kind: kind, Cost: m.Cost, Saving: m.Saving,
+			SavingShare: Num(ratio(m.Saving, float64(m.PromptTokens))), OfBound: Num(ratio(m.Saving, s.Bound.Saving)),
+			OfOracle: Num(ratio(m.Saving, s.Oracle.Saving)), DeviceHitTokens: m.DeviceHitTokens, L3HitTokens: m.L3HitTokens,
+			RecomputedTokens: m.RecomputedTokens, Prefetches: m.Prefetches, PrefetchedBytes: float64(m.PrefetchedBlocks) * bytesPerBlock,
+			WastedPrefetchBytes: float64(m.WastedPrefetchBlocks) * bytesPerBlock, Pins: m.Pins, Renewals: m.Renewals,
+			ElapsedS: m.Elapsed.Seconds()}
+		if lost {
+			l := m.Lost
+			r.Lost = &l
+		}
+		r.SavingOverTime = overTime(w, s.NoHints.PerRequestCost, m.PerRequestCost, n)
+		p.Runs = append(p.Runs, r)
+	}
+	add("off", s.NoHints, false)
+	for _, m := range s.Policies {
+		add("policy", m, true)
+	}
+	add("oracle", s.Oracle, true)
+	add("bound", s.Bound, false)
+	return p
+}
+
+// overTime is the saving so far at n even steps of the trace's time.
+func overTime(w *workload.Workload, none, run []float64, n int) []TimePoint {
+	if len(run) != len(none) || len(w.Requests) == 0 {
+		return nil
+	}
+	first, last := w.Requests[0].At, w.Requests[len(w.Requests)-1].At
+	span := max(last-first, time.Millisecond)
+	out := make([]TimePoint, n)
+	var sum float64
+	i := 0
+	for k := range n {
+		until := first + time.Duration(float64(span)*float64(k+1)/float64(n))
+		for i < len(w.Requests) && w.Requests[i].At <= until {
+			sum += none[i] - run[i]
+			i++
+		}
+		out[k] = TimePoint{AtS: (until - first).Seconds(), Saving: sum}
+	}
+	return out
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}

@@ -1,0 +1,164 @@
+package whatif
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hintstream/hintstream/loadtest/workload"
+)
+
+// ErrBadLine marks a trace line that cannot be used; the error is a
+// *LineError naming the line.
+var ErrBadLine = errors.New("whatif: bad trace line")
+
+// LineError is a bad trace line: its number (from 1) and why.
+type LineError struct {
+	Line   int
+	Reason string
+	// where is "stream" for a stream event (Reason names it), else a
+	// trace line.
+	where string
+}
+
+func (e *LineError) Error() string {
+	if e.where == "stream" {
+		return "whatif: " + e.Reason
+	}
+	return fmt.Sprintf("whatif: trace line %d: %s", e.Line, e.Reason)
+}
+
+// Unwrap makes a LineError match ErrBadLine.
+func (e *LineError) Unwrap() error { return ErrBadLine }
+
+// maxLine bounds one trace line (a 1M-token prompt's ids fit).
+const maxLine = 64 << 20
+
+// rawLine is one Mooncake trace line as JSON has it; pointers tell a
+// missing field from a zero one.
+type rawLine struct {
+	Timestamp    *json.Number    `json:"timestamp"`
+	InputLength  *int64          `json:"input_length"`
+	OutputLength *int64          `json:"output_length"`
+	HashIDs      *[]uint64       `json:"hash_ids"`
+	SessionID    json.RawMessage `json:"session_id"`
+}
+
+// DecodeLine decodes one Mooncake trace line: a JSON object with
+// timestamp (ms, ≥ 0), input_length and output_length (≥ 0), hash_ids
+// (non-empty, enough blocks of blockSize tokens for input_length) and an
+// optional session_id (string or integer, as aiperf's multi-turn traces
+// carry). Its errors give the reason only; ReadTrace names the line.
+func DecodeLine(b []byte, blockSize int) (workload.Record, error) {
+	var raw rawLine
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return workload.Record{}, fmt.Errorf("not a JSON object: %v", err)
+	}
+	if dec.More() {
+		return workload.Record{}, errors.New("more than one JSON value")
+	}
+	var rec workload.Record
+	switch {
+	case raw.Timestamp == nil:
+		return rec, errors.New("no timestamp")
+	case raw.InputLength == nil:
+		return rec, errors.New("no input_length")
+	case raw.OutputLength == nil:
+		return rec, errors.New("no output_length")
+	case raw.HashIDs == nil || len(*raw.HashIDs) == 0:
+		return rec, errors.New("empty hash_ids")
+	}
+	ts, err := raw.Timestamp.Int64()
+	if err != nil {
+		// Some traces write whole milliseconds as 12.0.
+		f, ferr := raw.Timestamp.Float64()
+		if ferr != nil || f != float64(int64(f)) {
+			return rec, fmt.Errorf("timestamp %s is not a whole number of ms", raw.Timestamp.String())
+		}
+		ts = int64(f)
+	}
+	switch {
+	case ts < 0:
+		return rec, fmt.Errorf("negative timestamp %d", ts)
+	case *raw.InputLength < 0 || *raw.OutputLength < 0:
+		return rec, fmt.Errorf("negative length (input %d, output %d)", *raw.InputLength, *raw.OutputLength)
+	case *raw.InputLength > int64(len(*raw.HashIDs))*int64(blockSize):
+		return rec, fmt.Errorf("%d hash_ids cannot hold %d tokens in %d-token blocks", len(*raw.HashIDs), *raw.InputLength, blockSize)
+	case *raw.OutputLength > 1<<30:
+		return rec, fmt.Errorf("output_length %d too large", *raw.OutputLength)
+	}
+	rec = workload.Record{Timestamp: ts, InputLength: int(*raw.InputLength), OutputLength: int(*raw.OutputLength), HashIDs: *raw.HashIDs}
+	if len(raw.SessionID) > 0 && string(raw.SessionID) != "null" {
+		var s string
+		if err := json.Unmarshal(raw.SessionID, &s); err != nil {
+			var n json.Number
+			if err := json.Unmarshal(raw.SessionID, &n); err != nil {
+				return rec, errors.New("session_id is neither a string nor a number")
+			}
+			s = n.String()
+		}
+		if s == "" {
+			return rec, errors.New("empty session_id")
+		}
+		rec.Session = "s:" + s
+	}
+	return rec, nil
+}
+
+// TraceRead is what ReadTrace read.
+type TraceRead struct {
+	Records []workload.Record
+	// Skipped counts bad lines passed over (SkipBad); FirstSkipped is the
+	// first of them.
+	Skipped      int
+	FirstSkipped *LineError
+}
+
+// ReadTrace reads a Mooncake-format trace, one JSON object a line
+// (DecodeLine); blank lines are passed over. A bad line, or one whose
+// timestamp is before the previous line's, fails the read with a
+// *LineError, unless skipBad, which counts it and goes on.
+func ReadTrace(r io.Reader, blockSize int, skipBad bool) (TraceRead, error) {
+	var out TraceRead
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), maxLine)
+	var last int64
+	for line := 1; sc.Scan(); line++ {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		rec, err := DecodeLine(b, blockSize)
+		if err == nil && rec.Timestamp < last {
+			err = fmt.Errorf("timestamp %d before the previous line's %d (a trace is in time order)", rec.Timestamp, last)
+		}
+		if err != nil {
+			le := &LineError{Line: line, Reason: err.Error()}
+			if !skipBad {
+				return out, le
+			}
+			out.Skipped++
+			if out.FirstSkipped == nil {
+				out.FirstSkipped = le
+			}
+			continue
+		}
+		last = rec.Timestamp
+		out.Records = append(out.Records, rec)
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("whatif: reading trace: %w", err)
+	}
+	if len(out.Records) == 0 {
+		return out, fmt.Errorf("%w: no usable request in the trace (%d bad lines skipped)", ErrNoRequests, out.Skipped)
+	}
+	return out, nil
+}
+
+// ErrNoRequests: the source holds nothing to play.
+var ErrNoRequests = errors.New("whatif: no requests")
