@@ -103,9 +103,15 @@ func startEngine(p *player, pol Policy) (*engineRun, error) {
 func (h *engineRun) now() time.Time { return h.epoch.Add(h.p.cl.Now()) }
 
 // Send is the engine's sender: it keeps the hint for drain, which applies
-// it once the decision returns (the engine sends while it decides).
+// it once the decision returns (the engine sends while it decides). The
+// simulated peer is always connected, so the hint counts as taken at
+// once, as the pool's Sent hook says of a connected peer (the affinity
+// record is written then).
 func (h *engineRun) Send(endpoint string, hint actions.Hint) error {
 	h.pending = append(h.pending, sentHint{endpoint, hint})
+	if hint.Sent != nil {
+		hint.Sent()
+	}
 	return nil
 }
 
