@@ -128,13 +128,16 @@ func FromRecords(recs []Record, o TraceOptions) (*Workload, error) {
 			OutputLength: rec.OutputLength, HashIDs: rec.HashIDs, Prev: -1}
 		i := len(w.Requests)
 		keys := prefixKeys(req.HashIDs)
+		// What the prompts share decides the link, forks included; a
+		// session id only fills in when they share too little to tell
+		// (a turn that rewrote its context), so a trace and the same
+		// traffic read back from the streams link alike.
+		req.Prev, req.Fork = findPrev(w, byFull, hasNext, keys, &req)
 		if rec.Session != "" {
-			if prev, ok := bySession[rec.Session]; ok {
+			if prev, ok := bySession[rec.Session]; ok && req.Prev < 0 {
 				req.Prev = prev
 			}
 			bySession[rec.Session] = i
-		} else {
-			req.Prev, req.Fork = findPrev(w, byFull, hasNext, keys, &req)
 		}
 		if req.Prev >= 0 {
 			hasNext[req.Prev] = true
