@@ -175,6 +175,10 @@ func TestMissingPermissionOneMessage(t *testing.T) {
 		"run", "--nats-url", s.ClientURL(), "--log-format", "json", "--log-level", "debug")
 	p.waitLine(t, 30*time.Second, "hintstream cannot start")
 	p.waitLine(t, 60*time.Second, "start-up retry: permission still missing")
+	// The connection's error callback logs the refused subject on its own
+	// goroutine, which may come after the start-up lines: wait for it
+	// before counting.
+	p.waitLine(t, 30*time.Second, "NATS permission missing")
 	alive(t, p)
 	var missing, cannot, other int
 	for _, l := range p.lines(&p.errs) {
