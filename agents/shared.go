@@ -14,6 +14,7 @@ import (
 	"github.com/hintstream/hintstream/agentevents"
 	"github.com/hintstream/hintstream/hints"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
 )
 
 // DefaultContextBucket is the JetStream KV bucket in which the members of
@@ -68,11 +69,8 @@ func OpenContextStore(ctx context.Context, js jetstream.JetStream, bucket string
 	if bucket == "" {
 		bucket = DefaultContextBucket
 	}
-	kv, err := js.KeyValue(ctx, bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: DefaultContextTTL,
-			MaxBytes: DefaultContextMaxBytes, Description: "hintstream: agent programs' last turn, shared by the group"})
-	}
+	kv, _, err := streams.OpenKeyValue(ctx, js, jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: DefaultContextTTL,
+		MaxBytes: DefaultContextMaxBytes, Description: "hintstream: agent programs' last turn, shared by the group"})
 	if err != nil {
 		return nil, fmt.Errorf("agent context bucket %s: %w", bucket, err)
 	}

@@ -2,7 +2,6 @@ package consumers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -63,21 +63,11 @@ func OpenAffinityBucket(ctx context.Context, js jetstream.JetStream, bucket stri
 	if bucket == "" {
 		bucket = schemas.DefaultAffinityBucket
 	}
-	kv, err := js.KeyValue(ctx, bucket)
-	if err == nil {
-		return kv, nil
-	}
-	if !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, fmt.Errorf("affinity: attach bucket %q: %w", bucket, err)
-	}
-	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket,
+	kv, _, err := streams.OpenKeyValue(ctx, js, jetstream.KeyValueConfig{Bucket: bucket,
 		Description: "hintstream prefetch affinity: key = base64url(session id), value = {worker_id, dp_rank, expires_at_ms} JSON",
 		History:     1, TTL: DefaultAffinityMaxAge, Storage: jetstream.MemoryStorage})
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(ctx, bucket)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("affinity: create bucket %q: %w", bucket, err)
+		return nil, fmt.Errorf("affinity: %w", err)
 	}
 	return kv, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/zeebo/xxh3"
 )
@@ -52,11 +53,9 @@ func OpenRequestIndex(ctx context.Context, js jetstream.JetStream, bucket, strea
 		ttl = time.Hour
 	}
 	bo := bucketOpts(DefaultRequestIndexMaxBytes, opts)
-	kv, err := js.KeyValue(ctx, bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: ttl,
-			Description: "hintstream: request id -> requests stream sequence", MaxBytes: bo.maxBytes})
-	} else if err == nil {
+	kv, created, err := streams.OpenKeyValue(ctx, js, jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: ttl,
+		Description: "hintstream: request id -> requests stream sequence", MaxBytes: bo.maxBytes})
+	if err == nil && !created {
 		err = bo.checkCap(ctx, js, bucket)
 	}
 	if err != nil {

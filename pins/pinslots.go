@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/zeebo/xxh3"
@@ -78,19 +79,17 @@ func OpenPinSlots(ctx context.Context, js jetstream.JetStream, bucket string, op
 	if bo.markerTTL == 0 {
 		bo.markerTTL = DefaultSlotMarkerTTL
 	}
-	kv, err := js.KeyValue(ctx, bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		cfg := jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: 24 * time.Hour,
-			Description: "hintstream: live tool-call pin per session", MaxBytes: bo.maxBytes,
-			LimitMarkerTTL: bo.markerTTL}
-		kv, err = js.CreateKeyValue(ctx, cfg)
-		if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
-			// A server before 2.11 has no per-message TTLs: records then
-			// stay the bucket's 24 h (checkMsgTTL warns).
-			cfg.LimitMarkerTTL = 0
-			kv, err = js.CreateKeyValue(ctx, cfg)
-		}
-	} else if err == nil {
+	cfg := jetstream.KeyValueConfig{Bucket: bucket, History: 1, TTL: 24 * time.Hour,
+		Description: "hintstream: live tool-call pin per session", MaxBytes: bo.maxBytes,
+		LimitMarkerTTL: bo.markerTTL}
+	kv, created, err := streams.OpenKeyValue(ctx, js, cfg)
+	if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
+		// A server before 2.11 has no per-message TTLs: records then
+		// stay the bucket's 24 h (checkMsgTTL warns).
+		cfg.LimitMarkerTTL = 0
+		kv, created, err = streams.OpenKeyValue(ctx, js, cfg)
+	}
+	if err == nil && !created {
 		err = bo.checkCap(ctx, js, bucket)
 	}
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -22,14 +23,7 @@ func Bucket(ctx context.Context, js jetstream.JetStream, name string) (jetstream
 	if name == "" {
 		name = DefaultBucket
 	}
-	kv, err := js.KeyValue(ctx, name)
-	if err == nil {
-		return kv, nil
-	}
-	if !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, fmt.Errorf("registry: attach bucket %q: %w", name, err)
-	}
-	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, _, err := streams.OpenKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      name,
 		Description: "hintstream worker registry: key = worker id, value = worker record JSON",
 		History:     1,
@@ -37,13 +31,8 @@ func Bucket(ctx context.Context, js jetstream.JetStream, name string) (jetstream
 		// and the expiry reaches every watcher as a delete.
 		LimitMarkerTTL: DefaultLimitMarkerTTL,
 	})
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		// Created concurrently by someone else (maybe with another
-		// config): attach to theirs.
-		kv, err = js.KeyValue(ctx, name)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("registry: create bucket %q: %w", name, err)
+		return nil, fmt.Errorf("registry: %w", err)
 	}
 	return kv, nil
 }

@@ -30,12 +30,8 @@ func (s *Service) snapshotName() string {
 }
 
 func (s *Service) snapshotStore(ctx context.Context) (jetstream.ObjectStore, error) {
-	obs, err := s.js.ObjectStore(ctx, s.cfg.SnapshotBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		obs, err = s.js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: s.cfg.SnapshotBucket,
-			Description: "hintstream: KV index snapshots, by KV-event stream"})
-	}
-	return obs, err
+	return streams.OpenObjectStore(ctx, s.js, jetstream.ObjectStoreConfig{Bucket: s.cfg.SnapshotBucket,
+		Description: "hintstream: KV index snapshots, by KV-event stream"}, streams.WithLogger(s.log))
 }
 
 // saveSnapshot writes the index with the sequence it covers: every event

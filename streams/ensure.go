@@ -112,34 +112,18 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config, opts ...Ens
 		return nil, 0, err
 	}
 	o := buildOpts(opts)
-	until := time.Now().Add(o.retryFor)
-	wait := 100 * time.Millisecond
-	for {
-		// Each try within js's request timeout, even when ctx allows
-		// longer: a request a busy server dropped is then retried, not
-		// waited for until ctx ends.
-		try := js.Options().DefaultTimeout
-		if try <= 0 {
-			try = 5 * time.Second // nats.go's own default (jetstream.go, defaultAPITimeout, v1.55.0)
-		}
-		actx, cancel := context.WithTimeout(ctx, try)
-		st, oc, err := ensureOnce(actx, js, cfg, o)
-		cancel()
-		if err == nil || !timedOut(ctx, err) || !time.Now().Add(wait).Before(until) {
-			return st, oc, err
-		}
-		// A create that timed out may still have happened: the next try
-		// looks the stream up first and attaches to it.
-		o.log.Warn("JetStream slow to answer; retrying", "stream", cfg.Name, "err", err, "retry_in", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, 0, err
-		case <-t.C:
-		}
-		wait = min(2*wait, 2*time.Second)
-	}
+	var (
+		st jetstream.Stream
+		oc Outcome
+	)
+	// A create that timed out may still have happened: the next try
+	// looks the stream up first and attaches to it.
+	err := retryTimeouts(ctx, js, o, "stream "+cfg.Name, func(ctx context.Context) error {
+		var err error
+		st, oc, err = ensureOnce(ctx, js, cfg, o)
+		return err
+	})
+	return st, oc, err
 }
 
 // timedOut: err is a try's own timeout, not ctx ending.
