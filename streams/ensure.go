@@ -66,9 +66,9 @@ const DefaultRetryTimeouts = 30 * time.Second
 
 // WithRetryTimeouts sets how long Ensure retries requests that timed out
 // (default DefaultRetryTimeouts; 0: not at all). Only timeouts of the
-// request itself are retried, never the caller's context ending, and no
-// other error: a server without JetStream, or a refusal, still fails at
-// once.
+// request itself and a cluster's "cannot place yet" answers are retried,
+// never the caller's context ending, and no other error: a server
+// without JetStream, or a refusal, still fails at once.
 func WithRetryTimeouts(d time.Duration) EnsureOption {
 	return func(o *ensureOpts) { o.retryFor = max(d, 0) }
 }
@@ -126,10 +126,33 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config, opts ...Ens
 	return st, oc, err
 }
 
-// timedOut: err is a try's own timeout, not ctx ending.
-func timedOut(ctx context.Context, err error) bool {
-	return ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout))
+// transient: err is a try's own timeout (not ctx ending), or the
+// cluster saying it cannot place or answer yet: "no suitable peers for
+// placement, peer offline" (10005 with a peer offline: seen in CI on a
+// 3-node cluster just after every node reported ready) or "temporarily
+// unavailable" (10008). 10005 with every peer online is a replica count
+// the cluster cannot hold, and fails at once.
+func transient(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.ErrorCode == jsErrCodeUnavailable ||
+		(apiErr.ErrorCode == jsErrCodeNoPeers && strings.Contains(apiErr.Description, "peer offline"))
 }
+
+// The server's codes for a cluster that cannot place or answer yet
+// (server/errors.json: JSClusterNoPeersErrF, JSClusterNotAvailErr).
+const (
+	jsErrCodeNoPeers     jetstream.ErrorCode = 10005
+	jsErrCodeUnavailable jetstream.ErrorCode = 10008
+)
 
 func ensureOnce(ctx context.Context, js jetstream.JetStream, cfg Config, o ensureOpts) (jetstream.Stream, Outcome, error) {
 	// Two tries: a concurrent creator may win the race between our lookup

@@ -68,8 +68,9 @@ func OpenObjectStore(ctx context.Context, js jetstream.JetStream, cfg jetstream.
 
 // retryTimeouts runs op, each try within js's request timeout even when
 // ctx allows longer (a request a busy server dropped is then retried,
-// not waited for until ctx ends), and retries a try that timed out until
-// o.retryFor has passed. Any other error, or ctx ending, returns at once.
+// not waited for until ctx ends), and retries a try that timed out, or
+// that the cluster could not place yet (transient), until o.retryFor has
+// passed. Any other error, or ctx ending, returns at once.
 func retryTimeouts(ctx context.Context, js jetstream.JetStream, o ensureOpts, what string, op func(context.Context) error) error {
 	until := time.Now().Add(o.retryFor)
 	wait := 100 * time.Millisecond
@@ -81,10 +82,10 @@ func retryTimeouts(ctx context.Context, js jetstream.JetStream, o ensureOpts, wh
 		actx, cancel := context.WithTimeout(ctx, try)
 		err := op(actx)
 		cancel()
-		if err == nil || !timedOut(ctx, err) || !time.Now().Add(wait).Before(until) {
+		if err == nil || !transient(ctx, err) || !time.Now().Add(wait).Before(until) {
 			return err
 		}
-		o.log.Warn("JetStream slow to answer; retrying", "what", what, "err", err, "retry_in", wait)
+		o.log.Warn("JetStream not ready to answer; retrying", "what", what, "err", err, "retry_in", wait)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
