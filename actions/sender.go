@@ -30,7 +30,7 @@ type Hint struct {
 	Done func(sent bool)
 	// Release, when set, is called once with Body when the pool no longer
 	// reads it: ZMQ has taken its own copy, or the hint was dropped. The
-	// caller may then reuse the buffer (hints.Engine recycles its envelope
+	// caller may then reuse the buffer (engine.Engine recycles its envelope
 	// buffers). It runs on the goroutine that sent or dropped
 	// the hint, before or after Done. When Send returns an error it is not
 	// called: the body is the caller's again.

@@ -12,7 +12,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/hintstream/hintstream/agentevents"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 )
@@ -206,12 +206,12 @@ func (t *Tracker) hydrate(ctx context.Context, program, workflowType string) {
 // Decide acts on one tool event delivered by the group's shared consumer
 // (consumers.AgentEventConsumer): a malformed one is rejected (counted,
 // dead-lettered), any other done.
-func (t *Tracker) Decide(ctx context.Context, _ hints.Delivery, m hints.Message) hints.Outcome {
+func (t *Tracker) Decide(ctx context.Context, _ engine.Delivery, m engine.Message) engine.Outcome {
 	rec, err := agentevents.Decode(m.Data, m.Header.Get("Content-Type"))
 	if err != nil {
 		t.m.Malformed.Inc(reasonOf(err))
-		return hints.Rejected(err)
+		return engine.Rejected(err)
 	}
 	t.OnRecord(ctx, rec)
-	return hints.Done()
+	return engine.Done()
 }

@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/agentevents"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/tooltime"
 )
 
-// Hinter sends the hints: the decision engine (*hints.Engine).
+// Hinter sends the hints: the decision engine (*engine.Engine).
 type Hinter interface {
-	PrefetchContext(req *schemas.RequestEvent) (hints.Sent, bool)
+	PrefetchContext(req *schemas.RequestEvent) (engine.Sent, bool)
 	PinContext(ctx context.Context, resp *schemas.ResponseEvent) bool
 	DeviceBlocks(req *schemas.RequestEvent, worker uint64, dpRank uint32) int
 	PinTTL(tool string) time.Duration
@@ -341,14 +341,14 @@ func (p *program) contextRequest(id string) *schemas.RequestEvent {
 
 // prefetch sends the program's context (unless the feedback holds it
 // back) and keeps it pending. Under t.mu.
-func (t *Tracker) prefetch(p *program, kind, toolClass, callID string) (hints.Sent, bool) {
+func (t *Tracker) prefetch(p *program, kind, toolClass, callID string) (engine.Sent, bool) {
 	if !p.haveResp && len(p.prompt) == 0 {
-		return hints.Sent{}, false
+		return engine.Sent{}, false
 	}
 	if t.cfg.Feedback {
 		if scope, hold := t.feedback.hold(p.workflowType, toolClass, t.cfg); hold {
 			t.m.Suppressed.Inc(scope)
-			return hints.Sent{}, false
+			return engine.Sent{}, false
 		}
 	}
 	id := "agent:" + kind + ":" + p.reqID
@@ -358,7 +358,7 @@ func (t *Tracker) prefetch(p *program, kind, toolClass, callID string) (hints.Se
 	req := p.contextRequest(id)
 	sent, ok := t.h.PrefetchContext(req)
 	if !ok {
-		return hints.Sent{}, false
+		return engine.Sent{}, false
 	}
 	t.m.Hints.Inc(kind)
 	if p.prefetch != nil { // superseded before any turn: it was not used
@@ -392,7 +392,7 @@ func (t *Tracker) decide(pd *pending, outcome string) {
 // Apply decodes one stored tool record and acts on it; a malformed one
 // is counted and its *schemas.DecodeError returned (the consumer
 // dead-letters it).
-func (t *Tracker) Apply(m hints.Message) error {
+func (t *Tracker) Apply(m engine.Message) error {
 	rec, err := agentevents.Decode(m.Data, m.Header.Get("Content-Type"))
 	if err != nil {
 		t.m.Malformed.Inc(reasonOf(err))

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/agentevents"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
 )
@@ -16,7 +16,7 @@ import (
 // world stands in for the engine and the cluster: it routes every
 // context to one worker, remembers what it sent, and says which blocks
 // the index shows (loaded). The tracker's own logic is under test; the
-// engine's sending is tested in package hints and end to end.
+// engine's sending is tested in package engine and end to end.
 type world struct {
 	now      time.Time
 	worker   uint64
@@ -26,9 +26,9 @@ type world struct {
 	pins     []*schemas.ResponseEvent
 }
 
-func (w *world) PrefetchContext(req *schemas.RequestEvent) (hints.Sent, bool) {
+func (w *world) PrefetchContext(req *schemas.RequestEvent) (engine.Sent, bool) {
 	w.prefetch = append(w.prefetch, req)
-	return hints.Sent{WorkerID: w.worker, Expires: w.now.Add(2 * time.Second)}, true
+	return engine.Sent{WorkerID: w.worker, Expires: w.now.Add(2 * time.Second)}, true
 }
 
 func (w *world) PinContext(_ context.Context, resp *schemas.ResponseEvent) bool {

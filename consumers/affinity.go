@@ -93,7 +93,7 @@ func NewAffinityWriter(kv jetstream.KeyValue, counters *metrics.Families, log *s
 	return w
 }
 
-// RecordAffinity implements hints.AffinityRecorder: it queues the record and
+// RecordAffinity implements engine.AffinityRecorder: it queues the record and
 // returns at once.
 func (w *AffinityWriter) RecordAffinity(session string, rec schemas.AffinityRecord) {
 	key := schemas.AffinityKey(session)

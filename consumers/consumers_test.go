@@ -10,7 +10,7 @@ import (
 	"github.com/hintstream/hintstream/internal/zmqtest"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
@@ -71,7 +71,7 @@ func setup(t *testing.T, set streams.Set) *fixture {
 		defer cancel()
 		_ = pool.Close(cctx)
 	})
-	eng := testEngine(t, hints.Decisions{}, hints.EngineDeps{Index: f.index,
+	eng := testEngine(t, engine.Decisions{}, engine.EngineDeps{Index: f.index,
 		Workers: staticWorkers{{WorkerID: 1, Model: "m", KvBlockSize: 16, HintEndpoints: []string{ep}}},
 		Sender:  pool, Counters: f.counters})
 	dlq := NewDeadLetter(js, "")
@@ -104,7 +104,7 @@ func (f *fixture) publish(t *testing.T, subject string, data []byte, contentType
 func wakeJSON(t *testing.T, id, model string, receivedAt time.Time) []byte {
 	t.Helper()
 	b, err := json.Marshal(schemas.RequestEvent{RequestID: id, Model: model, TokenIDs: []uint32{1, 2, 3},
-		Headers: map[string]string{hints.HeaderWakeup: "1"}, ReceivedAtMs: receivedAt.UnixMilli()})
+		Headers: map[string]string{engine.HeaderWakeup: "1"}, ReceivedAtMs: receivedAt.UnixMilli()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestMaxDeliveriesDeadLettered(t *testing.T) {
 		t.Fatal(err)
 	}
 	counters := metrics.New()
-	eng := testEngine(t, hints.Decisions{}, hints.EngineDeps{Pins: &pins.Deps{Index: idx}, Counters: counters, Log: discard()})
+	eng := testEngine(t, engine.Decisions{}, engine.EngineDeps{Pins: &pins.Deps{Index: idx}, Counters: counters, Log: discard()})
 	c := NewRequestConsumer(js, RequestConfig{Stream: set.Requests.Name, MaxDeliver: 2}, eng.Request,
 		NewDeadLetter(js, ""), counters, discard())
 	if err := c.Start(ctx); err != nil {

@@ -1,6 +1,6 @@
 // Package consumers is hintstream's JetStream side: it hands messages to
-// the decisions (a hints.Engine, as hints.Message) and acts on what they
-// say. The decisions themselves live in package hints (and pins).
+// the decisions (a engine.Engine, as engine.Message) and acts on what they
+// say. The decisions themselves live in package engine (and pins).
 //
 // Two kinds of consumer live here, chosen by what their stream is for:
 //
@@ -11,7 +11,7 @@
 //     dead-letter subject, counted and skipped.
 //   - Trigger streams (requests, later responses) are work to be shared: a
 //     durable pull consumer with explicit acks, settled by the decision's
-//     hints.Outcome: acked once its hint has left (or once it is known to
+//     engine.Outcome: acked once its hint has left (or once it is known to
 //     need none), handed back after a delay on a transient failure, and a
 //     malformed one is copied to the dead-letter subject, counted and
 //     terminated with its reason, so it is never redelivered.

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
@@ -392,10 +392,10 @@ func ack(msg jetstream.Msg, counters *metrics.Families, kind string, log *slog.L
 	}
 }
 
-// deliveryOf is what the decisions know of msg (hints.Delivery); done
+// deliveryOf is what the decisions know of msg (engine.Delivery); done
 // settles it once a held event's hint has left.
-func deliveryOf(msg jetstream.Msg, done func(bool)) hints.Delivery {
-	d := hints.Delivery{Done: done, Working: func() { _ = msg.InProgress() }}
+func deliveryOf(msg jetstream.Msg, done func(bool)) engine.Delivery {
+	d := engine.Delivery{Done: done, Working: func() { _ = msg.InProgress() }}
 	// From the reply subject, as Metadata would give them, without its
 	// allocation and full parse (measured: once per wake-up).
 	if f, ok := ackFieldsOf(msg.Reply()); ok {
@@ -413,15 +413,15 @@ func deliveryOf(msg jetstream.Msg, done func(bool)) hints.Delivery {
 
 // settle acts on a trigger's Outcome: ack, nak with delay, dead-letter
 // and terminate, or leave it to the sender (held until its hint left).
-func settle(msg jetstream.Msg, out hints.Outcome, rej *rejecter) {
+func settle(msg jetstream.Msg, out engine.Outcome, rej *rejecter) {
 	switch out.Verdict {
-	case hints.Ack:
+	case engine.Ack:
 		ack(msg, rej.counters, rej.kind, rej.log)
-	case hints.Retry:
+	case engine.Retry:
 		_ = msg.NakWithDelay(out.RetryAfter)
-	case hints.Reject:
+	case engine.Reject:
 		rej.reject(msg, out.Err)
-	case hints.Held:
+	case engine.Held:
 		// the sender settles it through Delivery.Done
 	}
 }

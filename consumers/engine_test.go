@@ -3,13 +3,13 @@ package consumers
 import (
 	"testing"
 
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/kvevents"
 )
 
 // testEngine builds the decisions a test's consumers drive. Renewals are
 // off unless d sets PinRenewMax (a test may set Pins().RenewMax after).
-func testEngine(t testing.TB, d hints.Decisions, deps hints.EngineDeps) *hints.Engine {
+func testEngine(t testing.TB, d engine.Decisions, deps engine.EngineDeps) *engine.Engine {
 	t.Helper()
 	if deps.Index == nil {
 		deps.Index = kvevents.NewIndex()
@@ -17,7 +17,7 @@ func testEngine(t testing.TB, d hints.Decisions, deps hints.EngineDeps) *hints.E
 	if d.PinRenewMax == 0 {
 		d.NoPinRenewal = true
 	}
-	e, err := hints.NewEngine(d, deps)
+	e, err := engine.NewEngine(d, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package consumers
 import (
 	"context"
 	"errors"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"testing"
 	"time"
 
@@ -74,7 +74,7 @@ func TestEventPlaneFrames(t *testing.T) {
 	ix := kvevents.NewIndex()
 	counters := metrics.New()
 	loads := routing.NewLoadTable()
-	eng := testEngine(t, hints.Decisions{}, hints.EngineDeps{Index: ix, Loads: loads, Counters: counters})
+	eng := testEngine(t, engine.Decisions{}, engine.EngineDeps{Index: ix, Loads: loads, Counters: counters})
 	applyKV, applyLoad := ApplyMessages(eng.KV), ApplyMessages(eng.Load)
 	k := kvevents.WorkerKey{WorkerID: 5}
 	var reasons []string

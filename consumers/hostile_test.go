@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/metricstest"
 	"github.com/hintstream/hintstream/pins"
 	"strconv"
@@ -297,9 +297,9 @@ func newHostileRig(t *testing.T) *hostileRig {
 	log := discard()
 	// Requests are decided on without pins, responses with them (only an
 	// index), state events by the first engine.
-	lim := hints.Decisions{Limits: hostileLimits}
-	eng := testEngine(t, lim, hints.EngineDeps{Loads: h.loads, Counters: h.counters, Log: log})
-	pinEng := testEngine(t, lim, hints.EngineDeps{Pins: &pins.Deps{Index: idx}, Counters: h.counters, Log: log})
+	lim := engine.Decisions{Limits: hostileLimits}
+	eng := testEngine(t, lim, engine.EngineDeps{Loads: h.loads, Counters: h.counters, Log: log})
+	pinEng := testEngine(t, lim, engine.EngineDeps{Pins: &pins.Deps{Index: idx}, Counters: h.counters, Log: log})
 	reqs := NewRequestConsumer(js, RequestConfig{Stream: set.Requests.Name}, eng.Request, dlq, h.counters, log)
 	resps := NewResponseConsumer(js, ResponseConfig{Stream: set.Responses.Name}, pinEng.Response, dlq,
 		h.counters, log)

@@ -12,7 +12,7 @@ import (
 	"fmt"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/zmqtest"
 	"github.com/hintstream/hintstream/metrics"
@@ -66,7 +66,7 @@ func setupPins(t *testing.T, workers workerMap, mods ...func(*pins.Pinning)) *pi
 	for _, w := range workers {
 		recs = append(recs, w)
 	}
-	eng := testEngine(t, hints.Decisions{}, hints.EngineDeps{Workers: recs, Sender: pool, Counters: f.counters,
+	eng := testEngine(t, engine.Decisions{}, engine.EngineDeps{Workers: recs, Sender: pool, Counters: f.counters,
 		Log: discard(), RetryDelay: 20 * time.Millisecond,
 		Pins: &pins.Deps{Endpoint: ep, Index: idx, Slots: slots, Workers: workers}})
 	for _, m := range mods {
@@ -239,7 +239,7 @@ func TestRequestIndexFullAcksUnindexed(t *testing.T) {
 		defer cancel()
 		_ = pool.Close(cctx)
 	})
-	eng := testEngine(t, hints.Decisions{KeepPinOnNextTurn: true}, hints.EngineDeps{Workers: staticWorkers{},
+	eng := testEngine(t, engine.Decisions{KeepPinOnNextTurn: true}, engine.EngineDeps{Workers: staticWorkers{},
 		Sender: pool, Counters: counters, Log: discard(),
 		Pins: &pins.Deps{Endpoint: "tcp://127.0.0.1:1", Index: idx, Slots: slots, Workers: workerMap{}}})
 	reqs := NewRequestConsumer(js, RequestConfig{Stream: set.Requests.Name}, eng.Request, NewDeadLetter(js, ""), counters, discard())

@@ -5,23 +5,23 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Decide is a trigger event's decisions (hints.Engine.Request or
+// Decide is a trigger event's decisions (engine.Engine.Request or
 // .Response): the consumer hands over the message and settles it by the
 // Outcome.
-type Decide func(ctx context.Context, d hints.Delivery, m hints.Message) hints.Outcome
+type Decide func(ctx context.Context, d engine.Delivery, m engine.Message) engine.Outcome
 
-// Apply is a state event's decisions (hints.Engine.KV or .Load).
-type Apply func(m hints.Message) error
+// Apply is a state event's decisions (engine.Engine.KV or .Load).
+type Apply func(m engine.Message) error
 
 // MessageOf is what the decisions are given of msg: subject, headers and
-// bytes (decoded by package hints, as a replay's are).
-func MessageOf(msg jetstream.Msg) hints.Message {
-	return hints.Message{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}
+// bytes (decoded by package engine, as a replay's are).
+func MessageOf(msg jetstream.Msg) engine.Message {
+	return engine.Message{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()}
 }
 
 // ApplyMessages is the ApplyFunc of a state consumer whose messages go to
@@ -96,7 +96,7 @@ func (t *trigger) Start(ctx context.Context) error { return t.d.start(ctx, t.han
 func (t *trigger) Stop() { t.d.stop() }
 
 // RequestConsumer consumes request events for the decisions (with
-// hints.Engine: a kv.prefetch for every wake-up, and with pins on, every
+// engine.Engine: a kv.prefetch for every wake-up, and with pins on, every
 // request indexed and a session's pin slot released on its next turn).
 type RequestConsumer struct{ trigger }
 
@@ -107,7 +107,7 @@ func NewRequestConsumer(js jetstream.JetStream, cfg RequestConfig, decide Decide
 }
 
 // ResponseConsumer consumes response events for the decisions (with
-// hints.Engine: a kv.pin for every tool call).
+// engine.Engine: a kv.pin for every tool call).
 type ResponseConsumer struct{ trigger }
 
 // NewResponseConsumer wires a consumer; Start begins consuming.

@@ -8,11 +8,11 @@ import (
 
 // Decoder adapts KV-event messages into Events in memory it reuses, for
 // a caller that applies each message's events before it decodes the next
-// (hints.Engine.KV, per pooled scratch): the events a call returns, and
+// (engine.Engine.KV, per pooled scratch): the events a call returns, and
 // the Blocks, Removed and ParentHash they point to, are valid until the
 // next call on the same Decoder, which overwrites them. Index.Apply copies
 // what it keeps, so applying them is safe; whatever keeps an event longer
-// (hints.Holding holds those of unregistered workers) must keep
+// (engine.Holding holds those of unregistered workers) must keep
 // Event.Clone. DecodeEngineBatch and FromRouterEvent are the allocating
 // forms, whose results are the caller's. The zero Decoder is ready to
 // use; it is not safe for concurrent use.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/client"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service"
@@ -28,7 +28,7 @@ func BenchmarkBurstSpreading(b *testing.B) {
 			var share float64
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				c := startCluster(b, service.Config{Decisions: hints.Decisions{Routing: &rc}}, workers)
+				c := startCluster(b, service.Config{Decisions: engine.Decisions{Routing: &rc}}, workers)
 				b.StartTimer()
 				pub, err := client.NewPublisher(c.js)
 				if err != nil {

@@ -29,17 +29,17 @@ var (
 )
 
 const (
-	// ReasonUnknownWorker is hints.ReasonUnknownWorker (hints imports
-	// this package, so the value is repeated; hints.TestMetricsReasonsAgree
+	// ReasonUnknownWorker is engine.ReasonUnknownWorker (hints imports
+	// this package, so the value is repeated; engine.TestMetricsReasonsAgree
 	// checks they agree).
 	ReasonUnknownWorker = "unknown worker"
-	// ReasonRankOutOfRange is hints.ReasonRankOutOfRange (repeated for the
+	// ReasonRankOutOfRange is engine.ReasonRankOutOfRange (repeated for the
 	// same reason).
 	ReasonRankOutOfRange = "dp rank out of range"
 	// ReasonMalformed is the dead-letter reason of a trigger event whose
-	// error says no better (hints.Outcome.Reason).
+	// error says no better (engine.Outcome.Reason).
 	ReasonMalformed = "malformed"
-	// ReasonWorkerMismatch is hints.ReasonWorkerMismatch: a KV event or
+	// ReasonWorkerMismatch is engine.ReasonWorkerMismatch: a KV event or
 	// load report whose body names another worker than its subject.
 	ReasonWorkerMismatch = "worker_id disagrees with subject"
 )

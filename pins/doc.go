@@ -6,7 +6,7 @@
 // and the pin slots (PinSlots, one live pin per session) are shared by a
 // consumer group; a replay gives in-memory stores instead.
 //
-// The decision engine (package hints) calls Pinning with plain inputs
+// The decision engine (package engine) calls Pinning with plain inputs
 // (stream sequence, time, the decoded event) and turns its errors into
 // Outcomes: pins does not import hints. Store operations derive their
 // timeout (streams.DefaultOpTimeout) from the caller's context.

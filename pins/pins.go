@@ -56,7 +56,7 @@ type SlotStore interface {
 // Arrival.Delivered for when it no longer is).
 var ErrNotYet = errors.New("pins: request not indexed yet; try the response again")
 
-// Pinning derives tool-call pins. The decision engine (package hints)
+// Pinning derives tool-call pins. The decision engine (package engine)
 // calls OnRequest for every request (index it; on a session's next turn,
 // learn the tool time and release the slot) and OnResponse for every
 // response (pin on a tool call).
@@ -109,7 +109,7 @@ type Deps struct {
 	Now      func() time.Time
 }
 
-// Config is a Pinning's policy (hints.Decisions.PinConfig maps run's and
+// Config is a Pinning's policy (engine.Decisions.PinConfig maps run's and
 // replay's decisions onto it).
 type Config struct {
 	TTL      actions.TTLConfig // zero: actions.DefaultTTLConfig()

@@ -8,7 +8,7 @@ import (
 )
 
 // TestNewTakesConfig: run and replay build their pins with New (through
-// hints.NewEngine), so TTL, keep-pin, the renewal cap and tool times come
+// engine.NewEngine), so TTL, keep-pin, the renewal cap and tool times come
 // from one configuration, defaults included.
 func TestNewTakesConfig(t *testing.T) {
 	p := New(Config{ReleaseOnNextTurn: true, RenewMax: 10 * time.Minute}, Deps{Endpoint: "tcp://127.0.0.1:9"})

@@ -16,7 +16,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/consumers"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/zmqtest"
 	"github.com/hintstream/hintstream/kvevents"
@@ -126,13 +126,13 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 	worker := schemas.WorkerRecord{WorkerID: 1, Model: "m", KvBlockSize: 16, HintEndpoints: []string{hintEP},
 		ObjectLayout: layout16()}
 	counters := metrics.New()
-	eng, err := hints.NewEngine(hints.Decisions{PrefetchTTL: time.Minute}, hints.EngineDeps{Index: kvevents.NewIndex(),
+	eng, err := engine.NewEngine(engine.Decisions{PrefetchTTL: time.Minute}, engine.EngineDeps{Index: kvevents.NewIndex(),
 		Workers: staticWorkers{worker}, Sender: pool, Counters: counters, Log: discard(),
 		Pins: &pins.Deps{Endpoint: pinEP, Index: idx, Slots: slots, Workers: workerMap{1: worker}}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := eng.Pins() // default decisions: renewals for hints.DefaultPinRenewMax
+	p := eng.Pins() // default decisions: renewals for engine.DefaultPinRenewMax
 	if v, err := strconv.ParseFloat(os.Getenv("HINTSTREAM_BENCH_RENEW_RATE"), 64); err == nil && v > 0 {
 		p.RenewRate = v // another budget than the default
 	}
@@ -231,7 +231,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 			}
 			id := fmt.Sprintf("w-%d", i)
 			body, _ := json.Marshal(schemas.RequestEvent{RequestID: id, Model: "m", TokenIDs: prompt,
-				Headers: map[string]string{hints.HeaderWakeup: "1"}, ReceivedAtMs: time.Now().UnixMilli()})
+				Headers: map[string]string{engine.HeaderWakeup: "1"}, ReceivedAtMs: time.Now().UnixMilli()})
 			mu.Lock()
 			sentAt[id] = time.Now()
 			mu.Unlock()

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/registry"
@@ -57,7 +57,7 @@ type Options struct {
 	// Decisions are the live run's: the same struct, the same flags
 	// (cmd/hintstream/flags_decisions.go), the same defaults. Pins are
 	// renewed on the events' clock, as run does on its.
-	hints.Decisions
+	engine.Decisions
 }
 
 // Summary counts what a replay saw and did.
@@ -96,7 +96,7 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	served := registry.ServedModels(o.Models)
 	// KV events pass the live run's holding area; the registry's current
 	// workers are registered in it.
-	holding := hints.NewHolding(ix, o.Holding, counters)
+	holding := engine.NewHolding(ix, o.Holding, counters)
 	for _, w := range reg.Workers() {
 		holding.Register(w.WorkerID, len(w.HintEndpoints))
 	}
@@ -115,12 +115,12 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	if !served.All() {
 		keep = func(id uint64) bool { return served.KeepWorker(reg, id) }
 	}
-	eng, err := hints.NewEngine(o.Decisions, hints.EngineDeps{Index: ix, KV: holding, Workers: served.View(reg),
+	eng, err := engine.NewEngine(o.Decisions, engine.EngineDeps{Index: ix, KV: holding, Workers: served.View(reg),
 		Sender: sender, Pins: pinDeps, KeepWorker: keep, Counters: counters, Log: o.Logger, Clock: clock.now})
 	if err != nil {
 		return Summary{}, err
 	}
-	handlers := map[string]func(context.Context, hints.Delivery, hints.Message){
+	handlers := map[string]func(context.Context, engine.Delivery, engine.Message){
 		"kv_events": applied(eng.KV, counters, "kv_events"),
 		"load":      applied(eng.Load, counters, "load"),
 		"requests":  decided(eng.Request, counters, "requests"),
@@ -173,7 +173,7 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 			next.done = true
 			continue
 		}
-		d := hints.Delivery{Delivered: 1}
+		d := engine.Delivery{Delivered: 1}
 		if md != nil {
 			clock.set(md.Timestamp)
 			d.Seq, d.Time = md.Sequence.Stream, md.Timestamp
@@ -181,7 +181,7 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 			d.Unknown = errNoMetadata
 		}
 		events[next.kind]++
-		handlers[next.kind](ctx, d, hints.Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+		handlers[next.kind](ctx, d, engine.Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
 		done++
 		if first.IsZero() && md != nil {
 			first = md.Timestamp
@@ -224,8 +224,8 @@ var errNoMetadata = errors.New("replay: message metadata unreadable")
 
 // applied runs a state event's decisions and counts its failure as the
 // live state consumer does.
-func applied(apply func(hints.Message) error, counters *metrics.Families, kind string) func(context.Context, hints.Delivery, hints.Message) {
-	return func(_ context.Context, _ hints.Delivery, m hints.Message) {
+func applied(apply func(engine.Message) error, counters *metrics.Families, kind string) func(context.Context, engine.Delivery, engine.Message) {
+	return func(_ context.Context, _ engine.Delivery, m engine.Message) {
 		if err := apply(m); err != nil {
 			var de *schemas.DecodeError
 			if errors.As(err, &de) {
@@ -241,10 +241,10 @@ func applied(apply func(hints.Message) error, counters *metrics.Families, kind s
 // has nothing to settle: a Reject is counted as the live consumer counts
 // it, a Retry (a response whose request is not in the replayed history)
 // is already counted by the decision.
-func decided(decide func(context.Context, hints.Delivery, hints.Message) hints.Outcome, counters *metrics.Families,
-	kind string) func(context.Context, hints.Delivery, hints.Message) {
-	return func(ctx context.Context, d hints.Delivery, m hints.Message) {
-		if out := decide(ctx, d, m); out.Verdict == hints.Reject {
+func decided(decide func(context.Context, engine.Delivery, engine.Message) engine.Outcome, counters *metrics.Families,
+	kind string) func(context.Context, engine.Delivery, engine.Message) {
+	return func(ctx context.Context, d engine.Delivery, m engine.Message) {
+		if out := decide(ctx, d, m); out.Verdict == engine.Reject {
 			counters.Trigger(kind).Malformed.Inc(out.Reason())
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/routing"
@@ -143,7 +143,7 @@ func TestReplayRenewsPinsOnEventTime(t *testing.T) {
 		var out bytes.Buffer
 		rc := routing.DefaultConfig()
 		sum, err := Run(ctx, js, Options{Streams: set, DryRun: true, Out: &out, PinEndpoint: "tcp://127.0.0.1:9",
-			Decisions: hints.Decisions{Routing: &rc, PrefetchTTL: time.Minute, PinTTL: actions.DefaultTTLConfig(),
+			Decisions: engine.Decisions{Routing: &rc, PrefetchTTL: time.Minute, PinTTL: actions.DefaultTTLConfig(),
 				ToolTime: tooltime.DefaultConfig(), PinRenewMax: max(renewMax, 0), NoPinRenewal: renewMax < 0}, Since: t0.Add(-time.Hour)})
 		if err != nil {
 			t.Fatal(err)

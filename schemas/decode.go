@@ -120,7 +120,7 @@ func (l Limits) DecodeRequest(data []byte, contentType string) (*RequestEvent, e
 // DecodeRequestInto is DecodeRequest decoding into ev, overwriting all
 // of it; the fast paths read the token ids into ev.TokenIDs's memory
 // when it has the room. For a caller that decodes one request after
-// another and keeps none (hints.Engine, for wake-ups: it saves 8 KB of
+// another and keeps none (engine.Engine, for wake-ups: it saves 8 KB of
 // a 2,048-token prompt per wake-up). It gives what DecodeRequest gives,
 // except that absent token ids may be an empty slice rather than nil.
 // After an error ev holds garbage.

@@ -103,7 +103,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("allocated %d bytes for a %d-byte message", n, len(data))
 		}
 		// Into an event already used, the same answer: no field of the
-		// one before may survive (hints.Engine reuses its events).
+		// one before may survive (engine.Engine reuses its events).
 		used := usedRequest()
 		if intoErr := fuzzLimits.DecodeRequestInto(used, data, ct); (intoErr == nil) != (err == nil) ||
 			err != nil && intoErr.Error() != err.Error() {

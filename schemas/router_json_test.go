@@ -169,7 +169,7 @@ func BenchmarkDecodeRouterEventJSON(b *testing.B) {
 	if !(Limits{}).withDefaults().fastRouterJSON(data, &ev) || len(ev.Event.Data.Stored.Blocks) != 4 {
 		b.Fatalf("fast path declined the bench event: %s", data)
 	}
-	// into: DecodeRouterEventInto as hints.Engine.KV calls it, each
+	// into: DecodeRouterEventInto as engine.Engine.KV calls it, each
 	// decode reusing the last one's memory: the fast path's CPU alone.
 	b.Run("into", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))

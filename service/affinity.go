@@ -4,13 +4,13 @@ import (
 	"context"
 
 	"github.com/hintstream/hintstream/consumers"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 )
 
 // startAffinity opens the affinity bucket and starts its writer, unless
 // affinity records are off (Config.NoAffinity). The nil interface it
 // returns when off keeps the request consumer's hook a no-op.
-func (s *Service) startAffinity(ctx context.Context) (hints.AffinityRecorder, error) {
+func (s *Service) startAffinity(ctx context.Context) (engine.AffinityRecorder, error) {
 	if s.cfg.NoAffinity {
 		return nil, nil
 	}

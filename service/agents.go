@@ -8,7 +8,7 @@ import (
 	"github.com/hintstream/hintstream/agentevents"
 	"github.com/hintstream/hintstream/agents"
 	"github.com/hintstream/hintstream/consumers"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/observe"
 	"github.com/hintstream/hintstream/streams"
@@ -45,25 +45,25 @@ func (s *Service) startAgents(ctx context.Context, request, response consumers.D
 		pn.Observer = tr
 	}
 	lim := s.cfg.Decisions.Limits
-	wrapReq := func(ctx context.Context, d hints.Delivery, m hints.Message) hints.Outcome {
+	wrapReq := func(ctx context.Context, d engine.Delivery, m engine.Message) engine.Outcome {
 		out := request(ctx, d, m)
-		if out.Verdict != hints.Reject && bytes.Contains(m.Data, agentKey) {
-			if req, _, err := hints.DecodeRequest(lim, m); err == nil {
+		if out.Verdict != engine.Reject && bytes.Contains(m.Data, agentKey) {
+			if req, _, err := engine.DecodeRequest(lim, m); err == nil {
 				tr.ObserveRequest(req)
 			}
 		}
 		return out
 	}
-	wrapResp := func(ctx context.Context, d hints.Delivery, m hints.Message) hints.Outcome {
-		out := hints.Done()
+	wrapResp := func(ctx context.Context, d engine.Delivery, m engine.Message) engine.Outcome {
+		out := engine.Done()
 		if response != nil {
 			out = response(ctx, d, m)
 		}
-		if out.Verdict != hints.Reject {
-			if resp, err := hints.DecodeResponse(lim, m); err == nil {
+		if out.Verdict != engine.Reject {
+			if resp, err := engine.DecodeResponse(lim, m); err == nil {
 				tr.ObserveResponse(resp)
 			} else if response == nil {
-				return hints.Rejected(err)
+				return engine.Rejected(err)
 			}
 		}
 		return out

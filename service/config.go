@@ -11,7 +11,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/consumers"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/retention"
@@ -183,8 +183,8 @@ type Config struct {
 	// Decisions: the worker choice, index options, prefetch and
 	// pin TTLs, tool times, keep-pin, renewals, input limits and the
 	// holding area, the one configuration `run` and `replay` share
-	// (hints.Decisions; their fields are promoted: cfg.PrefetchTTL).
-	hints.Decisions
+	// (engine.Decisions; their fields are promoted: cfg.PrefetchTTL).
+	engine.Decisions
 }
 
 // Defaults fills zero fields with their defaults.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/registry"
@@ -97,15 +97,15 @@ func TestKVEventFloodOfUnregisteredWorkers(t *testing.T) {
 	if n := svc.Index.Stats().Workers; n != 1 {
 		t.Fatalf("index tracks %d workers, want 1 (the registered one)", n)
 	}
-	if st := svc.holding.Stats(); st.Workers > hints.DefaultHoldingWorkers {
+	if st := svc.holding.Stats(); st.Workers > engine.DefaultHoldingWorkers {
 		t.Fatalf("holding area %+v over its bound", st)
 	}
-	dropped := metricstest.Get(svc.Counters, "hintstream_kv_events_dropped_total|"+hints.ReasonUnknownWorker)
-	if dropped < flood-hints.DefaultHoldingWorkers {
-		t.Fatalf("%d dropped events counted, want at least %d", dropped, flood-hints.DefaultHoldingWorkers)
+	dropped := metricstest.Get(svc.Counters, "hintstream_kv_events_dropped_total|"+engine.ReasonUnknownWorker)
+	if dropped < flood-engine.DefaultHoldingWorkers {
+		t.Fatalf("%d dropped events counted, want at least %d", dropped, flood-engine.DefaultHoldingWorkers)
 	}
-	samples := metricstest.Get(svc.Counters, "hintstream_kv_events_malformed_total|"+hints.ReasonUnknownWorker)
-	if samples == 0 || samples > dropped/hints.DefaultHoldingSampleEvery+1 {
+	samples := metricstest.Get(svc.Counters, "hintstream_kv_events_malformed_total|"+engine.ReasonUnknownWorker)
+	if samples == 0 || samples > dropped/engine.DefaultHoldingSampleEvery+1 {
 		t.Fatalf("%d dead-letter samples for %d drops", samples, dropped)
 	}
 	dlq, err := js.Stream(ctx, "HINTSTREAM_DLQ")
@@ -113,8 +113,8 @@ func TestKVEventFloodOfUnregisteredWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if m, err := dlq.GetLastMsgForSubject(ctx, "hintstream.dlq.kv_events"); err != nil ||
-		m.Header.Get("Hintstream-Error") != hints.ReasonUnknownWorker {
-		t.Fatalf("no dead-letter sample with reason %q: %v", hints.ReasonUnknownWorker, err)
+		m.Header.Get("Hintstream-Error") != engine.ReasonUnknownWorker {
+		t.Fatalf("no dead-letter sample with reason %q: %v", engine.ReasonUnknownWorker, err)
 	}
 
 	// The shutdown snapshot holds the registered worker alone.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/retention"
@@ -114,7 +114,7 @@ func (o *retentionObserver) plan(at time.Time) {
 
 // retentionPlanner builds the planner's observer when Config.Retention is
 // set; pins must be on (it sends to their endpoint). Nil: off.
-func (s *Service) retentionPlanner(pinDeps *pins.Deps, sender actions.Sender) (hints.RequestObserver, error) {
+func (s *Service) retentionPlanner(pinDeps *pins.Deps, sender actions.Sender) (engine.RequestObserver, error) {
 	if s.cfg.Retention == nil {
 		return nil, nil
 	}

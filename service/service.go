@@ -15,7 +15,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/consumers"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natsembed"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
@@ -49,9 +49,9 @@ type Service struct {
 	registry *registry.Registry
 	pool     *actions.Pool
 	kv       *consumers.StateConsumer
-	holding  *hints.Holding // gate of the index: registered workers first
-	grace    workerGrace    // grace.go
-	engine   *hints.Engine  // the decisions, shared with replay
+	holding  *engine.Holding // gate of the index: registered workers first
+	grace    workerGrace     // grace.go
+	engine   *engine.Engine  // the decisions, shared with replay
 	load     *consumers.StateConsumer
 	requests *consumers.RequestConsumer
 	affinity *consumers.AffinityWriter // nil when off
@@ -272,7 +272,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	s.engine, err = hints.NewEngine(s.cfg.Decisions, hints.EngineDeps{Index: s.Index, KV: s.holding, Loads: s.Loads,
+	s.engine, err = engine.NewEngine(s.cfg.Decisions, engine.EngineDeps{Index: s.Index, KV: s.holding, Loads: s.Loads,
 		Workers: modelWorkers{s}, Sender: sender, Pins: pinDeps, Affinity: aff, KeepWorker: s.keepWorkerFunc(),
 		Counters: s.Counters, Log: s.log, Observer: observer})
 	if err != nil {

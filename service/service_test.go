@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natsembed"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
@@ -212,7 +212,7 @@ func TestNATSRestartRecovered(t *testing.T) {
 	// The wake-up waits out the reconnect (a couple of seconds): give it a
 	// prefetch life longer than that.
 	svc := New(Config{NATSURL: srv.ClientURL(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		SnapshotInterval: -1, Decisions: hints.Decisions{PrefetchTTL: time.Minute}})
+		SnapshotInterval: -1, Decisions: engine.Decisions{PrefetchTTL: time.Minute}})
 	if err := svc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

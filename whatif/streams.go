@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/loadtest/workload"
 	"github.com/hintstream/hintstream/registry"
@@ -81,11 +81,11 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 	}
 	err = readWindow(ctx, js, w.Streams.Requests, w, func(m jetstream.Msg, md *jetstream.MsgMetadata) error {
 		out.Events["requests"]++
-		req, _, err := hints.DecodeRequest(w.Limits, hints.Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+		req, _, err := engine.DecodeRequest(w.Limits, engine.Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
 		if err != nil {
 			return bad("requests", md.Sequence.Stream, err)
 		}
-		if v, ok := schemas.LookupHeader(req.Headers, hints.HeaderWakeup); ok && v != "" && v != "0" {
+		if v, ok := schemas.LookupHeader(req.Headers, engine.HeaderWakeup); ok && v != "" && v != "0" {
 			return nil
 		}
 		at := md.Timestamp.UnixMilli()
@@ -115,7 +115,7 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 	}
 	err = readWindow(ctx, js, w.Streams.Responses, w, func(m jetstream.Msg, md *jetstream.MsgMetadata) error {
 		out.Events["responses"]++
-		resp, err := hints.DecodeResponse(w.Limits, hints.Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+		resp, err := engine.DecodeResponse(w.Limits, engine.Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
 		if err != nil {
 			return bad("responses", md.Sequence.Stream, err)
 		}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
@@ -17,12 +17,12 @@ import (
 // pin TTLs, tool times, keep-pin, renewals, input limits and the holding
 // area. `run` and `replay` both call it, so a replay given a live run's
 // flags makes that run's choices. The returned func validates the parsed
-// values and sets them on a hints.Decisions; the command line's 0 for
+// values and sets them on a engine.Decisions; the command line's 0 for
 // --pin-renew-max (never) becomes the Decisions' NoPinRenewal.
-func decisionFlags(fs *flag.FlagSet) func(*hints.Decisions) error {
+func decisionFlags(fs *flag.FlagSet) func(*engine.Decisions) error {
 	ttlDef, toolDef := actions.DefaultTTLConfig(), tooltime.DefaultConfig()
 	var (
-		ttl          = fs.Duration("prefetch-ttl", hints.DefaultPrefetchTTL, "a prefetch expires this long after its wake-up (expires_at_ms)")
+		ttl          = fs.Duration("prefetch-ttl", engine.DefaultPrefetchTTL, "a prefetch expires this long after its wake-up (expires_at_ms)")
 		weight       = fs.Float64("overlap-score-weight", routing.DefaultOverlapScoreWeight, "weight of prefill cost in the worker choice with --router-cost classic, as older Dynamo's --kv-overlap-score-weight")
 		temperature  = fs.Float64("router-temperature", routing.DefaultTemperature, "softmax temperature of the worker choice, as Dynamo's --router-temperature (0: lowest cost)")
 		spread       = fs.Bool("spread-wakeups", false, "burst spreading: each wake-up adds decaying virtual load to its chosen worker (departs from the router on purpose)")
@@ -37,7 +37,7 @@ func decisionFlags(fs *flag.FlagSet) func(*hints.Decisions) error {
 		toolDefault  = fs.Duration("tool-time-default", toolDef.Default, "expected tool time until enough have been observed")
 		toolPct      = fs.Float64("tool-time-percentile", toolDef.Percentile, "percentile of observed tool times used as the expected one")
 		toolMin      = fs.Int("tool-time-min-samples", toolDef.MinSamples, "observations of a tool needed before its own percentile is used")
-		pinRenewMax  = fs.Duration("pin-renew-max", hints.DefaultPinRenewMax, "renew a tool call's pin while its session has not come back, until the call has lasted this long (0: never renew)")
+		pinRenewMax  = fs.Duration("pin-renew-max", engine.DefaultPinRenewMax, "renew a tool call's pin while its session has not come back, until the call has lasted this long (0: never renew)")
 		keepPin      = fs.Bool("keep-pin-on-next-turn", false, "leave a session's pin when its next request arrives (default: release the slot)")
 		maxTokens    = fs.Int("max-tokens", 1<<20, "largest token_ids accepted in an event")
 		maxBytes     = fs.Int("max-message-bytes", 16<<20, "largest event accepted, in bytes (larger ones are dead-lettered)")
@@ -45,12 +45,12 @@ func decisionFlags(fs *flag.FlagSet) func(*hints.Decisions) error {
 		maxString    = fs.Int("max-string", 64<<10, "longest id, model, header or tool name accepted, in bytes")
 		maxDepth     = fs.Int("max-depth", 32, "deepest JSON or msgpack nesting accepted in an event")
 		maxHdrBytes  = fs.Int("max-header-bytes", 16<<10, "most bytes of NATS headers accepted on one event")
-		holdWorkers  = fs.Int("holding-workers", hints.DefaultHoldingWorkers, "KV events of at most this many unregistered worker ids are held until they register (least recently heard evicted; past it events are dropped as \"unknown worker\")")
-		holdBlocks   = fs.Int("holding-blocks", hints.DefaultHoldingBlocks, "blocks held per unregistered worker id; more are dropped as \"unknown worker\"")
+		holdWorkers  = fs.Int("holding-workers", engine.DefaultHoldingWorkers, "KV events of at most this many unregistered worker ids are held until they register (least recently heard evicted; past it events are dropped as \"unknown worker\")")
+		holdBlocks   = fs.Int("holding-blocks", engine.DefaultHoldingBlocks, "blocks held per unregistered worker id; more are dropped as \"unknown worker\"")
 	)
 	routerCost := routerFlags(fs)
 	applyIndex := indexFlags(fs) // --index-capacity, --index-shards (flags_index.go)
-	return func(d *hints.Decisions) error {
+	return func(d *engine.Decisions) error {
 		rc := routing.Config{OverlapScoreWeight: *weight, Temperature: *temperature,
 			Spread: routing.SpreadConfig{Enabled: *spread, HalfLife: *spreadHL}}
 		if err := routerCost(&rc); err != nil {
@@ -76,7 +76,7 @@ func decisionFlags(fs *flag.FlagSet) func(*hints.Decisions) error {
 		d.NoPinRenewal = *pinRenewMax == 0 // 0 means "never" on the command line
 		d.Limits = schemas.Limits{MaxBytes: *maxBytes, MaxTokens: *maxTokens, MaxHeaders: *maxHeaders,
 			MaxString: *maxString, MaxDepth: *maxDepth, MaxHeaderBytes: *maxHdrBytes}
-		d.Holding = hints.HoldingConfig{MaxWorkers: *holdWorkers, MaxBlocksPerWorker: *holdBlocks}
+		d.Holding = engine.HoldingConfig{MaxWorkers: *holdWorkers, MaxBlocksPerWorker: *holdBlocks}
 		if err := applyIndex(d); err != nil {
 			return err
 		}

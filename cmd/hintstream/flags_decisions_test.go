@@ -6,20 +6,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 )
 
 // TestPinRenewMaxFlag: --pin-renew-max 0 means never (NoPinRenewal, the
 // explicit off value), a duration caps renewals, a negative one is refused.
 func TestPinRenewMaxFlag(t *testing.T) {
-	parse := func(args ...string) (hints.Decisions, error) {
+	parse := func(args ...string) (engine.Decisions, error) {
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		set := decisionFlags(fs)
 		if err := fs.Parse(args); err != nil {
-			return hints.Decisions{}, err
+			return engine.Decisions{}, err
 		}
-		var d hints.Decisions
+		var d engine.Decisions
 		err := set(&d)
 		return d, err
 	}
@@ -28,7 +28,7 @@ func TestPinRenewMaxFlag(t *testing.T) {
 		t.Fatalf("--pin-renew-max 0: %+v, %v; want renewals off", d, err)
 	}
 	d, err = parse()
-	if err != nil || d.NoPinRenewal || d.WithDefaults().RenewMax() != hints.DefaultPinRenewMax {
+	if err != nil || d.NoPinRenewal || d.WithDefaults().RenewMax() != engine.DefaultPinRenewMax {
 		t.Fatalf("default: renew max %v, off %v, %v", d.WithDefaults().RenewMax(), d.NoPinRenewal, err)
 	}
 	d, err = parse("--pin-renew-max", "90s")

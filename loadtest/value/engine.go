@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/hints"
+	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
 	hpins "github.com/hintstream/hintstream/pins"
@@ -17,11 +17,11 @@ import (
 )
 
 // Policy is one way of running hintstream's decisions in process (Simulate):
-// the same hints.Decisions that `hintstream run` and `replay` take, and
+// the same engine.Decisions that `hintstream run` and `replay` take, and
 // the frontend's affinity.
 type Policy struct {
 	Name      string
-	Decisions hints.Decisions
+	Decisions engine.Decisions
 	// NoPrefetch drops every prefetch the engine decides (pins only);
 	// NoPins turns the tool-call pins off (prefetch only).
 	NoPrefetch, NoPins bool
@@ -37,8 +37,8 @@ func Policies() []Policy {
 		{Name: "today's"},
 		{Name: "prefetch only", NoPins: true},
 		{Name: "pins only", NoPrefetch: true},
-		{Name: "keep pin on next turn", Decisions: hints.Decisions{KeepPinOnNextTurn: true}},
-		{Name: "no pin renewal", Decisions: hints.Decisions{NoPinRenewal: true}},
+		{Name: "keep pin on next turn", Decisions: engine.Decisions{KeepPinOnNextTurn: true}},
+		{Name: "no pin renewal", Decisions: engine.Decisions{NoPinRenewal: true}},
 		{Name: "today's + affinity", Affinity: true},
 	}
 }
@@ -49,7 +49,7 @@ const enginePinEndpoint = "inproc://sim-pin"
 
 func engineWorkerEndpoint(i int) string { return "inproc://sim-worker-" + strconv.Itoa(i+1) }
 
-// engineRun is hintstream's decision engine (hints.NewEngine, as run and
+// engineRun is hintstream's decision engine (engine.NewEngine, as run and
 // replay build it) in process, on the simulated clock: the cluster's KV
 // events and loads are applied to it directly, its hints are applied to
 // the cluster as soon as the decision that made them returns. Nothing
@@ -58,7 +58,7 @@ func engineWorkerEndpoint(i int) string { return "inproc://sim-worker-" + strcon
 type engineRun struct {
 	p        *player
 	pol      Policy
-	eng      *hints.Engine
+	eng      *engine.Engine
 	counters *metrics.Families
 	epoch    time.Time
 	seq      uint64
@@ -86,7 +86,7 @@ func startEngine(p *player, pol Policy) (*engineRun, error) {
 		return nil, err
 	}
 	ix := pol.Decisions.NewIndex(p.cfg.Logger)
-	deps := hints.EngineDeps{Index: ix, Workers: p.cl.Router, Sender: h, Counters: h.counters, Log: p.cfg.Logger,
+	deps := engine.EngineDeps{Index: ix, Workers: p.cl.Router, Sender: h, Counters: h.counters, Log: p.cfg.Logger,
 		Clock: h.now}
 	if !pol.NoPins {
 		deps.Pins = &hpins.Deps{Endpoint: enginePinEndpoint, Index: h.reqs, Slots: hpins.NewMemSlots(), Workers: recordLookup(p.cl.Records())}
@@ -94,7 +94,7 @@ func startEngine(p *player, pol Policy) (*engineRun, error) {
 	if pol.Affinity {
 		deps.Affinity = h
 	}
-	if h.eng, err = hints.NewEngine(pol.Decisions, deps); err != nil {
+	if h.eng, err = engine.NewEngine(pol.Decisions, deps); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -124,9 +124,9 @@ type sentHint struct {
 // affinity bucket does.
 func (h *engineRun) RecordAffinity(session string, rec schemas.AffinityRecord) { h.aff[session] = rec }
 
-func (h *engineRun) delivery() hints.Delivery {
+func (h *engineRun) delivery() engine.Delivery {
 	h.seq++
-	return hints.Delivery{Seq: h.seq, Time: h.now(), Delivered: 1}
+	return engine.Delivery{Seq: h.seq, Time: h.now(), Delivered: 1}
 }
 
 // tick runs the pins' renewals due by the simulated time.
@@ -153,7 +153,7 @@ func (h *engineRun) wakeup(ctx context.Context, i int) error {
 	}
 	ev := h.p.w.WakeupEventTokens(i, h.epoch, pr.Tokens)
 	out := h.eng.OnRequest(ctx, h.delivery(), ev, false)
-	if out.Verdict == hints.Reject || out.Verdict == hints.Retry {
+	if out.Verdict == engine.Reject || out.Verdict == engine.Retry {
 		return fmt.Errorf("engine: wake-up %s: %v", out.Verdict, out.Err)
 	}
 	h.drain()
@@ -184,7 +184,7 @@ func (h *engineRun) request(ctx context.Context, i, _ int) error {
 	// The prompt serve made for this request, not a second copy.
 	ev := h.p.w.RequestEventTokens(i, h.epoch, h.p.cfg.AnnounceToolTime, h.p.servedTokens)
 	out := h.eng.OnRequest(ctx, h.delivery(), ev, false)
-	if out.Verdict == hints.Reject || out.Verdict == hints.Retry {
+	if out.Verdict == engine.Reject || out.Verdict == engine.Retry {
 		return fmt.Errorf("engine: request %s: %v", out.Verdict, out.Err)
 	}
 	h.drain()
@@ -196,7 +196,7 @@ func (h *engineRun) response(ctx context.Context, i, worker int) error {
 	r := &h.p.w.Requests[i]
 	ev := h.p.w.ResponseEvent(i, h.p.cl.Workers[worker].Record.WorkerID, h.epoch)
 	out := h.eng.OnResponse(ctx, h.delivery(), ev)
-	if out.Verdict == hints.Reject || out.Verdict == hints.Retry {
+	if out.Verdict == engine.Reject || out.Verdict == engine.Retry {
 		return fmt.Errorf("engine: response %s: %v", out.Verdict, out.Err)
 	}
 	h.drain()
@@ -295,7 +295,7 @@ func (s engineSink) KVEvent(ev *schemas.RouterEvent) error {
 	if s.h.eng == nil {
 		return nil
 	}
-	return s.h.eng.ApplyKV(hints.KVBatch{Events: []kvevents.Event{kvevents.FromRouterEvent(ev)}})
+	return s.h.eng.ApplyKV(engine.KVBatch{Events: []kvevents.Event{kvevents.FromRouterEvent(ev)}})
 }
 
 func (s engineSink) Load(l *schemas.ActiveLoad) error {

@@ -13,7 +13,7 @@
 // prefetch and pin TTLs, tool times, renewals, input limits and the
 // holding area, embedded in both service.Config and replay.Options, so
 // that a replay makes the choices of the live run it replays.
-package hints
+package engine
 
 import (
 	"fmt"

@@ -1,6 +1,6 @@
 //go:build unix
 
-package hints
+package engine
 
 import (
 	"syscall"

@@ -1,4 +1,4 @@
-package hints
+package engine
 
 import (
 	"github.com/hintstream/hintstream/streams"
