@@ -37,11 +37,6 @@ func Record(endpoint string, h Hint) (HintRecord, error) {
 		Payload: js}, nil
 }
 
-// Sender is what hands a hint to its endpoint: a *Pool, or a Recorder.
-type Sender interface {
-	Send(endpoint string, h Hint) error
-}
-
 // Recorder writes every hint that next accepts (every hint, when next is
 // nil) as a HintRecord JSON line to w. It is safe for concurrent use.
 type Recorder struct {
@@ -71,9 +66,9 @@ func (r *Recorder) Send(endpoint string, h Hint) error {
 		}
 	} else {
 		// Recorded is as far as it goes.
-		defer h.finish(true)
-		defer h.release()
-		defer h.delivered()
+		defer h.NotifyDone(true)
+		defer h.NotifyRelease()
+		defer h.NotifySent()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

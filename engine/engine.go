@@ -55,7 +55,7 @@ type EngineDeps struct {
 	// Workers are those a request may be routed to (the registry, or a
 	// view of it limited to the served models).
 	Workers routing.Workers
-	// Sender takes the hints (an *actions.Pool, or an actions.Recorder in
+	// Sender takes the hints (a *zmqsend.Pool, or an actions.Recorder in
 	// front of one, or alone in a dry run).
 	Sender actions.Sender
 	// Pins, when set, turns tool-call pins on: the request and slot

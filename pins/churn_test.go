@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/tooltime"
@@ -115,7 +116,7 @@ func TestRenewalBudgetBuysLikelyReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep, got := pinSink(t)
-	pool := actions.NewPool()
+	pool := zmqsend.NewPool()
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

@@ -1,4 +1,4 @@
-package actions
+package zmqsend
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hintstream/hintstream/actions"
 	zmq "github.com/pebbe/zmq4"
 )
 
@@ -30,11 +31,6 @@ const (
 	// server's store files, ZMQ's own I/O and reaper threads.
 	FileReserve = 1024
 )
-
-// ErrBudget: every sender of the budget (WithMaxEndpoints) has hints in
-// flight, so none can be closed to make room for a new endpoint. The hint
-// counts as dropped with reason DropBudget.
-var ErrBudget = errors.New("actions: socket budget full")
 
 // ErrFileLimit: RLIMIT_NOFILE cannot be raised to what the socket budget
 // needs (EnsureFileLimit).
@@ -74,7 +70,7 @@ func ValidateMaxEndpoints(n int) error {
 // with WithContext the caller must. When a new endpoint finds the budget
 // full, the least recently used sender with nothing queued is closed to
 // make room; when every one has hints in flight the new endpoint's hint
-// fails with ErrBudget. Values outside 1..MaxEndpointsLimit are ignored.
+// fails with actions.ErrBudget. Values outside 1..MaxEndpointsLimit are ignored.
 func WithMaxEndpoints(n int) PoolOption {
 	return func(o *poolOptions) {
 		if ValidateMaxEndpoints(n) == nil {
@@ -120,7 +116,7 @@ func (p *Pool) sizeContext() error {
 
 // makeRoomLocked runs under p.mu (write) before a sender for a new
 // endpoint is created: when the budget is full it retires the least
-// recently used idle sender, or fails with ErrBudget.
+// recently used idle sender, or fails with actions.ErrBudget.
 func (p *Pool) makeRoomLocked(endpoint string) error {
 	if p.opts.keep[endpoint] || p.budgeted < p.opts.maxEndpoints {
 		return nil
@@ -135,7 +131,7 @@ func (p *Pool) makeRoomLocked(endpoint string) error {
 		}
 	}
 	if victim == nil {
-		return fmt.Errorf("%w: %d endpoints all have hints in flight", ErrBudget, p.budgeted)
+		return fmt.Errorf("%w: %d endpoints all have hints in flight", actions.ErrBudget, p.budgeted)
 	}
 	p.retireLocked(victim)
 	p.evicted.Add(1)
@@ -145,14 +141,14 @@ func (p *Pool) makeRoomLocked(endpoint string) error {
 // newSenderFailed explains a sender that could not be made (under p.mu).
 // EMFILE is ZeroMQ's socket limit: closed sockets are handed to ZMQ's
 // reaper thread, which may lag behind a burst of evictions by more than
-// the slack; the hint is dropped for the budget (reason DropBudget) and
+// the slack; the hint is dropped for the budget (reason actions.DropBudget) and
 // the endpoint's next hint finds the slot reclaimed.
 func (p *Pool) newSenderFailed(endpoint string, err error) error {
 	if zmq.AsErrno(err) == zmq.Errno(syscall.EMFILE) {
-		p.countersLocked(endpoint).drop(DropBudget)
-		return fmt.Errorf("%w: ZeroMQ's socket limit for %q (closed sockets not reclaimed yet): %w", ErrBudget, endpoint, err)
+		p.countersLocked(endpoint).drop(actions.DropBudget)
+		return fmt.Errorf("%w: ZeroMQ's socket limit for %q (closed sockets not reclaimed yet): %w", actions.ErrBudget, endpoint, err)
 	}
-	return fmt.Errorf("%w %q: %w", ErrEndpoint, endpoint, err)
+	return fmt.Errorf("%w %q: %w", actions.ErrEndpoint, endpoint, err)
 }
 
 // retireLocked closes idle sender s (under p.mu, write). Nothing is

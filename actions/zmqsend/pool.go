@@ -1,4 +1,4 @@
-package actions
+package zmqsend
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hintstream/hintstream/actions"
 	zmq "github.com/pebbe/zmq4"
 )
 
@@ -96,7 +97,7 @@ func WithSentHook(f func(endpoint string, latency time.Duration)) PoolOption {
 }
 
 // WithQueueSize bounds each endpoint's queue (default DefaultQueueSize). Send fails
-// with ErrQueueFull beyond it. Values below 1 are ignored.
+// with actions.ErrQueueFull beyond it. Values below 1 are ignored.
 func WithQueueSize(n int) PoolOption {
 	return func(o *poolOptions) {
 		if n >= 1 {
@@ -187,30 +188,30 @@ func (p *Pool) Err() error {
 
 // Send enqueues h for endpoint (for example "tcp://10.0.0.7:5570") and
 // returns at once; it never waits for the network. It fails with
-// ErrExpired when h.Deadline has passed or is zero, ErrQueueFull when the
-// endpoint's queue is full, ErrClosed after Close, ErrInvalidHint for an
-// empty body and ErrEndpoint when the endpoint cannot be connected (also
+// actions.ErrExpired when h.Deadline has passed or is zero, actions.ErrQueueFull when the
+// endpoint's queue is full, actions.ErrClosed after Close, actions.ErrInvalidHint for an
+// empty body and actions.ErrEndpoint when the endpoint cannot be connected (also
 // with ErrCurveKey when WithCurve gave it a malformed key). The
 // first two count as dropped hints. When nothing is pending for the
 // endpoint and its peer takes the hint without waiting, Send sends it
 // itself; otherwise the endpoint's sender goroutine delivers it. Either
 // way h.Done(true) follows by the settle delay (WithSettleDelay). Hints to one endpoint go out in the
 // order Send accepted them.
-func (p *Pool) Send(endpoint string, h Hint) error {
+func (p *Pool) Send(endpoint string, h actions.Hint) error {
 	if len(h.Body) == 0 {
-		return fmt.Errorf("%w: hint %q has no body", ErrInvalidHint, h.MessageID)
+		return fmt.Errorf("%w: hint %q has no body", actions.ErrInvalidHint, h.MessageID)
 	}
 	if !time.Now().Before(h.Deadline) {
 		p.mu.Lock()
 		closed := p.closed
 		if !closed {
-			p.countersLocked(endpoint).drop(DropExpired)
+			p.countersLocked(endpoint).drop(actions.DropExpired)
 		}
 		p.mu.Unlock()
 		if closed {
-			return ErrClosed
+			return actions.ErrClosed
 		}
-		return fmt.Errorf("%w: hint %q deadline %v", ErrExpired, h.MessageID, h.Deadline)
+		return fmt.Errorf("%w: hint %q deadline %v", actions.ErrExpired, h.MessageID, h.Deadline)
 	}
 	p.mu.RLock()
 	s, closed := p.senders[endpoint], p.closed
@@ -221,20 +222,20 @@ func (p *Pool) Send(endpoint string, h Hint) error {
 	}
 	p.mu.RUnlock()
 	if closed {
-		return ErrClosed
+		return actions.ErrClosed
 	}
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return ErrClosed
+		return actions.ErrClosed
 	}
 	if s = p.senders[endpoint]; s == nil {
 		if err := p.Err(); err != nil {
 			return err
 		}
 		if err := p.makeRoomLocked(endpoint); err != nil {
-			p.countersLocked(endpoint).drop(DropBudget)
+			p.countersLocked(endpoint).drop(actions.DropBudget)
 			return err
 		}
 		var err error
@@ -256,7 +257,7 @@ func (p *Pool) Send(endpoint string, h Hint) error {
 
 // enqueue runs under p.mu (read or write), so it cannot race with Remove
 // or Close deciding that a queue is final.
-func (p *Pool) enqueue(s *sender, h Hint) error {
+func (p *Pool) enqueue(s *sender, h actions.Hint) error {
 	h.Done = p.settle.wrap(h.Done)
 	q := queued{Hint: h, at: time.Now()}
 	s.lastUsed.Store(q.at.UnixNano())
@@ -289,8 +290,8 @@ func (p *Pool) enqueue(s *sender, h Hint) error {
 		if release == nil && h.Done != nil && p.opts.maxHeld > 0 {
 			s.held.Add(-1)
 		}
-		s.stats.drop(DropQueueFull)
-		return fmt.Errorf("%w: %s holds %d hints", ErrQueueFull, s.endpoint, cap(s.queue))
+		s.stats.drop(actions.DropQueueFull)
+		return fmt.Errorf("%w: %s holds %d hints", actions.ErrQueueFull, s.endpoint, cap(s.queue))
 	}
 }
 
@@ -314,7 +315,7 @@ func (p *Pool) Remove(endpoint string) {
 	if s == nil {
 		return
 	}
-	s.stop(DropRemoved)
+	s.stop(actions.DropRemoved)
 	<-s.done
 }
 
@@ -362,7 +363,7 @@ func (p *Pool) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 		for _, s := range senders {
-			s.stop(DropClosed)
+			s.stop(actions.DropClosed)
 		}
 		<-flushed
 	}
