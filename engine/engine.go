@@ -38,7 +38,7 @@ type Message struct {
 
 // AffinityRecorder is told each wake-up's choice: the session's next
 // request should go where its prefetch went, until the prefetch expires.
-// It must not block (consumers.AffinityWriter queues to a KV bucket).
+// It must not block (client.AffinityWriter queues to a KV bucket).
 type AffinityRecorder interface {
 	RecordAffinity(session string, rec schemas.AffinityRecord)
 }

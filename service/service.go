@@ -15,6 +15,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/actions/zmqsend"
+	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natsembed"
@@ -55,7 +56,7 @@ type Service struct {
 	engine   *engine.Engine  // the decisions, shared with replay
 	load     *consumers.StateConsumer
 	requests *consumers.RequestConsumer
-	affinity *consumers.AffinityWriter // nil when off
+	affinity *client.AffinityWriter // nil when off
 	// responses is nil when pins are off.
 	responses *consumers.ResponseConsumer
 	// Learner holds the learned tool times (nil when pins are off).
