@@ -66,7 +66,13 @@ func benchChoice(b *testing.B, others int, whole bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer reg.Stop()
+	regCtx, stopReg := context.WithCancel(context.Background())
+	regDone := make(chan error, 1)
+	go func() { regDone <- reg.Run(regCtx) }()
+	defer func() {
+		stopReg()
+		<-regDone
+	}()
 	<-reg.Ready()
 	natstest.Eventually(b, time.Minute, func() bool { return len(reg.WorkersFor("")) == others+1 }, "records loaded")
 

@@ -79,7 +79,13 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	if err != nil {
 		return Summary{}, err
 	}
-	defer reg.Stop()
+	regCtx, stopReg := context.WithCancel(ctx)
+	regDone := make(chan error, 1)
+	go func() { regDone <- reg.Run(regCtx) }()
+	defer func() {
+		stopReg()
+		<-regDone
+	}()
 	select {
 	case <-reg.Ready():
 	case <-ctx.Done():
