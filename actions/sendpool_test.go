@@ -12,7 +12,10 @@ import (
 // travel to independent peers over a real socket.
 func newPool(t *testing.T) *zmqsend.Pool {
 	t.Helper()
-	p := zmqsend.NewPool()
+	p, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

@@ -67,7 +67,10 @@ func run(t *testing.T, cfg Config, opts ...Option) *Adapter {
 // sender is hintstream's own sender: an zmqsend.Pool of PUSH sockets.
 func sender(t *testing.T) *zmqsend.Pool {
 	t.Helper()
-	p := zmqsend.NewPool()
+	p, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -82,7 +82,10 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 	ran := make(chan error, 1)
 	go func() { ran <- a.Run(rctx) }()
 	defer func() { stop(); <-ran }()
-	pool := zmqsend.NewPool()
+	pool, err := zmqsend.NewPool()
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer func() {
 		cctx, c := context.WithTimeout(context.Background(), 5*time.Second)
 		defer c()

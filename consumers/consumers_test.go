@@ -65,7 +65,10 @@ func setup(t *testing.T, set streams.Set) *fixture {
 	}
 	ep, got := pull(t)
 	f := &fixture{js: js, nc: nc, counters: metrics.New(), index: kvevents.NewIndex(), hints: got}
-	pool := zmqsend.NewPool()
+	pool, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

@@ -75,7 +75,10 @@ func TestPinPathBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep, got := pinSink(t)
-	pool := zmqsend.NewPool()
+	pool, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()

@@ -35,7 +35,10 @@ func asyncPins(t *testing.T, rate float64, opts ...BucketOption) (*Pinning, *fak
 		t.Fatal(err)
 	}
 	ep, _ := pinSink(t)
-	pool := zmqsend.NewPool()
+	pool, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

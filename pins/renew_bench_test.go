@@ -118,7 +118,10 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 		}
 		mu.Unlock()
 	})
-	pool := zmqsend.NewPool(zmqsend.WithSettleDelay(0))
+	pool, err := zmqsend.NewPool(zmqsend.WithSettleDelay(0))
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer ccancel()

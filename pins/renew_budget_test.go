@@ -40,7 +40,10 @@ func TestRenewalBudgetShortKeepsLikelyReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep, got := pinSink(t)
-	pool := zmqsend.NewPool()
+	pool, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

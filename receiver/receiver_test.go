@@ -53,7 +53,10 @@ func serve(t *testing.T, opts ...Option) (*Receiver, *collector) {
 
 func sendPool(t *testing.T, opts ...zmqsend.PoolOption) *zmqsend.Pool {
 	t.Helper()
-	p := zmqsend.NewPool(opts...)
+	p, err := zmqsend.NewPool(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -211,7 +211,9 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if s.cfg.CurveClientPublicKey != "" {
 		popts = append(popts, zmqsend.WithCurveClientKeys(s.cfg.CurveClientPublicKey, s.cfg.CurveClientSecretKey))
 	}
-	s.pool = zmqsend.NewPool(append(popts, s.budgetOptions()...)...)
+	if s.pool, err = zmqsend.NewPool(append(popts, s.budgetOptions()...)...); err != nil {
+		return err
+	}
 	s.lc.run(stageSenders, "hint senders", s.runSenders)
 	if err := s.pool.Err(); err != nil {
 		return err

@@ -70,24 +70,28 @@ func ValidateMaxEndpoints(n int) error {
 // with WithContext the caller must. When a new endpoint finds the budget
 // full, the least recently used sender with nothing queued is closed to
 // make room; when every one has hints in flight the new endpoint's hint
-// fails with actions.ErrBudget. Values outside 1..MaxEndpointsLimit are ignored.
+// fails with actions.ErrBudget. It must be within 1..MaxEndpointsLimit.
 func WithMaxEndpoints(n int) PoolOption {
 	return func(o *poolOptions) {
-		if ValidateMaxEndpoints(n) == nil {
-			o.maxEndpoints = n
+		if err := ValidateMaxEndpoints(n); err != nil {
+			o.errs = append(o.errs, fmt.Errorf("%w: %w", ErrInvalidOption, err))
+			return
 		}
+		o.maxEndpoints = n
 	}
 }
 
 // WithIdleClose closes a sender that has had nothing to send for d
 // (default DefaultIdleClose; 0: never). A later hint reopens it, at the
 // cost of one TCP (and CURVE) handshake. Kept endpoints never close.
-// Negative values are ignored.
+// It must not be negative.
 func WithIdleClose(d time.Duration) PoolOption {
 	return func(o *poolOptions) {
-		if d >= 0 {
-			o.idleClose = d
+		if d < 0 {
+			o.invalid("idle close %v below 0", d)
+			return
 		}
+		o.idleClose = d
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"context"
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
@@ -247,5 +248,25 @@ func TestFilesFor(t *testing.T) {
 	_, err = zmqsend.EnsureFileLimit(1 << 40)
 	if os.Geteuid() != 0 && !errors.Is(err, zmqsend.ErrFileLimit) {
 		t.Fatalf("EnsureFileLimit(2^40) = %v, want ErrFileLimit", err)
+	}
+}
+
+// Values an option cannot take fail NewPool, each named, rather than be
+// ignored.
+func TestNewPoolRejectsInvalidOptions(t *testing.T) {
+	for _, opt := range []zmqsend.PoolOption{zmqsend.WithQueueSize(0), zmqsend.WithMaxHeld(-1),
+		zmqsend.WithSettleDelay(-time.Millisecond), zmqsend.WithIdleClose(-time.Second),
+		zmqsend.WithMaxEndpoints(0), zmqsend.WithMaxEndpoints(zmqsend.MaxEndpointsLimit + 1)} {
+		p, err := zmqsend.NewPool(opt)
+		if !errors.Is(err, zmqsend.ErrInvalidOption) || p != nil {
+			t.Errorf("pool %v, err %v: want ErrInvalidOption", p, err)
+		}
+	}
+	p, err := zmqsend.NewPool(zmqsend.WithQueueSize(1), zmqsend.WithMaxHeld(zmqsend.NoMaxHeld), zmqsend.WithIdleClose(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatalf("closing a pool that never sent: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"errors"
 	"github.com/hintstream/hintstream/actions"
 	zmq "github.com/pebbe/zmq4"
 )
@@ -40,6 +41,7 @@ type Pool struct {
 	budgeted            int
 	evicted, idleClosed atomic.Uint64
 	quit, reaped        chan struct{}
+	started             bool // startLocked ran (under mu)
 }
 
 // PoolOption configures a Pool.
@@ -59,6 +61,16 @@ type poolOptions struct {
 	maxEndpoints int
 	idleClose    time.Duration
 	keep         map[string]bool
+
+	errs []error // invalid option values, NewPool's error
+}
+
+// ErrInvalidOption: an option was given a value it cannot take. NewPool
+// returns it, wrapped with the value, rather than ignore the value.
+var ErrInvalidOption = errors.New("zmqsend: invalid option")
+
+func (o *poolOptions) invalid(format string, args ...any) {
+	o.errs = append(o.errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...))
 }
 
 // Defaults of a Pool's per-endpoint queue and held triggers.
@@ -82,9 +94,11 @@ const (
 // them.
 func WithMaxHeld(n int) PoolOption {
 	return func(o *poolOptions) {
-		if n >= 0 {
-			o.maxHeld = n
+		if n < 0 {
+			o.invalid("max held %d below 0", n)
+			return
 		}
+		o.maxHeld = n
 	}
 }
 
@@ -97,12 +111,14 @@ func WithSentHook(f func(endpoint string, latency time.Duration)) PoolOption {
 }
 
 // WithQueueSize bounds each endpoint's queue (default DefaultQueueSize). Send fails
-// with actions.ErrQueueFull beyond it. Values below 1 are ignored.
+// with actions.ErrQueueFull beyond it. It must be at least 1.
 func WithQueueSize(n int) PoolOption {
 	return func(o *poolOptions) {
-		if n >= 1 {
-			o.queueSize = n
+		if n < 1 {
+			o.invalid("queue size %d below 1", n)
+			return
 		}
+		o.queueSize = n
 	}
 }
 
@@ -133,10 +149,12 @@ func WithContext(zctx *zmq.Context) PoolOption {
 	return func(o *poolOptions) { o.zctx = zctx }
 }
 
-// NewPool returns an empty pool. If the ZMQ context cannot be created,
-// or CURVE was requested (WithCurve) but cannot work, every Send returns
-// that error; Err reports it at once.
-func NewPool(opts ...PoolOption) *Pool {
+// NewPool returns an empty pool, or an error wrapping ErrInvalidOption
+// for an option value it cannot take. No goroutine starts until the first
+// Send. If the ZMQ context cannot be created, or CURVE was requested
+// (WithCurve) but cannot work, the pool is still returned and every Send
+// returns that error; Err reports it at once.
+func NewPool(opts ...PoolOption) (*Pool, error) {
 	o := poolOptions{
 		queueSize:   DefaultQueueSize,
 		logger:      slog.Default(),
@@ -149,7 +167,12 @@ func NewPool(opts ...PoolOption) *Pool {
 		idleClose:    DefaultIdleClose,
 	}
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if len(o.errs) > 0 {
+		return nil, errors.Join(o.errs...)
 	}
 	p := &Pool{
 		opts:    o,
@@ -165,15 +188,25 @@ func NewPool(opts ...PoolOption) *Pool {
 		}
 	}
 	p.quit = make(chan struct{})
-	if o.idleClose > 0 {
-		p.reaped = make(chan struct{})
-		go p.reapIdle()
-	}
 	p.cerr = p.opts.curve.resolve()
 	if o.settleDelay > 0 {
 		p.settle = newSettler(o.settleDelay)
 	}
-	return p
+	return p, nil
+}
+
+// startLocked starts the pool's own goroutines (idle reaping, settling)
+// with its first sender; under p.mu (write).
+func (p *Pool) startLocked() {
+	if p.started {
+		return
+	}
+	p.started = true
+	if p.opts.idleClose > 0 {
+		p.reaped = make(chan struct{})
+		go p.reapIdle()
+	}
+	p.settle.start()
 }
 
 // Err returns the error that makes every Send fail, or nil: the ZMQ
@@ -238,6 +271,7 @@ func (p *Pool) Send(endpoint string, h actions.Hint) error {
 			p.countersLocked(endpoint).drop(actions.DropBudget)
 			return err
 		}
+		p.startLocked()
 		var err error
 		if s, err = newSender(p.zctx, endpoint, &p.opts, p.countersLocked(endpoint)); err != nil {
 			return p.newSenderFailed(endpoint, err)
@@ -345,6 +379,7 @@ func (p *Pool) Close(ctx context.Context) error {
 	}
 	p.closed = true
 	close(p.quit)
+	reaped := p.reaped
 	senders := make([]*sender, 0, len(p.senders))
 	for _, s := range p.senders {
 		senders = append(senders, s)
@@ -367,8 +402,8 @@ func (p *Pool) Close(ctx context.Context) error {
 		}
 		<-flushed
 	}
-	if p.reaped != nil {
-		<-p.reaped
+	if reaped != nil {
+		<-reaped
 	}
 	p.settle.close()
 	if p.own {

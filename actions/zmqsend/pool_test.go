@@ -39,7 +39,10 @@ func downEndpoint(t *testing.T) string {
 
 func newPool(t *testing.T, opts ...zmqsend.PoolOption) *zmqsend.Pool {
 	t.Helper()
-	p := zmqsend.NewPool(opts...)
+	p, err := zmqsend.NewPool(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -199,7 +202,10 @@ func TestPoolRemove(t *testing.T) {
 
 func TestPoolCloseFlushes(t *testing.T) {
 	ep, ch := puller(t, "tcp://127.0.0.1:*")
-	p := zmqsend.NewPool()
+	p, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 200 {
 		if err := p.Send(ep, hint(i, 10*time.Second)); err != nil {
 			t.Fatal(err)
@@ -221,7 +227,10 @@ func TestPoolCloseFlushes(t *testing.T) {
 
 func TestPoolCloseGivesUpAtContext(t *testing.T) {
 	ep := downEndpoint(t)
-	p := zmqsend.NewPool()
+	p, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 5 {
 		if err := p.Send(ep, hint(i, time.Minute)); err != nil {
 			t.Fatal(err)
@@ -245,7 +254,10 @@ func TestPoolCloseLeaksNoGoroutine(t *testing.T) {
 	up, ch := puller(t, "tcp://127.0.0.1:*")
 	down := downEndpoint(t)
 	before := runtime.NumGoroutine()
-	p := zmqsend.NewPool()
+	p, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 20 {
 		p.Send(up, hint(i, 5*time.Second))
 		p.Send(down, hint(i, 5*time.Second))

@@ -110,7 +110,10 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			o.Out = f
 		}
 	} else {
-		pool := zmqsend.NewPool(zmqsend.WithLogger(log))
+		pool, err := zmqsend.NewPool(zmqsend.WithLogger(log))
+		if err != nil {
+			return err
+		}
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.Background(), service.DefaultShutdownTimeout)
 			defer cancel()
