@@ -145,12 +145,15 @@ func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
 	if e.now == nil {
 		e.now = time.Now
 	}
-	opts := []routing.Option{routing.WithConfig(*d.Routing), routing.WithLogger(e.log)}
+	opts := []routing.Option{routing.WithConfig(*d.Routing)}
 	if deps.Clock != nil {
 		// Burst spreading decays on the events' clock in a replay, as live on its.
 		opts = append(opts, routing.WithClock(deps.Clock))
 	}
-	e.selector = routing.NewSelector(deps.Workers, deps.Index, e.loads, opts...)
+	var err error
+	if e.selector, err = routing.NewSelector(deps.Workers, deps.Index, e.loads, opts...); err != nil {
+		return nil, err
+	}
 	if deps.Pins != nil {
 		pd := *deps.Pins
 		if pd.Sender == nil {
