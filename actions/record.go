@@ -19,8 +19,8 @@ type HintRecord struct {
 	Payload    json.RawMessage `json:"payload"`
 }
 
-// Record turns a hint into its HintRecord.
-func Record(endpoint string, h Hint) (HintRecord, error) {
+// recordOf turns a hint into its HintRecord.
+func recordOf(endpoint string, h Hint) (HintRecord, error) {
 	var env schemas.KvHintsEnvelope
 	if _, err := env.UnmarshalMsg(h.Body); err != nil {
 		return HintRecord{}, err
@@ -52,7 +52,7 @@ func NewRecorder(w io.Writer, next Sender) *Recorder { return &Recorder{w: w, ne
 // record is made before h is handed on: next may release the body
 // (Hint.Release) as soon as it has sent it.
 func (r *Recorder) Send(endpoint string, h Hint) error {
-	rec, err := Record(endpoint, h)
+	rec, err := recordOf(endpoint, h)
 	if err != nil {
 		return err
 	}

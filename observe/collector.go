@@ -84,10 +84,10 @@ type indexCounter struct {
 	get  func(kvevents.Stats) uint64
 }
 
-// NewCollector returns a Collector of the sources' metrics (see the
+// newCollector returns a Collector of the sources' metrics (see the
 // package doc). It is unchecked: the tool label values are known only at
 // scrape time, so Describe sends nothing.
-func NewCollector(s Sources) prometheus.Collector {
+func newCollector(s Sources) prometheus.Collector {
 	c := &collector{src: s}
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(ns+name, help, labels, nil)

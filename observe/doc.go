@@ -3,7 +3,7 @@
 // (optionally) pprof.
 //
 // The metrics are read from the sources on each scrape (see Sources and
-// NewCollector): nothing is counted twice, and a scrape costs one pass
+// newCollector): nothing is counted twice, and a scrape costs one pass
 // over the typed families and the stats snapshots.
 //
 // The counters are metrics.Families: typed families defined once in

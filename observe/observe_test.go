@@ -395,7 +395,7 @@ func TestCloseLeaksNoGoroutine(t *testing.T) {
 
 func TestCollectorLint(t *testing.T) {
 	f := newFixture(t)
-	problems, err := testutil.CollectAndLint(NewCollector(f.src))
+	problems, err := testutil.CollectAndLint(newCollector(f.src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestCollectorLint(t *testing.T) {
 }
 
 func TestCollectorNilSources(t *testing.T) {
-	if n := testutil.CollectAndCount(NewCollector(Sources{})); n != 0 {
+	if n := testutil.CollectAndCount(newCollector(Sources{})); n != 0 {
 		t.Errorf("collected %d metrics from no sources", n)
 	}
 }
@@ -419,7 +419,7 @@ func TestCollectorOddLabels(t *testing.T) {
 	c.ToolObserved.Inc("search")
 	c.ToolExpected.Set("search", 1.5)
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCollector(Sources{Counters: c}))
+	reg.MustRegister(newCollector(Sources{Counters: c}))
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)
@@ -448,7 +448,7 @@ func TestCollectorOddLabels(t *testing.T) {
 // hintstream_ready follows Sources.Ready, as /readyz does.
 func TestReadyGauge(t *testing.T) {
 	var ready atomic.Bool
-	c := NewCollector(Sources{Ready: ready.Load})
+	c := newCollector(Sources{Ready: ready.Load})
 	if v := testutil.ToFloat64(c); v != 0 {
 		t.Errorf("hintstream_ready = %v before ready", v)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/pins"
@@ -187,7 +188,7 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 			d.Unknown = errNoMetadata
 		}
 		events[next.kind]++
-		handlers[next.kind](ctx, d, engine.Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+		handlers[next.kind](ctx, d, consumers.MessageOf(m))
 		done++
 		if first.IsZero() && md != nil {
 			first = md.Timestamp

@@ -43,9 +43,9 @@ var ErrFileLimit = errors.New("actions: open-file limit too low for the socket b
 // context's limit.
 func socketSlack(maxEndpoints int) int { return 64 + maxEndpoints/8 }
 
-// SocketsFor is the ZMQ_MAX_SOCKETS a pool with this budget and kept
+// socketsFor is the ZMQ_MAX_SOCKETS a pool with this budget and kept
 // endpoints sets on its own context.
-func SocketsFor(maxEndpoints, kept int) int {
+func socketsFor(maxEndpoints, kept int) int {
 	return maxEndpoints + kept + socketSlack(maxEndpoints)
 }
 
@@ -53,7 +53,7 @@ func SocketsFor(maxEndpoints, kept int) int {
 // budget: two descriptors per ZMQ socket (its mailbox's eventfd and its
 // connection) and FileReserve for the rest.
 func FilesFor(maxEndpoints, kept int) uint64 {
-	return 2*uint64(SocketsFor(maxEndpoints, kept)) + FileReserve
+	return 2*uint64(socketsFor(maxEndpoints, kept)) + FileReserve
 }
 
 // ValidateMaxEndpoints reports whether n is a usable budget.
@@ -65,9 +65,9 @@ func ValidateMaxEndpoints(n int) error {
 }
 
 // WithMaxEndpoints bounds the open senders (one PUSH socket each) of
-// endpoints not given to WithKeep (default DefaultMaxEndpoints). A pool
-// that makes its own ZMQ context sets its ZMQ_MAX_SOCKETS to SocketsFor;
-// with WithContext the caller must. When a new endpoint finds the budget
+// endpoints not given to WithKeep (default DefaultMaxEndpoints). The
+// pool's ZMQ context gets a ZMQ_MAX_SOCKETS to match (socketsFor). When a
+// new endpoint finds the budget
 // full, the least recently used sender with nothing queued is closed to
 // make room; when every one has hints in flight the new endpoint's hint
 // fails with actions.ErrBudget. It must be within 1..MaxEndpointsLimit.
@@ -115,7 +115,7 @@ func WithKeep(endpoints ...string) PoolOption {
 // sizeContext sets the budget on a context the pool created, before its
 // first socket (libzmq fixes the limit then).
 func (p *Pool) sizeContext() error {
-	return p.zctx.SetMaxSockets(SocketsFor(p.opts.maxEndpoints, len(p.opts.keep)))
+	return p.zctx.SetMaxSockets(socketsFor(p.opts.maxEndpoints, len(p.opts.keep)))
 }
 
 // makeRoomLocked runs under p.mu (write) before a sender for a new

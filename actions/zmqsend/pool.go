@@ -23,10 +23,9 @@ import (
 // and sockets.
 type Pool struct {
 	opts poolOptions
-	zctx *zmq.Context
-	own  bool  // zctx is ours to terminate
-	err  error // the ZMQ context could not be created
-	cerr error // CURVE was requested but cannot work
+	zctx *zmq.Context // the pool's own, terminated by Close
+	err  error        // the ZMQ context could not be created
+	cerr error        // CURVE was requested but cannot work
 
 	mu      sync.RWMutex
 	senders map[string]*sender
@@ -52,7 +51,6 @@ type poolOptions struct {
 	logger      *slog.Logger
 	sendTimeout time.Duration
 	linger      time.Duration
-	zctx        *zmq.Context
 	curve       curveOptions
 	onSent      func(endpoint string, latency time.Duration)
 	maxHeld     int
@@ -143,12 +141,6 @@ const DefaultSendTimeout = 100 * time.Millisecond
 // DefaultSendTimeout.
 const DefaultLinger = 100 * time.Millisecond
 
-// WithContext makes the pool create its sockets in zctx, which the caller
-// owns and terminates after Close. By default the pool has its own.
-func WithContext(zctx *zmq.Context) PoolOption {
-	return func(o *poolOptions) { o.zctx = zctx }
-}
-
 // NewPool returns an empty pool, or an error wrapping ErrInvalidOption
 // for an option value it cannot take. No goroutine starts until the first
 // Send. If the ZMQ context cannot be created, or CURVE was requested
@@ -176,16 +168,12 @@ func NewPool(opts ...PoolOption) (*Pool, error) {
 	}
 	p := &Pool{
 		opts:    o,
-		zctx:    o.zctx,
 		senders: make(map[string]*sender),
 		stats:   make(map[string]*counters),
 	}
-	if p.zctx == nil {
-		p.zctx, p.err = zmq.NewContext()
-		p.own = p.err == nil
-		if p.own {
-			p.err = p.sizeContext()
-		}
+	p.zctx, p.err = zmq.NewContext()
+	if p.err == nil {
+		p.err = p.sizeContext()
 	}
 	p.quit = make(chan struct{})
 	p.cerr = p.opts.curve.resolve()
@@ -406,7 +394,7 @@ func (p *Pool) Close(ctx context.Context) error {
 		<-reaped
 	}
 	p.settle.close()
-	if p.own {
+	if p.zctx != nil {
 		if terr := p.zctx.Term(); terr != nil && err == nil {
 			err = fmt.Errorf("actions: terminate zmq context: %w", terr)
 		}
