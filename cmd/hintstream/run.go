@@ -66,10 +66,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	applyAffinity := affinityFlags(fs)
 	applyAgents := agentFlags(fs)
 	applyPins := pinFlags(fs)
-	applyCardinality := cardinalityFlags(fs) // flags_cardinality.go
+	applyStateBounds := stateBoundFlags(fs) // flags_statebounds.go
 	applyConnect := connectFlags(fs)         // flags_connect.go
 
-	// flags_trust.go
+	// flags_registration.go
 	startRegistrations, applyWorkerGrace := registrationFlag(fs), workerGraceFlag(fs)
 
 	applyRetain := retainFlags(fs)       // flags_retain.go
@@ -143,7 +143,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err := applyRetention(&cfg); err != nil {
 		return err
 	}
-	if err := applyCardinality(&cfg); err != nil {
+	if err := applyStateBounds(&cfg); err != nil {
 		return err
 	}
 	if err := applyBounds(&cfg); err != nil {
@@ -173,7 +173,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		defer f.Close()
 		cfg.HintsLog = f
 	}
-	master, err := demoMaster(*demoOn, &cfg.PinEndpoint) // flags_integration.go
+	master, err := demoMaster(*demoOn, &cfg.PinEndpoint) // demo_master.go
 	if err != nil {
 		return err
 	}
