@@ -6,22 +6,18 @@ import (
 	"fmt"
 	"github.com/hintstream/hintstream/agents"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/engine"
-	"github.com/hintstream/hintstream/internal/natsembed"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
-	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/observe"
 	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/registry"
@@ -138,218 +134,6 @@ func (s *Service) Registry() *registry.Registry { return s.registry }
 
 // Pool returns the hint senders (after Start).
 func (s *Service) Pool() *zmqsend.Pool { return s.pool }
-
-// Start connects, makes sure the streams exist, loads the registry and
-// starts the consumers. On error, everything already started is stopped.
-func (s *Service) Start(ctx context.Context) (err error) {
-	defer func() {
-		if err != nil {
-			err = s.explainPermission(err)
-			s.Stop(context.Background())
-		}
-	}()
-	s.lc = newLifecycle()
-	// The configuration is validated once, before anything is connected.
-	if err := s.cfg.Validate(); err != nil {
-		return err
-	}
-	if err := s.ensureFileLimit(); err != nil {
-		return err
-	}
-	s.served = registry.ServedModels(s.cfg.Models)
-	url := s.cfg.NATSURL
-	if url == "" {
-		if err := os.MkdirAll(s.cfg.EmbeddedDir, 0o755); err != nil {
-			return fmt.Errorf("embedded store: %w", err)
-		}
-		port := s.cfg.EmbeddedPort
-		if port == 0 {
-			port = -1
-		}
-		s.embedded, err = natsembed.Start(natsembed.Options{StoreDir: s.cfg.EmbeddedDir, Port: port})
-		if err != nil {
-			return err
-		}
-		url = s.embedded.ClientURL()
-		s.log.Info("embedded JetStream server started", "url", url, "store", s.cfg.EmbeddedDir)
-	}
-	ncfg := s.cfg.NATS
-	ncfg.URL = url
-	if ncfg.Logger == nil {
-		ncfg.Logger = s.log
-	}
-	if s.nc, err = natsconn.Dial(ctx, ncfg); err != nil { // retries until ncfg.ConnectTimeout
-		return err
-	}
-	if s.js, err = jetstream.New(s.nc); err != nil {
-		return err
-	}
-	s.js = placed(s.js, s.cfg.Placement) // buckets and object store get the cluster's replicas
-	fctx, done := s.failFast(ctx)
-	_, err = streams.EnsureSet(fctx, s.js, s.cfg.Streams,
-		streams.WithUpdate(s.cfg.UpdateStreams), streams.WithLogger(s.log))
-	done()
-	if err != nil {
-		if perm := s.explainPermission(err); errors.Is(perm, ErrPermissionDenied) {
-			return perm // asking the account whether JetStream is on would only be refused again
-		}
-		return natsconn.ExplainJetStream(ctx, s.nc, s.js, err)
-	}
-	if err := s.watchStreams(); err != nil {
-		return err
-	}
-
-	// Before anything holds the index: a snapshot that fails to load
-	// leaves a fresh one in its place.
-	startSeq := s.loadSnapshot(ctx)
-	s.startHolding()
-	s.startReclaim()
-	s.latency = &observe.Histogram{}
-	popts := []zmqsend.PoolOption{zmqsend.WithQueueSize(s.cfg.SenderQueue), zmqsend.WithLogger(s.log),
-		zmqsend.WithMaxHeld(max(s.cfg.SenderMaxHeld, 0)), zmqsend.WithSettleDelay(max(s.cfg.SenderSettleDelay, 0)),
-		zmqsend.WithCurve(s.curveServerKey), zmqsend.WithSentHook(s.latency.Observe)}
-	if s.cfg.CurveClientPublicKey != "" {
-		popts = append(popts, zmqsend.WithCurveClientKeys(s.cfg.CurveClientPublicKey, s.cfg.CurveClientSecretKey))
-	}
-	if s.pool, err = zmqsend.NewPool(append(popts, s.budgetOptions()...)...); err != nil {
-		return err
-	}
-	s.lc.run(stageSenders, "hint senders", s.runSenders)
-	if err := s.pool.Err(); err != nil {
-		return err
-	}
-	if s.cfg.HTTPAddr != "" {
-		s.http, err = observe.Start(observe.Options{Addr: s.cfg.HTTPAddr, Pprof: s.cfg.Pprof, Logger: s.log},
-			observe.Sources{Counters: s.Counters, Index: s.Index.Stats, Endpoints: s.pool.Stats,
-				Ready: s.ready.Load, IndexComplete: s.IndexComplete, Pending: s.pending, Latency: s.latency, TopTools: s.cfg.MetricsTopTools, Budget: s.pool.Budget,
-				// Called only once ready, when registry, selector and learner are set.
-				Workers: func() []schemas.WorkerRecord { return s.registry.Workers() },
-				Loads:   s.Loads.Get,
-				Stale:   s.Index.StaleWorkers,
-				Choose: func(r *schemas.RequestEvent) (routing.Candidate, []routing.Candidate, error) {
-					return s.Selector.Choose(r)
-				},
-				ToolTime: func() ([]tooltime.ToolStats, bool) {
-					if s.Learner == nil { // pins off
-						return nil, false
-					}
-					return s.Learner.Snapshot(), true
-				},
-				Retention: func() ([]retention.Pinned, retention.Stats, bool) {
-					if s.Retention == nil { // planner off
-						return nil, retention.Stats{}, false
-					}
-					return s.Retention.Top(observe.RetentionTop), s.Retention.Stats(), true
-				},
-				Outcomes: s.outcomesView})
-		if err != nil {
-			return err
-		}
-		s.lc.run(stageHTTP, "http server", s.runHTTP)
-		s.log.Info("serving /metrics, /healthz, /readyz", "addr", s.http.Addr(), "pprof", s.cfg.Pprof)
-	}
-	s.registry, err = registry.Open(ctx, s.js, append([]registry.Option{registry.WithBucket(s.cfg.RegistryBucket),
-		registry.WithLogger(s.log), registry.WithOnChange(s.onWorkerChange)}, s.registryOptions()...)...)
-	if err != nil {
-		return err
-	}
-	s.lc.run(stageRegistry, "registry watcher", s.registry.Run)
-	select {
-	case <-s.registry.Ready():
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	s.pruneUnregistered()
-	var sender actions.Sender = s.pool
-	if s.cfg.HintsLog != nil {
-		sender = actions.NewRecorder(s.cfg.HintsLog, s.pool)
-	}
-	pinDeps, err := s.pinStores(ctx)
-	if err != nil {
-		return err
-	}
-	aff, err := s.startAffinity(ctx)
-	if err != nil {
-		return err
-	}
-	observer, err := s.retentionPlanner(pinDeps, sender) // retention_planner.go
-	if err != nil {
-		return err
-	}
-	s.engine, err = engine.NewEngine(s.cfg.Decisions, engine.EngineDeps{Index: s.Index, KV: s.holding, Loads: s.Loads,
-		Workers: modelWorkers{s}, Sender: sender, Pins: pinDeps, Affinity: aff, KeepWorker: s.keepWorkerFunc(),
-		Counters: s.Counters, Log: s.log, Observer: observer})
-	if err != nil {
-		return err
-	}
-	s.Selector = s.engine.Selector()
-	pinning := s.engine.Pins()
-	if pinning != nil {
-		s.Learner = pinning.Learner
-	}
-
-	dlq := consumers.NewDeadLetter(s.js, s.cfg.DeadLetterPrefix)
-	st := s.cfg.Streams
-	s.kv = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "kv_events", Stream: st.KVEvents.Name,
-		Filter: st.KVEvents.Subjects, Shards: s.cfg.KVApplyShards, StartSeq: startSeq},
-		consumers.ApplyMessages(s.engine.KV), dlq, s.Counters, s.log)
-	s.load = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "load", Stream: st.Load.Name,
-		Filter: st.Load.Subjects}, consumers.ApplyMessages(s.engine.Load), dlq, s.Counters, s.log)
-	var respond consumers.Decide // nil: responses only for the agents
-	if pinning != nil {
-		respond = s.engine.Response
-	}
-	decideRequest, decideResponse, err := s.startAgents(ctx, s.engine.Request, respond)
-	if err != nil {
-		return err
-	}
-	s.requests = consumers.NewRequestConsumer(s.js, consumers.RequestConfig{
-		Stream: st.Requests.Name, Durable: s.cfg.RequestsDurable, Filter: s.consumerFilter(st.Requests.Subjects, streams.RequestPrefix),
-		DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
-	}, decideRequest, dlq, s.Counters, s.log)
-	if pinning != nil || s.agents != nil {
-		s.responses = consumers.NewResponseConsumer(s.js, consumers.ResponseConfig{
-			Stream: st.Responses.Name, Durable: s.cfg.ResponsesDurable, Filter: s.consumerFilter(st.Responses.Subjects, streams.ResponsePrefix),
-			DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
-		}, decideResponse, dlq, s.Counters, s.log)
-	}
-	for _, c := range []*consumers.StateConsumer{s.kv, s.load} {
-		if err := c.Start(ctx); err != nil {
-			c.Stop() // what a half start left (its shards)
-			return err
-		}
-		s.lc.run(stageState, "state consumer", c.Run)
-	}
-	if err := s.startExtraKV(ctx, consumers.ApplyMessages(s.engine.KV), dlq); err != nil {
-		return err
-	}
-	// Hints chosen from a half-built index would go to the wrong worker:
-	// take requests only once the state streams are applied up to now.
-	if err := s.WaitCaughtUp(ctx); err != nil {
-		return fmt.Errorf("catching up on KV events and load: %w", err)
-	}
-	if err := s.startAgentEvents(ctx, dlq); err != nil {
-		return err
-	}
-	if err := s.requests.Start(ctx); err != nil {
-		return err
-	}
-	s.lc.run(stageRequests, "requests consumer", s.requests.Run)
-	if s.responses != nil {
-		if err := s.responses.Start(ctx); err != nil {
-			return err
-		}
-		s.lc.run(stageResponses, "responses consumer", s.responses.Run)
-		s.startRenewals(pinning)
-	}
-	if s.cfg.SnapshotInterval > 0 {
-		s.lc.run(stageSnapshots, "snapshotter", s.runSnapshots)
-	}
-	s.ready.Store(true)
-	s.log.Info("hintstream running", "nats", url, "index_blocks", s.Index.Stats().DeviceBlocks, "requests", st.Requests.Subjects,
-		"kv_events", st.KVEvents.Subjects, "load", st.Load.Subjects, "registry", s.cfg.RegistryBucket)
-	return nil
-}
 
 // HTTPAddr is the address /metrics is served on ("" when off).
 func (s *Service) HTTPAddr() string {
