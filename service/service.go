@@ -272,7 +272,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	observer, err := s.retentionPlanner(pinDeps, sender) // retention_planner.go
+	observer, err := s.retentionPlanner(ctx, pinDeps, sender) // retention_planner.go
 	if err != nil {
 		return err
 	}
