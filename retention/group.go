@@ -119,6 +119,8 @@ type Group struct {
 	deps  GroupDeps
 	el    *Elector
 	queue chan Observation
+	tried chan struct{}
+	once  sync.Once
 }
 
 // NewGroup returns a Group; Run takes part.
@@ -133,7 +135,8 @@ func NewGroup(cfg GroupConfig, deps GroupDeps) (*Group, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	g := &Group{cfg: cfg, deps: deps, queue: make(chan Observation, cfg.MaxQueued)}
+	g := &Group{cfg: cfg, deps: deps, queue: make(chan Observation, cfg.MaxQueued),
+		tried: make(chan struct{})}
 	ecfg := cfg.Elector
 	ecfg.Logger = deps.Logger
 	ecfg.OnChange = g.onChange
@@ -155,8 +158,8 @@ func (g *Group) Leading() bool { return g.el.Leading() }
 func (g *Group) State() Leadership { return g.el.State() }
 
 // Tried is closed once this member has made its first attempt at the
-// lock.
-func (g *Group) Tried() <-chan struct{} { return g.el.Tried() }
+// lock, or Run has returned.
+func (g *Group) Tried() <-chan struct{} { return g.tried }
 
 // SawOther reports whether another member led while this one ran.
 func (g *Group) SawOther() bool { return g.el.SawOther() }
@@ -193,10 +196,9 @@ func (g *Group) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("subscribe to %s: %w", g.cfg.Subject, err)
 	}
-	if err := sub.SetPendingLimits(g.cfg.MaxPendingBatches, -1); err != nil {
-		_ = sub.Unsubscribe()
-		return fmt.Errorf("subscription limits: %w", err)
-	}
+	// The channel's capacity is the pending limit: the connection drops
+	// what does not fit and counts it (Dropped).
+	defer g.once.Do(func() { close(g.tried) })
 	var wg sync.WaitGroup
 	ectx, stopElector := context.WithCancel(ctx)
 	wg.Add(1)
@@ -212,6 +214,7 @@ func (g *Group) Run(ctx context.Context) error {
 
 	tick := time.NewTicker(g.cfg.FlushEvery)
 	defer tick.Stop()
+	elTried := g.el.Tried()
 	var (
 		batch   []Observation
 		size    int
@@ -251,6 +254,9 @@ func (g *Group) Run(ctx context.Context) error {
 			}
 		case m := <-in:
 			g.receive(m)
+		case <-elTried:
+			g.once.Do(func() { close(g.tried) })
+			elTried = nil
 		}
 	}
 }

@@ -68,7 +68,9 @@ type BatchError struct {
 	Err    error
 }
 
-func (e *BatchError) Error() string { return fmt.Sprintf("%v (%s): %v", ErrMalformedBatch, e.Reason, e.Err) }
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("%v (%s): %v", ErrMalformedBatch, e.Reason, e.Err)
+}
 func (e *BatchError) Unwrap() error { return ErrMalformedBatch }
 
 // BatchErrorReasons are the Reason values of BatchError, for metrics.
