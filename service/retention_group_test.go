@@ -3,8 +3,10 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,15 +50,22 @@ const groupTTL = time.Second
 // planner and its group on, named member.
 func groupMember(t *testing.T, ctx context.Context, url, pinEP, member string) *Service {
 	t.Helper()
+	return plannerMember(t, ctx, url, pinEP, &retention.GroupConfig{Elector: retention.ElectorConfig{Member: member, TTL: groupTTL},
+		FlushEvery: 10 * time.Millisecond})
+}
+
+// plannerMember starts a service with the retention planner, in group
+// (nil: alone).
+func plannerMember(t *testing.T, ctx context.Context, url, pinEP string, group *retention.GroupConfig) *Service {
+	t.Helper()
 	st := streams.DefaultSet()
 	for _, c := range []*streams.Config{&st.Requests, &st.Responses, &st.KVEvents, &st.Load, &st.DeadLetter} {
 		c.Storage = jetstream.MemoryStorage
 	}
 	svc := New(Config{NATSURL: url, PinEndpoint: pinEP, Streams: st, SnapshotInterval: -1,
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Retention: &retention.Config{Budget: 1 << 40, Interval: time.Second, Horizon: time.Minute},
-		RetentionGroup: &retention.GroupConfig{Elector: retention.ElectorConfig{Member: member, TTL: groupTTL},
-			FlushEvery: 10 * time.Millisecond}})
+		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Retention:      &retention.Config{Budget: 1 << 40, Interval: time.Second, Horizon: time.Minute},
+		RetentionGroup: group})
 	if err := svc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -84,12 +93,7 @@ func TestRetentionGroupOneLeaderTwoMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: 1, Model: "m", KvBlockSize: 16,
-		HintEndpoints: []string{"tcp://127.0.0.1:1"},
-		ObjectLayout: &schemas.ObjectLayout{PageSize: 16, HicacheObjectLayout: schemas.HicacheObjectLayout{KeyPrefix: "m",
-			Pools: []schemas.LayoutPool{{Pool: "kv", Suffixes: []string{"_k"}, HitPolicy: "all_pages"}}}}}); err != nil {
-		t.Fatal(err)
-	}
+	registerPagedWorker(t, ctx, kv)
 
 	a := groupMember(t, ctx, srv.ClientURL(), pinEP, "a")
 	if st := a.Retention.Stats().Group; st == nil || !st.Leading || st.Leader != "a" {
@@ -189,4 +193,80 @@ func TestRetentionGroupOneLeaderTwoMembers(t *testing.T) {
 	if gb.Takeovers.Value() != 1 || gb.Leader.Value() != 1 {
 		t.Fatalf("b takeovers %d, leader gauge %v", gb.Takeovers.Value(), gb.Leader.Value())
 	}
+}
+
+// registerPagedWorker registers worker 1 of model m with 16-token pages.
+func registerPagedWorker(t *testing.T, ctx context.Context, kv jetstream.KeyValue) {
+	t.Helper()
+	if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: 1, Model: "m", KvBlockSize: 16,
+		HintEndpoints: []string{"tcp://127.0.0.1:1"},
+		ObjectLayout: &schemas.ObjectLayout{PageSize: 16, HicacheObjectLayout: schemas.HicacheObjectLayout{KeyPrefix: "m",
+			Pools: []schemas.LayoutPool{{Pool: "kv", Suffixes: []string{"_k"}, HitPolicy: "all_pages"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A lone member of a group plans and sends exactly what a planner without
+// a group does: the same pin actions, in the same order, for the same
+// requests.
+func TestRetentionGroupLoneMemberPlansAsAlone(t *testing.T) {
+	run := func(group *retention.GroupConfig) []string {
+		srv := natstest.Start(t)
+		_, js := natstest.Connect(t, srv)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		var log pinLog
+		pinEP := zmqtest.PullPayloads(t, func(b []byte) {
+			var p schemas.PinPayload
+			if _, err := p.UnmarshalMsg(b); err == nil {
+				log.add(p)
+			}
+		})
+		kv, err := registry.Bucket(ctx, js, registry.DefaultBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		registerPagedWorker(t, ctx, kv)
+		svc := plannerMember(t, ctx, srv.ClientURL(), pinEP, group)
+		base := time.Now().Add(-time.Hour).UnixMilli()
+		const n = 60
+		for i := range n {
+			s := i % 5
+			tokens := make([]uint32, 64+16*(i/5))
+			for j := range tokens {
+				tokens[j] = uint32(s*100_000 + j)
+			}
+			body, _ := json.Marshal(schemas.RequestEvent{RequestID: "r" + strconv.Itoa(i), SessionID: "s" + strconv.Itoa(s),
+				Model: "m", TokenIDs: tokens, ReceivedAtMs: base + int64(i)*700})
+			if _, err := js.Publish(ctx, streams.RequestSubject("m"), body); err != nil {
+				t.Fatal(err)
+			}
+		}
+		natstest.Eventually(t, 20*time.Second, func() bool {
+			q := svc.Counters.Retention.Queued.Value()
+			return svc.Counters.RequestsPlain.Value() == n && q > 0 && uint64(log.len()) == q
+		}, "%d requests taken (got %d) and every pin queued received", n, svc.Counters.RequestsPlain.Value())
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		out := make([]string, len(log.pins))
+		for i, p := range log.pins {
+			out[i] = fmt.Sprintf("%s ttl=%d prio=%d tokens=%d keys=%v", p.Slot, p.TTLMs, p.Priority, p.Tokens, p.Keys)
+		}
+		return out
+	}
+	alone := run(nil)
+	lone := run(&retention.GroupConfig{Elector: retention.ElectorConfig{Member: "only", TTL: groupTTL}})
+	if !slices.Equal(alone, lone) {
+		t.Fatalf("a lone group member sent %d pin actions, a planner alone %d; first difference:\n%s",
+			len(lone), len(alone), firstDiff(alone, lone))
+	}
+}
+
+func firstDiff(a, b []string) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return "alone: " + a[i] + "\ngroup: " + b[i]
+		}
+	}
+	return fmt.Sprintf("lengths %d, %d", len(a), len(b))
 }
