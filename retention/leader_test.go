@@ -114,9 +114,11 @@ func TestElectorOneLeaderThenTakeoverOnStop(t *testing.T) {
 		t.Fatal("a stopped member still leads")
 	}
 	natstest.Eventually(t, testTTL, other.el.Leading, "the other member takes over within the TTL after a clean stop")
-	if took := time.Since(stopped); took > testTTL {
+	took := time.Since(stopped)
+	if took > testTTL {
 		t.Fatalf("takeover after %v, TTL %v", took, testTTL)
 	}
+	t.Logf("takeover %v after a clean stop (TTL %v, tries every %v)", took, testTTL, testTTL/5)
 	e, err := kv.Get(context.Background(), DefaultLeaderKey)
 	if err != nil || string(e.Value()) != other.el.cfg.Member {
 		t.Fatalf("lock holds %v (%v), want %s", e, err, other.el.cfg.Member)
@@ -166,6 +168,7 @@ func TestElectorLeaseLapsesWhenCutOff(t *testing.T) {
 	if cut.el.Leading() {
 		t.Fatal("the cut-off member still leads")
 	}
+	t.Logf("takeover %v after the leader was cut off (TTL %v, tries every %v)", took, testTTL, testTTL/5)
 }
 
 // A bucket made with another TTL is refused: the lease a leader assumes
