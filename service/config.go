@@ -179,6 +179,11 @@ type Config struct {
 	// should keep by expected reuse within a byte budget, beside the
 	// tool-call pins. Nil: tool-call pins alone.
 	Retention *retention.Config
+	// RetentionGroup, when set with Retention, makes one member's planner
+	// decide for the consumer group: members relay their observations and
+	// the holder of a KV lock alone sends pins (retention_group.go). Nil:
+	// each member plans alone.
+	RetentionGroup *retention.GroupConfig
 
 	// Decisions: the worker choice, index options, prefetch and
 	// pin TTLs, tool times, keep-pin, renewals, input limits and the

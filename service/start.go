@@ -217,7 +217,7 @@ func (s *Service) startEngine(ctx context.Context, st *starting) (err error) {
 	if err != nil {
 		return err
 	}
-	observer, err := s.retentionPlanner(st.pins, st.sender) // retention_planner.go
+	observer, err := s.retentionPlanner(ctx, st.pins, st.sender) // retention_planner.go
 	if err != nil {
 		return err
 	}
