@@ -3,14 +3,11 @@ package service
 import (
 	"context"
 	"errors"
-	"fmt"
 	"github.com/hintstream/hintstream/agents"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/client"
@@ -24,7 +21,6 @@ import (
 	"github.com/hintstream/hintstream/retention"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
-	"github.com/hintstream/hintstream/streams"
 	"github.com/hintstream/hintstream/tooltime"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -75,16 +71,6 @@ type Service struct {
 
 	// lc runs every long-running part under one errgroup (run.go).
 	lc *lifecycle
-
-	// streamsSub watches for our streams being deleted (see watchStreams);
-	// recreations run under watchCtx, the stream watcher's.
-	streamsSub  *nats.Subscription
-	watchCtx    context.Context
-	watchCancel context.CancelFunc
-	watchMu     sync.Mutex // guards watchStop, recreating and watchWG.Add
-	watchStop   bool
-	recreating  map[string]bool // stream names being recreated
-	watchWG     sync.WaitGroup
 
 	http    *observe.Server
 	latency *observe.Histogram
@@ -221,123 +207,6 @@ func (s *Service) Stop(ctx context.Context) {
 		}
 	})
 }
-
-// watchStreams recreates a stream of ours that is deleted while we run,
-// as start-up would have: publishers keep somewhere to publish, and the
-// consumers reattach to it by themselves (the durable ones from the new
-// stream's start). What the old stream held is gone; that is the
-// deleter's decision, said once in the log.
-func (s *Service) watchStreams() error {
-	st := s.cfg.Streams
-	ours := map[string]streams.Config{}
-	for _, c := range []streams.Config{st.Requests, st.Responses, st.KVEvents, st.Load, st.DeadLetter} {
-		if c.Name != "" {
-			ours[c.Name] = c
-		}
-	}
-	s.watchCtx, s.watchCancel = context.WithCancel(s.lc.stageContext(stageStreams))
-	s.recreating = map[string]bool{}
-	sub, err := s.nc.Subscribe("$JS.EVENT.ADVISORY.STREAM.DELETED.*", func(m *nats.Msg) {
-		if cfg, ok := ours[m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]]; ok {
-			s.recreate(cfg)
-		}
-	})
-	if err != nil {
-		s.watchCancel()
-		return fmt.Errorf("watch stream deletions: %w", err)
-	}
-	s.streamsSub = sub
-	s.lc.run(stageStreams, "stream watcher", func(ctx context.Context) error { return s.runStreamWatch(ctx, ours) })
-	return nil
-}
-
-// runStreamWatch looks for missing streams now and then as well: the
-// server sends the deletion advisory from the dying stream's own queue
-// and may drop it. When ctx ends it stops watching and waits for the
-// recreations under way.
-func (s *Service) runStreamWatch(ctx context.Context, ours map[string]streams.Config) error {
-	defer func() {
-		_ = s.streamsSub.Unsubscribe()
-		s.watchMu.Lock()
-		s.watchStop = true
-		s.watchMu.Unlock()
-		s.watchCancel()
-		s.watchWG.Wait()
-	}()
-	tick := time.NewTicker(streamCheckInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-		for name, cfg := range ours {
-			octx, cancel := context.WithTimeout(s.watchCtx, streams.DefaultOpTimeout)
-			_, err := s.js.Stream(octx, name)
-			cancel()
-			if errors.Is(err, jetstream.ErrStreamNotFound) {
-				s.recreate(cfg)
-			}
-		}
-	}
-}
-
-// streamCheckInterval is how often watchStreams looks for a deleted
-// stream whose advisory it missed.
-const streamCheckInterval = 3 * time.Second
-
-// recreate starts recreating cfg's stream unless that is under way.
-func (s *Service) recreate(cfg streams.Config) {
-	s.watchMu.Lock()
-	defer s.watchMu.Unlock()
-	if s.watchStop || s.recreating[cfg.Name] {
-		return
-	}
-	s.recreating[cfg.Name] = true
-	s.watchWG.Add(1)
-	go s.recreateStream(cfg)
-}
-
-// recreateStream creates cfg's stream again, retrying until Stop: the
-// server announces a deletion before it has finished removing the store,
-// and refuses a new stream of that name meanwhile.
-func (s *Service) recreateStream(cfg streams.Config) {
-	defer s.watchWG.Done()
-	defer func() {
-		s.watchMu.Lock()
-		delete(s.recreating, cfg.Name)
-		s.watchMu.Unlock()
-	}()
-	wait := 50 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		ctx, cancel := context.WithTimeout(s.watchCtx, streams.DefaultOpTimeout)
-		_, outcome, err := streams.Ensure(ctx, s.js, cfg, streams.WithLogger(discardLogger))
-		cancel()
-		if err == nil && outcome != streams.Created {
-			// Still there (the advisory can precede the removal), or someone
-			// else recreated it; the periodic check catches a late removal.
-			return
-		}
-		if err == nil {
-			s.Counters.StreamsRecreated.Inc()
-			s.log.Warn("stream was deleted; recreated it empty, consumers resume on it", "stream", cfg.Name)
-			return
-		}
-		if attempt == 20 { // about 10 s: say so once, keep trying
-			s.log.Error("stream was deleted and cannot be recreated yet; consumers wait for it",
-				"stream", cfg.Name, "err", err)
-		}
-		select {
-		case <-s.watchCtx.Done():
-			return
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, time.Second)
-	}
-}
-
-var discardLogger = slog.New(slog.DiscardHandler)
 
 // onWorkerChange keeps the index, loads and senders in step with the
 // registry: a departed worker's blocks must not attract hints, and its

@@ -124,7 +124,11 @@ func (s *Service) ensureStreams(ctx context.Context, _ *starting) error {
 		}
 		return natsconn.ExplainJetStream(ctx, s.nc, s.js, err)
 	}
-	return s.watchStreams()
+	ss := s.cfg.Streams
+	w := streams.NewWatcher(s.nc, s.js, []streams.Config{ss.Requests, ss.Responses, ss.KVEvents, ss.Load, ss.DeadLetter},
+		s.log, func(string) { s.Counters.StreamsRecreated.Inc() })
+	s.lc.run(stageStreams, "stream watcher", w.Run)
+	return nil
 }
 
 // openIndex runs before anything holds the index: a snapshot that fails
