@@ -419,3 +419,20 @@ func runRegistry(t testing.TB, r *Registry) (stop func()) {
 	t.Cleanup(stop)
 	return stop
 }
+
+// Claimed follows the records: an endpoint is claimed while a registered
+// worker lists it, and free once that worker leaves or drops it.
+func TestClaimedFollowsRecords(t *testing.T) {
+	ctx, js, kv := setup(t)
+	r := open(t, ctx, js)
+	a, b := rec(1, "m"), rec(2, "m")
+	mustPut(t, ctx, kv, a)
+	natstest.Eventually(t, within, func() bool { return r.Claimed(a.HintEndpoints[0]) }, "worker 1's endpoint claimed")
+	if r.Claimed(b.HintEndpoints[0]) {
+		t.Fatal("an unregistered worker's endpoint is claimed")
+	}
+	if err := kv.Delete(ctx, Key(1)); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, within, func() bool { return !r.Claimed(a.HintEndpoints[0]) }, "claim dropped with the record")
+}

@@ -3,7 +3,6 @@ package service
 import (
 	"cmp"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/hintstream/hintstream/actions/zmqsend"
@@ -70,8 +69,8 @@ func (s *Service) registryOptions() []registry.Option {
 // releaseEndpoint closes the sender of an endpoint its worker no longer
 // lists. When no registered worker lists it any more, its stats and
 // latency series go too: endpoint labels exist only for registered
-// endpoints. Called from the registry's change callback, after
-// trackEndpoints counted the change.
+// endpoints. Called from the registry's change callback, once the
+// registry's claims reflect the change.
 func (s *Service) releaseEndpoint(ep string) {
 	if s.endpointRegistered(ep) {
 		s.pool.Remove(ep)
@@ -84,41 +83,5 @@ func (s *Service) releaseEndpoint(ep string) {
 }
 
 func (s *Service) endpointRegistered(ep string) bool {
-	if ep == s.cfg.PinEndpoint {
-		return true
-	}
-	s.endpoints.mu.Lock()
-	defer s.endpoints.mu.Unlock()
-	return s.endpoints.n[ep] > 0
-}
-
-// endpointRefs counts, per endpoint, the registered records listing it
-// (an endpoint may be shared, or move from one worker to another), so a
-// departure is told from a change without scanning the registry.
-type endpointRefs struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-// trackEndpoints applies a registry change to s.endpoints; it runs first
-// in onWorkerChange.
-func (s *Service) trackEndpoints(ch registry.Change) {
-	r := &s.endpoints
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.n == nil {
-		r.n = map[string]int{}
-	}
-	if ch.Previous != nil {
-		for _, ep := range ch.Previous.HintEndpoints {
-			if r.n[ep]--; r.n[ep] <= 0 {
-				delete(r.n, ep)
-			}
-		}
-	}
-	if ch.Record != nil {
-		for _, ep := range ch.Record.HintEndpoints {
-			r.n[ep]++
-		}
-	}
+	return ep == s.cfg.PinEndpoint || (s.registry != nil && s.registry.Claimed(ep))
 }

@@ -76,9 +76,7 @@ type Service struct {
 	latency *observe.Histogram
 	ready   atomic.Bool
 
-	// endpoints counts the registered records listing each endpoint, and
 	// fileLimit is the RLIMIT_NOFILE in effect (bounds.go).
-	endpoints endpointRefs
 	fileLimit uint64
 
 	// served is Config.Models, the models this member serves (see
@@ -212,7 +210,6 @@ func (s *Service) Stop(ctx context.Context) {
 // registry: a departed worker's blocks must not attract hints, and its
 // sockets must not linger.
 func (s *Service) onWorkerChange(ch registry.Change) {
-	s.trackEndpoints(ch)
 	defer s.dropForeign(ch) // last: after whatever else put the worker's blocks in the index
 	switch ch.Kind {
 	case registry.Deleted:
