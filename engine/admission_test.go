@@ -6,6 +6,7 @@ import (
 
 	"github.com/hintstream/hintstream/internal/metricstest"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
@@ -17,7 +18,7 @@ import (
 // SampleEvery is returned to be dead-lettered, and a worker registered
 // afterwards is indexed.
 func TestHoldingAdmitsRegisteredRanksOnly(t *testing.T) {
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	c := metrics.New()
 	h := NewHolding(ix, HoldingConfig{}, c)
 	h.Register(1, 1)
@@ -75,7 +76,7 @@ func TestHoldingAdmitsRegisteredRanksOnly(t *testing.T) {
 // TestHoldingHeldRanksFollowTheRecord: events held before the record is
 // written are applied only on the ranks it lists.
 func TestHoldingHeldRanksFollowTheRecord(t *testing.T) {
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	c := metrics.New()
 	h := NewHolding(ix, HoldingConfig{}, c)
 	for rank := uint32(0); rank < 4; rank++ {
@@ -101,7 +102,7 @@ func TestHoldingHeldRanksFollowTheRecord(t *testing.T) {
 // does not have, leave the load table to the registered ranks; a busy
 // worker's report is kept and counts against it.
 func TestLoadAdmitsRegisteredRanksOnly(t *testing.T) {
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	c := metrics.New()
 	h := NewHolding(ix, HoldingConfig{}, c)
 	loads := routing.NewLoadTable()
@@ -141,7 +142,7 @@ func TestLoadAdmitsRegisteredRanksOnly(t *testing.T) {
 // flood keeps its pairs; Prune, once the registry is loaded, removes the
 // ranks the worker's record does not list.
 func TestHoldingPruneDropsUnlistedRanks(t *testing.T) {
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	for rank := uint32(0); rank < 10; rank++ {
 		ev := storedPrompt(1, promptTokens(1, 16), 1)
 		ev.Worker.DpRank = rank

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hintstream/hintstream/eventplane"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 )
@@ -139,13 +140,13 @@ func (e *Engine) ApplyKV(b KVBatch) error {
 		case errors.Is(err, ErrHeld):
 		case isUnknownWorker(err, &unknown):
 		case isRankError(err, &badRank):
-		case errors.Is(err, kvevents.ErrUnknownParent):
+		case errors.Is(err, index.ErrUnknownParent):
 			counters.KVEventsUnknownParent.Inc()
-		case errors.Is(err, kvevents.ErrUnknownTier):
+		case errors.Is(err, index.ErrUnknownTier):
 			// Counted and ignored, not dead-lettered: a newer engine
 			// or Dynamo may name a tier this version does not rank.
 			counters.KVEventsUnknownTier.Inc()
-		case errors.Is(err, kvevents.ErrBadEvent):
+		case errors.Is(err, index.ErrBadEvent):
 			return &schemas.DecodeError{Kind: "kv_event", Reason: "invalid event", Err: err}
 		default:
 			return err

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/routing"
@@ -46,7 +46,7 @@ type AffinityRecorder interface {
 // EngineDeps are what an Engine decides with, apart from its Decisions.
 type EngineDeps struct {
 	// Index is the block index the worker choice reads (required).
-	Index *kvevents.Index
+	Index *index.Memory
 	// KV is what KV events are applied to: a *Holding in front of Index
 	// (registered workers first); nil: Index itself.
 	KV EventApplier

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hintstream/hintstream/eventplane"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
 )
@@ -60,9 +61,9 @@ func (a *eventPlaneKV) apply(fr eventplane.KVFrame) error {
 		}
 	case err == nil:
 		a.counters.KVEventsApplied.Inc(ev.Kind.String())
-	case errors.Is(err, kvevents.ErrUnknownParent):
+	case errors.Is(err, index.ErrUnknownParent):
 		a.counters.KVEventsUnknownParent.Inc()
-	case errors.Is(err, kvevents.ErrBadEvent):
+	case errors.Is(err, index.ErrBadEvent):
 		return &schemas.DecodeError{Kind: "kv_event", Reason: "invalid event", Err: err}
 	default:
 		return err

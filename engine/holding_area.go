@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 )
 
@@ -84,7 +85,7 @@ func (e *UnknownWorkerError) Error() string {
 // Unwrap makes errors.Is(err, ErrUnknownWorker) hold.
 func (e *UnknownWorkerError) Unwrap() error { return ErrUnknownWorker }
 
-// EventApplier is what the engine applies KV events to (EngineDeps.KV): a *kvevents.Index, or a
+// EventApplier is what the engine applies KV events to (EngineDeps.KV): a *index.Memory, or a
 // *Holding in front of one. LastEventID is the index's last applied event
 // id of a worker (the event plane's sequencer rebases on it). Apply must
 // not keep ev's Blocks, Removed or ParentHash past its return: Engine.KV
@@ -101,7 +102,7 @@ type EventApplier interface {
 // use: events of one worker must come from one goroutine at a time, as
 // the sharded state consumer delivers them.
 type Holding struct {
-	ix       *kvevents.Index
+	ix       *index.Memory
 	cfg      HoldingConfig
 	counters *metrics.Families
 
@@ -126,7 +127,7 @@ type heldWorker struct {
 }
 
 // NewHolding returns a gate in front of ix; counters may be nil.
-func NewHolding(ix *kvevents.Index, cfg HoldingConfig, counters *metrics.Families) *Holding {
+func NewHolding(ix *index.Memory, cfg HoldingConfig, counters *metrics.Families) *Holding {
 	if counters == nil {
 		counters = metrics.New()
 	}
@@ -256,7 +257,7 @@ func (h *Holding) Register(id uint64, ranks int) int {
 		}
 		switch err := h.ix.Apply(ev); {
 		case err == nil:
-		case errors.Is(err, kvevents.ErrUnknownParent):
+		case errors.Is(err, index.ErrUnknownParent):
 			h.counters.KVEventsUnknownParent.Inc()
 		default:
 			h.counters.KVEventsApplyErrors.Inc()

@@ -7,6 +7,7 @@ import (
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/internal/metricstest"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
 )
@@ -34,7 +35,7 @@ func promptTokens(seed uint32, n int) []uint32 {
 // and sampled, never reaches the index, and a registered worker is
 // indexed afterwards.
 func TestHoldingFloodThenRegisteredWorker(t *testing.T) {
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	c := metrics.New()
 	h := NewHolding(ix, HoldingConfig{}, c)
 	flood := storedPrompt(0, promptTokens(1, 32), 1)
@@ -97,7 +98,7 @@ func TestHoldingFloodThenRegisteredWorker(t *testing.T) {
 // Held events keep their order and their per-worker bound; a worker that
 // leaves takes its blocks along and is held again.
 func TestHoldingPerWorkerCapAndUnregister(t *testing.T) {
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	c := metrics.New()
 	h := NewHolding(ix, HoldingConfig{MaxWorkers: 2, MaxBlocksPerWorker: 4}, c)
 	tokens := promptTokens(3, 96) // six blocks
@@ -136,7 +137,7 @@ func TestHoldingPerWorkerCapAndUnregister(t *testing.T) {
 
 // Prune drops a loaded index's workers that the registry does not list.
 func TestHoldingPrune(t *testing.T) {
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	for _, id := range []uint64{1, 2, 3} {
 		if err := ix.Apply(storedPrompt(id, promptTokens(1, 16), 1)); err != nil {
 			t.Fatal(err)
@@ -164,7 +165,7 @@ func TestHeldEventsOutliveTheDecodeScratch(t *testing.T) {
 		msgs []Message
 	}{{"json", kvBenchMessages(t, 8)}, {"msgpack", kvEngineBenchMessages(8)}} {
 		t.Run(format.name, func(t *testing.T) {
-			ix := kvevents.NewIndex()
+			ix := index.New()
 			h := NewHolding(ix, HoldingConfig{}, nil)
 			for id := uint64(2); id <= 4; id++ {
 				h.Register(id, 1)

@@ -14,7 +14,7 @@ const maxPublishersPerPair = 8
 const DefaultMaxTracked = 1 << 16
 
 // Sequencer turns envelope sequences into the event ids the index checks
-// for gaps (kvevents.Index: one past the last id is in order, higher is
+// for gaps (index.Memory: one past the last id is in order, higher is
 // a gap that marks the pair stale, --exclude-stale).
 //
 // Why not the RouterEvent's own event_id: Dynamo's publisher batches and
@@ -75,7 +75,7 @@ func NewSequencer(max int) *Sequencer {
 }
 
 // EventID returns the id of a frame of pair k. last reports the pair's
-// highest id so far (kvevents.Index.LastEventID); it is called when the
+// highest id so far (index.Memory.LastEventID); it is called when the
 // pair is first seen.
 func (s *Sequencer) EventID(k kvevents.WorkerKey, env Envelope, last func(kvevents.WorkerKey) (uint64, bool)) uint64 {
 	s.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -11,7 +12,7 @@ import (
 // own order check, mark a pair stale exactly when a frame was skipped, and
 // a new publisher (a restarted worker) starts clean.
 func TestSequencerDrivesIndexGaps(t *testing.T) {
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	sq := NewSequencer(0)
 	k := kvevents.WorkerKey{WorkerID: 7}
 	apply := func(pub, seq uint64) uint64 {
@@ -75,7 +76,7 @@ func TestSequencerBound(t *testing.T) {
 // so each rank sees every other sequence. No gap may be claimed, and a
 // frame the publisher really skipped still marks its pairs stale.
 func TestSequencerSharedPublisher(t *testing.T) {
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	sq := NewSequencer(0)
 	r0, r1 := kvevents.WorkerKey{WorkerID: 7}, kvevents.WorkerKey{WorkerID: 7, DpRank: 1}
 	apply := func(k kvevents.WorkerKey, seq uint64) {
@@ -109,7 +110,7 @@ func TestSequencerSharedPublisher(t *testing.T) {
 // hears from two publisher ids in turn; a sequence one of them skips is
 // a gap, although the pair switched publishers in between.
 func TestSequencerAlternatingPublishers(t *testing.T) {
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	sq := NewSequencer(0)
 	k := kvevents.WorkerKey{WorkerID: 3}
 	apply := func(pub, seq uint64) {

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 )
 
 func TestDefaultConfig(t *testing.T) {
-	s := NewSelector(staticWorkers{}, kvevents.NewIndex(), nil)
+	s := NewSelector(staticWorkers{}, index.New(), nil)
 	// Dynamo's KvRouterConfig::default() (lib/kv-router/src/scheduling/
 	// config.rs @07a6c9ce3bb096cfaf353fe69ee578e105c6a512), spelled out.
 	want := Config{Cost: CostDefault, OverlapScoreCredit: 1, OverlapScoreCreditDecay: 0, PrefillLoadScale: 1,
@@ -25,7 +25,7 @@ func TestDefaultConfig(t *testing.T) {
 	if err := want.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	s = NewSelector(staticWorkers{}, kvevents.NewIndex(), nil,
+	s = NewSelector(staticWorkers{}, index.New(), nil,
 		WithConfig(Config{OverlapScoreWeight: 0.5, Temperature: 0.2, Spread: SpreadConfig{Enabled: true, HalfLife: 3 * time.Second}}))
 	if got := s.Config(); got.OverlapScoreWeight != 0.5 || got.Temperature != 0.2 || got.Spread != (SpreadConfig{true, 3 * time.Second}) {
 		t.Fatalf("options gave %+v", got)
@@ -59,7 +59,7 @@ func TestConfigValidate(t *testing.T) {
 func TestBadOptionsFallBack(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
-	s := NewSelector(staticWorkers{}, kvevents.NewIndex(), nil, WithLogger(log),
+	s := NewSelector(staticWorkers{}, index.New(), nil, WithLogger(log),
 		tuned(func(c *Config) { c.OverlapScoreWeight, c.Temperature = math.NaN(), -1 }))
 	if got := s.Config(); got.OverlapScoreWeight != 1 || got.Temperature != 0 {
 		t.Fatalf("config %+v, want the defaults back", got)

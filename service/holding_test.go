@@ -12,6 +12,7 @@ import (
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
@@ -129,7 +130,7 @@ func TestKVEventFloodOfUnregisteredWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	saved := kvevents.NewIndex()
+	saved := index.New()
 	if err := saved.ReadSnapshot(r); err != nil {
 		t.Fatal(err)
 	}

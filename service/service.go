@@ -17,7 +17,7 @@ import (
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natsembed"
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/observe"
@@ -39,7 +39,7 @@ type Service struct {
 	log *slog.Logger
 
 	Counters *metrics.Families
-	Index    *kvevents.Index
+	Index    *index.Memory
 	Loads    *routing.LoadTable
 	Selector *routing.Selector
 

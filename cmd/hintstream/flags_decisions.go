@@ -6,7 +6,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/engine"
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/tooltime"
@@ -28,7 +28,7 @@ func decisionFlags(fs *flag.FlagSet) func(*engine.Decisions) error {
 		spread       = fs.Bool("spread-wakeups", false, "burst spreading: each wake-up adds decaying virtual load to its chosen worker (departs from the router on purpose)")
 		spreadHL     = fs.Duration("spread-half-life", routing.DefaultSpreadHalfLife, "half-life of burst spreading's virtual load")
 		maxBlocks    = fs.Int64("index-max-blocks", 0, "bound on indexed (block, worker) device entries; new blocks past it are dropped and counted (0: unbounded)")
-		overlapJump  = fs.Int("overlap-jump", kvevents.DefaultJump, "overlap probes every n-th prompt block and scans between probes only where workers were lost (Dynamo's jump search; assumes each worker's blocks are prefix-closed); 1 looks up every block")
+		overlapJump  = fs.Int("overlap-jump", index.DefaultJump, "overlap probes every n-th prompt block and scans between probes only where workers were lost (Dynamo's jump search; assumes each worker's blocks are prefix-closed); 1 looks up every block")
 		excludeStale = fs.Bool("exclude-stale", false, "leave workers with an event-id gap out of the overlap until they resynchronise (default: keep them, as the router does)")
 		pinHeadroom  = fs.Float64("pin-headroom", ttlDef.Headroom, "pin TTL = expected tool time × this + --pin-slack")
 		pinSlack     = fs.Duration("pin-slack", ttlDef.Slack, "added to every pin TTL")
@@ -67,7 +67,7 @@ func decisionFlags(fs *flag.FlagSet) func(*engine.Decisions) error {
 			return fmt.Errorf("--holding-blocks must be at least 1, got %d", *holdBlocks)
 		}
 		d.Routing = &rc
-		d.IndexOptions = []kvevents.IndexOption{kvevents.WithMaxBlocks(*maxBlocks), kvevents.WithExcludeStale(*excludeStale), kvevents.WithJump(*overlapJump)}
+		d.IndexOptions = []index.Option{index.WithMaxBlocks(*maxBlocks), index.WithExcludeStale(*excludeStale), index.WithJump(*overlapJump)}
 		d.PrefetchTTL = *ttl
 		d.PinTTL = actions.TTLConfig{Headroom: *pinHeadroom, Slack: *pinSlack, Min: *pinMin, Max: *pinMax}
 		d.ToolTime = toolDef

@@ -1,4 +1,4 @@
-package kvevents
+package index
 
 // DefaultJump is Overlap's default probe stride (WithJump).
 const DefaultJump = 32

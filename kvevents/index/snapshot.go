@@ -1,4 +1,4 @@
-package kvevents
+package index
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -61,7 +62,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // in itself, but pairs are copied at different moments and the counters
 // at the end. A pair's lock is held while its blocks are encoded, not
 // while they are written to w. It returns w's first error.
-func (ix *Index) WriteSnapshot(w io.Writer) error {
+func (ix *Memory) WriteSnapshot(w io.Writer) error {
 	ix.mu.RLock()
 	sts := make([]*workerState, 0, len(ix.workers))
 	for _, st := range ix.workers {
@@ -237,7 +238,7 @@ func (e *snapEncoder) device(b []byte, st *workerState) []byte {
 // wrapped as is. On error ix is unchanged. Memory is allocated as the
 // input's bytes arrive, never on a count's word alone. Overlap and
 // Stats may run meanwhile; Apply and RemoveWorker must not.
-func (ix *Index) ReadSnapshot(r io.Reader) error {
+func (ix *Memory) ReadSnapshot(r io.Reader) error {
 	sr := snapReader{r: bufio.NewReaderSize(r, 1<<16)}
 	ns, err := ix.readSnapshot(&sr)
 	if err != nil {
@@ -249,8 +250,8 @@ func (ix *Index) ReadSnapshot(r io.Reader) error {
 
 // snapState is an index's state built aside from a snapshot.
 type snapState struct {
-	workers  map[WorkerKey]*workerState
-	keys     []WorkerKey
+	workers  map[kvevents.WorkerKey]*workerState
+	keys     []kvevents.WorkerKey
 	free     []slot
 	pages    []*page
 	entries  int64
@@ -314,7 +315,7 @@ func (sr *snapReader) u64() (uint64, error) {
 	return binary.LittleEndian.Uint64(p), nil
 }
 
-func (ix *Index) readSnapshot(sr *snapReader) (*snapState, error) {
+func (ix *Memory) readSnapshot(sr *snapReader) (*snapState, error) {
 	hdr, err := sr.bytes(6)
 	if err != nil {
 		return nil, err
@@ -325,7 +326,7 @@ func (ix *Index) readSnapshot(sr *snapReader) (*snapState, error) {
 	if v := binary.LittleEndian.Uint16(hdr[4:]); v != snapVersion {
 		return nil, badSnapshot("version %d, want %d", v, snapVersion)
 	}
-	ns := &snapState{workers: map[WorkerKey]*workerState{}}
+	ns := &snapState{workers: map[kvevents.WorkerKey]*workerState{}}
 	sr.cnt = make([]int, 1<<ix.shardBits)
 	for {
 		tag, err := sr.u8()
@@ -372,12 +373,12 @@ func (ix *Index) readSnapshot(sr *snapReader) (*snapState, error) {
 	return ns, nil
 }
 
-func (ix *Index) readWorker(sr *snapReader, ns *snapState) error {
+func (ix *Memory) readWorker(sr *snapReader, ns *snapState) error {
 	p, err := sr.bytes(15)
 	if err != nil {
 		return err
 	}
-	k := WorkerKey{WorkerID: binary.LittleEndian.Uint64(p), DpRank: binary.LittleEndian.Uint32(p[8:])}
+	k := kvevents.WorkerKey{WorkerID: binary.LittleEndian.Uint64(p), DpRank: binary.LittleEndian.Uint32(p[8:])}
 	s := binary.LittleEndian.Uint16(p[12:])
 	flags := p[14]
 	if ns.workers[k] != nil {
@@ -398,7 +399,7 @@ func (ix *Index) readWorker(sr *snapReader, ns *snapState) error {
 		ns.pages = append(ns.pages, newPage(ix.shardBits, ix.pageFloor))
 	}
 	for len(ns.keys) < int(s) {
-		ns.keys = append(ns.keys, WorkerKey{})
+		ns.keys = append(ns.keys, kvevents.WorkerKey{})
 	}
 	ns.keys = append(ns.keys, k)
 	st := &workerState{key: k, slot: s, page: ns.pages[pi], bit: 1 << (s % pageSlots)}
@@ -452,7 +453,7 @@ func (ix *Index) readWorker(sr *snapReader, ns *snapState) error {
 	return nil
 }
 
-func (ix *Index) readTier(sr *snapReader, ns *snapState, st *workerState, device bool) error {
+func (ix *Memory) readTier(sr *snapReader, ns *snapState, st *workerState, device bool) error {
 	nl, err := sr.u8()
 	if err != nil {
 		return err
@@ -651,7 +652,7 @@ func (t *bitTable) load(es []bitEntry) int {
 
 // install replaces ix's state with ns. Old pairs are marked dead under
 // their locks, so that an Apply that resolved one retries on the new.
-func (ix *Index) install(ns *snapState) {
+func (ix *Memory) install(ns *snapState) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	for _, st := range ix.workers {

@@ -1,4 +1,4 @@
-package kvevents
+package index
 
 import "sync/atomic"
 

@@ -1,8 +1,9 @@
-package kvevents
+package index
 
 import (
 	"testing"
 
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -39,18 +40,18 @@ func BenchmarkOverlapTiers(b *testing.B) {
 
 // offloadForBench stores host and disk stretches of the prompt (local)
 // for some workers of overlapPromptLocal's index.
-func offloadForBench(tb testing.TB, ix *Index, local []uint64, device map[WorkerKey]int) {
-	apply := func(k WorkerKey, tier schemas.StorageTier, ext uint64, parent *uint64, from, to int) {
-		ev := Event{Worker: k, Kind: schemas.KindStored, Tier: tier, ParentHash: parent}
+func offloadForBench(tb testing.TB, ix *Memory, local []uint64, device map[kvevents.WorkerKey]int) {
+	apply := func(k kvevents.WorkerKey, tier schemas.StorageTier, ext uint64, parent *uint64, from, to int) {
+		ev := kvevents.Event{Worker: k, Kind: schemas.KindStored, Tier: tier, ParentHash: parent}
 		for i := from; i < to; i++ {
-			ev.Blocks = append(ev.Blocks, Block{ExternalHash: ext + uint64(i), LocalHash: local[i]})
+			ev.Blocks = append(ev.Blocks, kvevents.Block{ExternalHash: ext + uint64(i), LocalHash: local[i]})
 		}
 		if err := ix.Apply(ev); err != nil {
 			tb.Fatal(err)
 		}
 	}
 	for w := 1; w < 8; w++ { // device depths below the whole prompt
-		k := WorkerKey{WorkerID: uint64(100 + w)}
+		k := kvevents.WorkerKey{WorkerID: uint64(100 + w)}
 		d := device[k]
 		ext := uint64(w) << 32 // the device blocks' external hashes, as stored
 		p := ext + uint64(d-1)
@@ -62,7 +63,7 @@ func offloadForBench(tb testing.TB, ix *Index, local []uint64, device map[Worker
 		}
 	}
 	for w := 24; w < 33; w++ { // host from the root
-		k := WorkerKey{WorkerID: uint64(100 + w)}
+		k := kvevents.WorkerKey{WorkerID: uint64(100 + w)}
 		apply(k, schemas.TierHostPinned, uint64(w)<<32|1<<31, nil, 0, 256)
 	}
 }

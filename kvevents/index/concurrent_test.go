@@ -1,4 +1,4 @@
-package kvevents
+package index
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"github.com/hintstream/hintstream/kvevents"
 )
 
 // Writers apply random event streams (and RemoveWorker) for their own
@@ -14,14 +16,14 @@ import (
 // final state must equal the models of all writers merged. Run with -race.
 func TestConcurrentWritersMatchModel(t *testing.T) {
 	const writers, perWriter, events = 6, 4, 1500
-	ix := NewIndex(WithShards(8), WithLogger(discardLogger()))
+	ix := New(WithShards(8), WithLogger(discardLogger()))
 	gens := make([]*modelGen, writers)
 	for w := range gens {
-		g := &modelGen{r: rand.New(rand.NewPCG(uint64(w), 99)), ref: newRefModel(0), ids: map[WorkerKey]uint64{}}
+		g := &modelGen{r: rand.New(rand.NewPCG(uint64(w), 99)), ref: newRefModel(0), ids: map[kvevents.WorkerKey]uint64{}}
 		for j := range perWriter {
 			// Dp ranks of one worker id belong to one writer, which also
 			// removes that worker.
-			g.workers = append(g.workers, WorkerKey{WorkerID: uint64(w*100 + j/2), DpRank: uint32(j % 2)})
+			g.workers = append(g.workers, kvevents.WorkerKey{WorkerID: uint64(w*100 + j/2), DpRank: uint32(j % 2)})
 		}
 		gens[w] = g
 	}

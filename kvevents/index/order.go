@@ -1,4 +1,4 @@
-package kvevents
+package index
 
 // maxMissingRanges bounds the id ranges a stale worker waits for; past it
 // the worker waits for a cleared event instead.

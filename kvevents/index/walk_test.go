@@ -1,10 +1,11 @@
-package kvevents
+package index
 
 import (
 	"maps"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -18,13 +19,13 @@ func TestOverlapJumpExactWhenPrefixClosed(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
 	local, seq := randomPrompt(11, prompt)
 	other, _ := randomPrompt(12, prompt)
-	jump, every := NewIndex(), NewIndex(WithJump(1))
-	apply := func(ev Event) {
+	jump, every := New(), New(WithJump(1))
+	apply := func(ev kvevents.Event) {
 		mustApply(t, jump, ev)
 		mustApply(t, every, ev)
 	}
 	for w := range workers {
-		k := WorkerKey{WorkerID: uint64(w)}
+		k := kvevents.WorkerKey{WorkerID: uint64(w)}
 		ext := uint64(w) << 32
 		held := []int{0, 1, 31, 32, 33, prompt}[w%6]
 		if w%6 == 0 {
@@ -45,7 +46,7 @@ func TestOverlapJumpExactWhenPrefixClosed(t *testing.T) {
 		if w%7 == 0 && held > 1 {
 			// Evict a tail, last block first.
 			cut := r.IntN(held)
-			ev := Event{Worker: k, EventID: id, Kind: schemas.KindRemoved}
+			ev := kvevents.Event{Worker: k, EventID: id, Kind: schemas.KindRemoved}
 			for i := held - 1; i >= cut; i-- {
 				ev.Removed = append(ev.Removed, ext+uint64(i))
 			}
@@ -76,24 +77,24 @@ func TestOverlapJumpExactWhenPrefixClosed(t *testing.T) {
 func TestOverlapJumpFindsHoleAtProbeOrInScan(t *testing.T) {
 	const n = 96 // probes at 0, 31, 63 and 95
 	local, seq := randomPrompt(13, n)
-	a, b := WorkerKey{WorkerID: 1}, WorkerKey{WorkerID: 2}
-	remove := func(ix *Index, w WorkerKey, ext uint64) {
-		mustApply(t, ix, Event{Worker: w, EventID: 2, Kind: schemas.KindRemoved, Removed: []uint64{ext}})
+	a, b := kvevents.WorkerKey{WorkerID: 1}, kvevents.WorkerKey{WorkerID: 2}
+	remove := func(ix *Memory, w kvevents.WorkerKey, ext uint64) {
+		mustApply(t, ix, kvevents.Event{Worker: w, EventID: 2, Kind: schemas.KindRemoved, Removed: []uint64{ext}})
 	}
 	for _, tc := range []struct {
 		name string
 		bEnd int // b holds seq[:bEnd]
 		hole int // a's missing block
-		want map[WorkerKey]int
+		want map[kvevents.WorkerKey]int
 	}{
-		{"hole at a probe", 0, 63, map[WorkerKey]int{a: 63}},
-		{"hole between probes", 0, 40, map[WorkerKey]int{a: n}},
-		{"hole in a scan", 50, 40, map[WorkerKey]int{a: 40, b: 50}},
-		{"hole after the loss in a scan", 35, 40, map[WorkerKey]int{a: 40, b: 35}},
-		{"hole before the loss in a scan", 35, 33, map[WorkerKey]int{a: 33, b: 35}},
+		{"hole at a probe", 0, 63, map[kvevents.WorkerKey]int{a: 63}},
+		{"hole between probes", 0, 40, map[kvevents.WorkerKey]int{a: n}},
+		{"hole in a scan", 50, 40, map[kvevents.WorkerKey]int{a: 40, b: 50}},
+		{"hole after the loss in a scan", 35, 40, map[kvevents.WorkerKey]int{a: 40, b: 35}},
+		{"hole before the loss in a scan", 35, 33, map[kvevents.WorkerKey]int{a: 33, b: 35}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ix := NewIndex()
+			ix := New()
 			mustApply(t, ix, storeRange(a, 1, local, 0, n, 0))
 			remove(ix, a, uint64(tc.hole))
 			if tc.bEnd > 0 {

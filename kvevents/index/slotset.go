@@ -1,4 +1,4 @@
-package kvevents
+package index
 
 import "sync/atomic"
 
@@ -6,7 +6,7 @@ import "sync/atomic"
 // bitmaps of page slot/64.
 type slot = uint16
 
-// maxSlots bounds the (worker, dp rank) pairs an Index tracks at once.
+// maxSlots bounds the (worker, dp rank) pairs an Memory tracks at once.
 const maxSlots = 1 << 16
 
 // pageSlots is the number of slots sharing one bitmap word.
@@ -20,7 +20,7 @@ type page struct {
 	shardBits uint8
 
 	stale    atomic.Uint64 // slots whose event stream has a gap
-	assigned uint64        // slots in use (Index.mu)
+	assigned uint64        // slots in use (Memory.mu)
 }
 
 // newPage returns an empty page whose shards allocate floor home slots

@@ -1,9 +1,10 @@
-package kvevents
+package index
 
 import (
 	"fmt"
 	"slices"
 
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -48,7 +49,7 @@ func (st *workerState) parentSeq(own *extTable, ext uint64) (uint64, bool) {
 	return 0, false
 }
 
-func (ix *Index) storeLocked(st *workerState, ev *Event) error {
+func (ix *Memory) storeLocked(st *workerState, ev *kvevents.Event) error {
 	m := st.table(ev.Tier, true)
 	var parent uint64
 	chained := false
@@ -56,7 +57,7 @@ func (ix *Index) storeLocked(st *workerState, ev *Event) error {
 		p, ok := st.parentSeq(m, *ev.ParentHash)
 		if !ok {
 			reason := "parent unknown"
-			if st.droppedFull && ev.onDevice() {
+			if st.droppedFull && onDevice(ev) {
 				reason = "parent dropped, index full"
 				ix.droppedFull.Add(uint64(len(ev.Blocks)))
 			} else {
@@ -73,7 +74,7 @@ func (ix *Index) storeLocked(st *workerState, ev *Event) error {
 	seqs := st.seqs[:0]
 	for _, b := range ev.Blocks {
 		if chained {
-			parent = chainHash(parent, b.LocalHash)
+			parent = kvevents.NextSequenceHash(parent, b.LocalHash)
 		} else {
 			parent, chained = b.LocalHash, true
 		}
@@ -81,7 +82,7 @@ func (ix *Index) storeLocked(st *workerState, ev *Event) error {
 	}
 	st.seqs = seqs
 	m.reserve(len(ev.Blocks))
-	if !ev.onDevice() {
+	if !onDevice(ev) {
 		var added int64
 		for i, b := range ev.Blocks {
 			if st.lowerPut(ev.Tier, m, b.ExternalHash, seqs[i]) {
@@ -97,7 +98,7 @@ func (ix *Index) storeLocked(st *workerState, ev *Event) error {
 
 // storeDevice indexes blocks, whose sequence hashes are seqs, for st,
 // in chunks whose table slots are prefetched before the writer lock.
-func (ix *Index) storeDevice(st *workerState, blocks []Block, seqs []uint64) {
+func (ix *Memory) storeDevice(st *workerState, blocks []kvevents.Block, seqs []uint64) {
 	for len(blocks) > 0 {
 		k := min(len(blocks), prefetchKeys/2)
 		ix.storeChunk(st, blocks[:k], seqs[:k])
@@ -105,7 +106,7 @@ func (ix *Index) storeDevice(st *workerState, blocks []Block, seqs []uint64) {
 	}
 }
 
-func (ix *Index) storeChunk(st *workerState, blocks []Block, seqs []uint64) {
+func (ix *Memory) storeChunk(st *workerState, blocks []kvevents.Block, seqs []uint64) {
 	m, pg, bit := &st.device, st.page, st.bit
 	// Every probe's start is computed, and its lines loaded, before any
 	// probe: the loads are independent, so their misses overlap. m has
@@ -175,7 +176,7 @@ func (ix *Index) storeChunk(st *workerState, blocks []Block, seqs []uint64) {
 	}
 }
 
-func (ix *Index) removeLocked(st *workerState, ev *Event) {
+func (ix *Memory) removeLocked(st *workerState, ev *kvevents.Event) {
 	m := st.table(ev.Tier, false)
 	if m == nil {
 		ix.unknownRemovals.Add(uint64(len(ev.Removed)))
@@ -199,7 +200,7 @@ func (ix *Index) removeLocked(st *workerState, ev *Event) {
 	}
 	m.shrink()
 	st.seqs = seqs
-	if !ev.onDevice() {
+	if !onDevice(ev) {
 		for _, seq := range seqs {
 			st.lowerRemoved(ev.Tier, seq)
 		}
@@ -211,7 +212,7 @@ func (ix *Index) removeLocked(st *workerState, ev *Event) {
 
 // unindex clears st's bit from seqs, which st's device table no longer
 // lists, prefetching and holding the writer lock a chunk at a time.
-func (ix *Index) unindex(st *workerState, seqs []uint64) {
+func (ix *Memory) unindex(st *workerState, seqs []uint64) {
 	pg, bit := st.page, st.bit
 	var buf [2 * prefetchKeys]*uint64
 	for chunk := range slices.Chunk(seqs, prefetchKeys) {
@@ -235,7 +236,7 @@ func (ix *Index) unindex(st *workerState, seqs []uint64) {
 
 // clearLocked drops the worker's blocks on tier, or on every tier if
 // tier is allTiers.
-func (ix *Index) clearLocked(st *workerState, tier schemas.StorageTier) {
+func (ix *Memory) clearLocked(st *workerState, tier schemas.StorageTier) {
 	if tier == "" || tier == schemas.TierDevice || tier == allTiers {
 		seqs := st.seqs[:0]
 		st.device.all(func(_, seq uint64) bool {
@@ -257,4 +258,9 @@ func (ix *Index) clearLocked(st *workerState, tier schemas.StorageTier) {
 			delete(st.other, t)
 		}
 	}
+}
+
+// onDevice reports whether ev's blocks count toward overlap.
+func onDevice(ev *kvevents.Event) bool {
+	return ev.Tier == "" || ev.Tier == schemas.TierDevice
 }

@@ -1,7 +1,9 @@
-package kvevents
+package index
 
 import (
 	"testing"
+
+	"github.com/hintstream/hintstream/kvevents"
 )
 
 // TestWithCapacityNoGrowth fills an index sized WithCapacity to its
@@ -10,11 +12,11 @@ import (
 // shrink the tables below the hint.
 func TestWithCapacityNoGrowth(t *testing.T) {
 	const workers, perWorker = pageSlots, 512
-	ix := NewIndex(WithCapacity(workers*perWorker), WithShards(4))
-	plain := NewIndex(WithShards(4))
+	ix := New(WithCapacity(workers*perWorker), WithShards(4))
+	plain := New(WithShards(4))
 	cws := make([]*chainWorker, workers)
 	for w := range cws {
-		cws[w] = &chainWorker{key: WorkerKey{WorkerID: uint64(w)}, salt: uint64(w), chainLen: 256}
+		cws[w] = &chainWorker{key: kvevents.WorkerKey{WorkerID: uint64(w)}, salt: uint64(w), chainLen: 256}
 	}
 	// One event per worker allocates every table at its floor.
 	for _, c := range cws {
@@ -54,7 +56,7 @@ func TestWithCapacityNoGrowth(t *testing.T) {
 		t.Fatalf("Stats = %+v, without the hint %+v", got, want)
 	}
 	for _, c := range cws {
-		seq := SequenceHashes(func() []uint64 {
+		seq := kvevents.SequenceHashes(func() []uint64 {
 			l := make([]uint64, 256)
 			for i := range l {
 				l[i] = c.local(uint64(i))

@@ -1,4 +1,4 @@
-package kvevents
+package index
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -72,9 +73,9 @@ func countLines(s, substr string) int {
 
 func TestGapMarksStaleUntilClear(t *testing.T) {
 	local, seq := randomPrompt(20, 6)
-	w, other := WorkerKey{WorkerID: 1}, WorkerKey{WorkerID: 1, DpRank: 1}
+	w, other := kvevents.WorkerKey{WorkerID: 1}, kvevents.WorkerKey{WorkerID: 1, DpRank: 1}
 	log, buf := logBuffer()
-	ix := NewIndex(WithLogger(log))
+	ix := New(WithLogger(log))
 	mustApply(t, ix, storeRange(w, 1, local, 0, 2, 100))
 	mustApply(t, ix, storeRange(w, 2, local, 2, 3, 100))
 	mustApply(t, ix, storeRange(other, 7, local, 0, 1, 100)) // its own sequence
@@ -84,7 +85,7 @@ func TestGapMarksStaleUntilClear(t *testing.T) {
 	// Ids 3 and 4 never come.
 	mustApply(t, ix, storeRange(w, 5, local, 3, 4, 100))
 	mustApply(t, ix, storeRange(w, 7, local, 4, 5, 100)) // a second gap while stale
-	if !ix.Stale(w) || ix.Stale(other) || !slices.Equal(ix.StaleWorkers(), []WorkerKey{w}) {
+	if !ix.Stale(w) || ix.Stale(other) || !slices.Equal(ix.StaleWorkers(), []kvevents.WorkerKey{w}) {
 		t.Fatalf("Stale = %v, StaleWorkers = %v", ix.Stale(w), ix.StaleWorkers())
 	}
 	if st := ix.Stats(); st.Gaps != 2 || st.StaleWorkers != 1 || st.OutOfOrder != 0 {
@@ -95,34 +96,34 @@ func TestGapMarksStaleUntilClear(t *testing.T) {
 		t.Fatalf("want one WARN naming worker, dp, expected and got; logs:\n%s", logs)
 	}
 	// Stale workers still count by default: the router saw the same gap.
-	wantOverlap(t, ix, seq, map[WorkerKey]int{w: 5, other: 1})
+	wantOverlap(t, ix, seq, map[kvevents.WorkerKey]int{w: 5, other: 1})
 	if id, _ := ix.LastEventID(w); id != 7 {
 		t.Fatalf("LastEventID = %d, want 7", id)
 	}
 
 	// A host-tier clear says nothing about the device blocks.
-	mustApply(t, ix, Event{Worker: w, EventID: 8, Kind: schemas.KindCleared, Tier: schemas.TierHostPinned})
+	mustApply(t, ix, kvevents.Event{Worker: w, EventID: 8, Kind: schemas.KindCleared, Tier: schemas.TierHostPinned})
 	if !ix.Stale(w) {
 		t.Fatal("host clear resynchronised the device tier")
 	}
-	mustApply(t, ix, Event{Worker: w, EventID: 9, Kind: schemas.KindCleared})
+	mustApply(t, ix, kvevents.Event{Worker: w, EventID: 9, Kind: schemas.KindCleared})
 	if ix.Stale(w) || ix.Stats().StaleWorkers != 0 || len(ix.StaleWorkers()) != 0 {
 		t.Fatal("still stale after a device clear")
 	}
 	if !strings.Contains(buf.String(), "in sync again") {
 		t.Fatalf("no resync log:\n%s", buf.String())
 	}
-	wantOverlap(t, ix, seq, map[WorkerKey]int{other: 1})
+	wantOverlap(t, ix, seq, map[kvevents.WorkerKey]int{other: 1})
 }
 
 func TestGapResyncByLateEvents(t *testing.T) {
 	local, seq := randomPrompt(21, 6)
-	w := WorkerKey{WorkerID: 3}
-	ix := NewIndex(WithLogger(discardLogger()))
+	w := kvevents.WorkerKey{WorkerID: 3}
+	ix := New(WithLogger(discardLogger()))
 	mustApply(t, ix, storeRange(w, 1, local, 0, 2, 100))
 	// Events 2 and 3 are delayed. Event 4 chains onto event 3's block and
 	// is dropped; so is event 3 when it comes, before event 2.
-	for _, ev := range []Event{storeRange(w, 4, local, 4, 5, 100), storeRange(w, 3, local, 3, 4, 100)} {
+	for _, ev := range []kvevents.Event{storeRange(w, 4, local, 4, 5, 100), storeRange(w, 3, local, 3, 4, 100)} {
 		if err := ix.Apply(ev); !errors.Is(err, ErrUnknownParent) {
 			t.Fatalf("Apply(event %d) = %v, want ErrUnknownParent", ev.EventID, err)
 		}
@@ -137,21 +138,21 @@ func TestGapResyncByLateEvents(t *testing.T) {
 	if st := ix.Stats(); st.Gaps != 1 || st.OutOfOrder != 2 || st.StaleWorkers != 0 || st.UnknownParent != 2 {
 		t.Fatalf("Stats = %+v", st)
 	}
-	wantOverlap(t, ix, seq, map[WorkerKey]int{w: 3})
+	wantOverlap(t, ix, seq, map[kvevents.WorkerKey]int{w: 3})
 }
 
 func TestOutOfOrderIsAppliedIdempotently(t *testing.T) {
 	local, seq := randomPrompt(22, 4)
-	w := WorkerKey{WorkerID: 4}
-	ix := NewIndex()
+	w := kvevents.WorkerKey{WorkerID: 4}
+	ix := New()
 	first := storeRange(w, 1, local, 0, 3, 100)
 	mustApply(t, ix, first)
-	mustApply(t, ix, Event{Worker: w, EventID: 2, Kind: schemas.KindRemoved, Removed: []uint64{102}})
+	mustApply(t, ix, kvevents.Event{Worker: w, EventID: 2, Kind: schemas.KindRemoved, Removed: []uint64{102}})
 	mustApply(t, ix, first) // redelivered: re-stores block 2
 	if st := ix.Stats(); st.OutOfOrder != 1 || st.Gaps != 0 || st.StaleWorkers != 0 || st.Entries != 3 {
 		t.Fatalf("Stats = %+v", st)
 	}
-	wantOverlap(t, ix, seq, map[WorkerKey]int{w: 3})
+	wantOverlap(t, ix, seq, map[kvevents.WorkerKey]int{w: 3})
 	if id, _ := ix.LastEventID(w); id != 2 {
 		t.Fatalf("LastEventID = %d, want 2 (the highest seen)", id)
 	}
@@ -159,38 +160,38 @@ func TestOutOfOrderIsAppliedIdempotently(t *testing.T) {
 
 func TestWithExcludeStale(t *testing.T) {
 	local, seq := randomPrompt(23, 4)
-	a, b := WorkerKey{WorkerID: 1}, WorkerKey{WorkerID: 2}
-	ix := NewIndex(WithExcludeStale(true), WithLogger(discardLogger()))
+	a, b := kvevents.WorkerKey{WorkerID: 1}, kvevents.WorkerKey{WorkerID: 2}
+	ix := New(WithExcludeStale(true), WithLogger(discardLogger()))
 	mustApply(t, ix, storeRange(a, 1, local, 0, 4, 100))
 	mustApply(t, ix, storeRange(b, 1, local, 0, 2, 100))
-	wantOverlap(t, ix, seq, map[WorkerKey]int{a: 4, b: 2})
-	mustApply(t, ix, Event{Worker: a, EventID: 3, Kind: schemas.KindRemoved, Removed: []uint64{999}})
-	wantOverlap(t, ix, seq, map[WorkerKey]int{b: 2})
-	mustApply(t, ix, Event{Worker: a, EventID: 2, Kind: schemas.KindRemoved, Removed: []uint64{998}})
-	wantOverlap(t, ix, seq, map[WorkerKey]int{a: 4, b: 2})
+	wantOverlap(t, ix, seq, map[kvevents.WorkerKey]int{a: 4, b: 2})
+	mustApply(t, ix, kvevents.Event{Worker: a, EventID: 3, Kind: schemas.KindRemoved, Removed: []uint64{999}})
+	wantOverlap(t, ix, seq, map[kvevents.WorkerKey]int{b: 2})
+	mustApply(t, ix, kvevents.Event{Worker: a, EventID: 2, Kind: schemas.KindRemoved, Removed: []uint64{998}})
+	wantOverlap(t, ix, seq, map[kvevents.WorkerKey]int{a: 4, b: 2})
 
 	// RemoveWorker of a stale worker leaves no stale count behind, and its
 	// slot's next owner starts in sync.
-	mustApply(t, ix, Event{Worker: a, EventID: 9, Kind: schemas.KindRemoved, Removed: []uint64{997}})
+	mustApply(t, ix, kvevents.Event{Worker: a, EventID: 9, Kind: schemas.KindRemoved, Removed: []uint64{997}})
 	ix.RemoveWorker(1)
 	if st := ix.Stats(); st.StaleWorkers != 0 || len(ix.StaleWorkers()) != 0 {
 		t.Fatalf("Stats = %+v after removing the stale worker", st)
 	}
-	c := WorkerKey{WorkerID: 3}
+	c := kvevents.WorkerKey{WorkerID: 3}
 	mustApply(t, ix, storeRange(c, 50, local, 0, 1, 100))
-	wantOverlap(t, ix, seq, map[WorkerKey]int{b: 2, c: 1})
+	wantOverlap(t, ix, seq, map[kvevents.WorkerKey]int{b: 2, c: 1})
 }
 
 func TestWithMaxBlocks(t *testing.T) {
 	local, seq := randomPrompt(24, 8)
-	w, v := WorkerKey{WorkerID: 1}, WorkerKey{WorkerID: 2}
-	ix := NewIndex(WithMaxBlocks(5), WithLogger(discardLogger()))
+	w, v := kvevents.WorkerKey{WorkerID: 1}, kvevents.WorkerKey{WorkerID: 2}
+	ix := New(WithMaxBlocks(5), WithLogger(discardLogger()))
 	mustApply(t, ix, storeRange(w, 1, local, 0, 4, 100))
 	mustApply(t, ix, storeRange(w, 2, local, 4, 7, 100)) // room for one of three
 	if st := ix.Stats(); st.Entries != 5 || st.DroppedFull != 2 || st.UnknownParent != 0 {
 		t.Fatalf("Stats = %+v, want 5 entries, 2 dropped", st)
 	}
-	wantOverlap(t, ix, seq, map[WorkerKey]int{w: 5})
+	wantOverlap(t, ix, seq, map[kvevents.WorkerKey]int{w: 5})
 	// Re-storing held blocks needs no room; other tiers are not bounded.
 	mustApply(t, ix, storeRange(w, 3, local, 0, 2, 100))
 	host := storeRange(w, 4, local, 0, 3, 500)
@@ -208,21 +209,21 @@ func TestWithMaxBlocks(t *testing.T) {
 	}
 	// Another worker gets room once blocks are removed.
 	mustApply(t, ix, storeRange(v, 1, local, 0, 2, 100))
-	mustApply(t, ix, Event{Worker: w, EventID: 6, Kind: schemas.KindRemoved, Removed: []uint64{104, 103}})
+	mustApply(t, ix, kvevents.Event{Worker: w, EventID: 6, Kind: schemas.KindRemoved, Removed: []uint64{104, 103}})
 	mustApply(t, ix, storeRange(v, 2, local, 0, 2, 100))
-	wantOverlap(t, ix, seq, map[WorkerKey]int{w: 3, v: 2})
+	wantOverlap(t, ix, seq, map[kvevents.WorkerKey]int{w: 3, v: 2})
 	if st := ix.Stats(); st.Entries != 5 || st.DroppedFull != 5 {
 		t.Fatalf("Stats = %+v", st)
 	}
 	// After a device clear, an unknown parent is unknown again.
-	mustApply(t, ix, Event{Worker: w, EventID: 7, Kind: schemas.KindCleared})
+	mustApply(t, ix, kvevents.Event{Worker: w, EventID: 7, Kind: schemas.KindCleared})
 	if err := ix.Apply(storeRange(w, 8, local, 7, 8, 100)); err == nil {
 		t.Fatal("orphan applied")
 	}
 	if st := ix.Stats(); st.UnknownParent != 1 || st.Entries != 2 {
 		t.Fatalf("Stats = %+v", st)
 	}
-	wantOverlap(t, ix, seq, map[WorkerKey]int{v: 2})
+	wantOverlap(t, ix, seq, map[kvevents.WorkerKey]int{v: 2})
 }
 
 // Workers beyond 64 live in further pages of slots; removing workers
@@ -230,10 +231,10 @@ func TestWithMaxBlocks(t *testing.T) {
 func TestManyWorkersPages(t *testing.T) {
 	const n = 200
 	local, seq := randomPrompt(25, 12)
-	ix := NewIndex(WithShards(2))
-	want := map[WorkerKey]int{}
+	ix := New(WithShards(2))
+	want := map[kvevents.WorkerKey]int{}
 	for i := range n {
-		k := WorkerKey{WorkerID: uint64(i / 2), DpRank: uint32(i % 2)}
+		k := kvevents.WorkerKey{WorkerID: uint64(i / 2), DpRank: uint32(i % 2)}
 		depth := 1 + i%len(seq)
 		mustApply(t, ix, storeRange(k, 1, local, 0, depth, uint64(i)<<20))
 		want[k] = depth
@@ -245,12 +246,12 @@ func TestManyWorkersPages(t *testing.T) {
 	// Drop workers across pages 0, 1 and 3, then add new ones.
 	for _, id := range []uint64{0, 40, 99} {
 		ix.RemoveWorker(id)
-		delete(want, WorkerKey{WorkerID: id})
-		delete(want, WorkerKey{WorkerID: id, DpRank: 1})
+		delete(want, kvevents.WorkerKey{WorkerID: id})
+		delete(want, kvevents.WorkerKey{WorkerID: id, DpRank: 1})
 	}
 	wantOverlap(t, ix, seq, want)
 	for i := range 7 {
-		k := WorkerKey{WorkerID: uint64(1000 + i)}
+		k := kvevents.WorkerKey{WorkerID: uint64(1000 + i)}
 		mustApply(t, ix, storeRange(k, 1, local, 0, 12-i, 0))
 		want[k] = 12 - i
 	}
@@ -269,7 +270,7 @@ func TestManyWorkersPages(t *testing.T) {
 	}
 }
 
-func sumValues(m map[WorkerKey]int) int64 {
+func sumValues(m map[kvevents.WorkerKey]int) int64 {
 	var s int64
 	for _, v := range m {
 		s += int64(v)
@@ -277,8 +278,8 @@ func sumValues(m map[WorkerKey]int) int64 {
 	return s
 }
 
-func mapValues(m map[WorkerKey]int, v int) map[WorkerKey]int {
-	out := map[WorkerKey]int{}
+func mapValues(m map[kvevents.WorkerKey]int, v int) map[kvevents.WorkerKey]int {
+	out := map[kvevents.WorkerKey]int{}
 	for k := range m {
 		out[k] = v
 	}
@@ -286,14 +287,14 @@ func mapValues(m map[WorkerKey]int, v int) map[WorkerKey]int {
 }
 
 func TestTooManyWorkers(t *testing.T) {
-	ix := NewIndex(WithShards(1))
+	ix := New(WithShards(1))
 	for i := range maxSlots {
-		mustApply(t, ix, Event{Worker: WorkerKey{WorkerID: uint64(i)}, Kind: schemas.KindCleared})
+		mustApply(t, ix, kvevents.Event{Worker: kvevents.WorkerKey{WorkerID: uint64(i)}, Kind: schemas.KindCleared})
 	}
-	k := WorkerKey{WorkerID: maxSlots}
-	if err := ix.Apply(Event{Worker: k, Kind: schemas.KindCleared}); !errors.Is(err, ErrTooManyWorkers) {
+	k := kvevents.WorkerKey{WorkerID: maxSlots}
+	if err := ix.Apply(kvevents.Event{Worker: k, Kind: schemas.KindCleared}); !errors.Is(err, ErrTooManyWorkers) {
 		t.Fatalf("Apply = %v, want ErrTooManyWorkers", err)
 	}
 	ix.RemoveWorker(7)
-	mustApply(t, ix, Event{Worker: k, Kind: schemas.KindCleared})
+	mustApply(t, ix, kvevents.Event{Worker: k, Kind: schemas.KindCleared})
 }

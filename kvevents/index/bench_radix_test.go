@@ -1,8 +1,9 @@
-package kvevents
+package index
 
 import (
 	"errors"
 
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -15,26 +16,26 @@ import (
 // here: stored and removed events.
 type radixTree struct {
 	root   *radixNode
-	lookup map[WorkerKey]map[uint64]*radixNode
+	lookup map[kvevents.WorkerKey]map[uint64]*radixNode
 }
 
 type radixNode struct {
 	children map[uint64]*radixNode // by local hash
-	workers  map[WorkerKey]struct{}
+	workers  map[kvevents.WorkerKey]struct{}
 	hash     uint64 // external hash
 }
 
 func newRadixTree() *radixTree {
-	return &radixTree{root: newRadixNode(0), lookup: map[WorkerKey]map[uint64]*radixNode{}}
+	return &radixTree{root: newRadixNode(0), lookup: map[kvevents.WorkerKey]map[uint64]*radixNode{}}
 }
 
 func newRadixNode(hash uint64) *radixNode {
-	return &radixNode{children: map[uint64]*radixNode{}, workers: map[WorkerKey]struct{}{}, hash: hash}
+	return &radixNode{children: map[uint64]*radixNode{}, workers: map[kvevents.WorkerKey]struct{}{}, hash: hash}
 }
 
 var errRadixParent = errors.New("radix baseline: parent block not found")
 
-func (t *radixTree) apply(ev *Event) error {
+func (t *radixTree) apply(ev *kvevents.Event) error {
 	lookup := t.lookup[ev.Worker]
 	if lookup == nil {
 		lookup = map[uint64]*radixNode{}

@@ -1,22 +1,9 @@
-package kvevents
+package index
 
 import (
 	"math/rand/v2"
 	"testing"
 )
-
-func TestChainHashMatchesNextSequenceHash(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := range 10000 {
-		p, l := r.Uint64(), r.Uint64()
-		if i < 4 {
-			p, l = uint64(i), uint64(i)*0xffff // small and zero inputs
-		}
-		if got, want := chainHash(p, l), NextSequenceHash(p, l); got != want {
-			t.Fatalf("chainHash(%d, %d) = %d, want %d", p, l, got, want)
-		}
-	}
-}
 
 // tableKey draws keys that stress a table: random, small consecutive
 // numbers (which must still spread), and 0 (the empty marker).

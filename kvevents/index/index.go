@@ -1,4 +1,4 @@
-package kvevents
+package index
 
 import (
 	"cmp"
@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -36,7 +37,7 @@ const DefaultShards = 64
 // maxShardBits caps WithShards.
 const maxShardBits = 12
 
-type indexOptions struct {
+type options struct {
 	shardBits    uint8
 	logger       *slog.Logger
 	excludeStale bool
@@ -45,15 +46,15 @@ type indexOptions struct {
 	jump         int
 }
 
-// IndexOption configures NewIndex.
-type IndexOption func(*indexOptions)
+// Option configures New.
+type Option func(*options)
 
 // WithShards sets the number of parts of each 64-worker page of the block
 // lookup, rounded up to a power of two (at most 4,096). Each part grows
 // alone, so a resize copies one part and pauses writers (never readers)
 // that long. Default DefaultShards; n <= 0 keeps the default.
-func WithShards(n int) IndexOption {
-	return func(o *indexOptions) {
+func WithShards(n int) Option {
+	return func(o *options) {
 		if n > 0 {
 			o.shardBits = uint8(min(bits.Len(uint(n-1)), maxShardBits))
 		}
@@ -63,19 +64,19 @@ func WithShards(n int) IndexOption {
 // WithLogger sets the logger: event id gaps at Warn, resynchronisation at
 // Info, dropped events at Debug (a misbehaving publisher can emit many).
 // Default slog.Default().
-func WithLogger(l *slog.Logger) IndexOption {
-	return func(o *indexOptions) {
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
 		if l != nil {
 			o.logger = l
 		}
 	}
 }
 
-// WithExcludeStale leaves stale workers (see Index.Stale) out of Overlap.
+// WithExcludeStale leaves stale workers (see Memory.Stale) out of Overlap.
 // Default false: a router reading the same bus misses the same events and
 // still routes to the worker, and hints must follow the router's choice.
-func WithExcludeStale(exclude bool) IndexOption {
-	return func(o *indexOptions) { o.excludeStale = exclude }
+func WithExcludeStale(exclude bool) Option {
+	return func(o *options) { o.excludeStale = exclude }
 }
 
 // WithJump sets Overlap's probe stride: it looks up a prompt's first
@@ -87,8 +88,8 @@ func WithExcludeStale(exclude bool) IndexOption {
 // missing a block between two probes that find it is credited through
 // that hole. n <= 1 looks up every block, so each worker stops at its
 // first missing block even past a hole. Default DefaultJump.
-func WithJump(n int) IndexOption {
-	return func(o *indexOptions) { o.jump = max(n, 1) }
+func WithJump(n int) Option {
+	return func(o *options) { o.jump = max(n, 1) }
 }
 
 // WithMaxBlocks bounds the device (block, worker) entries of the index;
@@ -98,8 +99,8 @@ func WithJump(n int) IndexOption {
 // takes away a prefix that hints already rely on; since stored events
 // come in prefix order, what is kept stays prefix-closed. Default 0:
 // unbounded.
-func WithMaxBlocks(n int64) IndexOption {
-	return func(o *indexOptions) { o.maxBlocks = max(n, 0) }
+func WithMaxBlocks(n int64) Option {
+	return func(o *options) { o.maxBlocks = max(n, 0) }
 }
 
 // WithCapacity pre-sizes the index for n device (block, worker) entries
@@ -111,11 +112,11 @@ func WithMaxBlocks(n int64) IndexOption {
 // of n (30 in each table) whether used or not. Tables still grow past the
 // hint (a pair holding more than n/64 grows its own table), and never
 // shrink below it. Default 0: tables start small and grow by 1.5x.
-func WithCapacity(n int64) IndexOption {
-	return func(o *indexOptions) { o.capacity = max(n, 0) }
+func WithCapacity(n int64) Option {
+	return func(o *options) { o.capacity = max(n, 0) }
 }
 
-// Stats is a snapshot of an Index's size and its dropped input.
+// Stats is a snapshot of an Memory's size and its dropped input.
 type Stats struct {
 	Workers         int    // (worker, dp rank) pairs known
 	Entries         int64  // device (block, worker) entries; = DeviceBlocks
@@ -132,7 +133,7 @@ type Stats struct {
 	UnknownTier     uint64 // events ignored for a storage tier none of Dynamo's
 }
 
-// Index maps Dynamo sequence hashes to the workers holding those blocks
+// Memory maps Dynamo sequence hashes to the workers holding those blocks
 // on device, fed by Events, and answers Overlap.
 //
 // Layout: (worker, dp rank) pairs get slots; each 64 slots form a page,
@@ -171,7 +172,7 @@ type Stats struct {
 // Blocks are keyed by sequence hash chained from the events' local
 // (tokens) hashes, never by the engine's own hash, so PromptHashes of a
 // prompt finds them.
-type Index struct {
+type Memory struct {
 	log          *slog.Logger
 	excludeStale bool
 	jump         int // Overlap's probe stride (WithJump)
@@ -184,16 +185,16 @@ type Index struct {
 	// for reading across its walk, so that a slot it reads cannot be
 	// freed and reused meanwhile.
 	mu      sync.RWMutex
-	workers map[WorkerKey]*workerState
+	workers map[kvevents.WorkerKey]*workerState
 	// live mirrors workers for Apply's lookup, which then takes no lock:
 	// a read lock per event is an atomic add on a line that every apply
 	// shard and Overlap share, so it moved between cores on each event.
 	// sync.Map's Load only reads. Written under mu, after
 	// workers; a key missing from it is looked up in workers under mu.
-	live  sync.Map    // WorkerKey -> *workerState
-	keys  []WorkerKey // slot -> key, valid while the slot is assigned
-	free  []slot      // sorted, so slots stay dense in few pages
-	pages []*page     // never shrinks; a page is reused with its slots
+	live  sync.Map             // kvevents.WorkerKey -> *workerState
+	keys  []kvevents.WorkerKey // slot -> key, valid while the slot is assigned
+	free  []slot               // sorted, so slots stay dense in few pages
+	pages []*page              // never shrinks; a page is reused with its slots
 
 	// wmu serialises changes to the pages' lookups and to entries.
 	wmu     sync.Mutex
@@ -213,13 +214,13 @@ type Index struct {
 
 // workerState is one (worker, dp rank).
 type workerState struct {
-	key  WorkerKey
+	key  kvevents.WorkerKey
 	slot slot
 	page *page
 	bit  uint64
 
 	mu          sync.Mutex
-	dead        bool // removed from the Index; re-resolve and retry
+	dead        bool // removed from the Memory; re-resolve and retry
 	order       eventOrder
 	droppedFull bool // blocks dropped for WithMaxBlocks since the last device clear
 	device      extTable
@@ -229,19 +230,19 @@ type workerState struct {
 	seqs        []uint64                          // scratch
 }
 
-// NewIndex returns an empty Index.
-func NewIndex(opts ...IndexOption) *Index {
-	o := indexOptions{shardBits: uint8(bits.Len(DefaultShards - 1)), logger: slog.Default(), jump: DefaultJump}
+// New returns an empty Memory.
+func New(opts ...Option) *Memory {
+	o := options{shardBits: uint8(bits.Len(DefaultShards - 1)), logger: slog.Default(), jump: DefaultJump}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	ix := &Index{
+	ix := &Memory{
 		log:          o.logger,
 		excludeStale: o.excludeStale,
 		jump:         o.jump,
 		maxBlocks:    o.maxBlocks,
 		shardBits:    o.shardBits,
-		workers:      make(map[WorkerKey]*workerState),
+		workers:      make(map[kvevents.WorkerKey]*workerState),
 	}
 	if o.capacity > 0 {
 		// Capped so that a wild hint cannot overflow int or ask for more
@@ -261,9 +262,9 @@ func NewIndex(opts ...IndexOption) *Index {
 // device are tracked (for parent lookup, Stats and LowerOverlap) but never
 // count toward Overlap. An event of a tier none of Dynamo's is ignored and
 // returns an error wrapping ErrUnknownTier (counted in Stats.UnknownTier).
-// Event ids are checked for order (see Index) but never cause an event to
+// Event ids are checked for order (see Memory) but never cause an event to
 // be rejected.
-func (ix *Index) Apply(ev Event) error {
+func (ix *Memory) Apply(ev kvevents.Event) error {
 	switch ev.Kind {
 	case schemas.KindStored, schemas.KindRemoved, schemas.KindCleared:
 	default:
@@ -304,7 +305,7 @@ func (ix *Index) Apply(ev Event) error {
 		case schemas.KindCleared:
 			ix.clearLocked(st, ev.Tier)
 			ix.cleared.Add(1)
-			if ev.onDevice() {
+			if onDevice(&ev) {
 				was := st.order.stale
 				st.order.resync(ev.EventID)
 				ix.publishStale(st, was)
@@ -315,7 +316,7 @@ func (ix *Index) Apply(ev Event) error {
 	}
 }
 
-func (ix *Index) checkOrder(st *workerState, id uint64) {
+func (ix *Memory) checkOrder(st *workerState, id uint64) {
 	was := st.order.stale
 	v, expected := st.order.observe(id)
 	switch v {
@@ -335,7 +336,7 @@ func (ix *Index) checkOrder(st *workerState, id uint64) {
 
 // publishStale publishes a change of st's staleness from was. st.mu is
 // held.
-func (ix *Index) publishStale(st *workerState, was bool) {
+func (ix *Memory) publishStale(st *workerState, was bool) {
 	switch now := st.order.stale; {
 	case now && !was:
 		st.page.stale.Or(st.bit)
@@ -351,7 +352,7 @@ func (ix *Index) publishStale(st *workerState, was bool) {
 }
 
 // worker returns the state of k, creating it and assigning a slot.
-func (ix *Index) worker(k WorkerKey) (*workerState, error) {
+func (ix *Memory) worker(k kvevents.WorkerKey) (*workerState, error) {
 	if st, ok := ix.live.Load(k); ok {
 		return st.(*workerState), nil
 	}
@@ -360,7 +361,7 @@ func (ix *Index) worker(k WorkerKey) (*workerState, error) {
 
 // workerLocked is worker's lookup in workers, under mu; it adds k if
 // absent.
-func (ix *Index) workerLocked(k WorkerKey) (*workerState, error) {
+func (ix *Memory) workerLocked(k kvevents.WorkerKey) (*workerState, error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if st := ix.workers[k]; st != nil {
@@ -397,8 +398,8 @@ func (ix *Index) workerLocked(k WorkerKey) (*workerState, error) {
 // WithJump, at the first one a probe or a scan finds: see WithJump).
 // Workers holding no leading block are absent; an empty prompt gives an
 // empty map.
-func (ix *Index) Overlap(seqHashes []uint64) map[WorkerKey]int {
-	out := map[WorkerKey]int{}
+func (ix *Memory) Overlap(seqHashes []uint64) map[kvevents.WorkerKey]int {
+	out := map[kvevents.WorkerKey]int{}
 	ix.OverlapInto(seqHashes, out)
 	return out
 }
@@ -406,7 +407,7 @@ func (ix *Index) Overlap(seqHashes []uint64) map[WorkerKey]int {
 // OverlapInto is Overlap into out, which it clears first: a caller
 // choosing workers for one prompt after another reuses one map instead
 // of allocating one per prompt.
-func (ix *Index) OverlapInto(seqHashes []uint64, out map[WorkerKey]int) {
+func (ix *Memory) OverlapInto(seqHashes []uint64, out map[kvevents.WorkerKey]int) {
 	clear(out)
 	if len(seqHashes) == 0 {
 		return
@@ -432,18 +433,18 @@ func (ix *Index) OverlapInto(seqHashes []uint64, out map[WorkerKey]int) {
 }
 
 // RemoveWorker forgets every dp rank of workerID and all their blocks.
-func (ix *Index) RemoveWorker(workerID uint64) {
-	ix.removePairs(func(k WorkerKey) bool { return k.WorkerID == workerID })
+func (ix *Memory) RemoveWorker(workerID uint64) {
+	ix.removePairs(func(k kvevents.WorkerKey) bool { return k.WorkerID == workerID })
 }
 
 // RemoveRanksFrom forgets workerID's dp ranks from ranks up, and their
 // blocks: ranks its registry record no longer lists.
-func (ix *Index) RemoveRanksFrom(workerID uint64, ranks uint32) {
-	ix.removePairs(func(k WorkerKey) bool { return k.WorkerID == workerID && k.DpRank >= ranks })
+func (ix *Memory) RemoveRanksFrom(workerID uint64, ranks uint32) {
+	ix.removePairs(func(k kvevents.WorkerKey) bool { return k.WorkerID == workerID && k.DpRank >= ranks })
 }
 
 // removePairs forgets the pairs gone reports and all their blocks.
-func (ix *Index) removePairs(drop func(WorkerKey) bool) {
+func (ix *Memory) removePairs(drop func(kvevents.WorkerKey) bool) {
 	ix.mu.Lock()
 	var gone []*workerState
 	for k, st := range ix.workers {
@@ -477,9 +478,9 @@ func (ix *Index) removePairs(drop func(WorkerKey) bool) {
 }
 
 // Workers returns the known (worker, dp rank) pairs, sorted.
-func (ix *Index) Workers() []WorkerKey {
+func (ix *Memory) Workers() []kvevents.WorkerKey {
 	ix.mu.RLock()
-	out := make([]WorkerKey, 0, len(ix.workers))
+	out := make([]kvevents.WorkerKey, 0, len(ix.workers))
 	for k := range ix.workers {
 		out = append(out, k)
 	}
@@ -488,15 +489,15 @@ func (ix *Index) Workers() []WorkerKey {
 	return out
 }
 
-func sortKeys(ks []WorkerKey) {
-	slices.SortFunc(ks, func(a, b WorkerKey) int {
+func sortKeys(ks []kvevents.WorkerKey) {
+	slices.SortFunc(ks, func(a, b kvevents.WorkerKey) int {
 		return cmp.Or(cmp.Compare(a.WorkerID, b.WorkerID), cmp.Compare(a.DpRank, b.DpRank))
 	})
 }
 
 // Stale reports whether k has missed events since its last resync (see
-// Index); false for an unknown k.
-func (ix *Index) Stale(k WorkerKey) bool {
+// Memory); false for an unknown k.
+func (ix *Memory) Stale(k kvevents.WorkerKey) bool {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	st := ix.workers[k]
@@ -504,8 +505,8 @@ func (ix *Index) Stale(k WorkerKey) bool {
 }
 
 // StaleWorkers returns the stale (worker, dp rank) pairs, sorted.
-func (ix *Index) StaleWorkers() []WorkerKey {
-	var out []WorkerKey
+func (ix *Memory) StaleWorkers() []kvevents.WorkerKey {
+	var out []kvevents.WorkerKey
 	ix.mu.RLock()
 	for k, st := range ix.workers {
 		if st.page.stale.Load()&st.bit != 0 {
@@ -520,7 +521,7 @@ func (ix *Index) StaleWorkers() []WorkerKey {
 // LastEventID returns the highest event id seen for k, counting events
 // dropped for an unknown parent (0 if its events carry no id); ok is
 // false if no event of k was seen.
-func (ix *Index) LastEventID(k WorkerKey) (id uint64, ok bool) {
+func (ix *Memory) LastEventID(k kvevents.WorkerKey) (id uint64, ok bool) {
 	ix.mu.RLock()
 	st := ix.workers[k]
 	ix.mu.RUnlock()
@@ -537,7 +538,7 @@ func (ix *Index) LastEventID(k WorkerKey) (id uint64, ok bool) {
 
 // Stats returns a snapshot; counters are read one at a time, so under
 // concurrent Apply they need not be mutually consistent.
-func (ix *Index) Stats() Stats {
+func (ix *Memory) Stats() Stats {
 	s := Stats{
 		Entries:         ix.entries.Load(),
 		OtherTierBlocks: ix.otherBlocks.Load(),

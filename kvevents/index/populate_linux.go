@@ -1,6 +1,6 @@
 //go:build linux
 
-package kvevents
+package index
 
 import (
 	"syscall"

@@ -1,9 +1,9 @@
-package kvevents
+package index
 
 import "sync/atomic"
 
 // bitTable maps a sequence hash to the bitmap of the 64 slots of one page
-// that hold the block on device. One writer at a time (Index.wmu); readers
+// that hold the block on device. One writer at a time (Memory.wmu); readers
 // take no lock and read words atomically. That is sound because a key,
 // once written to a slot, stays in that slot for the life of the slot
 // array: removing a block only clears its bits, leaving the key as a

@@ -1,4 +1,4 @@
-package kvevents
+package index
 
 import (
 	"bytes"
@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 
-func snapshotBytes(t testing.TB, ix *Index) []byte {
+func snapshotBytes(t testing.TB, ix *Memory) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := ix.WriteSnapshot(&buf); err != nil {
@@ -28,7 +29,7 @@ func snapshotBytes(t testing.TB, ix *Index) []byte {
 // orderedEvent is g.event() with its id now and then perturbed: a gap
 // (the pair goes stale), a late id (out of order, perhaps filling a gap),
 // or none.
-func orderedEvent(g *modelGen) Event {
+func orderedEvent(g *modelGen) kvevents.Event {
 	ev := g.event()
 	switch n := g.r.IntN(100); {
 	case n < 3:
@@ -44,7 +45,7 @@ func orderedEvent(g *modelGen) Event {
 
 // unheldBlocks counts device entries whose block the lookup does not list
 // for their pair (see WriteSnapshot).
-func unheldBlocks(ix *Index) int {
+func unheldBlocks(ix *Memory) int {
 	n := 0
 	for _, st := range ix.workers {
 		st.device.all(func(_, seq uint64) bool {
@@ -60,7 +61,7 @@ func unheldBlocks(ix *Index) int {
 // sameIndex fails unless a and b answer alike: Stats, Workers, stale
 // pairs, last event ids, and Overlap of n prompts (checked against the
 // model too).
-func sameIndex(t *testing.T, when string, a, b *Index, g *modelGen, n int) {
+func sameIndex(t *testing.T, when string, a, b *Memory, g *modelGen, n int) {
 	t.Helper()
 	if sa, sb := a.Stats(), b.Stats(); sa != sb {
 		t.Fatalf("%s: Stats\n got %+v\nwant %+v", when, sb, sa)
@@ -97,21 +98,21 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		name      string
 		workers   int
 		maxBlocks int64
-		opts      []IndexOption
+		opts      []Option
 	}{
 		{"16 workers", 16, 0, nil},
-		{"130 workers", 130, 0, []IndexOption{WithShards(4)}},
-		{"bounded", 12, 120, []IndexOption{WithShards(1), WithCapacity(1000)}},
+		{"130 workers", 130, 0, []Option{WithShards(4)}},
+		{"bounded", 12, 120, []Option{WithShards(1), WithCapacity(1000)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(tc.workers), 7))
-			g := &modelGen{r: r, ref: newRefModel(tc.maxBlocks), ids: map[WorkerKey]uint64{}}
+			g := &modelGen{r: r, ref: newRefModel(tc.maxBlocks), ids: map[kvevents.WorkerKey]uint64{}}
 			for w := range tc.workers {
-				g.workers = append(g.workers, WorkerKey{WorkerID: uint64(w / 2), DpRank: uint32(w % 2)})
+				g.workers = append(g.workers, kvevents.WorkerKey{WorkerID: uint64(w / 2), DpRank: uint32(w % 2)})
 			}
-			opts := append([]IndexOption{WithMaxBlocks(tc.maxBlocks), WithLogger(discardLogger())}, tc.opts...)
-			ix := NewIndex(opts...)
-			step := func(ixs ...*Index) {
+			opts := append([]Option{WithMaxBlocks(tc.maxBlocks), WithLogger(discardLogger())}, tc.opts...)
+			ix := New(opts...)
+			step := func(ixs ...*Memory) {
 				if r.IntN(200) == 0 {
 					id := g.workers[r.IntN(len(g.workers))].WorkerID
 					for _, x := range ixs {
@@ -140,7 +141,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			}
 			t.Logf("%+v, %d unheld device entries", st, unheldBlocks(ix))
 
-			ix2 := NewIndex(opts...)
+			ix2 := New(opts...)
 			if err := ix2.ReadSnapshot(bytes.NewReader(snapshotBytes(t, ix))); err != nil {
 				t.Fatal(err)
 			}
@@ -159,22 +160,22 @@ func TestSnapshotRoundTrip(t *testing.T) {
 // TestSnapshotUnheldBlock restores a device entry that the lookup does
 // not list: two external hashes of one content, one removed.
 func TestSnapshotUnheldBlock(t *testing.T) {
-	ix := NewIndex(WithLogger(discardLogger()))
-	k := WorkerKey{WorkerID: 1}
-	for _, ev := range []Event{
-		{Worker: k, EventID: 1, Kind: schemas.KindStored, Blocks: []Block{{ExternalHash: 10, LocalHash: 5}}},
-		{Worker: k, EventID: 2, Kind: schemas.KindStored, Blocks: []Block{{ExternalHash: 11, LocalHash: 5}}},
+	ix := New(WithLogger(discardLogger()))
+	k := kvevents.WorkerKey{WorkerID: 1}
+	for _, ev := range []kvevents.Event{
+		{Worker: k, EventID: 1, Kind: schemas.KindStored, Blocks: []kvevents.Block{{ExternalHash: 10, LocalHash: 5}}},
+		{Worker: k, EventID: 2, Kind: schemas.KindStored, Blocks: []kvevents.Block{{ExternalHash: 11, LocalHash: 5}}},
 		{Worker: k, EventID: 3, Kind: schemas.KindRemoved, Removed: []uint64{10}},
 	} {
 		if err := ix.Apply(ev); err != nil {
 			t.Fatal(err)
 		}
 	}
-	seq := SequenceHashes([]uint64{5})
+	seq := kvevents.SequenceHashes([]uint64{5})
 	if len(ix.Overlap(seq)) != 0 || unheldBlocks(ix) != 1 {
 		t.Fatalf("setup: Overlap %v, unheld %d", ix.Overlap(seq), unheldBlocks(ix))
 	}
-	ix2 := NewIndex()
+	ix2 := New()
 	if err := ix2.ReadSnapshot(bytes.NewReader(snapshotBytes(t, ix))); err != nil {
 		t.Fatal(err)
 	}
@@ -182,12 +183,12 @@ func TestSnapshotUnheldBlock(t *testing.T) {
 		t.Fatalf("restored Overlap = %v, want none", got)
 	}
 	// The entry still chains a child and is still removable.
-	for _, x := range []*Index{ix, ix2} {
-		if err := x.Apply(Event{Worker: k, EventID: 4, Kind: schemas.KindStored, ParentHash: u64p(11),
-			Blocks: []Block{{ExternalHash: 12, LocalHash: 6}}}); err != nil {
+	for _, x := range []*Memory{ix, ix2} {
+		if err := x.Apply(kvevents.Event{Worker: k, EventID: 4, Kind: schemas.KindStored, ParentHash: u64p(11),
+			Blocks: []kvevents.Block{{ExternalHash: 12, LocalHash: 6}}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := x.Apply(Event{Worker: k, EventID: 5, Kind: schemas.KindRemoved, Removed: []uint64{11}}); err != nil {
+		if err := x.Apply(kvevents.Event{Worker: k, EventID: 5, Kind: schemas.KindRemoved, Removed: []uint64{11}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -200,12 +201,12 @@ func TestSnapshotUnheldBlock(t *testing.T) {
 // whose gaps are too many to track: both stay stale, the first is in
 // sync once its ids arrive, the second only after a clear.
 func TestSnapshotStale(t *testing.T) {
-	ix := NewIndex(WithLogger(discardLogger()))
-	a, b := WorkerKey{WorkerID: 1}, WorkerKey{WorkerID: 2, DpRank: 3}
-	store := func(x *Index, k WorkerKey, id uint64) {
+	ix := New(WithLogger(discardLogger()))
+	a, b := kvevents.WorkerKey{WorkerID: 1}, kvevents.WorkerKey{WorkerID: 2, DpRank: 3}
+	store := func(x *Memory, k kvevents.WorkerKey, id uint64) {
 		t.Helper()
-		if err := x.Apply(Event{Worker: k, EventID: id, Kind: schemas.KindStored,
-			Blocks: []Block{{ExternalHash: id + 100*k.WorkerID, LocalHash: k.WorkerID}}}); err != nil {
+		if err := x.Apply(kvevents.Event{Worker: k, EventID: id, Kind: schemas.KindStored,
+			Blocks: []kvevents.Block{{ExternalHash: id + 100*k.WorkerID, LocalHash: k.WorkerID}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -215,28 +216,28 @@ func TestSnapshotStale(t *testing.T) {
 	for _, id := range []uint64{1, 3, 5, 7, 9, 11} {
 		store(ix, b, id)
 	}
-	ix2 := NewIndex(WithLogger(discardLogger()), WithExcludeStale(true))
+	ix2 := New(WithLogger(discardLogger()), WithExcludeStale(true))
 	if err := ix2.ReadSnapshot(bytes.NewReader(snapshotBytes(t, ix))); err != nil {
 		t.Fatal(err)
 	}
-	if got := ix2.StaleWorkers(); !slices.Equal(got, []WorkerKey{a, b}) || ix2.Stats().StaleWorkers != 2 {
+	if got := ix2.StaleWorkers(); !slices.Equal(got, []kvevents.WorkerKey{a, b}) || ix2.Stats().StaleWorkers != 2 {
 		t.Fatalf("restored StaleWorkers = %v (%+v)", got, ix2.Stats())
 	}
 	if id, ok := ix2.LastEventID(b); id != 11 || !ok {
 		t.Fatalf("LastEventID = %d %v", id, ok)
 	}
-	if got := ix2.Overlap(SequenceHashes([]uint64{1})); len(got) != 0 {
+	if got := ix2.Overlap(kvevents.SequenceHashes([]uint64{1})); len(got) != 0 {
 		t.Fatalf("stale pair in Overlap with WithExcludeStale: %v", got)
 	}
-	for _, x := range []*Index{ix, ix2} {
+	for _, x := range []*Memory{ix, ix2} {
 		store(x, a, 3)
 		store(x, a, 4)
 		store(x, b, 2)
-		if got := x.StaleWorkers(); !slices.Equal(got, []WorkerKey{b}) {
+		if got := x.StaleWorkers(); !slices.Equal(got, []kvevents.WorkerKey{b}) {
 			t.Fatalf("after late ids: StaleWorkers = %v, want [%v]", got, b)
 		}
 	}
-	if got := ix2.Overlap(SequenceHashes([]uint64{1})); !maps.Equal(got, map[WorkerKey]int{a: 1}) {
+	if got := ix2.Overlap(kvevents.SequenceHashes([]uint64{1})); !maps.Equal(got, map[kvevents.WorkerKey]int{a: 1}) {
 		t.Fatalf("Overlap = %v, want %v:1", got, a)
 	}
 }
@@ -275,7 +276,7 @@ func (s *snapBuilder) end() []byte {
 
 func wantBad(t *testing.T, what string, data []byte) {
 	t.Helper()
-	ix := NewIndex()
+	ix := New()
 	if err := ix.ReadSnapshot(bytes.NewReader(data)); !errors.Is(err, ErrBadSnapshot) {
 		t.Fatalf("%s: ReadSnapshot = %v, want ErrBadSnapshot", what, err)
 	}
@@ -286,11 +287,11 @@ func wantBad(t *testing.T, what string, data []byte) {
 
 func smallSnapshot(t testing.TB) []byte {
 	r := rand.New(rand.NewPCG(3, 4))
-	g := &modelGen{r: r, ref: newRefModel(0), ids: map[WorkerKey]uint64{}}
+	g := &modelGen{r: r, ref: newRefModel(0), ids: map[kvevents.WorkerKey]uint64{}}
 	for w := range 4 {
-		g.workers = append(g.workers, WorkerKey{WorkerID: uint64(w)})
+		g.workers = append(g.workers, kvevents.WorkerKey{WorkerID: uint64(w)})
 	}
-	ix := NewIndex(WithLogger(discardLogger()))
+	ix := New(WithLogger(discardLogger()))
 	for range 150 {
 		ev := orderedEvent(g)
 		g.ref.apply(ev)
@@ -304,7 +305,7 @@ func smallSnapshot(t testing.TB) []byte {
 // and well-checksummed ones with inconsistent contents.
 func TestSnapshotCorrupt(t *testing.T) {
 	good := smallSnapshot(t)
-	if err := NewIndex().ReadSnapshot(bytes.NewReader(good)); err != nil {
+	if err := New().ReadSnapshot(bytes.NewReader(good)); err != nil {
 		t.Fatalf("good snapshot: %v", err)
 	}
 	t.Logf("%d bytes", len(good))
@@ -359,9 +360,9 @@ func TestSnapshotAllocationBounded(t *testing.T) {
 // TestSnapshotFailureKeepsIndex checks that a failed ReadSnapshot leaves
 // a filled index as it was, and a good one replaces it whole.
 func TestSnapshotFailureKeepsIndex(t *testing.T) {
-	ix := NewIndex()
-	k := WorkerKey{WorkerID: 9}
-	if err := ix.Apply(Event{Worker: k, EventID: 1, Kind: schemas.KindStored, Blocks: []Block{{ExternalHash: 1, LocalHash: 2}}}); err != nil {
+	ix := New()
+	k := kvevents.WorkerKey{WorkerID: 9}
+	if err := ix.Apply(kvevents.Event{Worker: k, EventID: 1, Kind: schemas.KindStored, Blocks: []kvevents.Block{{ExternalHash: 1, LocalHash: 2}}}); err != nil {
 		t.Fatal(err)
 	}
 	before := ix.Stats()
@@ -375,7 +376,7 @@ func TestSnapshotFailureKeepsIndex(t *testing.T) {
 	if err := ix.ReadSnapshot(bytes.NewReader(good)); err != nil {
 		t.Fatal(err)
 	}
-	fresh := NewIndex()
+	fresh := New()
 	if err := fresh.ReadSnapshot(bytes.NewReader(good)); err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +384,7 @@ func TestSnapshotFailureKeepsIndex(t *testing.T) {
 		t.Fatalf("replaced index: %+v, want %+v", ix.Stats(), fresh.Stats())
 	}
 	// The old pair's state is gone but the pair may come back.
-	if err := ix.Apply(Event{Worker: k, EventID: 1, Kind: schemas.KindStored, Blocks: []Block{{ExternalHash: 1, LocalHash: 2}}}); err != nil {
+	if err := ix.Apply(kvevents.Event{Worker: k, EventID: 1, Kind: schemas.KindStored, Blocks: []kvevents.Block{{ExternalHash: 1, LocalHash: 2}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := ix.Overlap([]uint64{2}); got[k] != 1 {
@@ -396,10 +397,10 @@ func TestSnapshotFailureKeepsIndex(t *testing.T) {
 // event id it reports, i.e. be copied at one moment.
 func TestSnapshotConcurrentApply(t *testing.T) {
 	const workers, events, per = 8, 400, 4
-	ix := NewIndex()
+	ix := New()
 	cws := make([]*chainWorker, workers)
 	for w := range cws {
-		cws[w] = &chainWorker{key: WorkerKey{WorkerID: uint64(w)}, salt: uint64(w) + 1, chainLen: 1 << 20}
+		cws[w] = &chainWorker{key: kvevents.WorkerKey{WorkerID: uint64(w)}, salt: uint64(w) + 1, chainLen: 1 << 20}
 	}
 	var wg sync.WaitGroup
 	for _, c := range cws {
@@ -430,10 +431,10 @@ func TestSnapshotConcurrentApply(t *testing.T) {
 		for n := range local {
 			local[n] = c.local(uint64(n))
 		}
-		prompts[w] = SequenceHashes(local)
+		prompts[w] = kvevents.SequenceHashes(local)
 	}
 	for i, snap := range snaps {
-		x := NewIndex()
+		x := New()
 		if err := x.ReadSnapshot(bytes.NewReader(snap)); err != nil {
 			t.Fatal(err)
 		}
@@ -444,7 +445,7 @@ func TestSnapshotConcurrentApply(t *testing.T) {
 			}
 		}
 	}
-	if got := NewIndex(); got.ReadSnapshot(bytes.NewReader(snaps[len(snaps)-1])) != nil || got.Stats().Entries != workers*events*per {
+	if got := New(); got.ReadSnapshot(bytes.NewReader(snaps[len(snaps)-1])) != nil || got.Stats().Entries != workers*events*per {
 		t.Fatalf("final snapshot: %+v", got.Stats())
 	}
 }
@@ -456,14 +457,14 @@ func FuzzReadSnapshot(f *testing.F) {
 	f.Add(newSnapBuilder().worker(1, 3, 1).u64(5, 6).end())
 	f.Add(newSnapBuilder().end())
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ix := NewIndex()
+		ix := New()
 		if err := ix.ReadSnapshot(bytes.NewReader(data)); err != nil {
 			if !errors.Is(err, ErrBadSnapshot) {
 				t.Fatalf("ReadSnapshot = %v, want ErrBadSnapshot", err)
 			}
 			return
 		}
-		again := NewIndex()
+		again := New()
 		if err := again.ReadSnapshot(bytes.NewReader(snapshotBytes(t, ix))); err != nil {
 			t.Fatal(err)
 		}
@@ -475,11 +476,11 @@ func FuzzReadSnapshot(f *testing.F) {
 
 // buildSnapIndex fills an index with entries device blocks over 64
 // pairs, 32-block chained events as in BenchmarkApplyStored.
-func buildSnapIndex(b *testing.B, entries int) *Index {
+func buildSnapIndex(b *testing.B, entries int) *Memory {
 	perWorker := uint64(entries / benchWorkers)
-	ix := NewIndex()
+	ix := New()
 	for w := range benchWorkers {
-		c := &chainWorker{key: WorkerKey{WorkerID: uint64(w)}, salt: uint64(w), chainLen: benchChainLen}
+		c := &chainWorker{key: kvevents.WorkerKey{WorkerID: uint64(w)}, salt: uint64(w), chainLen: benchChainLen}
 		for c.next < perWorker {
 			applyB(b, ix, c.stored(benchEvent))
 		}
@@ -514,7 +515,7 @@ func BenchmarkSnapshot(b *testing.B) {
 	})
 	b.Run("read", func(b *testing.B) {
 		for b.Loop() {
-			if err := NewIndex().ReadSnapshot(bytes.NewReader(data)); err != nil {
+			if err := New().ReadSnapshot(bytes.NewReader(data)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -541,7 +542,7 @@ func BenchmarkSnapshot10M(b *testing.B) {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		x := NewIndex()
+		x := New()
 		if err := x.ReadSnapshot(bytes.NewReader(buf.Bytes())); err != nil {
 			b.Fatal(err)
 		}
@@ -561,20 +562,20 @@ func BenchmarkSnapshot10M(b *testing.B) {
 // WithMaxBlocks: a child of a dropped block still counts as DroppedFull,
 // not UnknownParent.
 func TestSnapshotDroppedFull(t *testing.T) {
-	opts := []IndexOption{WithMaxBlocks(2), WithLogger(discardLogger())}
-	ix := NewIndex(opts...)
-	k := WorkerKey{WorkerID: 4}
-	if err := ix.Apply(Event{Worker: k, EventID: 1, Kind: schemas.KindStored,
-		Blocks: []Block{{ExternalHash: 1, LocalHash: 1}, {ExternalHash: 2, LocalHash: 2}, {ExternalHash: 3, LocalHash: 3}}}); err != nil {
+	opts := []Option{WithMaxBlocks(2), WithLogger(discardLogger())}
+	ix := New(opts...)
+	k := kvevents.WorkerKey{WorkerID: 4}
+	if err := ix.Apply(kvevents.Event{Worker: k, EventID: 1, Kind: schemas.KindStored,
+		Blocks: []kvevents.Block{{ExternalHash: 1, LocalHash: 1}, {ExternalHash: 2, LocalHash: 2}, {ExternalHash: 3, LocalHash: 3}}}); err != nil {
 		t.Fatal(err)
 	}
-	ix2 := NewIndex(opts...)
+	ix2 := New(opts...)
 	if err := ix2.ReadSnapshot(bytes.NewReader(snapshotBytes(t, ix))); err != nil {
 		t.Fatal(err)
 	}
-	for _, x := range []*Index{ix, ix2} {
-		err := x.Apply(Event{Worker: k, EventID: 2, Kind: schemas.KindStored, ParentHash: u64p(3),
-			Blocks: []Block{{ExternalHash: 4, LocalHash: 4}}})
+	for _, x := range []*Memory{ix, ix2} {
+		err := x.Apply(kvevents.Event{Worker: k, EventID: 2, Kind: schemas.KindStored, ParentHash: u64p(3),
+			Blocks: []kvevents.Block{{ExternalHash: 4, LocalHash: 4}}})
 		if st := x.Stats(); !errors.Is(err, ErrUnknownParent) || st.DroppedFull != 2 || st.UnknownParent != 0 {
 			t.Fatalf("Apply = %v, Stats %+v, want DroppedFull 2", err, st)
 		}

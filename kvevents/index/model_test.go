@@ -1,4 +1,4 @@
-package kvevents
+package index
 
 import (
 	"errors"
@@ -7,15 +7,16 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 
-// refModel is an obviously correct, slow Index: per worker, a map from
+// refModel is an obviously correct, slow Memory: per worker, a map from
 // external hash to sequence hash per tier and the set of sequence hashes
 // held on device, with the documented rules spelled out one by one.
 type refModel struct {
 	max     int64
-	workers map[WorkerKey]*refWorker
+	workers map[kvevents.WorkerKey]*refWorker
 	entries int64
 	other   int64
 	st      Stats // the counters
@@ -28,10 +29,10 @@ type refWorker struct {
 }
 
 func newRefModel(maxBlocks int64) *refModel {
-	return &refModel{max: maxBlocks, workers: map[WorkerKey]*refWorker{}}
+	return &refModel{max: maxBlocks, workers: map[kvevents.WorkerKey]*refWorker{}}
 }
 
-func (m *refModel) worker(k WorkerKey) *refWorker {
+func (m *refModel) worker(k kvevents.WorkerKey) *refWorker {
 	w := m.workers[k]
 	if w == nil {
 		w = &refWorker{tiers: map[schemas.StorageTier]map[uint64]uint64{"": {}}, held: map[uint64]bool{}}
@@ -50,7 +51,7 @@ func refTier(t schemas.StorageTier) schemas.StorageTier {
 // apply returns whether the event was dropped for an unknown parent. The
 // model knows two tiers only (device and host), so that the order in
 // which other tiers are searched for a parent does not matter.
-func (m *refModel) apply(ev Event) (unknownParent bool) {
+func (m *refModel) apply(ev kvevents.Event) (unknownParent bool) {
 	w := m.worker(ev.Worker)
 	tier := refTier(ev.Tier)
 	device := tier == ""
@@ -84,7 +85,7 @@ func (m *refModel) apply(ev Event) (unknownParent bool) {
 		for _, b := range ev.Blocks {
 			seq := b.LocalHash
 			if chained {
-				seq = NextSequenceHash(parent, b.LocalHash)
+				seq = kvevents.NextSequenceHash(parent, b.LocalHash)
 			}
 			parent, chained = seq, true
 			old, ok := mp[b.ExternalHash]
@@ -154,8 +155,8 @@ func (m *refModel) removeWorker(id uint64) {
 	}
 }
 
-func (m *refModel) overlap(seq []uint64) map[WorkerKey]int {
-	out := map[WorkerKey]int{}
+func (m *refModel) overlap(seq []uint64) map[kvevents.WorkerKey]int {
+	out := map[kvevents.WorkerKey]int{}
 	for k, w := range m.workers {
 		n := 0
 		for n < len(seq) && w.held[seq[n]] {
@@ -172,7 +173,7 @@ func (m *refModel) overlap(seq []uint64) map[WorkerKey]int {
 // (WithJump), spelled out per page of slots: probes at blocks 0, jump-1,
 // 2*jump-1, ... and the last; the blocks since the previous probe are
 // checked one by one only when a probe loses a worker still alive.
-func (m *refModel) overlapJump(seq []uint64, jump int, slotOf func(WorkerKey) int) map[WorkerKey]int {
+func (m *refModel) overlapJump(seq []uint64, jump int, slotOf func(kvevents.WorkerKey) int) map[kvevents.WorkerKey]int {
 	if jump <= 1 || len(seq) <= 2 {
 		return m.overlap(seq)
 	}
@@ -181,14 +182,14 @@ func (m *refModel) overlapJump(seq []uint64, jump int, slotOf func(WorkerKey) in
 		probes = append(probes, q)
 	}
 	probes = append(probes, len(seq)-1)
-	pages := map[int][]WorkerKey{}
+	pages := map[int][]kvevents.WorkerKey{}
 	for k := range m.workers {
 		p := slotOf(k) / pageSlots
 		pages[p] = append(pages[p], k)
 	}
-	out := map[WorkerKey]int{}
+	out := map[kvevents.WorkerKey]int{}
 	for _, ks := range pages {
-		alive := map[WorkerKey]bool{}
+		alive := map[kvevents.WorkerKey]bool{}
 		for _, k := range ks {
 			if m.workers[k].held[seq[0]] {
 				alive[k] = true
@@ -219,7 +220,7 @@ func (m *refModel) overlapJump(seq []uint64, jump int, slotOf func(WorkerKey) in
 
 // stats returns the model's Stats; Hashes counts distinct held hashes
 // per page of slots, which needs the index's slot assignment (slotOf).
-func (m *refModel) stats(slotOf func(WorkerKey) int) Stats {
+func (m *refModel) stats(slotOf func(kvevents.WorkerKey) int) Stats {
 	s := m.st
 	s.Workers = len(m.workers)
 	s.Entries, s.DeviceBlocks, s.OtherTierBlocks = m.entries, m.entries, m.other
@@ -243,9 +244,9 @@ func (m *refModel) stats(slotOf func(WorkerKey) int) Stats {
 // some parents and removals are unknown.
 type modelGen struct {
 	r       *rand.Rand
-	workers []WorkerKey
+	workers []kvevents.WorkerKey
 	ref     *refModel
-	ids     map[WorkerKey]uint64
+	ids     map[kvevents.WorkerKey]uint64
 }
 
 func (g *modelGen) local() uint64 { return uint64(g.r.IntN(6)) * 0x9e3779b97f4a7c15 }
@@ -263,7 +264,7 @@ func (g *modelGen) ext(seq uint64, tier schemas.StorageTier) uint64 {
 }
 
 // heldExt returns an external hash k holds on some tier, if any.
-func (g *modelGen) heldExt(k WorkerKey) (uint64, bool) {
+func (g *modelGen) heldExt(k kvevents.WorkerKey) (uint64, bool) {
 	w := g.ref.workers[k]
 	if w == nil {
 		return 0, false
@@ -280,10 +281,10 @@ func (g *modelGen) heldExt(k WorkerKey) (uint64, bool) {
 	return all[g.r.IntN(len(all))], true
 }
 
-func (g *modelGen) event() Event {
+func (g *modelGen) event() kvevents.Event {
 	k := g.workers[g.r.IntN(len(g.workers))]
 	g.ids[k]++
-	ev := Event{Worker: k, EventID: g.ids[k]}
+	ev := kvevents.Event{Worker: k, EventID: g.ids[k]}
 	if g.r.IntN(4) == 0 {
 		ev.Tier = schemas.TierHostPinned
 	}
@@ -304,10 +305,10 @@ func (g *modelGen) event() Event {
 			l := g.local()
 			seq := l
 			if chained {
-				seq = NextSequenceHash(parent, l)
+				seq = kvevents.NextSequenceHash(parent, l)
 			}
 			parent, chained = seq, true
-			ev.Blocks = append(ev.Blocks, Block{ExternalHash: g.ext(seq, tier), LocalHash: l})
+			ev.Blocks = append(ev.Blocks, kvevents.Block{ExternalHash: g.ext(seq, tier), LocalHash: l})
 		}
 	case n < 90:
 		ev.Kind = schemas.KindRemoved
@@ -326,7 +327,7 @@ func (g *modelGen) event() Event {
 
 // parentSeq mirrors the index's parent lookup order (own tier, device,
 // host) to chain the generated blocks as the index will.
-func (g *modelGen) parentSeq(k WorkerKey, tier schemas.StorageTier, ext uint64) (uint64, bool) {
+func (g *modelGen) parentSeq(k kvevents.WorkerKey, tier schemas.StorageTier, ext uint64) (uint64, bool) {
 	w := g.ref.workers[k]
 	for _, t := range []schemas.StorageTier{tier, "", schemas.TierHostPinned} {
 		if seq, ok := w.tiers[t][ext]; ok {
@@ -343,11 +344,11 @@ func (g *modelGen) prompt() []uint64 {
 	for i := range local {
 		local[i] = g.local()
 	}
-	return SequenceHashes(local)
+	return kvevents.SequenceHashes(local)
 }
 
-func slotOf(ix *Index) func(WorkerKey) int {
-	return func(k WorkerKey) int {
+func slotOf(ix *Memory) func(kvevents.WorkerKey) int {
+	return func(k kvevents.WorkerKey) int {
 		ix.mu.RLock()
 		defer ix.mu.RUnlock()
 		return int(ix.workers[k].slot)
@@ -358,7 +359,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // TestIndexMatchesModel replays thousands of random events (stores with
 // chaining, re-stores, removals, clears on two tiers, worker removals)
-// into the Index and the model, comparing Overlap of random prompts and
+// into the Memory and the model, comparing Overlap of random prompts and
 // Stats as it goes; with 130 workers (three pages of slots) and with a
 // bound on entries; with Overlap probing every block, every third block
 // and every DefaultJump-th block (the removals leave holes, which the
@@ -380,10 +381,10 @@ func TestIndexMatchesModel(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(tc.workers), uint64(tc.maxBlocks)))
-			ix := NewIndex(WithShards(4), WithMaxBlocks(tc.maxBlocks), WithLogger(discardLogger()), WithJump(tc.jump))
-			g := &modelGen{r: r, ref: newRefModel(tc.maxBlocks), ids: map[WorkerKey]uint64{}}
+			ix := New(WithShards(4), WithMaxBlocks(tc.maxBlocks), WithLogger(discardLogger()), WithJump(tc.jump))
+			g := &modelGen{r: r, ref: newRefModel(tc.maxBlocks), ids: map[kvevents.WorkerKey]uint64{}}
 			for w := range tc.workers {
-				g.workers = append(g.workers, WorkerKey{WorkerID: uint64(w / 2), DpRank: uint32(w % 2)})
+				g.workers = append(g.workers, kvevents.WorkerKey{WorkerID: uint64(w / 2), DpRank: uint32(w % 2)})
 			}
 			deep, queries := 0, 0
 			for i := range tc.events {

@@ -1,8 +1,9 @@
-package kvevents
+package index
 
 import (
 	"errors"
 
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -122,11 +123,11 @@ func (s lowerSeqs) dec(seq uint64) {
 // with no lower-tier block in the index it returns nil at once, so the
 // device-only case costs one atomic load. Stale pairs are left out when
 // WithExcludeStale is set, as in Overlap.
-func (ix *Index) LowerOverlap(seqHashes []uint64, device map[WorkerKey]int) map[WorkerKey]LowerOverlap {
+func (ix *Memory) LowerOverlap(seqHashes []uint64, device map[kvevents.WorkerKey]int) map[kvevents.WorkerKey]LowerOverlap {
 	if len(seqHashes) == 0 || ix.otherBlocks.Load() == 0 {
 		return nil
 	}
-	var out map[WorkerKey]LowerOverlap
+	var out map[kvevents.WorkerKey]LowerOverlap
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	for k, st := range ix.workers {
@@ -154,7 +155,7 @@ func (ix *Index) LowerOverlap(seqHashes []uint64, device map[WorkerKey]int) map[
 		st.mu.Unlock()
 		if lo != (LowerOverlap{}) {
 			if out == nil {
-				out = map[WorkerKey]LowerOverlap{}
+				out = map[kvevents.WorkerKey]LowerOverlap{}
 			}
 			out[k] = lo
 		}

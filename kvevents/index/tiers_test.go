@@ -1,4 +1,4 @@
-package kvevents
+package index
 
 import (
 	"bytes"
@@ -6,22 +6,23 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 
 // tierStore stores blocks from..to of a prompt (local hashes local) for w
 // on tier, chained after block from-1 (the engine's external hash of block
 // i is ext(i), the same on every tier, as vLLM offloading keeps it).
-func tierStore(t testing.TB, ix *Index, w WorkerKey, tier schemas.StorageTier, local []uint64, from, to int, id uint64) {
+func tierStore(t testing.TB, ix *Memory, w kvevents.WorkerKey, tier schemas.StorageTier, local []uint64, from, to int, id uint64) {
 	t.Helper()
 	ext := func(i int) uint64 { return 1000 + uint64(i) }
-	ev := Event{Worker: w, EventID: id, Kind: schemas.KindStored, Tier: tier}
+	ev := kvevents.Event{Worker: w, EventID: id, Kind: schemas.KindStored, Tier: tier}
 	if from > 0 {
 		p := ext(from - 1)
 		ev.ParentHash = &p
 	}
 	for i := from; i < to; i++ {
-		ev.Blocks = append(ev.Blocks, Block{ExternalHash: ext(i), LocalHash: local[i]})
+		ev.Blocks = append(ev.Blocks, kvevents.Block{ExternalHash: ext(i), LocalHash: local[i]})
 	}
 	if err := ix.Apply(ev); err != nil {
 		t.Fatal(err)
@@ -31,14 +32,14 @@ func tierStore(t testing.TB, ix *Index, w WorkerKey, tier schemas.StorageTier, l
 // Each tier continues where the one before stopped: device, then
 // host_pinned, then disk, then external, as Dynamo's query_lower_tiers.
 func TestLowerOverlapChainsTiers(t *testing.T) {
-	ix := NewIndex()
+	ix := New()
 	tokens := make([]uint32, 16*10)
 	for i := range tokens {
 		tokens[i] = uint32(i)
 	}
-	local := LocalBlockHashes(tokens, 16)
-	seq := PromptHashes(tokens, 16)
-	a, b, c := WorkerKey{WorkerID: 1}, WorkerKey{WorkerID: 2}, WorkerKey{WorkerID: 3, DpRank: 1}
+	local := kvevents.LocalBlockHashes(tokens, 16)
+	seq := kvevents.PromptHashes(tokens, 16)
+	a, b, c := kvevents.WorkerKey{WorkerID: 1}, kvevents.WorkerKey{WorkerID: 2}, kvevents.WorkerKey{WorkerID: 3, DpRank: 1}
 	// a: device 0-2, host 0-5 (a copy of the device blocks and 3 more), disk 5-7, external 7-8.
 	tierStore(t, ix, a, "", local, 0, 3, 1)
 	tierStore(t, ix, a, schemas.TierHostPinned, local, 0, 6, 2)
@@ -53,7 +54,7 @@ func TestLowerOverlapChainsTiers(t *testing.T) {
 		t.Fatalf("device overlap %v", dev)
 	}
 	got := ix.LowerOverlap(seq, dev)
-	want := map[WorkerKey]LowerOverlap{
+	want := map[kvevents.WorkerKey]LowerOverlap{
 		a: {HostPinned: 3, Disk: 2, External: 1},
 		b: {HostPinned: 4},
 		c: {Disk: 2},
@@ -68,17 +69,17 @@ func TestLowerOverlapChainsTiers(t *testing.T) {
 	}
 	// Removing host block 4 of a cuts its chain there: disk and external
 	// no longer continue.
-	mustApply(t, ix, Event{Worker: a, EventID: 5, Kind: schemas.KindRemoved, Tier: schemas.TierHostPinned, Removed: []uint64{1004}})
+	mustApply(t, ix, kvevents.Event{Worker: a, EventID: 5, Kind: schemas.KindRemoved, Tier: schemas.TierHostPinned, Removed: []uint64{1004}})
 	if got := ix.LowerOverlap(seq, dev)[a]; got != (LowerOverlap{HostPinned: 1}) {
 		t.Errorf("after a host removal: %+v", got)
 	}
 	// Clearing the host tier drops it whole.
-	mustApply(t, ix, Event{Worker: a, EventID: 6, Kind: schemas.KindCleared, Tier: schemas.TierHostPinned})
+	mustApply(t, ix, kvevents.Event{Worker: a, EventID: 6, Kind: schemas.KindCleared, Tier: schemas.TierHostPinned})
 	if got := ix.LowerOverlap(seq, dev)[a]; got != (LowerOverlap{}) {
 		t.Errorf("after a host clear: %+v", got)
 	}
 	// Device-only index: nil, at once.
-	only := NewIndex()
+	only := New()
 	tierStore(t, only, a, "", local, 0, 3, 1)
 	if got := only.LowerOverlap(seq, only.Overlap(seq)); got != nil {
 		t.Errorf("device-only LowerOverlap = %v", got)
@@ -95,14 +96,14 @@ func TestLowerOverlapMatchesModel(t *testing.T) {
 	for i := range tokens {
 		tokens[i] = uint32(i * 3)
 	}
-	local := LocalBlockHashes(tokens, 16)
-	seq := PromptHashes(tokens, 16)
+	local := kvevents.LocalBlockHashes(tokens, 16)
+	seq := kvevents.PromptHashes(tokens, 16)
 	for round := range 40 {
-		ix := NewIndex(WithJump(1))
-		held := map[WorkerKey]map[schemas.StorageTier]map[int]bool{}
-		ids := map[WorkerKey]uint64{}
+		ix := New(WithJump(1))
+		held := map[kvevents.WorkerKey]map[schemas.StorageTier]map[int]bool{}
+		ids := map[kvevents.WorkerKey]uint64{}
 		for range 60 {
-			w := WorkerKey{WorkerID: uint64(r.IntN(4)), DpRank: uint32(r.IntN(2))}
+			w := kvevents.WorkerKey{WorkerID: uint64(r.IntN(4)), DpRank: uint32(r.IntN(2))}
 			tier := tiers[r.IntN(len(tiers))]
 			if held[w] == nil {
 				held[w] = map[schemas.StorageTier]map[int]bool{}
@@ -117,7 +118,7 @@ func TestLowerOverlapMatchesModel(t *testing.T) {
 				for i := range held[w][tier] {
 					top = max(top, i)
 				}
-				mustApply(t, ix, Event{Worker: w, EventID: ids[w], Kind: schemas.KindRemoved, Tier: tier, Removed: []uint64{1000 + uint64(top)}})
+				mustApply(t, ix, kvevents.Event{Worker: w, EventID: ids[w], Kind: schemas.KindRemoved, Tier: tier, Removed: []uint64{1000 + uint64(top)}})
 				delete(held[w][tier], top)
 				continue
 			}
@@ -170,14 +171,14 @@ func TestLowerOverlapMatchesModel(t *testing.T) {
 // An event of a tier none of Dynamo's is counted and ignored: no block,
 // no worker state beyond its event id (so the next id is no gap).
 func TestUnknownTierCountedAndIgnored(t *testing.T) {
-	ix := NewIndex()
-	w := WorkerKey{WorkerID: 4}
-	err := ix.Apply(Event{Worker: w, EventID: 1, Kind: schemas.KindStored, Tier: "tape",
-		Blocks: []Block{{ExternalHash: 1, LocalHash: 2}}})
+	ix := New()
+	w := kvevents.WorkerKey{WorkerID: 4}
+	err := ix.Apply(kvevents.Event{Worker: w, EventID: 1, Kind: schemas.KindStored, Tier: "tape",
+		Blocks: []kvevents.Block{{ExternalHash: 1, LocalHash: 2}}})
 	if !errors.Is(err, ErrUnknownTier) || errors.Is(err, ErrBadEvent) {
 		t.Fatalf("Apply = %v, want ErrUnknownTier", err)
 	}
-	mustApply(t, ix, Event{Worker: w, EventID: 2, Kind: schemas.KindCleared})
+	mustApply(t, ix, kvevents.Event{Worker: w, EventID: 2, Kind: schemas.KindCleared})
 	st := ix.Stats()
 	if st.UnknownTier != 1 || st.DeviceBlocks != 0 || st.OtherTierBlocks != 0 || st.Gaps != 0 {
 		t.Fatalf("Stats = %+v", st)
@@ -188,14 +189,14 @@ func TestUnknownTierCountedAndIgnored(t *testing.T) {
 // a load rebuilds the lower-tier lookup from them, so LowerOverlap after a
 // round trip is the same.
 func TestSnapshotKeepsLowerOverlap(t *testing.T) {
-	ix := NewIndex()
+	ix := New()
 	tokens := make([]uint32, 16*8)
 	for i := range tokens {
 		tokens[i] = uint32(i + 5)
 	}
-	local := LocalBlockHashes(tokens, 16)
-	seq := PromptHashes(tokens, 16)
-	a, b := WorkerKey{WorkerID: 1}, WorkerKey{WorkerID: 2, DpRank: 3}
+	local := kvevents.LocalBlockHashes(tokens, 16)
+	seq := kvevents.PromptHashes(tokens, 16)
+	a, b := kvevents.WorkerKey{WorkerID: 1}, kvevents.WorkerKey{WorkerID: 2, DpRank: 3}
 	tierStore(t, ix, a, "", local, 0, 2, 1)
 	tierStore(t, ix, a, schemas.TierHostPinned, local, 2, 5, 2)
 	tierStore(t, ix, a, schemas.TierExternal, local, 5, 7, 3)
@@ -205,7 +206,7 @@ func TestSnapshotKeepsLowerOverlap(t *testing.T) {
 	if err := ix.WriteSnapshot(&buf); err != nil {
 		t.Fatal(err)
 	}
-	back := NewIndex()
+	back := New()
 	if err := back.ReadSnapshot(&buf); err != nil {
 		t.Fatal(err)
 	}

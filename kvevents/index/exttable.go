@@ -1,4 +1,4 @@
-package kvevents
+package index
 
 // extTable maps one worker's external (engine) block hashes on one tier to
 // their sequence hashes, for parent lookup and removals. Only the worker's

@@ -1,4 +1,4 @@
-package kvevents
+package index
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -24,11 +25,11 @@ func mix64(x uint64) uint64 {
 // (n % chainLen)-th block of its chain, so every event but a chain's
 // first continues from a parent.
 type chainWorker struct {
-	key      WorkerKey
+	key      kvevents.WorkerKey
 	salt     uint64 // distinguishes the contents of workers or groups
 	chainLen uint64
-	next     uint64 // next block number to store
-	ev       Event  // reused
+	next     uint64         // next block number to store
+	ev       kvevents.Event // reused
 	parent   uint64
 }
 
@@ -36,31 +37,31 @@ func (c *chainWorker) ext(n uint64) uint64   { return mix64(c.salt<<40 ^ n) }
 func (c *chainWorker) local(n uint64) uint64 { return mix64(^(c.salt<<40 ^ n)) }
 
 // stored returns the event storing the next k blocks (k divides chainLen).
-func (c *chainWorker) stored(k int) *Event {
+func (c *chainWorker) stored(k int) *kvevents.Event {
 	ev := &c.ev
-	*ev = Event{Worker: c.key, Kind: schemas.KindStored, Blocks: ev.Blocks[:0], Removed: ev.Removed}
+	*ev = kvevents.Event{Worker: c.key, Kind: schemas.KindStored, Blocks: ev.Blocks[:0], Removed: ev.Removed}
 	if c.next%c.chainLen != 0 {
 		c.parent = c.ext(c.next - 1)
 		ev.ParentHash = &c.parent
 	}
 	for range k {
-		ev.Blocks = append(ev.Blocks, Block{ExternalHash: c.ext(c.next), LocalHash: c.local(c.next)})
+		ev.Blocks = append(ev.Blocks, kvevents.Block{ExternalHash: c.ext(c.next), LocalHash: c.local(c.next)})
 		c.next++
 	}
 	return ev
 }
 
 // removed returns the event removing blocks [from, from+k).
-func (c *chainWorker) removed(from uint64, k int) *Event {
+func (c *chainWorker) removed(from uint64, k int) *kvevents.Event {
 	ev := &c.ev
-	*ev = Event{Worker: c.key, Kind: schemas.KindRemoved, Blocks: ev.Blocks, Removed: ev.Removed[:0]}
+	*ev = kvevents.Event{Worker: c.key, Kind: schemas.KindRemoved, Blocks: ev.Blocks, Removed: ev.Removed[:0]}
 	for n := from; n < from+uint64(k); n++ {
 		ev.Removed = append(ev.Removed, c.ext(n))
 	}
 	return ev
 }
 
-func applyB(b *testing.B, ix *Index, ev *Event) {
+func applyB(b *testing.B, ix *Memory, ev *kvevents.Event) {
 	if err := ix.Apply(*ev); err != nil {
 		b.Fatal(err)
 	}
@@ -88,13 +89,13 @@ func BenchmarkApplyStored(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(size.name, func(b *testing.B) {
 			perWorker := uint64(size.entries / benchWorkers)
-			var ix *Index
+			var ix *Memory
 			var cws []*chainWorker
 			reset := func() {
-				ix = NewIndex()
+				ix = New()
 				cws = make([]*chainWorker, benchWorkers)
 				for w := range cws {
-					cws[w] = &chainWorker{key: WorkerKey{WorkerID: uint64(w)}, salt: uint64(w), chainLen: benchChainLen}
+					cws[w] = &chainWorker{key: kvevents.WorkerKey{WorkerID: uint64(w)}, salt: uint64(w), chainLen: benchChainLen}
 				}
 			}
 			reset()
@@ -125,10 +126,10 @@ func BenchmarkApplyChurn(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(size.name, func(b *testing.B) {
 			perWorker := uint64(size.entries / benchWorkers)
-			ix := NewIndex()
+			ix := New()
 			cws := make([]*chainWorker, benchWorkers)
 			for w := range cws {
-				cws[w] = &chainWorker{key: WorkerKey{WorkerID: uint64(w)}, salt: uint64(w), chainLen: benchChainLen}
+				cws[w] = &chainWorker{key: kvevents.WorkerKey{WorkerID: uint64(w)}, salt: uint64(w), chainLen: benchChainLen}
 				for cws[w].next < perWorker {
 					applyB(b, ix, cws[w].stored(benchEvent))
 				}
@@ -163,11 +164,11 @@ func BenchmarkApplyChurn(b *testing.B) {
 func BenchmarkApplyStoredSteady(b *testing.B) {
 	for _, size := range benchSizes {
 		perWorker := uint64(size.entries / benchWorkers)
-		fill := func(b *testing.B, capacity int) (*Index, []*chainWorker) {
-			ix := NewIndex(WithCapacity(int64(capacity)))
+		fill := func(b *testing.B, capacity int) (*Memory, []*chainWorker) {
+			ix := New(WithCapacity(int64(capacity)))
 			cws := make([]*chainWorker, benchWorkers)
 			for w := range cws {
-				cws[w] = &chainWorker{key: WorkerKey{WorkerID: uint64(w)}, salt: uint64(w), chainLen: benchChainLen}
+				cws[w] = &chainWorker{key: kvevents.WorkerKey{WorkerID: uint64(w)}, salt: uint64(w), chainLen: benchChainLen}
 				for cws[w].next < perWorker {
 					applyB(b, ix, cws[w].stored(benchEvent))
 				}
@@ -191,7 +192,7 @@ func BenchmarkApplyStoredSteady(b *testing.B) {
 		})
 		b.Run(size.name+"/store", func(b *testing.B) {
 			ix, cws := fill(b, 2*size.entries)
-			storeSteady(b, cws, perWorker, func(ev *Event) { applyB(b, ix, ev) })
+			storeSteady(b, cws, perWorker, func(ev *kvevents.Event) { applyB(b, ix, ev) })
 		})
 	}
 }
@@ -201,7 +202,7 @@ func BenchmarkApplyStoredSteady(b *testing.B) {
 // op stores 32 new blocks for a worker, and once every worker holds
 // twice its share, the timer stops while each worker's oldest blocks are
 // removed down to its share.
-func storeSteady(b *testing.B, cws []*chainWorker, perWorker uint64, apply func(*Event)) {
+func storeSteady(b *testing.B, cws []*chainWorker, perWorker uint64, apply func(*kvevents.Event)) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -232,13 +233,13 @@ func BenchmarkBaselineRadixTree(b *testing.B) {
 		b.Run(size.name+"/store", func(b *testing.B) {
 			t := newRadixTree()
 			cws := make([]*chainWorker, benchWorkers)
-			apply := func(ev *Event) {
+			apply := func(ev *kvevents.Event) {
 				if err := t.apply(ev); err != nil {
 					b.Fatal(err)
 				}
 			}
 			for w := range cws {
-				cws[w] = &chainWorker{key: WorkerKey{WorkerID: uint64(w)}, salt: uint64(w), chainLen: benchChainLen}
+				cws[w] = &chainWorker{key: kvevents.WorkerKey{WorkerID: uint64(w)}, salt: uint64(w), chainLen: benchChainLen}
 				for cws[w].next < perWorker {
 					apply(cws[w].stored(benchEvent))
 				}
@@ -286,14 +287,14 @@ func BenchmarkBaselineMapInsert(b *testing.B) {
 // leading parts of it, workers 8-23 the system prompt and then another
 // conversation, workers 24-63 other system prompts and conversations;
 // every worker also holds unrelated chains up to 1M/64 entries.
-func overlapPrompt(tb testing.TB, opts ...IndexOption) (*Index, []uint64, map[WorkerKey]int) {
+func overlapPrompt(tb testing.TB, opts ...Option) (*Memory, []uint64, map[kvevents.WorkerKey]int) {
 	ix, seq, want, _ := overlapPromptLocal(tb, opts...)
 	return ix, seq, want
 }
 
 // overlapPromptLocal is overlapPrompt, also returning the prompt's local
 // hashes (for BenchmarkOverlapTiers to offload some of it).
-func overlapPromptLocal(tb testing.TB, opts ...IndexOption) (*Index, []uint64, map[WorkerKey]int, []uint64) {
+func overlapPromptLocal(tb testing.TB, opts ...Option) (*Memory, []uint64, map[kvevents.WorkerKey]int, []uint64) {
 	const prompt, sys, perWorker = 2048, 128, 1 << 20 / benchWorkers
 	r := rand.New(rand.NewPCG(42, 42))
 	randLocal := func(n int) []uint64 {
@@ -305,13 +306,13 @@ func overlapPromptLocal(tb testing.TB, opts ...IndexOption) (*Index, []uint64, m
 	}
 	sysPrompts := [][]uint64{randLocal(sys), randLocal(64), randLocal(200), randLocal(256)}
 	local := append(append([]uint64{}, sysPrompts[0]...), randLocal(prompt-sys)...)
-	seq := SequenceHashes(local)
+	seq := kvevents.SequenceHashes(local)
 	depths := []int{prompt, 1536, 1024, 700, 512, 300, 200, 129}
 
-	ix := NewIndex(opts...)
-	want := map[WorkerKey]int{}
+	ix := New(opts...)
+	want := map[kvevents.WorkerKey]int{}
 	for w := range benchWorkers {
-		k := WorkerKey{WorkerID: uint64(100 + w)}
+		k := kvevents.WorkerKey{WorkerID: uint64(100 + w)}
 		var chain []uint64
 		switch {
 		case w < len(depths):
@@ -326,12 +327,12 @@ func overlapPromptLocal(tb testing.TB, opts ...IndexOption) (*Index, []uint64, m
 		ext := uint64(w) << 32
 		store := func(chain []uint64) {
 			for from := 0; from < len(chain); from += 64 {
-				ev := Event{Worker: k, Kind: schemas.KindStored}
+				ev := kvevents.Event{Worker: k, Kind: schemas.KindStored}
 				if from > 0 {
 					ev.ParentHash = u64p(ext - 1)
 				}
 				for _, l := range chain[from:min(from+64, len(chain))] {
-					ev.Blocks = append(ev.Blocks, Block{ExternalHash: ext, LocalHash: l})
+					ev.Blocks = append(ev.Blocks, kvevents.Block{ExternalHash: ext, LocalHash: l})
 					ext++
 				}
 				if err := ix.Apply(ev); err != nil {
@@ -359,7 +360,7 @@ func overlapPromptLocal(tb testing.TB, opts ...IndexOption) (*Index, []uint64, m
 // So each prompt is held whole by one worker and for 128 blocks by all.
 // Looking the prompts up in turn touches some 16 MB of table lines
 // between two lookups of one prompt: more than this machine caches.
-func overlapRotation(tb testing.TB, opts ...IndexOption) (*Index, [][]uint64) {
+func overlapRotation(tb testing.TB, opts ...Option) (*Memory, [][]uint64) {
 	const prompts, prompt, sys, perWorker = 128, 2048, 128, 1 << 20 / benchWorkers
 	r := rand.New(rand.NewPCG(43, 43))
 	randLocal := func(n int) []uint64 {
@@ -374,21 +375,21 @@ func overlapRotation(tb testing.TB, opts ...IndexOption) (*Index, [][]uint64) {
 	seqs := make([][]uint64, prompts)
 	for p := range locals {
 		locals[p] = append(append([]uint64{}, system...), randLocal(prompt-sys)...)
-		seqs[p] = SequenceHashes(locals[p])
+		seqs[p] = kvevents.SequenceHashes(locals[p])
 	}
-	ix := NewIndex(opts...)
+	ix := New(opts...)
 	for w := range benchWorkers {
-		k := WorkerKey{WorkerID: uint64(w)}
+		k := kvevents.WorkerKey{WorkerID: uint64(w)}
 		ext := uint64(w) << 32
 		held := 0
 		store := func(chain []uint64) {
 			for from := 0; from < len(chain); from += 64 {
-				ev := Event{Worker: k, Kind: schemas.KindStored}
+				ev := kvevents.Event{Worker: k, Kind: schemas.KindStored}
 				if from > 0 {
 					ev.ParentHash = u64p(ext - 1)
 				}
 				for _, l := range chain[from:min(from+64, len(chain))] {
-					ev.Blocks = append(ev.Blocks, Block{ExternalHash: ext, LocalHash: l})
+					ev.Blocks = append(ev.Blocks, kvevents.Block{ExternalHash: ext, LocalHash: l})
 					ext++
 				}
 				if err := ix.Apply(ev); err != nil {
@@ -400,9 +401,9 @@ func overlapRotation(tb testing.TB, opts ...IndexOption) (*Index, [][]uint64) {
 		// stores only its own blocks, chained onto the held prefix.
 		store(locals[w])
 		sysExt := ext - prompt + sys - 1
-		ev := Event{Worker: k, Kind: schemas.KindStored, ParentHash: u64p(sysExt)}
+		ev := kvevents.Event{Worker: k, Kind: schemas.KindStored, ParentHash: u64p(sysExt)}
 		for i, l := range locals[w+benchWorkers][sys:] {
-			ev.Blocks = append(ev.Blocks, Block{ExternalHash: ext + uint64(i), LocalHash: l})
+			ev.Blocks = append(ev.Blocks, kvevents.Block{ExternalHash: ext + uint64(i), LocalHash: l})
 		}
 		ext += prompt - sys
 		if err := ix.Apply(ev); err != nil {
@@ -418,7 +419,7 @@ func overlapRotation(tb testing.TB, opts ...IndexOption) (*Index, [][]uint64) {
 	}
 	for p, seq := range seqs {
 		ov := ix.Overlap(seq)
-		if len(ov) != benchWorkers || ov[WorkerKey{WorkerID: uint64(p % benchWorkers)}] != prompt || ov[WorkerKey{WorkerID: uint64(p+1) % benchWorkers}] != sys {
+		if len(ov) != benchWorkers || ov[kvevents.WorkerKey{WorkerID: uint64(p % benchWorkers)}] != prompt || ov[kvevents.WorkerKey{WorkerID: uint64(p+1) % benchWorkers}] != sys {
 			tb.Fatalf("Overlap(prompt %d) = %v", p, ov)
 		}
 	}
@@ -510,10 +511,10 @@ func BenchmarkMemoryPerEntry(b *testing.B) {
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
-				ix := NewIndex(WithLogger(nil))
+				ix := New(WithLogger(nil))
 				perWorker := uint64(entries / benchWorkers)
 				for w := range benchWorkers {
-					c := &chainWorker{key: WorkerKey{WorkerID: uint64(w)}, salt: uint64(w / holders), chainLen: 1024}
+					c := &chainWorker{key: kvevents.WorkerKey{WorkerID: uint64(w)}, salt: uint64(w / holders), chainLen: 1024}
 					for c.next < perWorker {
 						applyB(b, ix, c.stored(int(min(64, perWorker-c.next))))
 					}
