@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"strconv"
 
 	"github.com/hintstream/hintstream/eventplane"
@@ -58,7 +57,7 @@ func decodeKV(lim schemas.Limits, m Message, one *[1]kvevents.Event, sc *kvScrat
 // it (schemas.Limits.DecodeRouterEventInto), and the events are decoded
 // into the Decoder's reused memory, which is garbage once they are
 // applied: the index copies what it keeps, and the Holding clones what it
-// holds (EventApplier).
+// holds (index.Index).
 type kvScratch struct {
 	router schemas.RouterEvent
 	dec    kvevents.Decoder
@@ -102,90 +101,81 @@ func (e *Engine) KV(m Message) error {
 // with an empty cache: its old blocks are cleared first. Event-plane
 // frames take their event id from the envelope (see eventplane.go).
 //
-// With a *Holding in front of the index, events of unregistered workers
-// are held, and one message in HoldingConfig.SampleEvery of those it
-// drops returns a DecodeError with the reason ReasonUnknownWorker, to be
-// dead-lettered (see holding_area.go).
+// With an *index.Holding in front of the index, events of unregistered
+// workers are held, and one message in HoldingConfig.SampleEvery of those
+// it drops returns a DecodeError with the reason index.ReasonUnknownWorker,
+// to be dead-lettered.
 func (e *Engine) ApplyKV(b KVBatch) error {
 	if e.skipByEvents(b) {
 		return nil
 	}
 	if b.Frame != nil {
-		return e.ep.apply(*b.Frame)
+		return e.ep.apply(e, *b.Frame)
 	}
-	ix, counters, evs := e.kv, e.counters, b.Events
+	evs := b.Events
 	if ep := b.Epoch; ep != "" && len(evs) > 0 {
 		k := evs[0].Worker
 		if prev, ok := e.epochs.Swap(k, ep); ok && prev.(string) != ep {
-			counters.KVEventsEngineRestarts.Inc()
+			e.counters.KVEventsEngineRestarts.Inc()
 			// The engine's own tiers died with it; the shared store did not.
 			for _, tier := range []schemas.StorageTier{"", schemas.TierHostPinned, schemas.TierDisk} {
-				err := ix.Apply(kvevents.Event{Worker: k, Kind: schemas.KindCleared, Tier: tier})
-				if err != nil && !errors.Is(err, ErrHeld) && !errors.Is(err, ErrUnknownWorker) {
+				err := e.kv.Apply(kvevents.Event{Worker: k, Kind: schemas.KindCleared, Tier: tier})
+				if f := index.FateOf(err); f != index.Applied && f != index.Held && f != index.Dropped {
 					return err
 				}
 			}
 		}
 	}
-	var unknown *UnknownWorkerError
-	var badRank *RankError
+	return e.applyEvents(evs, false)
+}
+
+// applyEvents applies evs to the index and acts on each one's fate
+// (index.FateOf), the one place that does: it counts, and returns the
+// error that dead-letters the message, if any. A quiet batch (an
+// event-plane frame hintstream does not index, applied only for its
+// event id) counts no applied event and dead-letters no unregistered
+// worker's.
+func (e *Engine) applyEvents(evs []kvevents.Event, quiet bool) error {
+	var unknown, badRank error // the first sampled of each
 	for _, ev := range evs {
-		switch err := ix.Apply(ev); {
-		case err == nil:
-			if c, ok := e.applied[ev.Kind]; ok {
+		err := e.kv.Apply(ev)
+		switch index.FateOf(err) {
+		case index.Applied:
+			switch c, ok := e.applied[ev.Kind]; {
+			case quiet:
+			case ok:
 				c.Inc()
-			} else {
-				counters.KVEventsApplied.Inc(ev.Kind.String())
+			default:
+				e.counters.KVEventsApplied.Inc(ev.Kind.String())
 			}
-		case errors.Is(err, ErrHeld):
-		case isUnknownWorker(err, &unknown):
-		case isRankError(err, &badRank):
-		case errors.Is(err, index.ErrUnknownParent):
-			counters.KVEventsUnknownParent.Inc()
-		case errors.Is(err, index.ErrUnknownTier):
+		case index.Held:
+		case index.Dropped:
+			if unknown == nil && !quiet && index.Sampled(err) {
+				unknown = err
+			}
+		case index.RankRefused:
+			if badRank == nil && !quiet && index.Sampled(err) {
+				badRank = err
+			}
+		case index.UnknownParent:
+			e.counters.KVEventsUnknownParent.Inc()
+		case index.UnknownTier:
 			// Counted and ignored, not dead-lettered: a newer engine
 			// or Dynamo may name a tier this version does not rank.
-			counters.KVEventsUnknownTier.Inc()
-		case errors.Is(err, index.ErrBadEvent):
+			e.counters.KVEventsUnknownTier.Inc()
+		case index.Invalid:
 			return &schemas.DecodeError{Kind: "kv_event", Reason: "invalid event", Err: err}
 		default:
 			return err
 		}
 	}
 	if unknown != nil {
-		return &schemas.DecodeError{Kind: "kv_event", Reason: ReasonUnknownWorker, Err: unknown}
+		return &schemas.DecodeError{Kind: "kv_event", Reason: index.ReasonUnknownWorker, Err: unknown}
 	}
 	if badRank != nil {
-		return &schemas.DecodeError{Kind: "kv_event", Reason: ReasonRankOutOfRange, Err: badRank}
+		return &schemas.DecodeError{Kind: "kv_event", Reason: index.ReasonRankOutOfRange, Err: badRank}
 	}
 	return nil
-}
-
-// isRankError is isUnknownWorker for a *RankError (counted by the
-// holding area; the sampled one is kept to be dead-lettered).
-func isRankError(err error, first **RankError) bool {
-	var re *RankError
-	if !errors.As(err, &re) {
-		return false
-	}
-	if re.Sample && *first == nil {
-		*first = re
-	}
-	return true
-}
-
-// isUnknownWorker reports whether err is an *UnknownWorkerError, and
-// keeps the first sampled one in *first. Its own function so that the
-// errors.As target is allocated only on this error path, not per event.
-func isUnknownWorker(err error, first **UnknownWorkerError) bool {
-	var uw *UnknownWorkerError
-	if !errors.As(err, &uw) {
-		return false
-	}
-	if uw.Sample && *first == nil {
-		*first = uw
-	}
-	return true
 }
 
 // decodeKVEvents decodes m's events (not an event-plane frame); a Dynamo
@@ -272,7 +262,7 @@ func (e *Engine) Load(m Message) error {
 }
 
 // loadAdmitter says which (worker, dp rank) load reports are kept
-// (*Holding).
+// (*index.Holding).
 type loadAdmitter interface {
 	Admits(k kvevents.WorkerKey) (ok bool, reason string)
 }

@@ -73,8 +73,8 @@ type Decisions struct {
 	// Limits bound what an event may hold; zero fields: schemas' defaults.
 	Limits schemas.Limits
 	// Holding bounds the KV events kept for workers not registered (yet);
-	// zero fields: the DefaultHolding* constants.
-	Holding HoldingConfig
+	// zero fields: the index.DefaultHolding* constants.
+	Holding index.HoldingConfig
 	// MaxPinKeys and MaxPinBytes cap one pin (pins.Config); 0: the
 	// actions.DefaultMaxPin* defaults.
 	MaxPinKeys, MaxPinBytes int

@@ -47,9 +47,9 @@ type AffinityRecorder interface {
 type EngineDeps struct {
 	// Index is the block index the worker choice reads (required).
 	Index *index.Memory
-	// KV is what KV events are applied to: a *Holding in front of Index
+	// KV is what KV events are applied to: an *index.Holding in front of Index
 	// (registered workers first); nil: Index itself.
-	KV EventApplier
+	KV index.Index
 	// Loads is the workers' load, fed by ApplyLoad; nil: a new table.
 	Loads *routing.LoadTable
 	// Workers are those a request may be routed to (the registry, or a
@@ -88,7 +88,7 @@ type EngineDeps struct {
 // call it (events of one worker from one goroutine at a time).
 type Engine struct {
 	d          Decisions
-	kv         EventApplier
+	kv         index.Index
 	loads      *routing.LoadTable
 	selector   *routing.Selector
 	sender     actions.Sender
@@ -172,7 +172,7 @@ func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
 	for _, k := range []schemas.EventKind{schemas.KindStored, schemas.KindRemoved, schemas.KindCleared} {
 		e.applied[k] = e.counters.KVEventsApplied.With(k.String())
 	}
-	e.ep = newEventPlaneKV(e.kv, e.counters) // Dynamo's event plane
+	e.ep = newEventPlaneKV(e.counters) // Dynamo's event plane
 	return e, nil
 }
 

@@ -1,11 +1,8 @@
 package engine
 
 import (
-	"errors"
-
 	"github.com/hintstream/hintstream/eventplane"
 	"github.com/hintstream/hintstream/kvevents"
-	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
 )
@@ -23,50 +20,24 @@ import (
 // per-publisher sequence, not from the RouterEvent (see
 // eventplane.Sequencer).
 type eventPlaneKV struct {
-	ix       EventApplier
 	counters *metrics.Families
 	seq      *eventplane.Sequencer
 }
 
-func newEventPlaneKV(ix EventApplier, counters *metrics.Families) *eventPlaneKV {
-	return &eventPlaneKV{ix: ix, counters: counters, seq: eventplane.NewSequencer(0)}
+func newEventPlaneKV(counters *metrics.Families) *eventPlaneKV {
+	return &eventPlaneKV{counters: counters, seq: eventplane.NewSequencer(0)}
 }
 
-func (a *eventPlaneKV) apply(fr eventplane.KVFrame) error {
+func (a *eventPlaneKV) apply(e *Engine, fr eventplane.KVFrame) error {
 	ev := kvevents.FromRouterEvent(fr.Event)
-	ev.EventID = a.seq.EventID(ev.Worker, fr.Envelope, a.ix.LastEventID)
+	ev.EventID = a.seq.EventID(ev.Worker, fr.Envelope, e.kv.LastEventID)
 	if fr.Ignored != "" {
 		// Its sequence still counts, or the next frame would look like a
 		// gap: an empty removal on the device tier records the id and
-		// changes nothing.
+		// changes nothing; an unregistered worker's or rank's is nothing
+		// of it indexed.
 		a.counters.KVEventsEventPlaneIgnored.Inc(fr.Ignored)
-		err := a.ix.Apply(kvevents.Event{Worker: ev.Worker, EventID: ev.EventID, Kind: schemas.KindRemoved})
-		var uw *UnknownWorkerError
-		if errors.Is(err, ErrHeld) || errors.As(err, &uw) || errors.Is(err, ErrRankOutOfRange) {
-			return nil // an unregistered worker's or rank's: nothing of it is indexed
-		}
-		return err
+		return e.applyEvents([]kvevents.Event{{Worker: ev.Worker, EventID: ev.EventID, Kind: schemas.KindRemoved}}, true)
 	}
-	var uw *UnknownWorkerError
-	var re *RankError
-	switch err := a.ix.Apply(ev); {
-	case errors.Is(err, ErrHeld):
-	case errors.As(err, &uw):
-		if uw.Sample {
-			return &schemas.DecodeError{Kind: "kv_event", Reason: ReasonUnknownWorker, Err: uw}
-		}
-	case errors.As(err, &re):
-		if re.Sample {
-			return &schemas.DecodeError{Kind: "kv_event", Reason: ReasonRankOutOfRange, Err: re}
-		}
-	case err == nil:
-		a.counters.KVEventsApplied.Inc(ev.Kind.String())
-	case errors.Is(err, index.ErrUnknownParent):
-		a.counters.KVEventsUnknownParent.Inc()
-	case errors.Is(err, index.ErrBadEvent):
-		return &schemas.DecodeError{Kind: "kv_event", Reason: "invalid event", Err: err}
-	default:
-		return err
-	}
-	return nil
+	return e.applyEvents([]kvevents.Event{ev}, false)
 }

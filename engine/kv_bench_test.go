@@ -223,7 +223,7 @@ func benchKVSteady(b *testing.B, engine bool) {
 	)
 	fresh := func() {
 		ix = index.New(index.WithCapacity(kvSteadyCapacity))
-		h := NewHolding(ix, HoldingConfig{}, nil)
+		h := index.NewHolding(ix, index.HoldingConfig{}, nil)
 		for w := range kvSteadyWorkers {
 			h.Register(uint64(w+1), 1)
 		}

@@ -12,7 +12,7 @@ import (
 // the Blocks, Removed and ParentHash they point to, are valid until the
 // next call on the same Decoder, which overwrites them. Index.Apply copies
 // what it keeps, so applying them is safe; whatever keeps an event longer
-// (engine.Holding holds those of unregistered workers) must keep
+// (index.Holding holds those of unregistered workers) must keep
 // Event.Clone. DecodeEngineBatch and FromRouterEvent are the allocating
 // forms, whose results are the caller's. The zero Decoder is ready to
 // use; it is not safe for concurrent use.

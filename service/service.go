@@ -49,9 +49,9 @@ type Service struct {
 	registry *registry.Registry
 	pool     *actions.Pool
 	kv       *consumers.StateConsumer
-	holding  *engine.Holding // gate of the index: registered workers first
-	grace    workerGrace     // grace.go
-	engine   *engine.Engine  // the decisions, shared with replay
+	holding  *index.Holding // gate of the index: registered workers first
+	grace    workerGrace    // grace.go
+	engine   *engine.Engine // the decisions, shared with replay
 	load     *consumers.StateConsumer
 	requests *consumers.RequestConsumer
 	affinity *consumers.AffinityWriter // nil when off

@@ -45,8 +45,8 @@ func decisionFlags(fs *flag.FlagSet) func(*engine.Decisions) error {
 		maxString    = fs.Int("max-string", 64<<10, "longest id, model, header or tool name accepted, in bytes")
 		maxDepth     = fs.Int("max-depth", 32, "deepest JSON or msgpack nesting accepted in an event")
 		maxHdrBytes  = fs.Int("max-header-bytes", 16<<10, "most bytes of NATS headers accepted on one event")
-		holdWorkers  = fs.Int("holding-workers", engine.DefaultHoldingWorkers, "KV events of at most this many unregistered worker ids are held until they register (least recently heard evicted; past it events are dropped as \"unknown worker\")")
-		holdBlocks   = fs.Int("holding-blocks", engine.DefaultHoldingBlocks, "blocks held per unregistered worker id; more are dropped as \"unknown worker\"")
+		holdWorkers  = fs.Int("holding-workers", index.DefaultHoldingWorkers, "KV events of at most this many unregistered worker ids are held until they register (least recently heard evicted; past it events are dropped as \"unknown worker\")")
+		holdBlocks   = fs.Int("holding-blocks", index.DefaultHoldingBlocks, "blocks held per unregistered worker id; more are dropped as \"unknown worker\"")
 	)
 	routerCost := routerFlags(fs)
 	applyIndex := indexFlags(fs) // --index-capacity, --index-shards (flags_index.go)
@@ -76,7 +76,7 @@ func decisionFlags(fs *flag.FlagSet) func(*engine.Decisions) error {
 		d.NoPinRenewal = *pinRenewMax == 0 // 0 means "never" on the command line
 		d.Limits = schemas.Limits{MaxBytes: *maxBytes, MaxTokens: *maxTokens, MaxHeaders: *maxHeaders,
 			MaxString: *maxString, MaxDepth: *maxDepth, MaxHeaderBytes: *maxHdrBytes}
-		d.Holding = engine.HoldingConfig{MaxWorkers: *holdWorkers, MaxBlocksPerWorker: *holdBlocks}
+		d.Holding = index.HoldingConfig{MaxWorkers: *holdWorkers, MaxBlocksPerWorker: *holdBlocks}
 		if err := applyIndex(d); err != nil {
 			return err
 		}

@@ -1,19 +1,15 @@
-package engine
+package index
 
 import (
 	"errors"
 	"testing"
 
-	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/internal/metricstest"
 	"github.com/hintstream/hintstream/kvevents"
-	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
 )
 
-// storedPrompt is worker id's stored event of the blocks of tokens (block
-// size 16), external hashes base+i.
 func storedPrompt(id uint64, tokens []uint32, base uint64) kvevents.Event {
 	local := kvevents.LocalBlockHashes(tokens, 16)
 	ev := kvevents.Event{Worker: kvevents.WorkerKey{WorkerID: id}, Kind: schemas.KindStored}
@@ -31,11 +27,8 @@ func promptTokens(seed uint32, n int) []uint32 {
 	return t
 }
 
-// A flood of 100,000 unregistered ids stays in a bounded area, is counted
-// and sampled, never reaches the index, and a registered worker is
-// indexed afterwards.
 func TestHoldingFloodThenRegisteredWorker(t *testing.T) {
-	ix := index.New()
+	ix := New()
 	c := metrics.New()
 	h := NewHolding(ix, HoldingConfig{}, c)
 	flood := storedPrompt(0, promptTokens(1, 32), 1)
@@ -95,10 +88,8 @@ func TestHoldingFloodThenRegisteredWorker(t *testing.T) {
 	}
 }
 
-// Held events keep their order and their per-worker bound; a worker that
-// leaves takes its blocks along and is held again.
 func TestHoldingPerWorkerCapAndUnregister(t *testing.T) {
-	ix := index.New()
+	ix := New()
 	c := metrics.New()
 	h := NewHolding(ix, HoldingConfig{MaxWorkers: 2, MaxBlocksPerWorker: 4}, c)
 	tokens := promptTokens(3, 96) // six blocks
@@ -135,9 +126,8 @@ func TestHoldingPerWorkerCapAndUnregister(t *testing.T) {
 	}
 }
 
-// Prune drops a loaded index's workers that the registry does not list.
 func TestHoldingPrune(t *testing.T) {
-	ix := index.New()
+	ix := New()
 	for _, id := range []uint64{1, 2, 3} {
 		if err := ix.Apply(storedPrompt(id, promptTokens(1, 16), 1)); err != nil {
 			t.Fatal(err)
@@ -153,61 +143,99 @@ func TestHoldingPrune(t *testing.T) {
 	}
 }
 
-// Events held for an unregistered worker own their memory: the decode
-// scratch Engine.KV reuses (kvScratch) is overwritten by the messages
-// after them, and promoting the held events still indexes exactly what
-// they said, chained on each other (a held event pointing into the
-// scratch would index another worker's blocks, and its successor's
-// parent would be unknown).
-func TestHeldEventsOutliveTheDecodeScratch(t *testing.T) {
-	for _, format := range []struct {
-		name string
-		msgs []Message
-	}{{"json", kvBenchMessages(t, 8)}, {"msgpack", kvEngineBenchMessages(8)}} {
-		t.Run(format.name, func(t *testing.T) {
-			ix := index.New()
-			h := NewHolding(ix, HoldingConfig{}, nil)
-			for id := uint64(2); id <= 4; id++ {
-				h.Register(id, 1)
+func TestHoldingAdmitsRegisteredRanksOnly(t *testing.T) {
+	ix := New()
+	c := metrics.New()
+	h := NewHolding(ix, HoldingConfig{}, c)
+	h.Register(1, 1)
+	ev := storedPrompt(1, promptTokens(1, 32), 1)
+	samples := 0
+	for rank := uint32(0); rank <= 65535; rank++ {
+		ev.Worker.DpRank = rank
+		err := h.Apply(ev)
+		var re *RankError
+		switch {
+		case rank == 0 && err == nil:
+		case rank > 0 && errors.As(err, &re):
+			if re.Key.DpRank != rank || re.Ranks != 1 {
+				t.Fatalf("refusal %+v for rank %d", re, rank)
 			}
-			e, err := NewEngine(Decisions{NoPinRenewal: true}, EngineDeps{Index: ix, KV: h,
-				Workers: workers{}, Sender: actions.NewRecorder(nil, nil)})
-			if err != nil {
-				t.Fatal(err)
+			if re.Sample {
+				samples++
 			}
-			sc := new(kvScratch) // one scratch for every message, as a pooled one usually is
-			for i, m := range format.msgs {
-				b, err := decodeKV(e.d.Limits, m, nil, sc)
-				if err != nil {
-					t.Fatalf("message %d: %v", i, err)
-				}
-				if err := e.ApplyKV(b); err != nil {
-					t.Fatalf("message %d: %v", i, err)
-				}
-			}
-			if st := h.Stats(); st.Workers != 1 || st.Events != 2 {
-				t.Fatalf("holding %+v, want worker 1's 2 events", st)
-			}
-			if n := h.Register(1, 1); n != 2 {
-				t.Fatalf("promoted %d events, want 2", n)
-			}
-			if st := ix.Stats(); st.UnknownParent != 0 || st.Entries != 8*4 || st.Workers != 4 {
-				t.Fatalf("index %+v, want 32 entries of 4 workers and no unknown parent", st)
-			}
-			if format.name != "msgpack" {
-				return
-			}
-			// Worker 1's two batches (messages 0 and 4) are one prompt.
-			var prompt []uint32
-			for _, i := range []int{0, 4} {
-				for tk := range 64 {
-					prompt = append(prompt, uint32(i*7+tk*1000))
-				}
-			}
-			got := ix.Overlap(kvevents.PromptHashes(prompt, 16))
-			if got[kvevents.WorkerKey{WorkerID: 1}] != 8 {
-				t.Fatalf("overlap %v, want worker 1 with all 8 blocks", got)
-			}
-		})
+		default:
+			t.Fatalf("rank %d: %v", rank, err)
+		}
+	}
+	if n := ix.Stats().Workers; n != 1 {
+		t.Fatalf("index tracks %d pairs, want 1", n)
+	}
+	if got := metricstest.Get(c, "hintstream_kv_events_dropped_total|"+ReasonRankOutOfRange); got != 65535 {
+		t.Fatalf("refused %d, want 65535", got)
+	}
+	if want := (65535 + DefaultHoldingSampleEvery - 1) / DefaultHoldingSampleEvery; samples != want {
+		t.Fatalf("%d samples, want %d", samples, want)
+	}
+	h.Register(2, 2)
+	tokens := promptTokens(2, 32)
+	if err := h.Apply(storedPrompt(2, tokens, 1)); err != nil {
+		t.Fatalf("a later worker refused: %v", err)
+	}
+	if ov := ix.Overlap(kvevents.PromptHashes(tokens, 16)); ov[kvevents.WorkerKey{WorkerID: 2}] != 2 {
+		t.Fatalf("later worker's overlap %v", ov)
+	}
+
+	// A record that lists fewer ranks forgets the others.
+	ev2 := storedPrompt(2, tokens, 2)
+	ev2.Worker.DpRank = 1
+	if err := h.Apply(ev2); err != nil {
+		t.Fatal(err)
+	}
+	h.Register(2, 1)
+	for _, k := range ix.Workers() {
+		if k.WorkerID == 2 && k.DpRank != 0 {
+			t.Fatalf("rank %d kept after the record dropped it", k.DpRank)
+		}
+	}
+}
+
+func TestHoldingHeldRanksFollowTheRecord(t *testing.T) {
+	ix := New()
+	c := metrics.New()
+	h := NewHolding(ix, HoldingConfig{}, c)
+	for rank := uint32(0); rank < 4; rank++ {
+		ev := storedPrompt(5, promptTokens(rank+10, 16), uint64(rank)+1)
+		ev.Worker.DpRank = rank
+		if err := h.Apply(ev); !errors.Is(err, ErrHeld) {
+			t.Fatal(err)
+		}
+	}
+	if n := h.Register(5, 2); n != 4 {
+		t.Fatalf("promoted %d, want 4 looked at", n)
+	}
+	if n := ix.Stats().Workers; n != 2 {
+		t.Fatalf("index tracks %d pairs, want ranks 0 and 1", n)
+	}
+	if got := metricstest.Get(c, "hintstream_kv_events_dropped_total|"+ReasonRankOutOfRange); got != 2 {
+		t.Fatalf("refused %d held events, want 2", got)
+	}
+}
+
+func TestHoldingPruneDropsUnlistedRanks(t *testing.T) {
+	ix := New()
+	for rank := uint32(0); rank < 10; rank++ {
+		ev := storedPrompt(1, promptTokens(1, 16), 1)
+		ev.Worker.DpRank = rank
+		if err := ix.Apply(ev); err != nil { // as a loaded snapshot holds them
+			t.Fatal(err)
+		}
+	}
+	h := NewHolding(ix, HoldingConfig{}, nil)
+	h.Register(1, 2)
+	if gone := h.Prune(); len(gone) != 0 {
+		t.Fatalf("pruned workers %v, want none (worker 1 is registered)", gone)
+	}
+	if ws := ix.Workers(); len(ws) != 2 || ws[0].DpRank != 0 || ws[1].DpRank != 1 {
+		t.Fatalf("pairs after Prune %v, want ranks 0 and 1", ws)
 	}
 }

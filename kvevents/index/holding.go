@@ -1,4 +1,4 @@
-package engine
+package index
 
 import (
 	"container/list"
@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/hintstream/hintstream/kvevents"
-	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 )
 
@@ -29,7 +28,7 @@ import (
 
 // ReasonUnknownWorker labels events dropped because their worker is not
 // registered and the holding area had no room for them.
-const ReasonUnknownWorker = "unknown worker"
+const ReasonUnknownWorker = metrics.ReasonUnknownWorker
 
 // ReasonRankOutOfRange labels events and load reports refused because
 // their dp rank is not one of their worker's: a worker's dp ranks are its
@@ -37,18 +36,18 @@ const ReasonUnknownWorker = "unknown worker"
 // no other rank can ever be chosen. Without this, one registered worker
 // publishing on dp ranks 0..65535 filled the index's pair table and
 // locked every later worker out.
-const ReasonRankOutOfRange = "dp rank out of range"
+const ReasonRankOutOfRange = metrics.ReasonRankOutOfRange
 
 var (
 	// ErrHeld means an event's worker is not registered (yet): the event
 	// waits in the holding area and is applied if the worker registers.
-	ErrHeld = errors.New("hints: event held until its worker registers")
+	ErrHeld = errors.New("index: event held until its worker registers")
 	// ErrUnknownWorker means events of unregistered workers were dropped
 	// for want of room; see UnknownWorkerError.
-	ErrUnknownWorker = errors.New("hints: events of an unregistered worker dropped")
+	ErrUnknownWorker = errors.New("index: events of an unregistered worker dropped")
 	// ErrRankOutOfRange means an event or load report names a dp rank
 	// its registered worker does not have; see RankError.
-	ErrRankOutOfRange = errors.New("hints: dp rank beyond the worker's hint endpoints")
+	ErrRankOutOfRange = errors.New("index: dp rank beyond the worker's hint endpoints")
 )
 
 // RankError reports an event refused for its dp rank (ReasonRankOutOfRange).
@@ -85,24 +84,13 @@ func (e *UnknownWorkerError) Error() string {
 // Unwrap makes errors.Is(err, ErrUnknownWorker) hold.
 func (e *UnknownWorkerError) Unwrap() error { return ErrUnknownWorker }
 
-// EventApplier is what the engine applies KV events to (EngineDeps.KV): a *index.Memory, or a
-// *Holding in front of one. LastEventID is the index's last applied event
-// id of a worker (the event plane's sequencer rebases on it). Apply must
-// not keep ev's Blocks, Removed or ParentHash past its return: Engine.KV
-// decodes into memory it reuses for the next message (kvevents.Decoder);
-// keep ev.Clone() instead, as Holding does.
-type EventApplier interface {
-	Apply(ev kvevents.Event) error
-	LastEventID(k kvevents.WorkerKey) (uint64, bool)
-}
-
-// Holding is the gate in front of the index: events of registered workers
-// pass through, others are held (see the comment at the top of this
-// file). Register and Unregister follow the registry. Safe for concurrent
+// Holding is a decorator of an Index, the gate in front of it: events of
+// registered workers pass through, others are held (see the comment at
+// the top of this file). It is itself an Index. Register and Unregister follow the registry. Safe for concurrent
 // use: events of one worker must come from one goroutine at a time, as
 // the sharded state consumer delivers them.
 type Holding struct {
-	ix       *index.Memory
+	ix       *Memory
 	cfg      HoldingConfig
 	counters *metrics.Families
 
@@ -127,7 +115,7 @@ type heldWorker struct {
 }
 
 // NewHolding returns a gate in front of ix; counters may be nil.
-func NewHolding(ix *index.Memory, cfg HoldingConfig, counters *metrics.Families) *Holding {
+func NewHolding(ix *Memory, cfg HoldingConfig, counters *metrics.Families) *Holding {
 	if counters == nil {
 		counters = metrics.New()
 	}
@@ -176,7 +164,7 @@ func (h *Holding) Apply(ev kvevents.Event) error {
 		if w.blocks+cost > h.cfg.MaxBlocksPerWorker {
 			return h.dropped(1, false)
 		}
-		w.events = append(w.events, ev.Clone()) // ev's memory is the decoder's (EventApplier)
+		w.events = append(w.events, ev.Clone()) // ev's memory is the decoder's (see Index)
 		w.blocks += cost
 		h.counters.KVEventsHeld.Inc()
 		return ErrHeld
@@ -257,7 +245,7 @@ func (h *Holding) Register(id uint64, ranks int) int {
 		}
 		switch err := h.ix.Apply(ev); {
 		case err == nil:
-		case errors.Is(err, index.ErrUnknownParent):
+		case errors.Is(err, ErrUnknownParent):
 			h.counters.KVEventsUnknownParent.Inc()
 		default:
 			h.counters.KVEventsApplyErrors.Inc()
@@ -275,6 +263,21 @@ func (h *Holding) Unregister(id uint64) {
 	delete(h.registered, id)
 	h.ix.RemoveWorker(id)
 }
+
+// RemoveWorker is Unregister: the worker's blocks go, and its later
+// events are held again.
+func (h *Holding) RemoveWorker(id uint64) { h.Unregister(id) }
+
+// RemoveRanksFrom removes id's dp ranks from ranks on from the index; the
+// registry's record still says which ranks are let in.
+func (h *Holding) RemoveRanksFrom(id uint64, ranks uint32) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ix.RemoveRanksFrom(id, ranks)
+}
+
+// Workers are the index's.
+func (h *Holding) Workers() []kvevents.WorkerKey { return h.ix.Workers() }
 
 // Registered reports whether id's events go to the index.
 func (h *Holding) Registered(id uint64) bool {
