@@ -9,7 +9,7 @@ import (
 )
 
 // Events held for an unregistered worker own their memory: the decode
-// scratch Engine.KV reuses (kvScratch) is overwritten by the messages
+// memory Engine.KV reuses (a pooled kvevents.Decoder) is overwritten by the messages
 // after them, and promoting the held events still indexes exactly what
 // they said, chained on each other (a held event pointing into the
 // scratch would index another worker's blocks, and its successor's
@@ -30,9 +30,9 @@ func TestHeldEventsOutliveTheDecodeScratch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sc := new(kvScratch) // one scratch for every message, as a pooled one usually is
+			d := &kvevents.Decoder{Limits: e.d.Limits} // one for every message, as a pooled one usually is
 			for i, m := range format.msgs {
-				b, err := decodeKV(e.d.Limits, m, nil, sc)
+				b, err := d.Decode(kvevents.Message{Subject: m.Subject, Header: m.Header, Data: m.Data})
 				if err != nil {
 					t.Fatalf("message %d: %v", i, err)
 				}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 )
@@ -16,8 +17,8 @@ func TestMetricsReasonsAgree(t *testing.T) {
 	if index.ReasonRankOutOfRange != metrics.ReasonRankOutOfRange {
 		t.Errorf("index.ReasonRankOutOfRange %q, metrics has %q", index.ReasonRankOutOfRange, metrics.ReasonRankOutOfRange)
 	}
-	if ReasonWorkerMismatch != metrics.ReasonWorkerMismatch {
-		t.Errorf("ReasonWorkerMismatch %q, metrics has %q", ReasonWorkerMismatch, metrics.ReasonWorkerMismatch)
+	if kvevents.ReasonWorkerMismatch != metrics.ReasonWorkerMismatch {
+		t.Errorf("kvevents.ReasonWorkerMismatch %q, metrics has %q", kvevents.ReasonWorkerMismatch, metrics.ReasonWorkerMismatch)
 	}
 	if index.ReasonUnknownWorker != metrics.ReasonUnknownWorker {
 		t.Errorf("index.ReasonUnknownWorker %q, metrics has %q", index.ReasonUnknownWorker, metrics.ReasonUnknownWorker)

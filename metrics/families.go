@@ -38,7 +38,7 @@ const (
 	// ReasonMalformed is the dead-letter reason of a trigger event whose
 	// error says no better (engine.Outcome.Reason).
 	ReasonMalformed = "malformed"
-	// ReasonWorkerMismatch is engine.ReasonWorkerMismatch: a KV event or
+	// ReasonWorkerMismatch is kvevents.ReasonWorkerMismatch: a KV event or
 	// load report whose body names another worker than its subject.
 	ReasonWorkerMismatch = "worker_id disagrees with subject"
 )

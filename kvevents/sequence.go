@@ -1,9 +1,9 @@
-package eventplane
+package kvevents
 
 import (
 	"sync"
 
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/eventplane"
 )
 
 // maxPublishersPerPair bounds the publishers remembered per pair: a
@@ -49,7 +49,7 @@ type Sequencer struct {
 	mu    sync.Mutex
 	max   int
 	pubs  map[uint64]*pubState
-	pairs map[kvevents.WorkerKey]*pairState
+	pairs map[WorkerKey]*pairState
 }
 
 type pubState struct {
@@ -71,13 +71,13 @@ func NewSequencer(max int) *Sequencer {
 	if max <= 0 {
 		max = DefaultMaxTracked
 	}
-	return &Sequencer{max: max, pubs: make(map[uint64]*pubState), pairs: make(map[kvevents.WorkerKey]*pairState)}
+	return &Sequencer{max: max, pubs: make(map[uint64]*pubState), pairs: make(map[WorkerKey]*pairState)}
 }
 
 // EventID returns the id of a frame of pair k. last reports the pair's
 // highest id so far (index.Memory.LastEventID); it is called when the
 // pair is first seen.
-func (s *Sequencer) EventID(k kvevents.WorkerKey, env Envelope, last func(kvevents.WorkerKey) (uint64, bool)) uint64 {
+func (s *Sequencer) EventID(k WorkerKey, env eventplane.Envelope, last func(WorkerKey) (uint64, bool)) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	pub, ok := s.pubs[env.PublisherID]

@@ -1,8 +1,9 @@
-package eventplane
+package kvevents_test
 
 import (
 	"testing"
 
+	"github.com/hintstream/hintstream/eventplane"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/schemas"
@@ -13,10 +14,10 @@ import (
 // a new publisher (a restarted worker) starts clean.
 func TestSequencerDrivesIndexGaps(t *testing.T) {
 	ix := index.New()
-	sq := NewSequencer(0)
+	sq := kvevents.NewSequencer(0)
 	k := kvevents.WorkerKey{WorkerID: 7}
 	apply := func(pub, seq uint64) uint64 {
-		id := sq.EventID(k, Envelope{PublisherID: pub, Sequence: seq}, ix.LastEventID)
+		id := sq.EventID(k, eventplane.Envelope{PublisherID: pub, Sequence: seq}, ix.LastEventID)
 		if err := ix.Apply(kvevents.Event{Worker: k, EventID: id, Kind: schemas.KindRemoved, Removed: []uint64{1}}); err != nil {
 			t.Fatal(err)
 		}
@@ -52,22 +53,11 @@ func TestSequencerDrivesIndexGaps(t *testing.T) {
 		t.Fatalf("restart taken for a gap: %+v", ix.Stats())
 	}
 	// A frame older than the first one seen has no id.
-	if id := sq.EventID(kvevents.WorkerKey{WorkerID: 8}, Envelope{PublisherID: 1, Sequence: 10}, ix.LastEventID); id != 1 {
+	if id := sq.EventID(kvevents.WorkerKey{WorkerID: 8}, eventplane.Envelope{PublisherID: 1, Sequence: 10}, ix.LastEventID); id != 1 {
 		t.Fatalf("id %d", id)
 	}
-	if id := sq.EventID(kvevents.WorkerKey{WorkerID: 8}, Envelope{PublisherID: 1, Sequence: 3}, ix.LastEventID); id != 0 {
+	if id := sq.EventID(kvevents.WorkerKey{WorkerID: 8}, eventplane.Envelope{PublisherID: 1, Sequence: 3}, ix.LastEventID); id != 0 {
 		t.Fatalf("older frame id %d, want 0", id)
-	}
-}
-
-func TestSequencerBound(t *testing.T) {
-	sq := NewSequencer(2)
-	none := func(kvevents.WorkerKey) (uint64, bool) { return 0, false }
-	for w := uint64(1); w <= 5; w++ {
-		sq.EventID(kvevents.WorkerKey{WorkerID: w}, Envelope{PublisherID: 1}, none)
-		if len(sq.pairs) > 2 || len(sq.pubs) > 2 {
-			t.Fatalf("%d pairs tracked, bound 2", len(sq.pairs))
-		}
 	}
 }
 
@@ -77,10 +67,10 @@ func TestSequencerBound(t *testing.T) {
 // frame the publisher really skipped still marks its pairs stale.
 func TestSequencerSharedPublisher(t *testing.T) {
 	ix := index.New()
-	sq := NewSequencer(0)
+	sq := kvevents.NewSequencer(0)
 	r0, r1 := kvevents.WorkerKey{WorkerID: 7}, kvevents.WorkerKey{WorkerID: 7, DpRank: 1}
 	apply := func(k kvevents.WorkerKey, seq uint64) {
-		id := sq.EventID(k, Envelope{PublisherID: 42, Sequence: seq}, ix.LastEventID)
+		id := sq.EventID(k, eventplane.Envelope{PublisherID: 42, Sequence: seq}, ix.LastEventID)
 		if err := ix.Apply(kvevents.Event{Worker: k, EventID: id, Kind: schemas.KindRemoved, Removed: []uint64{1}}); err != nil {
 			t.Fatal(err)
 		}
@@ -111,10 +101,10 @@ func TestSequencerSharedPublisher(t *testing.T) {
 // a gap, although the pair switched publishers in between.
 func TestSequencerAlternatingPublishers(t *testing.T) {
 	ix := index.New()
-	sq := NewSequencer(0)
+	sq := kvevents.NewSequencer(0)
 	k := kvevents.WorkerKey{WorkerID: 3}
 	apply := func(pub, seq uint64) {
-		id := sq.EventID(k, Envelope{PublisherID: pub, Sequence: seq}, ix.LastEventID)
+		id := sq.EventID(k, eventplane.Envelope{PublisherID: pub, Sequence: seq}, ix.LastEventID)
 		if err := ix.Apply(kvevents.Event{Worker: k, EventID: id, Kind: schemas.KindRemoved, Removed: []uint64{1}}); err != nil {
 			t.Fatal(err)
 		}
