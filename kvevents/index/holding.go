@@ -90,7 +90,7 @@ func (e *UnknownWorkerError) Unwrap() error { return ErrUnknownWorker }
 // use: events of one worker must come from one goroutine at a time, as
 // the sharded state consumer delivers them.
 type Holding struct {
-	ix       *Memory
+	ix       Index
 	cfg      HoldingConfig
 	counters *metrics.Families
 
@@ -115,7 +115,7 @@ type heldWorker struct {
 }
 
 // NewHolding returns a gate in front of ix; counters may be nil.
-func NewHolding(ix *Memory, cfg HoldingConfig, counters *metrics.Families) *Holding {
+func NewHolding(ix Index, cfg HoldingConfig, counters *metrics.Families) *Holding {
 	if counters == nil {
 		counters = metrics.New()
 	}
