@@ -172,7 +172,7 @@ type loadAdmitter interface {
 // ApplyLoad records a worker's decoded load for the worker choice.
 //
 // Only a registered worker's dp ranks are kept (when the engine's KV
-// applier is a *Holding, which knows them): 65,546 reports for an
+// applier is an *index.Holding, which knows them): 65,546 reports for an
 // unregistered kv.load.999 once filled the table, and real workers'
 // reports were refused. Others are counted in load.refused, not
 // dead-lettered: a worker may report load before its record is written,

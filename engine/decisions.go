@@ -5,7 +5,7 @@
 // each returns an Outcome (ack, retry after d, held until the hint
 // leaves, reject with reason) that the transport acts on (package
 // consumers settles JetStream messages by it; a replay only counts it).
-// The decoders (DecodeKV, DecodeLoad, DecodeRequest, DecodeResponse) sit
+// The decoders (kvevents.Decoder.Decode, DecodeLoad, DecodeRequest, DecodeResponse) sit
 // beside the engine so that run and replay read events the same way.
 // Tool-call pins are package pins, which the engine drives.
 //

@@ -3,7 +3,7 @@ package index
 import "fmt"
 
 // Holding area defaults (Holding keeps the KV events of workers not
-// registered yet; see holding_area.go).
+// registered yet; see holding.go).
 const (
 	// DefaultHoldingWorkers is the number of unregistered worker ids whose
 	// events are held: a deployment rolling out that many workers at
