@@ -46,7 +46,7 @@ chart-test: deps
 
 ## bench: the benchmarks (figures in the README and closing notes)
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./kvevents/ ./kvevents/index/ ./schemas/ ./actions/
+	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./kvevents/ ./kvevents/index/ ./schemas/ ./actions/...
 	$(GO) test -run '^$$' -bench WakeupToHint -benchtime 1000x ./loadtest/
 	$(GO) test -run '^$$' -bench BurstSpreading -benchtime 1x ./loadtest/
 

@@ -39,16 +39,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/zeebo/xxh3"
 )
 
 // Defaults of Config.
 const (
-	DefaultHorizon         = 10 * time.Minute
-	DefaultInterval        = 5 * time.Second
-	DefaultMinProbability  = 0.05
-	DefaultKVBytesPerToken = 131072
-	DefaultMaxTracked      = 1 << 20
+	DefaultHorizon        = 10 * time.Minute
+	DefaultInterval       = 5 * time.Second
+	DefaultMinProbability = 0.05
+	DefaultMaxTracked     = 1 << 20
 	// DefaultBudgetShare is the share of the store's capacity pinned when
 	// only the capacity is given.
 	DefaultBudgetShare = 0.5
@@ -77,7 +77,7 @@ type Config struct {
 	Capacity    int64
 	BudgetShare float64
 	// KVBytesPerToken sizes a page: page tokens × this (default
-	// DefaultKVBytesPerToken, an 8B model's KV).
+	// schemas.DefaultKVBytesPerToken).
 	KVBytesPerToken int
 	// Horizon H of the reuse estimate (default DefaultHorizon).
 	Horizon time.Duration
@@ -98,7 +98,7 @@ func (c Config) WithDefaults() Config {
 		c.BudgetShare = DefaultBudgetShare
 	}
 	if c.KVBytesPerToken == 0 {
-		c.KVBytesPerToken = DefaultKVBytesPerToken
+		c.KVBytesPerToken = schemas.DefaultKVBytesPerToken
 	}
 	if c.Horizon == 0 {
 		c.Horizon = DefaultHorizon

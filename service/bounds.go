@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/registry"
 )
 
@@ -16,7 +16,7 @@ import (
 
 // maxEndpoints is the socket budget in effect.
 func (c Config) maxEndpoints() int {
-	return cmp.Or(max(c.MaxEndpoints, 0), actions.DefaultMaxEndpoints)
+	return cmp.Or(max(c.MaxEndpoints, 0), zmqsend.DefaultMaxEndpoints)
 }
 
 // senderIdleClose is the idle time after which a sender closes; 0: never.
@@ -25,7 +25,7 @@ func (c Config) senderIdleClose() time.Duration {
 	case c.SenderIdleClose < 0:
 		return 0
 	case c.SenderIdleClose == 0:
-		return actions.DefaultIdleClose
+		return zmqsend.DefaultIdleClose
 	}
 	return c.SenderIdleClose
 }
@@ -40,21 +40,21 @@ func (c Config) keptEndpoints() []string {
 
 // budgetOptions are the pool's socket budget options, after
 // ensureFileLimit made room for them.
-func (s *Service) budgetOptions() []actions.PoolOption {
+func (s *Service) budgetOptions() []zmqsend.PoolOption {
 	s.log.Info("socket budget", "max_endpoints", s.cfg.maxEndpoints(),
-		"open_files_needed", actions.FilesFor(s.cfg.maxEndpoints(), len(s.cfg.keptEndpoints())),
+		"open_files_needed", zmqsend.FilesFor(s.cfg.maxEndpoints(), len(s.cfg.keptEndpoints())),
 		"open_files_limit", s.fileLimit, "sender_idle_close", s.cfg.senderIdleClose())
-	return []actions.PoolOption{actions.WithMaxEndpoints(s.cfg.maxEndpoints()),
-		actions.WithIdleClose(s.cfg.senderIdleClose()), actions.WithKeep(s.cfg.keptEndpoints()...)}
+	return []zmqsend.PoolOption{zmqsend.WithMaxEndpoints(s.cfg.maxEndpoints()),
+		zmqsend.WithIdleClose(s.cfg.senderIdleClose()), zmqsend.WithKeep(s.cfg.keptEndpoints()...)}
 }
 
 // ensureFileLimit raises RLIMIT_NOFILE to what the socket budget needs,
 // or fails start-up saying so; Start calls it after Validate, before
 // connecting.
 func (s *Service) ensureFileLimit() error {
-	need := actions.FilesFor(s.cfg.maxEndpoints(), len(s.cfg.keptEndpoints()))
+	need := zmqsend.FilesFor(s.cfg.maxEndpoints(), len(s.cfg.keptEndpoints()))
 	var err error
-	if s.fileLimit, err = actions.EnsureFileLimit(need); err != nil {
+	if s.fileLimit, err = zmqsend.EnsureFileLimit(need); err != nil {
 		return fmt.Errorf("--max-endpoints %d: %w", s.cfg.maxEndpoints(), err)
 	}
 	return nil

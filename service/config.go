@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/natsconn"
@@ -65,14 +65,14 @@ type Config struct {
 	// consumers.DefaultMaxAckPending (1024).
 	MaxAckPending    int
 	DeadLetterPrefix string // default consumers.DefaultDeadLetterPrefix
-	SenderQueue      int    // per endpoint; default actions.DefaultQueueSize
+	SenderQueue      int    // per endpoint; default zmqsend.DefaultQueueSize
 	// SenderMaxHeld bounds the triggers one endpoint's waiting hints keep
-	// unacked (actions.WithMaxHeld); default actions.DefaultMaxHeld,
+	// unacked (zmqsend.WithMaxHeld); default zmqsend.DefaultMaxHeld,
 	// NoBound: no bound.
 	SenderMaxHeld int
 	// SenderSettleDelay is how long after ZMQ took a hint its trigger is
-	// acked (actions.WithSettleDelay); default
-	// actions.DefaultSettleDelay, Immediately: at once.
+	// acked (zmqsend.WithSettleDelay); default
+	// zmqsend.DefaultSettleDelay, Immediately: at once.
 	SenderSettleDelay time.Duration
 
 	// KVApplyShards applies KV events of different subjects (workers) in
@@ -138,12 +138,12 @@ type Config struct {
 	// Cardinality bounds (service/bounds.go).
 	//
 	// MaxEndpoints is the socket budget: open hint senders, the pin
-	// endpoint's aside (actions.WithMaxEndpoints); default
-	// actions.DefaultMaxEndpoints. Start raises RLIMIT_NOFILE to
-	// actions.FilesFor it or fails.
+	// endpoint's aside (zmqsend.WithMaxEndpoints); default
+	// zmqsend.DefaultMaxEndpoints. Start raises RLIMIT_NOFILE to
+	// zmqsend.FilesFor it or fails.
 	MaxEndpoints int
 	// SenderIdleClose closes a sender with nothing to send for this long;
-	// default actions.DefaultIdleClose, Off: never.
+	// default zmqsend.DefaultIdleClose, Off: never.
 	SenderIdleClose time.Duration
 	// EndpointRules say which hint endpoints a worker record may list
 	// (ipc://, at most MaxDPRanks); the zero value is tcp:// only and
@@ -211,13 +211,13 @@ func (c Config) Defaults() Config {
 		c.DeadLetterPrefix = consumers.DefaultDeadLetterPrefix
 	}
 	if c.SenderSettleDelay == 0 {
-		c.SenderSettleDelay = actions.DefaultSettleDelay
+		c.SenderSettleDelay = zmqsend.DefaultSettleDelay
 	}
 	if c.SenderMaxHeld == 0 {
-		c.SenderMaxHeld = actions.DefaultMaxHeld
+		c.SenderMaxHeld = zmqsend.DefaultMaxHeld
 	}
 	if c.SenderQueue <= 0 {
-		c.SenderQueue = actions.DefaultQueueSize
+		c.SenderQueue = zmqsend.DefaultQueueSize
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
+	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natsembed"
@@ -47,14 +49,14 @@ type Service struct {
 	nc       *nats.Conn
 	js       jetstream.JetStream
 	registry *registry.Registry
-	pool     *actions.Pool
+	pool     *zmqsend.Pool
 	kv       *consumers.StateConsumer
 	holding  *index.Holding // gate of the index: registered workers first
 	grace    workerGrace    // grace.go
 	engine   *engine.Engine // the decisions, shared with replay
 	load     *consumers.StateConsumer
 	requests *consumers.RequestConsumer
-	affinity *consumers.AffinityWriter // nil when off
+	affinity *client.AffinityWriter // nil when off
 	// responses is nil when pins are off.
 	responses *consumers.ResponseConsumer
 	// Learner holds the learned tool times (nil when pins are off).
@@ -135,7 +137,7 @@ func (s *Service) JetStream() jetstream.JetStream { return s.js }
 func (s *Service) Registry() *registry.Registry { return s.registry }
 
 // Pool returns the hint senders (after Start).
-func (s *Service) Pool() *actions.Pool { return s.pool }
+func (s *Service) Pool() *zmqsend.Pool { return s.pool }
 
 // Start connects, makes sure the streams exist, loads the registry and
 // starts the consumers. On error, everything already started is stopped.
@@ -203,13 +205,15 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	s.startHolding()
 	s.startReclaim()
 	s.latency = &observe.Histogram{}
-	popts := []actions.PoolOption{actions.WithQueueSize(s.cfg.SenderQueue), actions.WithLogger(s.log),
-		actions.WithMaxHeld(max(s.cfg.SenderMaxHeld, 0)), actions.WithSettleDelay(max(s.cfg.SenderSettleDelay, 0)),
-		actions.WithCurve(s.curveServerKey), actions.WithSentHook(s.latency.Observe)}
+	popts := []zmqsend.PoolOption{zmqsend.WithQueueSize(s.cfg.SenderQueue), zmqsend.WithLogger(s.log),
+		zmqsend.WithMaxHeld(max(s.cfg.SenderMaxHeld, 0)), zmqsend.WithSettleDelay(max(s.cfg.SenderSettleDelay, 0)),
+		zmqsend.WithCurve(s.curveServerKey), zmqsend.WithSentHook(s.latency.Observe)}
 	if s.cfg.CurveClientPublicKey != "" {
-		popts = append(popts, actions.WithCurveClientKeys(s.cfg.CurveClientPublicKey, s.cfg.CurveClientSecretKey))
+		popts = append(popts, zmqsend.WithCurveClientKeys(s.cfg.CurveClientPublicKey, s.cfg.CurveClientSecretKey))
 	}
-	s.pool = actions.NewPool(append(popts, s.budgetOptions()...)...)
+	if s.pool, err = zmqsend.NewPool(append(popts, s.budgetOptions()...)...); err != nil {
+		return err
+	}
 	s.lc.run(stageSenders, "hint senders", s.runSenders)
 	if err := s.pool.Err(); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hintstream/hintstream/retention"
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service"
 )
 
@@ -27,7 +28,7 @@ func retentionFlags(fs *flag.FlagSet) func(*service.Config) error {
 		if *budget == "" {
 			return nil
 		}
-		kvBytes := retention.DefaultKVBytesPerToken
+		kvBytes := schemas.DefaultKVBytesPerToken
 		if f := fs.Lookup("kv-bytes-per-token"); f != nil {
 			v, err := strconv.Atoi(f.Value.String())
 			if err != nil {

@@ -1,4 +1,4 @@
-package actions_test
+package zmqsend_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/hintstream/hintstream/internal/zmqtest"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
 	zmq "github.com/pebbe/zmq4"
 )
@@ -65,8 +66,8 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func debugLogger(b *syncBuffer) actions.PoolOption {
-	return actions.WithLogger(slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})))
+func debugLogger(b *syncBuffer) zmqsend.PoolOption {
+	return zmqsend.WithLogger(slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})))
 }
 
 func assertNoKeys(t *testing.T, logs string, keys ...string) {
@@ -79,13 +80,13 @@ func assertNoKeys(t *testing.T, logs string, keys ...string) {
 }
 
 // serverKeyFor returns a CurveServerKeyFunc that knows key for endpoint only.
-func serverKeyFor(endpoint, key string) actions.CurveServerKeyFunc {
+func serverKeyFor(endpoint, key string) zmqsend.CurveServerKeyFunc {
 	return func(ep string) (string, bool) { return key, ep == endpoint }
 }
 
 // assertUndelivered waits for the hint to expire in the pool and checks
 // the server got nothing.
-func assertUndelivered(t *testing.T, p *actions.Pool, ep string, ch <-chan []byte) {
+func assertUndelivered(t *testing.T, p *zmqsend.Pool, ep string, ch <-chan []byte) {
 	t.Helper()
 	natstest.Eventually(t, 5*time.Second, func() bool {
 		return p.Stats()[ep].Dropped[actions.DropExpired] == 1
@@ -107,7 +108,7 @@ func TestCurveDelivers(t *testing.T) {
 	serverPub, serverSec := curveKeys(t)
 	ep, ch := curvePuller(t, serverSec)
 	var logs syncBuffer
-	p := newPool(t, actions.WithCurve(serverKeyFor(ep, serverPub)), debugLogger(&logs))
+	p := newPool(t, zmqsend.WithCurve(serverKeyFor(ep, serverPub)), debugLogger(&logs))
 	if err := p.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestCurveClientKeys(t *testing.T) {
 	clientPub, clientSec := curveKeys(t)
 	ep, ch := curvePuller(t, serverSec)
 	var logs syncBuffer
-	p := newPool(t, actions.WithCurve(serverKeyFor(ep, serverPub)), actions.WithCurveClientKeys(clientPub, clientSec), debugLogger(&logs))
+	p := newPool(t, zmqsend.WithCurve(serverKeyFor(ep, serverPub)), zmqsend.WithCurveClientKeys(clientPub, clientSec), debugLogger(&logs))
 	if got := p.CurvePublicKey(); got != clientPub {
 		t.Fatalf("CurvePublicKey = %q, want the given one", got)
 	}
@@ -155,7 +156,7 @@ func TestCurveWrongServerKey(t *testing.T) {
 	otherPub, otherSec := curveKeys(t)
 	ep, ch := curvePuller(t, serverSec)
 	var logs syncBuffer
-	p := newPool(t, actions.WithCurve(serverKeyFor(ep, otherPub)), debugLogger(&logs))
+	p := newPool(t, zmqsend.WithCurve(serverKeyFor(ep, otherPub)), debugLogger(&logs))
 	if err := p.Send(ep, hint(4, 300*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
@@ -167,19 +168,19 @@ func TestCurveBadKeys(t *testing.T) {
 	pub, sec := curveKeys(t)
 	otherPub, _ := curveKeys(t)
 	ep := downEndpoint(t)
-	hasServerKey := actions.WithCurve(serverKeyFor(ep, pub))
-	for name, opt := range map[string]actions.PoolOption{
-		"short public":      actions.WithCurveClientKeys(pub[:39], sec),
-		"non-Z85 secret":    actions.WithCurveClientKeys(pub, strings.Repeat("~", 40)),
-		"mismatched pair":   actions.WithCurveClientKeys(otherPub, sec),
-		"only a public key": actions.WithCurveClientKeys(pub, ""),
+	hasServerKey := zmqsend.WithCurve(serverKeyFor(ep, pub))
+	for name, opt := range map[string]zmqsend.PoolOption{
+		"short public":      zmqsend.WithCurveClientKeys(pub[:39], sec),
+		"non-Z85 secret":    zmqsend.WithCurveClientKeys(pub, strings.Repeat("~", 40)),
+		"mismatched pair":   zmqsend.WithCurveClientKeys(otherPub, sec),
+		"only a public key": zmqsend.WithCurveClientKeys(pub, ""),
 	} {
 		p := newPool(t, hasServerKey, opt)
-		if err := p.Err(); !errors.Is(err, actions.ErrCurveKey) {
+		if err := p.Err(); !errors.Is(err, zmqsend.ErrCurveKey) {
 			t.Errorf("%s: Err() = %v, want ErrCurveKey", name, err)
 		}
 		err := p.Send(ep, hint(5, time.Second))
-		if !errors.Is(err, actions.ErrCurveKey) {
+		if !errors.Is(err, zmqsend.ErrCurveKey) {
 			t.Errorf("%s: Send = %v, want ErrCurveKey", name, err)
 		} else if strings.Contains(err.Error(), sec) || strings.Contains(err.Error(), pub[:39]) {
 			t.Errorf("%s: error reveals a key: %v", name, err)
@@ -191,12 +192,12 @@ func TestCurveBadKeys(t *testing.T) {
 
 	// A malformed server key fails that endpoint only, at Send.
 	badServer := strings.Repeat("a", 39) + "\x00"
-	p := newPool(t, actions.WithCurve(serverKeyFor(ep, badServer)))
+	p := newPool(t, zmqsend.WithCurve(serverKeyFor(ep, badServer)))
 	if err := p.Err(); err != nil {
 		t.Fatalf("Err() = %v: a server key is only checked per endpoint", err)
 	}
 	err := p.Send(ep, hint(6, time.Second))
-	if !errors.Is(err, actions.ErrCurveKey) || !errors.Is(err, actions.ErrEndpoint) {
+	if !errors.Is(err, zmqsend.ErrCurveKey) || !errors.Is(err, actions.ErrEndpoint) {
 		t.Fatalf("Send with a malformed server key = %v, want ErrEndpoint and ErrCurveKey", err)
 	}
 	if strings.Contains(err.Error(), badServer[:39]) {

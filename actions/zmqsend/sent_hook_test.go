@@ -1,11 +1,11 @@
-package actions_test
+package zmqsend_test
 
 import (
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
 )
 
@@ -15,7 +15,7 @@ import (
 func TestSentHookOnlyOnDelivery(t *testing.T) {
 	up, ch := puller(t, "tcp://127.0.0.1:*")
 	down := downEndpoint(t)
-	p := newPool(t, actions.WithSettleDelay(50*time.Millisecond))
+	p := newPool(t, zmqsend.WithSettleDelay(50*time.Millisecond))
 	const n = 20
 	var sentUp, doneUp, sentBeforeDone, sentDown, droppedDown, doneDown atomic.Int64
 	for i := range n {

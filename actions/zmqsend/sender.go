@@ -1,7 +1,6 @@
-package actions
+package zmqsend
 
 import (
-	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -9,91 +8,13 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/hintstream/hintstream/actions"
 	zmq "github.com/pebbe/zmq4"
 )
 
-// Hint is one encoded envelope on its way to one endpoint.
-type Hint struct {
-	MessageID string    // for logs only
-	Body      []byte    // the encoded envelope; not modified by the caller after Send
-	Deadline  time.Time // past it the hint is dropped, never sent; required
-	// Done, when set, is called once a hint that Send accepted is settled:
-	// true once ZMQ took it and the settle delay passed (WithSettleDelay),
-	// false when it was dropped. Done(true) runs on the pool's settle
-	// goroutine (or, with no settle delay, on the endpoint's sender
-	// goroutine or within Send itself), Done(false) on the sender
-	// goroutine or within Send; it must be quick and must not take a lock
-	// the caller of Send holds. Consumers ack their message there, so a
-	// crash before the hint leaves loses no trigger. Exception: past
-	// WithMaxHeld waiting hints on one endpoint, Send itself calls
-	// Done(false) once the hint is queued.
-	Done func(sent bool)
-	// Release, when set, is called once with Body when the pool no longer
-	// reads it: ZMQ has taken its own copy, or the hint was dropped. The
-	// caller may then reuse the buffer (engine.Engine recycles its envelope
-	// buffers). It runs on the goroutine that sent or dropped
-	// the hint, before or after Done. When Send returns an error it is not
-	// called: the body is the caller's again.
-	Release func(body []byte)
-	// Dropped, when set, is called once if the hint is never handed to
-	// ZMQ (expired, aborted, refused by the socket); unlike Done(false)
-	// it is not called for a hint released early past WithMaxHeld, which
-	// is still delivered. The affinity record of a prefetch that never
-	// left is withdrawn there.
-	Dropped func()
-	// Sent, when set, is called once when ZMQ took the hint for a
-	// connected peer (the sockets are ZMQ_IMMEDIATE, so a hint to an
-	// absent peer is never taken), before the settle delay and before
-	// Done(true), on the goroutine that sent it (possibly within Send).
-	// A prefetch's affinity record is written there, so a session's turn
-	// is never sent to a worker whose prefetch did not leave. It must be
-	// quick and must not block.
-	Sent func()
-}
+var dropReasons = [...]string{actions.DropExpired, actions.DropQueueFull, actions.DropRemoved, actions.DropClosed, actions.DropError, actions.DropBudget}
 
-func (h Hint) delivered() {
-	if h.Sent != nil {
-		h.Sent()
-	}
-}
-
-func (h Hint) finish(sent bool) {
-	if h.Done != nil {
-		h.Done(sent)
-	}
-}
-
-func (h Hint) release() {
-	if h.Release != nil {
-		h.Release(h.Body)
-	}
-}
-
-// Sentinel errors of Pool.Send.
-var (
-	// ErrQueueFull: the endpoint's queue is full (its peer is slow or down).
-	ErrQueueFull = errors.New("actions: hint queue full")
-	// ErrClosed: the pool is closed.
-	ErrClosed = errors.New("actions: pool closed")
-	// ErrExpired: the hint's deadline has already passed (or is unset).
-	ErrExpired = errors.New("actions: hint expired")
-	// ErrEndpoint: the endpoint cannot be connected (bad address).
-	ErrEndpoint = errors.New("actions: bad endpoint")
-)
-
-// Reasons a hint is dropped, as keys of EndpointStats.Dropped.
-const (
-	DropExpired   = "expired"    // its deadline passed, queued or while retrying
-	DropQueueFull = "queue_full" // Send found the endpoint's queue full
-	DropRemoved   = "removed"    // still queued when Pool.Remove closed the endpoint
-	DropClosed    = "closed"     // still queued when Pool.Close ran out of time
-	DropError     = "error"      // the socket failed with an error retrying cannot fix
-	DropBudget    = "budget"     // a new endpoint found every sender of the socket budget busy (ErrBudget)
-)
-
-var dropReasons = [...]string{DropExpired, DropQueueFull, DropRemoved, DropClosed, DropError, DropBudget}
-
-// DropReasons returns every Drop* reason, the labels of
+// DropReasons returns every actions.Drop* reason, the labels of
 // EndpointStats.Dropped.
 func DropReasons() []string { r := dropReasons; return r[:] }
 
@@ -123,7 +44,7 @@ func (c *counters) sentAfter(d time.Duration) {
 
 // queued is a hint with the time Pool.Send enqueued it, for latency stats.
 type queued struct {
-	Hint
+	actions.Hint
 	at time.Time
 }
 
@@ -228,7 +149,7 @@ func (s *sender) run() {
 			return
 		case h := <-s.queue:
 			s.deliver(h)
-			h.release()
+			h.NotifyRelease()
 			s.pending.Add(-1)
 		case <-s.drain:
 			// Nothing is enqueued any more: the pool is closed.
@@ -239,7 +160,7 @@ func (s *sender) run() {
 					return
 				case h := <-s.queue:
 					s.deliver(h)
-					h.release()
+					h.NotifyRelease()
 					s.pending.Add(-1)
 				default:
 					return
@@ -272,7 +193,7 @@ func (s *sender) dropQueued() {
 		select {
 		case q := <-s.queue:
 			s.dropHint(q.Hint, s.abortReason)
-			q.release()
+			q.NotifyRelease()
 			s.pending.Add(-1)
 		default:
 			return
@@ -280,8 +201,8 @@ func (s *sender) dropQueued() {
 	}
 }
 
-func (s *sender) dropHint(h Hint, reason string) {
-	defer h.finish(false)
+func (s *sender) dropHint(h actions.Hint, reason string) {
+	defer h.NotifyDone(false)
 	if h.Dropped != nil {
 		defer h.Dropped()
 	}
@@ -310,7 +231,7 @@ func (s *sender) deliver(q queued) {
 		default:
 		}
 		if !time.Now().Before(h.Deadline) {
-			s.dropHint(h, DropExpired)
+			s.dropHint(h, actions.DropExpired)
 			return
 		}
 		s.mu.Lock()
@@ -321,11 +242,11 @@ func (s *sender) deliver(q queued) {
 			return
 		}
 		if !retryable(err) {
-			defer h.finish(false)
+			defer h.NotifyDone(false)
 			if h.Dropped != nil {
 				defer h.Dropped()
 			}
-			s.stats.drop(DropError)
+			s.stats.drop(actions.DropError)
 			s.log.Warn("hint send failed", "message_id", h.MessageID, "err", err)
 			return
 		}
@@ -358,8 +279,8 @@ func (s *sender) sent(q queued) {
 	if s.onSent != nil {
 		s.onSent(s.endpoint, d)
 	}
-	q.Hint.delivered()
-	q.Hint.finish(true)
+	q.Hint.NotifySent()
+	q.Hint.NotifyDone(true)
 }
 
 // trySendNow sends q on the caller's goroutine when nothing is pending
@@ -379,7 +300,7 @@ func (s *sender) trySendNow(q queued) bool {
 	s.mu.Unlock()
 	if ok {
 		s.stats.inline.Add(1)
-		q.release()
+		q.NotifyRelease()
 		s.sent(q)
 	}
 	return ok

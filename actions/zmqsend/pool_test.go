@@ -1,4 +1,4 @@
-package actions_test
+package zmqsend_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/hintstream/hintstream/internal/zmqtest"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
 )
 
@@ -36,9 +37,12 @@ func downEndpoint(t *testing.T) string {
 	return ep
 }
 
-func newPool(t *testing.T, opts ...actions.PoolOption) *actions.Pool {
+func newPool(t *testing.T, opts ...zmqsend.PoolOption) *zmqsend.Pool {
 	t.Helper()
-	p := actions.NewPool(opts...)
+	p, err := zmqsend.NewPool(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -156,7 +160,7 @@ func TestPoolDropsExpired(t *testing.T) {
 
 func TestPoolQueueFull(t *testing.T) {
 	ep := downEndpoint(t)
-	p := newPool(t, actions.WithQueueSize(2))
+	p := newPool(t, zmqsend.WithQueueSize(2))
 	full := 0
 	for i := range 10 {
 		switch err := p.Send(ep, hint(i, time.Minute)); {
@@ -198,7 +202,10 @@ func TestPoolRemove(t *testing.T) {
 
 func TestPoolCloseFlushes(t *testing.T) {
 	ep, ch := puller(t, "tcp://127.0.0.1:*")
-	p := actions.NewPool()
+	p, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 200 {
 		if err := p.Send(ep, hint(i, 10*time.Second)); err != nil {
 			t.Fatal(err)
@@ -220,7 +227,10 @@ func TestPoolCloseFlushes(t *testing.T) {
 
 func TestPoolCloseGivesUpAtContext(t *testing.T) {
 	ep := downEndpoint(t)
-	p := actions.NewPool()
+	p, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 5 {
 		if err := p.Send(ep, hint(i, time.Minute)); err != nil {
 			t.Fatal(err)
@@ -244,7 +254,10 @@ func TestPoolCloseLeaksNoGoroutine(t *testing.T) {
 	up, ch := puller(t, "tcp://127.0.0.1:*")
 	down := downEndpoint(t)
 	before := runtime.NumGoroutine()
-	p := actions.NewPool()
+	p, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 20 {
 		p.Send(up, hint(i, 5*time.Second))
 		p.Send(down, hint(i, 5*time.Second))
@@ -268,7 +281,7 @@ func TestPoolRejectsBadInput(t *testing.T) {
 		t.Errorf("bad endpoint: err = %v, want ErrEndpoint", err)
 	}
 	if err := p.Send(downEndpoint(t), actions.Hint{Deadline: time.Now().Add(time.Second)}); !errors.Is(err, actions.ErrInvalidHint) {
-		t.Errorf("empty body: err = %v, want ErrInvalidHint", err)
+		t.Errorf("empty body: err = %v, want actions.ErrInvalidHint", err)
 	}
 }
 
@@ -277,7 +290,7 @@ func TestPoolRejectsBadInput(t *testing.T) {
 // once the peer is up.
 func TestPoolMaxHeld(t *testing.T) {
 	ep := downEndpoint(t)
-	p := newPool(t, actions.WithMaxHeld(3))
+	p := newPool(t, zmqsend.WithMaxHeld(3))
 	var mu sync.Mutex
 	done := map[int]bool{} // hint -> sent
 	for i := range 10 {
@@ -318,7 +331,7 @@ func TestPoolMaxHeld(t *testing.T) {
 // run when it returns.
 func TestPoolSendsInlineWhenIdle(t *testing.T) {
 	ep, ch := puller(t, "tcp://127.0.0.1:*")
-	p := newPool(t, actions.WithSettleDelay(0))
+	p := newPool(t, zmqsend.WithSettleDelay(0))
 	n := 0
 	send := func(done func(bool)) {
 		h := hint(n, 5*time.Second)

@@ -8,11 +8,11 @@ import (
 	"github.com/hintstream/hintstream/service"
 )
 
-// cardinalityFlags registers run's bounds on state (snapshot reclaim,
+// stateBoundFlags registers run's bounds on state (snapshot reclaim,
 // renewal budget, pin bucket caps; the holding area's are decision flags,
 // flags_decisions.go) and returns the function that
 // validates them into a service.Config after parsing.
-func cardinalityFlags(fs *flag.FlagSet) func(*service.Config) error {
+func stateBoundFlags(fs *flag.FlagSet) func(*service.Config) error {
 	var (
 		grace      = fs.Duration("snapshot-reclaim-grace", service.DefaultSnapshotReclaimGrace, "chunks of an interrupted snapshot save, idle this long, are purged after the next save and at start-up")
 		renewRate  = fs.Float64("pin-renew-rate", pins.DefaultPinRenewRate, "budget of pin renewals per second, on their own goroutine; a due renewal waits for budget, and is skipped (counted) if its pin lapsed meanwhile")

@@ -1,4 +1,4 @@
-package actions
+package zmqsend
 
 import (
 	"sync"
@@ -24,7 +24,13 @@ const DefaultSettleDelay = 25 * time.Millisecond
 // span rather than once per hint (measured: a wake-up per hint, twice,
 // was a tenth of hintstream's CPU over the floor's at 2,000 hints/s).
 func WithSettleDelay(d time.Duration) PoolOption {
-	return func(o *poolOptions) { o.settleDelay = max(d, 0) }
+	return func(o *poolOptions) {
+		if d < 0 {
+			o.invalid("settle delay %v below 0", d)
+			return
+		}
+		o.settleDelay = d
+	}
 }
 
 // settleCoalesce: a settler that wakes for the first hint due also
@@ -40,6 +46,7 @@ type settler struct {
 	q       []settling
 	due     []settling // run's scratch
 	stopped bool
+	started bool          // start ran (under the pool's mu)
 	wake    chan struct{} // capacity 1
 	stop    chan struct{}
 	done    chan struct{}
@@ -53,8 +60,17 @@ type settling struct {
 func newSettler(delay time.Duration) *settler {
 	s := &settler{delay: delay, slack: delay / settleCoalesce, wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
-	go s.run()
 	return s
+}
+
+// start runs the settler's goroutine; once, under the pool's mu, with the
+// pool's first sender (no Done can be queued before one exists).
+func (s *settler) start() {
+	if s == nil || s.started {
+		return
+	}
+	s.started = true
+	go s.run()
 }
 
 // wrap returns done delayed as the settler delays it; nil stays nil.
@@ -137,7 +153,9 @@ func (s *settler) close() {
 	s.q = nil
 	s.mu.Unlock()
 	close(s.stop)
-	<-s.done
+	if s.started {
+		<-s.done
+	}
 	for _, x := range rest {
 		x.done(true)
 	}

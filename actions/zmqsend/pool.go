@@ -1,4 +1,4 @@
-package actions
+package zmqsend
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"errors"
+	"github.com/hintstream/hintstream/actions"
 	zmq "github.com/pebbe/zmq4"
 )
 
@@ -21,10 +23,9 @@ import (
 // and sockets.
 type Pool struct {
 	opts poolOptions
-	zctx *zmq.Context
-	own  bool  // zctx is ours to terminate
-	err  error // the ZMQ context could not be created
-	cerr error // CURVE was requested but cannot work
+	zctx *zmq.Context // the pool's own, terminated by Close
+	err  error        // the ZMQ context could not be created
+	cerr error        // CURVE was requested but cannot work
 
 	mu      sync.RWMutex
 	senders map[string]*sender
@@ -39,6 +40,7 @@ type Pool struct {
 	budgeted            int
 	evicted, idleClosed atomic.Uint64
 	quit, reaped        chan struct{}
+	started             bool // startLocked ran (under mu)
 }
 
 // PoolOption configures a Pool.
@@ -49,7 +51,6 @@ type poolOptions struct {
 	logger      *slog.Logger
 	sendTimeout time.Duration
 	linger      time.Duration
-	zctx        *zmq.Context
 	curve       curveOptions
 	onSent      func(endpoint string, latency time.Duration)
 	maxHeld     int
@@ -58,6 +59,16 @@ type poolOptions struct {
 	maxEndpoints int
 	idleClose    time.Duration
 	keep         map[string]bool
+
+	errs []error // invalid option values, NewPool's error
+}
+
+// ErrInvalidOption: an option was given a value it cannot take. NewPool
+// returns it, wrapped with the value, rather than ignore the value.
+var ErrInvalidOption = errors.New("zmqsend: invalid option")
+
+func (o *poolOptions) invalid(format string, args ...any) {
+	o.errs = append(o.errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...))
 }
 
 // Defaults of a Pool's per-endpoint queue and held triggers.
@@ -81,9 +92,11 @@ const (
 // them.
 func WithMaxHeld(n int) PoolOption {
 	return func(o *poolOptions) {
-		if n >= 0 {
-			o.maxHeld = n
+		if n < 0 {
+			o.invalid("max held %d below 0", n)
+			return
 		}
+		o.maxHeld = n
 	}
 }
 
@@ -96,12 +109,14 @@ func WithSentHook(f func(endpoint string, latency time.Duration)) PoolOption {
 }
 
 // WithQueueSize bounds each endpoint's queue (default DefaultQueueSize). Send fails
-// with ErrQueueFull beyond it. Values below 1 are ignored.
+// with actions.ErrQueueFull beyond it. It must be at least 1.
 func WithQueueSize(n int) PoolOption {
 	return func(o *poolOptions) {
-		if n >= 1 {
-			o.queueSize = n
+		if n < 1 {
+			o.invalid("queue size %d below 1", n)
+			return
 		}
+		o.queueSize = n
 	}
 }
 
@@ -126,16 +141,12 @@ const DefaultSendTimeout = 100 * time.Millisecond
 // DefaultSendTimeout.
 const DefaultLinger = 100 * time.Millisecond
 
-// WithContext makes the pool create its sockets in zctx, which the caller
-// owns and terminates after Close. By default the pool has its own.
-func WithContext(zctx *zmq.Context) PoolOption {
-	return func(o *poolOptions) { o.zctx = zctx }
-}
-
-// NewPool returns an empty pool. If the ZMQ context cannot be created,
-// or CURVE was requested (WithCurve) but cannot work, every Send returns
-// that error; Err reports it at once.
-func NewPool(opts ...PoolOption) *Pool {
+// NewPool returns an empty pool, or an error wrapping ErrInvalidOption
+// for an option value it cannot take. No goroutine starts until the first
+// Send. If the ZMQ context cannot be created, or CURVE was requested
+// (WithCurve) but cannot work, the pool is still returned and every Send
+// returns that error; Err reports it at once.
+func NewPool(opts ...PoolOption) (*Pool, error) {
 	o := poolOptions{
 		queueSize:   DefaultQueueSize,
 		logger:      slog.Default(),
@@ -148,31 +159,42 @@ func NewPool(opts ...PoolOption) *Pool {
 		idleClose:    DefaultIdleClose,
 	}
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if len(o.errs) > 0 {
+		return nil, errors.Join(o.errs...)
 	}
 	p := &Pool{
 		opts:    o,
-		zctx:    o.zctx,
 		senders: make(map[string]*sender),
 		stats:   make(map[string]*counters),
 	}
-	if p.zctx == nil {
-		p.zctx, p.err = zmq.NewContext()
-		p.own = p.err == nil
-		if p.own {
-			p.err = p.sizeContext()
-		}
+	p.zctx, p.err = zmq.NewContext()
+	if p.err == nil {
+		p.err = p.sizeContext()
 	}
 	p.quit = make(chan struct{})
-	if o.idleClose > 0 {
-		p.reaped = make(chan struct{})
-		go p.reapIdle()
-	}
 	p.cerr = p.opts.curve.resolve()
 	if o.settleDelay > 0 {
 		p.settle = newSettler(o.settleDelay)
 	}
-	return p
+	return p, nil
+}
+
+// startLocked starts the pool's own goroutines (idle reaping, settling)
+// with its first sender; under p.mu (write).
+func (p *Pool) startLocked() {
+	if p.started {
+		return
+	}
+	p.started = true
+	if p.opts.idleClose > 0 {
+		p.reaped = make(chan struct{})
+		go p.reapIdle()
+	}
+	p.settle.start()
 }
 
 // Err returns the error that makes every Send fail, or nil: the ZMQ
@@ -187,30 +209,30 @@ func (p *Pool) Err() error {
 
 // Send enqueues h for endpoint (for example "tcp://10.0.0.7:5570") and
 // returns at once; it never waits for the network. It fails with
-// ErrExpired when h.Deadline has passed or is zero, ErrQueueFull when the
-// endpoint's queue is full, ErrClosed after Close, ErrInvalidHint for an
-// empty body and ErrEndpoint when the endpoint cannot be connected (also
+// actions.ErrExpired when h.Deadline has passed or is zero, actions.ErrQueueFull when the
+// endpoint's queue is full, actions.ErrClosed after Close, actions.ErrInvalidHint for an
+// empty body and actions.ErrEndpoint when the endpoint cannot be connected (also
 // with ErrCurveKey when WithCurve gave it a malformed key). The
 // first two count as dropped hints. When nothing is pending for the
 // endpoint and its peer takes the hint without waiting, Send sends it
 // itself; otherwise the endpoint's sender goroutine delivers it. Either
 // way h.Done(true) follows by the settle delay (WithSettleDelay). Hints to one endpoint go out in the
 // order Send accepted them.
-func (p *Pool) Send(endpoint string, h Hint) error {
+func (p *Pool) Send(endpoint string, h actions.Hint) error {
 	if len(h.Body) == 0 {
-		return fmt.Errorf("%w: hint %q has no body", ErrInvalidHint, h.MessageID)
+		return fmt.Errorf("%w: hint %q has no body", actions.ErrInvalidHint, h.MessageID)
 	}
 	if !time.Now().Before(h.Deadline) {
 		p.mu.Lock()
 		closed := p.closed
 		if !closed {
-			p.countersLocked(endpoint).drop(DropExpired)
+			p.countersLocked(endpoint).drop(actions.DropExpired)
 		}
 		p.mu.Unlock()
 		if closed {
-			return ErrClosed
+			return actions.ErrClosed
 		}
-		return fmt.Errorf("%w: hint %q deadline %v", ErrExpired, h.MessageID, h.Deadline)
+		return fmt.Errorf("%w: hint %q deadline %v", actions.ErrExpired, h.MessageID, h.Deadline)
 	}
 	p.mu.RLock()
 	s, closed := p.senders[endpoint], p.closed
@@ -221,22 +243,23 @@ func (p *Pool) Send(endpoint string, h Hint) error {
 	}
 	p.mu.RUnlock()
 	if closed {
-		return ErrClosed
+		return actions.ErrClosed
 	}
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return ErrClosed
+		return actions.ErrClosed
 	}
 	if s = p.senders[endpoint]; s == nil {
 		if err := p.Err(); err != nil {
 			return err
 		}
 		if err := p.makeRoomLocked(endpoint); err != nil {
-			p.countersLocked(endpoint).drop(DropBudget)
+			p.countersLocked(endpoint).drop(actions.DropBudget)
 			return err
 		}
+		p.startLocked()
 		var err error
 		if s, err = newSender(p.zctx, endpoint, &p.opts, p.countersLocked(endpoint)); err != nil {
 			return p.newSenderFailed(endpoint, err)
@@ -256,7 +279,7 @@ func (p *Pool) Send(endpoint string, h Hint) error {
 
 // enqueue runs under p.mu (read or write), so it cannot race with Remove
 // or Close deciding that a queue is final.
-func (p *Pool) enqueue(s *sender, h Hint) error {
+func (p *Pool) enqueue(s *sender, h actions.Hint) error {
 	h.Done = p.settle.wrap(h.Done)
 	q := queued{Hint: h, at: time.Now()}
 	s.lastUsed.Store(q.at.UnixNano())
@@ -289,8 +312,8 @@ func (p *Pool) enqueue(s *sender, h Hint) error {
 		if release == nil && h.Done != nil && p.opts.maxHeld > 0 {
 			s.held.Add(-1)
 		}
-		s.stats.drop(DropQueueFull)
-		return fmt.Errorf("%w: %s holds %d hints", ErrQueueFull, s.endpoint, cap(s.queue))
+		s.stats.drop(actions.DropQueueFull)
+		return fmt.Errorf("%w: %s holds %d hints", actions.ErrQueueFull, s.endpoint, cap(s.queue))
 	}
 }
 
@@ -314,7 +337,7 @@ func (p *Pool) Remove(endpoint string) {
 	if s == nil {
 		return
 	}
-	s.stop(DropRemoved)
+	s.stop(actions.DropRemoved)
 	<-s.done
 }
 
@@ -344,6 +367,7 @@ func (p *Pool) Close(ctx context.Context) error {
 	}
 	p.closed = true
 	close(p.quit)
+	reaped := p.reaped
 	senders := make([]*sender, 0, len(p.senders))
 	for _, s := range p.senders {
 		senders = append(senders, s)
@@ -362,15 +386,15 @@ func (p *Pool) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 		for _, s := range senders {
-			s.stop(DropClosed)
+			s.stop(actions.DropClosed)
 		}
 		<-flushed
 	}
-	if p.reaped != nil {
-		<-p.reaped
+	if reaped != nil {
+		<-reaped
 	}
 	p.settle.close()
-	if p.own {
+	if p.zctx != nil {
 		if terr := p.zctx.Term(); terr != nil && err == nil {
 			err = fmt.Errorf("actions: terminate zmq context: %w", terr)
 		}

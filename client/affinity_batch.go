@@ -1,4 +1,4 @@
-package consumers
+package client
 
 import (
 	"time"
@@ -41,21 +41,20 @@ const (
 	affinityAckWait = 2 * time.Second
 )
 
-// AffinityOption configures NewAffinityWriter.
-type AffinityOption func(*AffinityWriter)
+// WriterOption configures NewAffinityWriter.
+type WriterOption func(*AffinityWriter)
 
 // AffinityAsync writes through js's asynchronous publish to the
 // bucket's subjects ($KV.<bucket>.<key>) instead of kv.Put. js must be
 // the JetStream the bucket was opened with, without a domain or API
 // prefix, and the bucket not a mirror (kv.Put would then write elsewhere;
 // use the default path).
-func AffinityAsync(js jetstream.JetStream) AffinityOption {
+func AffinityAsync(js jetstream.JetStream) WriterOption {
 	return func(w *AffinityWriter) { w.js = js }
 }
 
 // runBatched is run with AffinityAsync.
 func (w *AffinityWriter) runBatched() {
-	defer w.wg.Done()
 	prefix := "$KV." + w.kv.Bucket() + "."
 	batch := make([]affinityPut, 0, DefaultAffinityBatch)
 	linger := time.NewTimer(time.Hour)
@@ -112,13 +111,13 @@ func (w *AffinityWriter) publishBatch(prefix string, batch []affinityPut) (jetst
 	unconfirmed := 0
 	for i, p := range batch {
 		if w.ctx.Err() != nil {
-			w.counters.AffinityDropped.Add("closed", uint64(len(batch)-i+unconfirmed))
+			w.counts.AffinityDropped("closed", uint64(len(batch)-i+unconfirmed))
 			return nil, 0
 		}
 		subject, data := prefix+p.key, p.rec.Encode()
 		if i < len(batch)-1 {
 			if err := nc.Publish(subject, data); err != nil {
-				w.counters.AffinityDropped.Inc("error")
+				w.counts.AffinityDropped("error", 1)
 				w.log.Debug("affinity record not written", "worker_id", p.rec.WorkerID, "dp_rank", p.rec.DpRank, "err", err)
 				continue
 			}
@@ -127,7 +126,7 @@ func (w *AffinityWriter) publishBatch(prefix string, batch []affinityPut) (jetst
 		}
 		f, err := w.js.PublishAsync(subject, data)
 		if err != nil {
-			w.counters.AffinityDropped.Add("error", uint64(1+unconfirmed))
+			w.counts.AffinityDropped("error", uint64(1+unconfirmed))
 			w.log.Debug("affinity records not written", "records", 1+unconfirmed, "err", err)
 			return nil, 0
 		}
@@ -137,7 +136,7 @@ func (w *AffinityWriter) publishBatch(prefix string, batch []affinityPut) (jetst
 }
 
 // awaitBatch counts the n records f confirms once it is acknowledged,
-// failed, timed out (affinityAckWait) or cut short by Close's grace.
+// failed, timed out (affinityAckWait) or cut short by the grace after Run.
 func (w *AffinityWriter) awaitBatch(f jetstream.PubAckFuture, n int) {
 	if f == nil {
 		return
@@ -146,13 +145,13 @@ func (w *AffinityWriter) awaitBatch(f jetstream.PubAckFuture, n int) {
 	defer deadline.Stop()
 	select {
 	case <-f.Ok():
-		w.counters.AffinityWritten.Add(uint64(n))
+		w.counts.AffinityWritten(uint64(n))
 	case err := <-f.Err():
-		w.counters.AffinityDropped.Add("error", uint64(n))
+		w.counts.AffinityDropped("error", uint64(n))
 		w.log.Debug("affinity records not written", "records", n, "err", err)
 	case <-deadline.C:
-		w.counters.AffinityDropped.Add("error", uint64(n))
+		w.counts.AffinityDropped("error", uint64(n))
 	case <-w.ctx.Done():
-		w.counters.AffinityDropped.Add("closed", uint64(n))
+		w.counts.AffinityDropped("closed", uint64(n))
 	}
 }

@@ -1,4 +1,4 @@
-package consumers
+package client
 
 import (
 	"time"
@@ -147,6 +147,6 @@ func (w *AffinityWriter) WithdrawAffinity(session, requestID string) {
 	select {
 	case w.queue <- affinityPut{key: key, rec: schemas.AffinityRecord{RequestID: requestID}, withdraw: true}:
 	default:
-		w.counters.AffinityDropped.Inc("queue_full")
+		w.counts.AffinityDropped("queue_full", 1)
 	}
 }

@@ -1,4 +1,4 @@
-package actions_test
+package zmqsend_test
 
 import (
 	"errors"
@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"context"
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
 )
 
@@ -24,7 +26,7 @@ func openFiles(t *testing.T) int {
 
 // settledJunk is how many of the junk endpoints' hints are over: expired
 // while retrying (nobody listens) or refused for the budget.
-func settledJunk(p *actions.Pool, junk map[string]bool) int {
+func settledJunk(p *zmqsend.Pool, junk map[string]bool) int {
 	n := 0
 	for ep, st := range p.Stats() {
 		if junk[ep] {
@@ -42,10 +44,10 @@ func settledJunk(p *actions.Pool, junk map[string]bool) int {
 // are closed to make room. Either way the real worker receives every
 // hint and the process stays within FilesFor of its budget.
 func TestBudgetJunkEndpointsThenRealWorker(t *testing.T) {
-	for _, budget := range []int{actions.DefaultMaxEndpoints, 256} {
+	for _, budget := range []int{zmqsend.DefaultMaxEndpoints, 256} {
 		t.Run(fmt.Sprint("max=", budget), func(t *testing.T) {
 			before := openFiles(t)
-			p := newPool(t, actions.WithMaxEndpoints(budget), actions.WithIdleClose(0))
+			p := newPool(t, zmqsend.WithMaxEndpoints(budget), zmqsend.WithIdleClose(0))
 			junk := map[string]bool{}
 			peak := 0
 			for i := range 1100 {
@@ -77,7 +79,7 @@ func TestBudgetJunkEndpointsThenRealWorker(t *testing.T) {
 			if b.Open > budget {
 				t.Fatalf("%d senders open, budget %d", b.Open, budget)
 			}
-			if limit := before + int(actions.FilesFor(budget, 0)) - actions.FileReserve; peak > limit {
+			if limit := before + int(zmqsend.FilesFor(budget, 0)) - zmqsend.FileReserve; peak > limit {
 				t.Fatalf("peak %d open files, budget allows %d above the %d before", peak, limit-before, before)
 			}
 			if budget < 1100 && b.Evicted == 0 {
@@ -89,7 +91,7 @@ func TestBudgetJunkEndpointsThenRealWorker(t *testing.T) {
 }
 
 func TestBudgetEvictsLeastRecentlyUsedIdle(t *testing.T) {
-	p := newPool(t, actions.WithMaxEndpoints(3), actions.WithIdleClose(0))
+	p := newPool(t, zmqsend.WithMaxEndpoints(3), zmqsend.WithIdleClose(0))
 	var eps []string
 	var chs []<-chan []byte
 	for range 4 {
@@ -135,7 +137,7 @@ func TestBudgetEvictsLeastRecentlyUsedIdle(t *testing.T) {
 }
 
 func TestBudgetFullOfBusySendersRefusesNewEndpoint(t *testing.T) {
-	p := newPool(t, actions.WithMaxEndpoints(2), actions.WithIdleClose(0))
+	p := newPool(t, zmqsend.WithMaxEndpoints(2), zmqsend.WithIdleClose(0))
 	for i := range 2 {
 		// Nobody listens: the hints retry until their deadline, busy.
 		if err := p.Send(downEndpoint(t), hint(i, time.Minute)); err != nil {
@@ -154,7 +156,7 @@ func TestBudgetFullOfBusySendersRefusesNewEndpoint(t *testing.T) {
 
 func TestBudgetNeverEvictsKeptEndpoint(t *testing.T) {
 	pin, pinCh := puller(t, "tcp://127.0.0.1:*")
-	p := newPool(t, actions.WithMaxEndpoints(1), actions.WithIdleClose(20*time.Millisecond), actions.WithKeep(pin))
+	p := newPool(t, zmqsend.WithMaxEndpoints(1), zmqsend.WithIdleClose(20*time.Millisecond), zmqsend.WithKeep(pin))
 	if err := p.Send(pin, hint(0, 5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +182,7 @@ func TestBudgetNeverEvictsKeptEndpoint(t *testing.T) {
 
 func TestIdleCloseReopensOnNextHint(t *testing.T) {
 	ep, ch := puller(t, "tcp://127.0.0.1:*")
-	p := newPool(t, actions.WithIdleClose(30*time.Millisecond))
+	p := newPool(t, zmqsend.WithIdleClose(30*time.Millisecond))
 	if err := p.Send(ep, hint(0, 5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
@@ -210,8 +212,8 @@ func TestForgetDropsStats(t *testing.T) {
 	if _, ok := st[ep]; ok {
 		t.Fatal("stats of a forgotten endpoint still listed")
 	}
-	if st[actions.DepartedEndpoint].Sent != 1 {
-		t.Fatalf("departed endpoints: %+v, want the forgotten endpoint's 1 sent", st[actions.DepartedEndpoint])
+	if st[zmqsend.DepartedEndpoint].Sent != 1 {
+		t.Fatalf("departed endpoints: %+v, want the forgotten endpoint's 1 sent", st[zmqsend.DepartedEndpoint])
 	}
 	// Forgetting another adds up; the sum over endpoints never goes down.
 	ep2, ch2 := puller(t, "tcp://127.0.0.1:*")
@@ -223,28 +225,48 @@ func TestForgetDropsStats(t *testing.T) {
 	receive(t, ch2, 2, 5*time.Second)
 	natstest.Eventually(t, 5*time.Second, func() bool { return p.Stats()[ep2].Sent == 2 }, "sent count")
 	p.Forget(ep2)
-	if st := p.Stats(); len(st) != 1 || st[actions.DepartedEndpoint].Sent != 3 {
+	if st := p.Stats(); len(st) != 1 || st[zmqsend.DepartedEndpoint].Sent != 3 {
 		t.Fatalf("stats after forgetting both: %+v", st)
 	}
 }
 
 func TestFilesFor(t *testing.T) {
-	if err := actions.ValidateMaxEndpoints(0); err == nil {
+	if err := zmqsend.ValidateMaxEndpoints(0); err == nil {
 		t.Fatal("budget 0 accepted")
 	}
-	if err := actions.ValidateMaxEndpoints(actions.MaxEndpointsLimit + 1); err == nil {
+	if err := zmqsend.ValidateMaxEndpoints(zmqsend.MaxEndpointsLimit + 1); err == nil {
 		t.Fatal("budget past the limit accepted")
 	}
-	if got := actions.FilesFor(4096, 1); got != 2*(4096+1+64+512)+actions.FileReserve {
+	if got := zmqsend.FilesFor(4096, 1); got != 2*(4096+1+64+512)+zmqsend.FileReserve {
 		t.Fatalf("FilesFor(4096, 1) = %d", got)
 	}
 	// The test process can always have what it already has.
-	cur, err := actions.EnsureFileLimit(64)
+	cur, err := zmqsend.EnsureFileLimit(64)
 	if err != nil || cur < 64 {
 		t.Fatalf("EnsureFileLimit(64) = %d, %v", cur, err)
 	}
-	_, err = actions.EnsureFileLimit(1 << 40)
-	if os.Geteuid() != 0 && !errors.Is(err, actions.ErrFileLimit) {
+	_, err = zmqsend.EnsureFileLimit(1 << 40)
+	if os.Geteuid() != 0 && !errors.Is(err, zmqsend.ErrFileLimit) {
 		t.Fatalf("EnsureFileLimit(2^40) = %v, want ErrFileLimit", err)
+	}
+}
+
+// Values an option cannot take fail NewPool, each named, rather than be
+// ignored.
+func TestNewPoolRejectsInvalidOptions(t *testing.T) {
+	for _, opt := range []zmqsend.PoolOption{zmqsend.WithQueueSize(0), zmqsend.WithMaxHeld(-1),
+		zmqsend.WithSettleDelay(-time.Millisecond), zmqsend.WithIdleClose(-time.Second),
+		zmqsend.WithMaxEndpoints(0), zmqsend.WithMaxEndpoints(zmqsend.MaxEndpointsLimit + 1)} {
+		p, err := zmqsend.NewPool(opt)
+		if !errors.Is(err, zmqsend.ErrInvalidOption) || p != nil {
+			t.Errorf("pool %v, err %v: want ErrInvalidOption", p, err)
+		}
+	}
+	p, err := zmqsend.NewPool(zmqsend.WithQueueSize(1), zmqsend.WithMaxHeld(zmqsend.NoMaxHeld), zmqsend.WithIdleClose(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatalf("closing a pool that never sent: %v", err)
 	}
 }

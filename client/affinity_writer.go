@@ -1,13 +1,13 @@
-package consumers
+package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,24 +29,37 @@ const (
 	affinityCloseGrace = 500 * time.Millisecond
 )
 
-// AffinityWriter writes affinity records to a JetStream KV bucket from
-// one goroutine, off the consumer's path. Counters:
-// affinity.written, affinity.skipped|no_session (empty or over-long
-// session id), affinity.dropped|queue_full, affinity.dropped|error, and
-// affinity.dropped|closed (still queued when Close's grace ran out).
+// AffinityCounts takes the writer's counts: records written, records
+// skipped (reason no_session: an empty or over-long session id) and
+// records dropped (queue_full, error, or closed: still queued when the
+// grace after Run's context ended ran out). The service passes its
+// metrics; nil counts nothing. Calls come from any goroutine.
+type AffinityCounts interface {
+	AffinityWritten(n uint64)
+	AffinitySkipped(reason string)
+	AffinityDropped(reason string, n uint64)
+}
+
+type noCounts struct{}
+
+func (noCounts) AffinityWritten(uint64)         {}
+func (noCounts) AffinitySkipped(string)         {}
+func (noCounts) AffinityDropped(string, uint64) {}
+
+// AffinityWriter writes the affinity records a wake-up's prefetch leaves
+// (the records PreferredWorker reads) to a JetStream KV bucket, from the
+// one goroutine of Run, off the consumer's path.
 type AffinityWriter struct {
-	kv       jetstream.KeyValue
-	counters *metrics.Families
-	log      *slog.Logger
-	queue    chan affinityPut
-	ctx      context.Context // cancelled affinityCloseGrace after Close
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	once     sync.Once
-	mu       sync.RWMutex // closed and sends on queue
-	closed   bool
-	js       jetstream.JetStream // AffinityAsync: batched asynchronous writes
-	state    *affinityState      // the writer goroutine's (affinity_recent.go)
+	kv      jetstream.KeyValue
+	counts  AffinityCounts
+	log     *slog.Logger
+	queue   chan affinityPut
+	ctx     context.Context // Run's; cancelled affinityCloseGrace after Run's context ends
+	running sync.Once
+	mu      sync.RWMutex // closed and sends on queue
+	closed  bool
+	js      jetstream.JetStream // AffinityAsync: batched asynchronous writes
+	state   *affinityState      // Run's goroutine's (affinity_recent.go)
 }
 
 type affinityPut struct {
@@ -72,25 +85,64 @@ func OpenAffinityBucket(ctx context.Context, js jetstream.JetStream, bucket stri
 	return kv, nil
 }
 
-// NewAffinityWriter starts the writer; Close stops it. By default each
+// NewAffinityWriter makes a writer to kv; Run writes. Records given before
+// Run starts wait in its queue (DefaultAffinityQueue). By default each
 // record is one kv.Put; AffinityAsync batches them (affinity_batch.go).
-func NewAffinityWriter(kv jetstream.KeyValue, counters *metrics.Families, log *slog.Logger, opts ...AffinityOption) *AffinityWriter {
+// counts may be nil, log nil for slog.Default().
+func NewAffinityWriter(kv jetstream.KeyValue, counts AffinityCounts, log *slog.Logger, opts ...WriterOption) *AffinityWriter {
 	if log == nil {
 		log = slog.Default()
 	}
-	w := &AffinityWriter{kv: kv, counters: counters, log: log.With("bucket", kv.Bucket()),
+	if counts == nil {
+		counts = noCounts{}
+	}
+	w := &AffinityWriter{kv: kv, counts: counts, log: log.With("bucket", kv.Bucket()),
 		queue: make(chan affinityPut, DefaultAffinityQueue), state: newAffinityState(DefaultAffinitySessions)}
 	for _, o := range opts {
 		o(w)
 	}
-	w.ctx, w.cancel = context.WithCancel(context.Background())
-	w.wg.Add(1)
-	if w.js != nil {
-		go w.runBatched()
-	} else {
-		go w.run()
-	}
 	return w
+}
+
+// ErrAlreadyRunning: Run was called a second time.
+var ErrAlreadyRunning = errors.New("client: affinity writer already ran")
+
+// Run writes queued records until ctx ends. Then it takes no more
+// records (dropped, counted closed), writes what is queued within a short
+// grace (half a second: records are worth seconds, and a shutdown with
+// the bus down must not wait for every put to time out), counts the rest
+// dropped, and returns nil. A writer runs once.
+func (w *AffinityWriter) Run(ctx context.Context) error {
+	first := false
+	w.running.Do(func() { first = true })
+	if !first {
+		return ErrAlreadyRunning
+	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	w.ctx = wctx
+	var grace *time.Timer
+	stop := context.AfterFunc(ctx, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.closed = true
+		grace = time.AfterFunc(affinityCloseGrace, cancel)
+		close(w.queue)
+	})
+	defer func() {
+		if !stop() {
+			// Started: the queue was closed after grace was set, under mu.
+			w.mu.Lock()
+			grace.Stop()
+			w.mu.Unlock()
+		}
+	}()
+	if w.js != nil {
+		w.runBatched()
+	} else {
+		w.run()
+	}
+	return nil
 }
 
 // RecordAffinity implements engine.AffinityRecorder: it queues the record and
@@ -98,27 +150,26 @@ func NewAffinityWriter(kv jetstream.KeyValue, counters *metrics.Families, log *s
 func (w *AffinityWriter) RecordAffinity(session string, rec schemas.AffinityRecord) {
 	key := schemas.AffinityKey(session)
 	if key == "" {
-		w.counters.AffinitySkipped.Inc("no_session")
+		w.counts.AffinitySkipped("no_session")
 		return
 	}
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.closed {
-		w.counters.AffinityDropped.Inc("closed")
+		w.counts.AffinityDropped("closed", 1)
 		return
 	}
 	select {
 	case w.queue <- affinityPut{key: key, rec: rec}:
 	default:
-		w.counters.AffinityDropped.Inc("queue_full")
+		w.counts.AffinityDropped("queue_full", 1)
 	}
 }
 
 func (w *AffinityWriter) run() {
-	defer w.wg.Done()
 	for p := range w.queue {
 		if w.ctx.Err() != nil {
-			w.counters.AffinityDropped.Inc("closed")
+			w.counts.AffinityDropped("closed", 1)
 			continue
 		}
 		if !w.state.prepare(&p) {
@@ -130,31 +181,14 @@ func (w *AffinityWriter) run() {
 		_, err := w.kv.Put(ctx, p.key, p.rec.Encode())
 		cancel()
 		if err != nil && w.ctx.Err() != nil {
-			w.counters.AffinityDropped.Inc("closed")
+			w.counts.AffinityDropped("closed", 1)
 			continue
 		}
 		if err != nil {
-			w.counters.AffinityDropped.Inc("error")
+			w.counts.AffinityDropped("error", 1)
 			w.log.Debug("affinity record not written", "worker_id", p.rec.WorkerID, "dp_rank", p.rec.DpRank, "err", err)
 			continue
 		}
-		w.counters.AffinityWritten.Inc()
+		w.counts.AffinityWritten(1)
 	}
-}
-
-// Close writes what is queued within a short grace (half a second),
-// drops the rest (counted) and stops; safe to call twice. Records given
-// after Close are dropped.
-func (w *AffinityWriter) Close() {
-	w.once.Do(func() {
-		w.mu.Lock()
-		w.closed = true
-		close(w.queue)
-		w.mu.Unlock()
-		t := time.AfterFunc(affinityCloseGrace, w.cancel)
-		defer t.Stop()
-		w.wg.Wait()
-		w.cancel()
-	})
-	w.wg.Wait()
 }

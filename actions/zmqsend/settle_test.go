@@ -1,4 +1,4 @@
-package actions_test
+package zmqsend_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
 )
 
@@ -16,7 +16,7 @@ import (
 func TestPoolSettleDelay(t *testing.T) {
 	const delay = 150 * time.Millisecond
 	ep, ch := puller(t, "tcp://127.0.0.1:*")
-	p := newPool(t, actions.WithSettleDelay(delay))
+	p := newPool(t, zmqsend.WithSettleDelay(delay))
 	var (
 		mu    sync.Mutex
 		order []int
@@ -56,7 +56,7 @@ func TestPoolSettleDelay(t *testing.T) {
 	mu.Unlock()
 
 	// A delay longer than the test: only Close can settle it.
-	long := newPool(t, actions.WithSettleDelay(time.Hour))
+	long := newPool(t, zmqsend.WithSettleDelay(time.Hour))
 	settled := make(chan bool, 1)
 	h := hint(99, 5*time.Second)
 	h.Done = func(sent bool) { settled <- sent }

@@ -1,4 +1,4 @@
-package actions
+package zmqsend
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hintstream/hintstream/actions"
 	zmq "github.com/pebbe/zmq4"
 )
 
@@ -31,11 +32,6 @@ const (
 	FileReserve = 1024
 )
 
-// ErrBudget: every sender of the budget (WithMaxEndpoints) has hints in
-// flight, so none can be closed to make room for a new endpoint. The hint
-// counts as dropped with reason DropBudget.
-var ErrBudget = errors.New("actions: socket budget full")
-
 // ErrFileLimit: RLIMIT_NOFILE cannot be raised to what the socket budget
 // needs (EnsureFileLimit).
 var ErrFileLimit = errors.New("actions: open-file limit too low for the socket budget")
@@ -47,9 +43,9 @@ var ErrFileLimit = errors.New("actions: open-file limit too low for the socket b
 // context's limit.
 func socketSlack(maxEndpoints int) int { return 64 + maxEndpoints/8 }
 
-// SocketsFor is the ZMQ_MAX_SOCKETS a pool with this budget and kept
+// socketsFor is the ZMQ_MAX_SOCKETS a pool with this budget and kept
 // endpoints sets on its own context.
-func SocketsFor(maxEndpoints, kept int) int {
+func socketsFor(maxEndpoints, kept int) int {
 	return maxEndpoints + kept + socketSlack(maxEndpoints)
 }
 
@@ -57,7 +53,7 @@ func SocketsFor(maxEndpoints, kept int) int {
 // budget: two descriptors per ZMQ socket (its mailbox's eventfd and its
 // connection) and FileReserve for the rest.
 func FilesFor(maxEndpoints, kept int) uint64 {
-	return 2*uint64(SocketsFor(maxEndpoints, kept)) + FileReserve
+	return 2*uint64(socketsFor(maxEndpoints, kept)) + FileReserve
 }
 
 // ValidateMaxEndpoints reports whether n is a usable budget.
@@ -69,29 +65,33 @@ func ValidateMaxEndpoints(n int) error {
 }
 
 // WithMaxEndpoints bounds the open senders (one PUSH socket each) of
-// endpoints not given to WithKeep (default DefaultMaxEndpoints). A pool
-// that makes its own ZMQ context sets its ZMQ_MAX_SOCKETS to SocketsFor;
-// with WithContext the caller must. When a new endpoint finds the budget
+// endpoints not given to WithKeep (default DefaultMaxEndpoints). The
+// pool's ZMQ context gets a ZMQ_MAX_SOCKETS to match (socketsFor). When a
+// new endpoint finds the budget
 // full, the least recently used sender with nothing queued is closed to
 // make room; when every one has hints in flight the new endpoint's hint
-// fails with ErrBudget. Values outside 1..MaxEndpointsLimit are ignored.
+// fails with actions.ErrBudget. It must be within 1..MaxEndpointsLimit.
 func WithMaxEndpoints(n int) PoolOption {
 	return func(o *poolOptions) {
-		if ValidateMaxEndpoints(n) == nil {
-			o.maxEndpoints = n
+		if err := ValidateMaxEndpoints(n); err != nil {
+			o.errs = append(o.errs, fmt.Errorf("%w: %w", ErrInvalidOption, err))
+			return
 		}
+		o.maxEndpoints = n
 	}
 }
 
 // WithIdleClose closes a sender that has had nothing to send for d
 // (default DefaultIdleClose; 0: never). A later hint reopens it, at the
 // cost of one TCP (and CURVE) handshake. Kept endpoints never close.
-// Negative values are ignored.
+// It must not be negative.
 func WithIdleClose(d time.Duration) PoolOption {
 	return func(o *poolOptions) {
-		if d >= 0 {
-			o.idleClose = d
+		if d < 0 {
+			o.invalid("idle close %v below 0", d)
+			return
 		}
+		o.idleClose = d
 	}
 }
 
@@ -115,12 +115,12 @@ func WithKeep(endpoints ...string) PoolOption {
 // sizeContext sets the budget on a context the pool created, before its
 // first socket (libzmq fixes the limit then).
 func (p *Pool) sizeContext() error {
-	return p.zctx.SetMaxSockets(SocketsFor(p.opts.maxEndpoints, len(p.opts.keep)))
+	return p.zctx.SetMaxSockets(socketsFor(p.opts.maxEndpoints, len(p.opts.keep)))
 }
 
 // makeRoomLocked runs under p.mu (write) before a sender for a new
 // endpoint is created: when the budget is full it retires the least
-// recently used idle sender, or fails with ErrBudget.
+// recently used idle sender, or fails with actions.ErrBudget.
 func (p *Pool) makeRoomLocked(endpoint string) error {
 	if p.opts.keep[endpoint] || p.budgeted < p.opts.maxEndpoints {
 		return nil
@@ -135,7 +135,7 @@ func (p *Pool) makeRoomLocked(endpoint string) error {
 		}
 	}
 	if victim == nil {
-		return fmt.Errorf("%w: %d endpoints all have hints in flight", ErrBudget, p.budgeted)
+		return fmt.Errorf("%w: %d endpoints all have hints in flight", actions.ErrBudget, p.budgeted)
 	}
 	p.retireLocked(victim)
 	p.evicted.Add(1)
@@ -145,14 +145,14 @@ func (p *Pool) makeRoomLocked(endpoint string) error {
 // newSenderFailed explains a sender that could not be made (under p.mu).
 // EMFILE is ZeroMQ's socket limit: closed sockets are handed to ZMQ's
 // reaper thread, which may lag behind a burst of evictions by more than
-// the slack; the hint is dropped for the budget (reason DropBudget) and
+// the slack; the hint is dropped for the budget (reason actions.DropBudget) and
 // the endpoint's next hint finds the slot reclaimed.
 func (p *Pool) newSenderFailed(endpoint string, err error) error {
 	if zmq.AsErrno(err) == zmq.Errno(syscall.EMFILE) {
-		p.countersLocked(endpoint).drop(DropBudget)
-		return fmt.Errorf("%w: ZeroMQ's socket limit for %q (closed sockets not reclaimed yet): %w", ErrBudget, endpoint, err)
+		p.countersLocked(endpoint).drop(actions.DropBudget)
+		return fmt.Errorf("%w: ZeroMQ's socket limit for %q (closed sockets not reclaimed yet): %w", actions.ErrBudget, endpoint, err)
 	}
-	return fmt.Errorf("%w %q: %w", ErrEndpoint, endpoint, err)
+	return fmt.Errorf("%w %q: %w", actions.ErrEndpoint, endpoint, err)
 }
 
 // retireLocked closes idle sender s (under p.mu, write). Nothing is

@@ -1,4 +1,4 @@
-package consumers
+package client
 
 import (
 	"context"
@@ -26,14 +26,15 @@ func TestAffinityWriterAsync(t *testing.T) {
 		t.Fatal(err)
 	}
 	counters := metrics.New()
-	w := NewAffinityWriter(kv, counters, nil, AffinityAsync(js))
+	w := NewAffinityWriter(kv, counters.Affinity(), nil, AffinityAsync(js))
+	stop := runWriter(t, w)
 	const n = 3*DefaultAffinityBatch + 5
 	for i := range n {
 		w.RecordAffinity(fmt.Sprint("s ", i), schemas.AffinityRecord{WorkerID: uint64(i + 1), ExpiresAtMs: 1700000000000,
 			RequestID: fmt.Sprint("wake-", i)})
 	}
 	w.RecordAffinity("", schemas.AffinityRecord{WorkerID: 1})
-	w.Close()
+	stop()
 	if c := metricstest.Snapshot(counters, "hintstream_affinity"); c["hintstream_affinity_written_total"] != n || c["hintstream_affinity_skipped_total|no_session"] != 1 ||
 		c["hintstream_affinity_dropped_total"] != 0 {
 		t.Fatalf("counters %v", c)
@@ -62,14 +63,15 @@ func TestAffinityWriterAsyncCloseIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	counters := metrics.New()
-	w := NewAffinityWriter(kv, counters, nil, AffinityAsync(js))
+	w := NewAffinityWriter(kv, counters.Affinity(), nil, AffinityAsync(js))
+	stop := runWriter(t, w)
 	srv.Shutdown()
 	srv.WaitForShutdown()
 	for i := range 50 {
 		w.RecordAffinity(fmt.Sprint("s-", i), schemas.AffinityRecord{WorkerID: 1, ExpiresAtMs: 1})
 	}
 	start := time.Now()
-	w.Close()
+	stop()
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("Close took %v with the bus down", d)
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package actions
+package zmqsend
 
 import (
 	"fmt"

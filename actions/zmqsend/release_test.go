@@ -1,4 +1,4 @@
-package actions_test
+package zmqsend_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
 )
 
@@ -49,7 +50,7 @@ func (r *releases) counts() map[string]int {
 func TestHintReleaseOncePoolIsDoneWithBody(t *testing.T) {
 	r := &releases{n: map[string]int{}}
 	ep, ch := puller(t, "tcp://127.0.0.1:*")
-	p := newPool(t, actions.WithSettleDelay(0))
+	p := newPool(t, zmqsend.WithSettleDelay(0))
 	const n = 500 // a burst: some go inline, some through the queue
 	for i := range n {
 		if err := p.Send(ep, r.hint(i, 10*time.Second)); err != nil {

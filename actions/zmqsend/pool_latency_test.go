@@ -1,4 +1,4 @@
-package actions_test
+package zmqsend_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
 )
 
@@ -59,7 +59,7 @@ func TestPoolSentHook(t *testing.T) {
 	ep, ch := puller(t, "tcp://127.0.0.1:*")
 	var mu sync.Mutex
 	seen := map[string]int{}
-	p := actions.NewPool(actions.WithSentHook(func(endpoint string, d time.Duration) {
+	p, err := zmqsend.NewPool(zmqsend.WithSentHook(func(endpoint string, d time.Duration) {
 		if d <= 0 {
 			t.Errorf("latency %v", d)
 		}
@@ -67,6 +67,9 @@ func TestPoolSentHook(t *testing.T) {
 		seen[endpoint]++
 		mu.Unlock()
 	}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = p.Close(context.Background()) })
 	for i := range 5 {
 		if err := p.Send(ep, hint(i, 5*time.Second)); err != nil {
