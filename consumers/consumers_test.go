@@ -13,6 +13,7 @@ import (
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/schemas"
@@ -49,7 +50,7 @@ type fixture struct {
 	js       jetstream.JetStream
 	nc       *nats.Conn
 	counters *metrics.Families
-	index    *kvevents.Index
+	index    *index.Memory
 	hints    <-chan string
 	reqs     *RequestConsumer
 	kv       *StateConsumer
@@ -64,7 +65,7 @@ func setup(t *testing.T, set streams.Set) *fixture {
 		t.Fatal(err)
 	}
 	ep, got := pull(t)
-	f := &fixture{js: js, nc: nc, counters: metrics.New(), index: kvevents.NewIndex(), hints: got}
+	f := &fixture{js: js, nc: nc, counters: metrics.New(), index: index.New(), hints: got}
 	pool, err := zmqsend.NewPool()
 	if err != nil {
 		t.Fatal(err)

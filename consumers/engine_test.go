@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/hintstream/hintstream/engine"
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 )
 
 // testEngine builds the decisions a test's consumers drive. Renewals are
@@ -12,7 +12,7 @@ import (
 func testEngine(t testing.TB, d engine.Decisions, deps engine.EngineDeps) *engine.Engine {
 	t.Helper()
 	if deps.Index == nil {
-		deps.Index = kvevents.NewIndex()
+		deps.Index = index.New()
 	}
 	if d.PinRenewMax == 0 {
 		d.NoPinRenewal = true

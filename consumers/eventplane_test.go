@@ -13,6 +13,7 @@ import (
 	"github.com/hintstream/hintstream/eventplane"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
@@ -71,7 +72,7 @@ func TestEventPlaneFrames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	counters := metrics.New()
 	loads := routing.NewLoadTable()
 	eng := testEngine(t, engine.Decisions{}, engine.EngineDeps{Index: ix, Loads: loads, Counters: counters})

@@ -7,7 +7,7 @@ import (
 
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natstest"
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/streams"
 )
@@ -26,7 +26,7 @@ func TestRunStartsConsumesAndStopsOnCancel(t *testing.T) {
 	}
 	counters := metrics.New()
 	dlq := NewDeadLetter(js, "")
-	eng := testEngine(t, engine.Decisions{}, engine.EngineDeps{Index: kvevents.NewIndex(), Counters: counters, Log: discard()})
+	eng := testEngine(t, engine.Decisions{}, engine.EngineDeps{Index: index.New(), Counters: counters, Log: discard()})
 	reqs := NewRequestConsumer(js, RequestConfig{Stream: def.Requests.Name}, eng.Request, dlq, counters, discard())
 	kv := NewStateConsumer(js, StateConfig{Kind: "kv_events", Stream: def.KVEvents.Name},
 		ApplyMessages(eng.KV), dlq, counters, discard())

@@ -1,237 +1,130 @@
 package engine
 
 import (
-	"errors"
-	"strconv"
-
 	"github.com/hintstream/hintstream/eventplane"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 )
 
-// KVBatch is one KV-event message decoded (DecodeKV), for ApplyKV: its events, or one
-// frame of Dynamo's event plane.
-type KVBatch struct {
-	Events []kvevents.Event
-	// Epoch is the bridge's engine incarnation (schemas.HeaderBridgeEpoch), ""
-	// when the message names none.
-	Epoch string
-	// Frame is set, instead of Events, for a frame of Dynamo's event
-	// plane (subjects namespace.….kv-events, see eventplane.go).
-	Frame *eventplane.KVFrame
-}
+// KVBatch is one KV-event message decoded, for ApplyKV.
+type KVBatch = kvevents.Batch
 
-// DecodeKV decodes a message of the KV-events stream: Dynamo RouterEvent
-// JSON, a vLLM/SGLang EventBatch in msgpack (array or tagged-map form;
-// the worker comes from the subject), or an event-plane frame. A Dynamo
-// RouterEvent's one event goes into *one, so the common case allocates no
-// slice. Its errors match schemas.ErrMalformed (a *schemas.DecodeError
-// names the reason).
-func DecodeKV(lim schemas.Limits, m Message, one *[1]kvevents.Event) (KVBatch, error) {
-	if eventplane.IsKVEventsSubject(m.Subject) {
-		if err := lim.CheckHeaders("kv_event", m.Header); err != nil {
-			return KVBatch{}, err
-		}
-		fr, err := eventplane.DecodeKVEvent(m.Data, lim)
-		if err != nil {
-			return KVBatch{}, err
-		}
-		return KVBatch{Frame: &fr}, nil
-	}
-	return decodeKV(lim, m, one, nil)
-}
-
-// decodeKV is DecodeKV past the event-plane case; with sc set, the
-// message is decoded into sc's memory (see kvScratch) and one is unused.
-func decodeKV(lim schemas.Limits, m Message, one *[1]kvevents.Event, sc *kvScratch) (KVBatch, error) {
-	evs, err := decodeKVEvents(m, lim, one, sc)
-	if err != nil {
-		return KVBatch{}, err
-	}
-	return KVBatch{Events: evs, Epoch: m.Header.Get(schemas.HeaderBridgeEpoch)}, nil
-}
-
-// kvScratch is one KV message's decode memory, pooled per Engine: the
-// RouterEvent is garbage once converted, so the next message decodes into
-// it (schemas.Limits.DecodeRouterEventInto), and the events are decoded
-// into the Decoder's reused memory, which is garbage once they are
-// applied: the index copies what it keeps, and the Holding clones what it
-// holds (EventApplier).
-type kvScratch struct {
-	router schemas.RouterEvent
-	dec    kvevents.Decoder
-}
-
-// KV decodes one KV-event message (DecodeKV) and applies it (ApplyKV),
-// unless its subject names a worker the engine does not serve
-// (EngineDeps.KeepWorker): that is known without decoding.
+// KV decodes one KV-event message (kvevents.Decoder.Decode) and applies
+// it (ApplyKV), unless its subject names a worker the engine does not
+// serve (EngineDeps.KeepWorker): that is known without decoding.
+//
+// The decoder is pooled: its memory (a RouterEvent, the events and their
+// blocks) is garbage once they are applied, since the index copies what
+// it keeps and the holding area clones what it holds (index.Index).
 func (e *Engine) KV(m Message) error {
 	if e.skipBySubject(m) {
 		return nil
 	}
-	if eventplane.IsKVEventsSubject(m.Subject) {
-		var one [1]kvevents.Event
-		b, err := DecodeKV(e.d.Limits, m, &one)
-		if err != nil {
-			return err
-		}
-		return e.ApplyKV(b)
+	d, _ := e.kvDecoders.Get().(*kvevents.Decoder)
+	if d == nil {
+		d = &kvevents.Decoder{Limits: e.d.Limits}
 	}
-	sc, _ := e.kvScratch.Get().(*kvScratch)
-	if sc == nil {
-		sc = new(kvScratch)
+	defer e.kvDecoders.Put(d)
+	b, err := d.Decode(kvevents.Message{Subject: m.Subject, Header: m.Header, Data: m.Data})
+	if err != nil {
+		return err
 	}
-	defer e.kvScratch.Put(sc)
-	b, err := decodeKV(e.d.Limits, m, nil, sc)
-	if err == nil {
-		err = e.ApplyKV(b)
-	}
-	return err
+	return e.ApplyKV(b)
 }
 
 // ApplyKV applies decoded KV events to the index (or the holding area in
 // front of it, EngineDeps.KV), unless none is of a worker the engine
-// serves (EngineDeps.KeepWorker). A stored event whose parent block is
-// unknown is counted and dropped, as Dynamo's indexer does.
+// serves (EngineDeps.KeepWorker), and acts on each one's fate
+// (index.FateOf): it counts, and returns the error that dead-letters the
+// message, if any. A stored event whose parent block is unknown is counted
+// and dropped, as Dynamo's indexer does.
 //
 // An engine batch's sequence number (schemas.HeaderBridgeSeq) is its events'
 // EventID, for the index's gap detection. When the bridge reports a new
 // engine incarnation (b.Epoch changes for a worker), the engine restarted
-// with an empty cache: its old blocks are cleared first. Event-plane
-// frames take their event id from the envelope (see eventplane.go).
+// with an empty cache: its old blocks are cleared first.
 //
-// With a *Holding in front of the index, events of unregistered workers
-// are held, and one message in HoldingConfig.SampleEvery of those it
-// drops returns a DecodeError with the reason ReasonUnknownWorker, to be
-// dead-lettered (see holding_area.go).
+// An event-plane frame (b.Envelope set) takes its event id from the
+// envelope's per-publisher sequence, not from the RouterEvent (see
+// kvevents.Sequencer). A well-formed frame hintstream does not index (a
+// cache-owner residency, an unknown tier; b.Ignored) is counted in
+// kv_events.event_plane_ignored and acked; its sequence still counts, or
+// the next frame would look like a gap, so an empty removal on the device
+// tier records the id and changes nothing.
+//
+// With an *index.Holding in front of the index, events of unregistered
+// workers are held, and one message in HoldingConfig.SampleEvery of those
+// it drops returns a DecodeError with the reason index.ReasonUnknownWorker,
+// to be dead-lettered.
 func (e *Engine) ApplyKV(b KVBatch) error {
 	if e.skipByEvents(b) {
 		return nil
 	}
-	if b.Frame != nil {
-		return e.ep.apply(*b.Frame)
+	evs, quiet := b.Events, false
+	if b.Envelope != nil && len(evs) == 1 {
+		ev := &evs[0]
+		ev.EventID = e.planeSeq.EventID(ev.Worker, *b.Envelope, e.kv.LastEventID)
+		if b.Ignored != "" {
+			e.counters.KVEventsEventPlaneIgnored.Inc(b.Ignored)
+			*ev = kvevents.Event{Worker: ev.Worker, EventID: ev.EventID, Kind: schemas.KindRemoved}
+			quiet = true // nothing of it is indexed: no count, no dead letter
+		}
 	}
-	ix, counters, evs := e.kv, e.counters, b.Events
 	if ep := b.Epoch; ep != "" && len(evs) > 0 {
 		k := evs[0].Worker
 		if prev, ok := e.epochs.Swap(k, ep); ok && prev.(string) != ep {
-			counters.KVEventsEngineRestarts.Inc()
+			e.counters.KVEventsEngineRestarts.Inc()
 			// The engine's own tiers died with it; the shared store did not.
 			for _, tier := range []schemas.StorageTier{"", schemas.TierHostPinned, schemas.TierDisk} {
-				err := ix.Apply(kvevents.Event{Worker: k, Kind: schemas.KindCleared, Tier: tier})
-				if err != nil && !errors.Is(err, ErrHeld) && !errors.Is(err, ErrUnknownWorker) {
+				err := e.kv.Apply(kvevents.Event{Worker: k, Kind: schemas.KindCleared, Tier: tier})
+				if f := index.FateOf(err); f != index.Applied && f != index.Held && f != index.Dropped {
 					return err
 				}
 			}
 		}
 	}
-	var unknown *UnknownWorkerError
-	var badRank *RankError
+	var unknown, badRank error // the first sampled of each
 	for _, ev := range evs {
-		switch err := ix.Apply(ev); {
-		case err == nil:
-			if c, ok := e.applied[ev.Kind]; ok {
+		err := e.kv.Apply(ev)
+		switch index.FateOf(err) {
+		case index.Applied:
+			switch c, ok := e.applied[ev.Kind]; {
+			case quiet:
+			case ok:
 				c.Inc()
-			} else {
-				counters.KVEventsApplied.Inc(ev.Kind.String())
+			default:
+				e.counters.KVEventsApplied.Inc(ev.Kind.String())
 			}
-		case errors.Is(err, ErrHeld):
-		case isUnknownWorker(err, &unknown):
-		case isRankError(err, &badRank):
-		case errors.Is(err, kvevents.ErrUnknownParent):
-			counters.KVEventsUnknownParent.Inc()
-		case errors.Is(err, kvevents.ErrUnknownTier):
+		case index.Held:
+		case index.Dropped:
+			if unknown == nil && !quiet && index.Sampled(err) {
+				unknown = err
+			}
+		case index.RankRefused:
+			if badRank == nil && !quiet && index.Sampled(err) {
+				badRank = err
+			}
+		case index.UnknownParent:
+			e.counters.KVEventsUnknownParent.Inc()
+		case index.UnknownTier:
 			// Counted and ignored, not dead-lettered: a newer engine
 			// or Dynamo may name a tier this version does not rank.
-			counters.KVEventsUnknownTier.Inc()
-		case errors.Is(err, kvevents.ErrBadEvent):
+			e.counters.KVEventsUnknownTier.Inc()
+		case index.Invalid:
 			return &schemas.DecodeError{Kind: "kv_event", Reason: "invalid event", Err: err}
 		default:
 			return err
 		}
 	}
 	if unknown != nil {
-		return &schemas.DecodeError{Kind: "kv_event", Reason: ReasonUnknownWorker, Err: unknown}
+		return &schemas.DecodeError{Kind: "kv_event", Reason: index.ReasonUnknownWorker, Err: unknown}
 	}
 	if badRank != nil {
-		return &schemas.DecodeError{Kind: "kv_event", Reason: ReasonRankOutOfRange, Err: badRank}
+		return &schemas.DecodeError{Kind: "kv_event", Reason: index.ReasonRankOutOfRange, Err: badRank}
 	}
 	return nil
-}
-
-// isRankError is isUnknownWorker for a *RankError (counted by the
-// holding area; the sampled one is kept to be dead-lettered).
-func isRankError(err error, first **RankError) bool {
-	var re *RankError
-	if !errors.As(err, &re) {
-		return false
-	}
-	if re.Sample && *first == nil {
-		*first = re
-	}
-	return true
-}
-
-// isUnknownWorker reports whether err is an *UnknownWorkerError, and
-// keeps the first sampled one in *first. Its own function so that the
-// errors.As target is allocated only on this error path, not per event.
-func isUnknownWorker(err error, first **UnknownWorkerError) bool {
-	var uw *UnknownWorkerError
-	if !errors.As(err, &uw) {
-		return false
-	}
-	if uw.Sample && *first == nil {
-		*first = uw
-	}
-	return true
-}
-
-// decodeKVEvents decodes m's events (not an event-plane frame); a Dynamo
-// RouterEvent's one goes into *one; with sc set, everything is decoded
-// into sc's memory instead, valid until its next use.
-func decodeKVEvents(m Message, lim schemas.Limits, one *[1]kvevents.Event, sc *kvScratch) ([]kvevents.Event, error) {
-	if err := lim.CheckHeaders("kv_event", m.Header); err != nil {
-		return nil, err
-	}
-	data := m.Data
-	if f, ok := schemas.DetectFormat(m.Header.Get("Content-Type"), data); ok && f == schemas.FormatJSON {
-		if sc != nil {
-			if err := lim.DecodeRouterEventInto(data, &sc.router); err != nil {
-				return nil, err
-			}
-			if err := checkSubjectWorker("kv_event", m.Subject, sc.router.WorkerID); err != nil {
-				return nil, err
-			}
-			return sc.dec.RouterEvent(&sc.router), nil
-		}
-		ev, err := lim.DecodeRouterEvent(data)
-		if err != nil {
-			return nil, err
-		}
-		if err := checkSubjectWorker("kv_event", m.Subject, ev.WorkerID); err != nil {
-			return nil, err
-		}
-		one[0] = kvevents.FromRouterEvent(ev)
-		return one[:], nil
-	}
-	if !kvevents.IsEngineBatch(data) {
-		return nil, &schemas.DecodeError{Kind: "kv_event", Reason: "neither a Dynamo RouterEvent nor an engine EventBatch"}
-	}
-	worker, err := streams.WorkerFromSubject(m.Subject)
-	if err != nil {
-		return nil, &schemas.DecodeError{Kind: "engine_batch", Reason: "subject names no worker id", Err: err}
-	}
-	var seq uint64
-	if h := m.Header.Get(schemas.HeaderBridgeSeq); h != "" {
-		if seq, err = strconv.ParseUint(h, 10, 64); err != nil {
-			return nil, &schemas.DecodeError{Kind: "engine_batch", Reason: "invalid " + schemas.HeaderBridgeSeq + " header", Err: err}
-		}
-	}
-	if sc != nil {
-		return sc.dec.EngineBatch(data, worker, seq, lim)
-	}
-	return kvevents.DecodeEngineBatch(data, worker, seq, lim)
 }
 
 // DecodeLoad decodes a message of the load stream: a load report (a
@@ -255,7 +148,7 @@ func DecodeLoad(lim schemas.Limits, m Message) (*schemas.ActiveLoad, error) {
 			l.WorkerID = id
 		}
 	}
-	if err := checkSubjectWorker("load", m.Subject, l.WorkerID); err != nil {
+	if err := kvevents.CheckSubjectWorker("load", m.Subject, l.WorkerID); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -271,7 +164,7 @@ func (e *Engine) Load(m Message) error {
 }
 
 // loadAdmitter says which (worker, dp rank) load reports are kept
-// (*Holding).
+// (*index.Holding).
 type loadAdmitter interface {
 	Admits(k kvevents.WorkerKey) (ok bool, reason string)
 }
@@ -279,7 +172,7 @@ type loadAdmitter interface {
 // ApplyLoad records a worker's decoded load for the worker choice.
 //
 // Only a registered worker's dp ranks are kept (when the engine's KV
-// applier is a *Holding, which knows them): 65,546 reports for an
+// applier is an *index.Holding, which knows them): 65,546 reports for an
 // unregistered kv.load.999 once filled the table, and real workers'
 // reports were refused. Others are counted in load.refused, not
 // dead-lettered: a worker may report load before its record is written,

@@ -5,7 +5,7 @@
 // each returns an Outcome (ack, retry after d, held until the hint
 // leaves, reject with reason) that the transport acts on (package
 // consumers settles JetStream messages by it; a replay only counts it).
-// The decoders (DecodeKV, DecodeLoad, DecodeRequest, DecodeResponse) sit
+// The decoders (kvevents.Decoder.Decode, DecodeLoad, DecodeRequest, DecodeResponse) sit
 // beside the engine so that run and replay read events the same way.
 // Tool-call pins are package pins, which the engine drives.
 //
@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
@@ -44,7 +44,7 @@ type Decisions struct {
 	// (Dynamo's defaults).
 	Routing *routing.Config
 	// IndexOptions configure the block index (bound, stale policy, jump).
-	IndexOptions []kvevents.IndexOption
+	IndexOptions []index.Option
 	// PrefetchTTL is how long after its wake-up a prefetch expires;
 	// default DefaultPrefetchTTL.
 	PrefetchTTL time.Duration
@@ -73,8 +73,8 @@ type Decisions struct {
 	// Limits bound what an event may hold; zero fields: schemas' defaults.
 	Limits schemas.Limits
 	// Holding bounds the KV events kept for workers not registered (yet);
-	// zero fields: the DefaultHolding* constants.
-	Holding HoldingConfig
+	// zero fields: the index.DefaultHolding* constants.
+	Holding index.HoldingConfig
 	// MaxPinKeys and MaxPinBytes cap one pin (pins.Config); 0: the
 	// actions.DefaultMaxPin* defaults.
 	MaxPinKeys, MaxPinBytes int
@@ -140,6 +140,6 @@ func (d Decisions) PinConfig() pins.Config {
 // NewIndex is the block index under d's IndexOptions, logging to log: the
 // one constructor of run's index (at start-up and after a failed snapshot
 // load) and replay's.
-func (d Decisions) NewIndex(log *slog.Logger) *kvevents.Index {
-	return kvevents.NewIndex(append([]kvevents.IndexOption{kvevents.WithLogger(log)}, d.IndexOptions...)...)
+func (d Decisions) NewIndex(log *slog.Logger) *index.Memory {
+	return index.New(append([]index.Option{index.WithLogger(log)}, d.IndexOptions...)...)
 }

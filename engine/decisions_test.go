@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/tooltime"
 )
@@ -40,7 +41,7 @@ func TestDecisionsDefaultsAndValidate(t *testing.T) {
 	if err := (Decisions{Routing: &rc}).WithDefaults().Validate(); !errors.Is(err, routing.ErrInvalidConfig) {
 		t.Fatalf("negative temperature: %v, want routing.ErrInvalidConfig", err)
 	}
-	if err := (Decisions{Holding: HoldingConfig{MaxWorkers: -1}}).WithDefaults().Validate(); err == nil {
+	if err := (Decisions{Holding: index.HoldingConfig{MaxWorkers: -1}}).WithDefaults().Validate(); err == nil {
 		t.Fatal("negative holding bound accepted")
 	}
 }

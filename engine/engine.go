@@ -9,6 +9,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/routing"
@@ -24,8 +25,8 @@ const DefaultRetryDelay = 500 * time.Millisecond
 var ErrEngineDeps = errors.New("hints: engine dependencies incomplete")
 
 // Message is an event as a transport hands it over: subject, headers and
-// bytes. Decoding is the engine's (DecodeKV, DecodeLoad, DecodeRequest,
-// DecodeResponse), not the transport's, because what an event decodes to
+// bytes. Decoding is the engine's (kvevents.Decoder.Decode, DecodeLoad,
+// DecodeRequest, DecodeResponse), not the transport's, because what an event decodes to
 // depends on its subject and headers as much as on its bytes (the worker
 // id of an engine batch, the bridge's epoch and sequence, hint headers
 // sent as NATS headers), and a replay must read them exactly as the live
@@ -46,10 +47,10 @@ type AffinityRecorder interface {
 // EngineDeps are what an Engine decides with, apart from its Decisions.
 type EngineDeps struct {
 	// Index is the block index the worker choice reads (required).
-	Index *kvevents.Index
-	// KV is what KV events are applied to: a *Holding in front of Index
+	Index *index.Memory
+	// KV is what KV events are applied to: an *index.Holding in front of Index
 	// (registered workers first); nil: Index itself.
-	KV EventApplier
+	KV index.Index
 	// Loads is the workers' load, fed by ApplyLoad; nil: a new table.
 	Loads *routing.LoadTable
 	// Workers are those a request may be routed to (the registry, or a
@@ -88,7 +89,7 @@ type EngineDeps struct {
 // call it (events of one worker from one goroutine at a time).
 type Engine struct {
 	d          Decisions
-	kv         EventApplier
+	kv         index.Index
 	loads      *routing.LoadTable
 	selector   *routing.Selector
 	sender     actions.Sender
@@ -103,11 +104,12 @@ type Engine struct {
 
 	epochs  sync.Map                               // kvevents.WorkerKey -> string (ApplyKV)
 	applied map[schemas.EventKind]*metrics.Counter // looked up once: one is bumped per event
-	ep      *eventPlaneKV
+	// planeSeq numbers event-plane frames for the index's gap check.
+	planeSeq *kvevents.Sequencer
 
-	kvScratch sync.Pool    // *kvScratch (apply.go)
-	bodies    *bodyPool    // prefetch envelopes (bodies.go)
-	requests  *requestPool // decoded requests (bodies.go)
+	kvDecoders sync.Pool    // *kvevents.Decoder (apply.go)
+	bodies     *bodyPool    // prefetch envelopes (bodies.go)
+	requests   *requestPool // decoded requests (bodies.go)
 
 	prefetchObs PrefetchObserver // outcomes of wake-up prefetches (observe.go); nil: none
 }
@@ -175,7 +177,7 @@ func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
 	for _, k := range []schemas.EventKind{schemas.KindStored, schemas.KindRemoved, schemas.KindCleared} {
 		e.applied[k] = e.counters.KVEventsApplied.With(k.String())
 	}
-	e.ep = newEventPlaneKV(e.kv, e.counters) // Dynamo's event plane
+	e.planeSeq = kvevents.NewSequencer(0) // Dynamo's event plane
 	return e, nil
 }
 

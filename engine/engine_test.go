@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/schemas"
 )
@@ -51,7 +51,7 @@ func TestEngineOutcomes(t *testing.T) {
 	var out bytes.Buffer
 	ctx := context.Background()
 	now := time.Now()
-	e, err := NewEngine(Decisions{NoPinRenewal: true}, EngineDeps{Index: kvevents.NewIndex(),
+	e, err := NewEngine(Decisions{NoPinRenewal: true}, EngineDeps{Index: index.New(),
 		Workers: workers{{WorkerID: 1, Model: "m", KvBlockSize: 16, HintEndpoints: []string{"tcp://127.0.0.1:9"}}},
 		Sender:  actions.NewRecorder(&out, nil), RetryDelay: 42 * time.Millisecond,
 		Pins:  &pins.Deps{Endpoint: "tcp://127.0.0.1:8", Index: &mapRequests{reqs: map[string]*schemas.RequestEvent{}}},

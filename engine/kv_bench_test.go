@@ -10,6 +10,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -92,10 +93,10 @@ func BenchmarkKV(b *testing.B) {
 
 func benchKV(b *testing.B, msgs []Message) {
 	var e *Engine
-	var ix *kvevents.Index
+	var ix *index.Memory
 	fresh := func() {
 		var err error
-		ix = kvevents.NewIndex()
+		ix = index.New()
 		e, err = NewEngine(Decisions{NoPinRenewal: true}, EngineDeps{Index: ix,
 			Workers: workers{}, Sender: actions.NewRecorder(nil, nil)})
 		if err != nil {
@@ -217,12 +218,12 @@ func (g *kvSteadyGen) message(b testing.TB, ev schemas.RouterEvent, w int) Messa
 func benchKVSteady(b *testing.B, engine bool) {
 	var (
 		e   *Engine
-		ix  *kvevents.Index
+		ix  *index.Memory
 		gen *kvSteadyGen
 	)
 	fresh := func() {
-		ix = kvevents.NewIndex(kvevents.WithCapacity(kvSteadyCapacity))
-		h := NewHolding(ix, HoldingConfig{}, nil)
+		ix = index.New(index.WithCapacity(kvSteadyCapacity))
+		h := index.NewHolding(ix, index.HoldingConfig{}, nil)
 		for w := range kvSteadyWorkers {
 			h.Register(uint64(w+1), 1)
 		}

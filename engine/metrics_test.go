@@ -6,20 +6,22 @@ import (
 	"testing"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 )
 
 // The label values metrics lists at 0 from start-up are the ones this
 // package counts under.
 func TestMetricsReasonsAgree(t *testing.T) {
-	if ReasonRankOutOfRange != metrics.ReasonRankOutOfRange {
-		t.Errorf("ReasonRankOutOfRange %q, metrics has %q", ReasonRankOutOfRange, metrics.ReasonRankOutOfRange)
+	if index.ReasonRankOutOfRange != metrics.ReasonRankOutOfRange {
+		t.Errorf("index.ReasonRankOutOfRange %q, metrics has %q", index.ReasonRankOutOfRange, metrics.ReasonRankOutOfRange)
 	}
-	if ReasonWorkerMismatch != metrics.ReasonWorkerMismatch {
-		t.Errorf("ReasonWorkerMismatch %q, metrics has %q", ReasonWorkerMismatch, metrics.ReasonWorkerMismatch)
+	if kvevents.ReasonWorkerMismatch != metrics.ReasonWorkerMismatch {
+		t.Errorf("kvevents.ReasonWorkerMismatch %q, metrics has %q", kvevents.ReasonWorkerMismatch, metrics.ReasonWorkerMismatch)
 	}
-	if ReasonUnknownWorker != metrics.ReasonUnknownWorker {
-		t.Errorf("ReasonUnknownWorker %q, metrics has %q", ReasonUnknownWorker, metrics.ReasonUnknownWorker)
+	if index.ReasonUnknownWorker != metrics.ReasonUnknownWorker {
+		t.Errorf("index.ReasonUnknownWorker %q, metrics has %q", index.ReasonUnknownWorker, metrics.ReasonUnknownWorker)
 	}
 	m := metrics.New()
 	for _, err := range []error{actions.ErrQueueFull, actions.ErrExpired, actions.ErrClosed, actions.ErrBudget, errors.New("x")} {

@@ -26,7 +26,7 @@ func (e *Engine) skipBySubject(m Message) bool {
 
 // skipByEvents reports whether none of b's events is of a served worker.
 func (e *Engine) skipByEvents(b KVBatch) bool {
-	if e.keep == nil || b.Frame != nil || len(b.Events) == 0 {
+	if e.keep == nil || b.Envelope != nil || len(b.Events) == 0 {
 		return false
 	}
 	for _, ev := range b.Events {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/schemas"
 )
@@ -23,7 +23,7 @@ import (
 func TestEngineReusesMemoryWithoutMixingRequests(t *testing.T) {
 	var out bytes.Buffer
 	stored := &mapRequests{reqs: map[string]*schemas.RequestEvent{}}
-	e, err := NewEngine(Decisions{NoPinRenewal: true}, EngineDeps{Index: kvevents.NewIndex(),
+	e, err := NewEngine(Decisions{NoPinRenewal: true}, EngineDeps{Index: index.New(),
 		Workers: workers{{WorkerID: 1, Model: "m", KvBlockSize: 16, HintEndpoints: []string{"tcp://127.0.0.1:9"}}},
 		Sender:  actions.NewRecorder(&out, nil),
 		Pins:    &pins.Deps{Endpoint: "tcp://127.0.0.1:8", Index: stored}})

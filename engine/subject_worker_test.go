@@ -13,7 +13,7 @@ import (
 // worker 1's blocks and set its load by naming worker 1 in the body.
 func TestBodyWorkerMustMatchSubject(t *testing.T) {
 	lim := schemas.Limits{}
-	var one [1]kvevents.Event
+	var d kvevents.Decoder
 	cases := []struct {
 		name, subject, body string
 		load                bool
@@ -36,12 +36,12 @@ func TestBodyWorkerMustMatchSubject(t *testing.T) {
 				t.Errorf("%s: load taken for worker %d", c.name, l.WorkerID)
 			}
 		} else {
-			_, err = DecodeKV(lim, m, &one)
+			_, err = d.Decode(kvevents.Message{Subject: m.Subject, Header: m.Header, Data: m.Data})
 		}
 		var de *schemas.DecodeError
 		switch {
-		case c.refused && (!errors.As(err, &de) || de.Reason != ReasonWorkerMismatch):
-			t.Errorf("%s: err %v, want reason %q", c.name, err, ReasonWorkerMismatch)
+		case c.refused && (!errors.As(err, &de) || de.Reason != kvevents.ReasonWorkerMismatch):
+			t.Errorf("%s: err %v, want reason %q", c.name, err, kvevents.ReasonWorkerMismatch)
 		case !c.refused && err != nil:
 			t.Errorf("%s: refused: %v", c.name, err)
 		}

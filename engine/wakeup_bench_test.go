@@ -9,6 +9,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -33,7 +34,7 @@ func (d *discardSender) Send(_ string, h actions.Hint) error {
 // first half of its sessions' prompts.
 func BenchmarkWakeup(b *testing.B) {
 	const nw, sessions, tokens, bs = 8, 64, 2048, 16
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	var reg workers
 	for w := range uint64(nw) {
 		reg = append(reg, schemas.WorkerRecord{WorkerID: w + 1, Model: "m", KvBlockSize: bs,

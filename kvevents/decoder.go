@@ -3,25 +3,34 @@ package kvevents
 import (
 	"slices"
 
+	"github.com/hintstream/hintstream/eventplane"
 	"github.com/hintstream/hintstream/schemas"
 )
 
-// Decoder adapts KV-event messages into Events in memory it reuses, for
-// a caller that applies each message's events before it decodes the next
-// (engine.Engine.KV, per pooled scratch): the events a call returns, and
+// Decoder adapts KV-event messages (Decode) into Events in memory it
+// reuses, for a caller that applies each message's events before it
+// decodes the next (engine.Engine.KV pools them): the events a call returns, and
 // the Blocks, Removed and ParentHash they point to, are valid until the
 // next call on the same Decoder, which overwrites them. Index.Apply copies
 // what it keeps, so applying them is safe; whatever keeps an event longer
-// (engine.Holding holds those of unregistered workers) must keep
+// (index.Holding holds those of unregistered workers) must keep
 // Event.Clone. DecodeEngineBatch and FromRouterEvent are the allocating
 // forms, whose results are the caller's. The zero Decoder is ready to
 // use; it is not safe for concurrent use.
 type Decoder struct {
-	batch   batchDecoder
-	one     [1]Event
-	blocks  []Block
-	removed []uint64
-	parent  uint64
+	// Limits bound what Decode accepts; zero fields take
+	// schemas.DefaultLimits.
+	Limits schemas.Limits
+
+	// router is the last RouterEvent decoded: garbage once converted,
+	// so the next message decodes into it.
+	router   schemas.RouterEvent
+	envelope eventplane.Envelope
+	batch    batchDecoder
+	one      [1]Event
+	blocks   []Block
+	removed  []uint64
+	parent   uint64
 }
 
 // decoderKeep is the most elements (blocks, hashes or tokens) an arena

@@ -1,10 +1,11 @@
-// Package kvevents turns engine KV-cache events into a per-worker index of
-// cached prompt blocks and answers "how many leading blocks of this prompt
-// does each worker hold on device", hashing blocks exactly as Dynamo's
-// router does so that the answer matches the router's choice.
+// Package kvevents is KV ingestion: it turns a KV-event message of any
+// format into one Batch of normalised Events (Decoder.Decode), and hashes
+// blocks exactly as Dynamo's router does, so that the index's answer (how
+// many leading blocks of a prompt each worker holds) matches the router's
+// choice.
 //
 // Every engine format has one adapter that produces the normalised Event;
-// the Index consumes only Events.
+// the index (package kvevents/index) consumes only Events.
 package kvevents
 
 import (
@@ -44,11 +45,6 @@ type Event struct {
 	Blocks []Block
 	// Removed (removed) lists external hashes of evicted blocks.
 	Removed []uint64
-}
-
-// onDevice reports whether the event's blocks count toward overlap.
-func (e *Event) onDevice() bool {
-	return e.Tier == "" || e.Tier == schemas.TierDevice
 }
 
 // FromRouterEvent adapts a decoded Dynamo RouterEvent. A nil ev gives the

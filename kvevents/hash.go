@@ -61,10 +61,7 @@ func SequenceHashes(local []uint64) []uint64 {
 // sequence hash parent and whose own tokens hash to local:
 // XXH3-64(u64le(parent) || u64le(local), seed 1337).
 func NextSequenceHash(parent, local uint64) uint64 {
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:8], parent)
-	binary.LittleEndian.PutUint64(b[8:], local)
-	return xxh3.HashSeed(b[:], HashSeed)
+	return chainHash(parent, local)
 }
 
 // PromptHashes returns the sequence hashes of a prompt's full blocks in one

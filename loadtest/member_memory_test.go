@@ -19,6 +19,7 @@ import (
 
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/loadtest/speed"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service"
@@ -153,7 +154,7 @@ func memberMemory(b *testing.B, bin string, n int) (heap, rss int64) {
 
 // fillIndex stores n device entries: 64 workers, chains of 1,024 blocks,
 // 64 blocks an event, no block shared between workers.
-func fillIndex(b *testing.B, ix *kvevents.Index, n int) {
+func fillIndex(b *testing.B, ix *index.Memory, n int) {
 	const workers, chain, per = 64, 1024, 64
 	perWorker := n / workers
 	for w := range workers {

@@ -30,17 +30,16 @@ var (
 )
 
 const (
-	// ReasonUnknownWorker is engine.ReasonUnknownWorker (hints imports
-	// this package, so the value is repeated; engine.TestMetricsReasonsAgree
-	// checks they agree).
+	// ReasonUnknownWorker labels KV events of unregistered workers dropped
+	// (index.ReasonUnknownWorker is this value).
 	ReasonUnknownWorker = "unknown worker"
-	// ReasonRankOutOfRange is engine.ReasonRankOutOfRange (repeated for the
-	// same reason).
+	// ReasonRankOutOfRange labels KV events and load reports refused for
+	// their dp rank (index.ReasonRankOutOfRange is this value).
 	ReasonRankOutOfRange = "dp rank out of range"
 	// ReasonMalformed is the dead-letter reason of a trigger event whose
 	// error says no better (engine.Outcome.Reason).
 	ReasonMalformed = "malformed"
-	// ReasonWorkerMismatch is engine.ReasonWorkerMismatch: a KV event or
+	// ReasonWorkerMismatch is kvevents.ReasonWorkerMismatch: a KV event or
 	// load report whose body names another worker than its subject.
 	ReasonWorkerMismatch = "worker_id disagrees with subject"
 )

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/retention"
 	"github.com/hintstream/hintstream/routing"
@@ -22,7 +23,7 @@ type Sources struct {
 	// Counters are the typed families (metrics.New); the tool-labelled
 	// ones are bounded to TopTools (toplabels.go).
 	Counters  *metrics.Families
-	Index     func() kvevents.Stats
+	Index     func() index.Stats
 	Endpoints func() map[string]zmqsend.EndpointStats
 	// Ready answers /readyz; nil means always ready.
 	Ready func() bool
@@ -81,7 +82,7 @@ type collector struct {
 
 type indexCounter struct {
 	desc *prometheus.Desc
-	get  func(kvevents.Stats) uint64
+	get  func(index.Stats) uint64
 }
 
 // newCollector returns a Collector of the sources' metrics (see the
@@ -98,15 +99,15 @@ func newCollector(s Sources) prometheus.Collector {
 	c.indexHashes = d("index_hashes", "Device sequence hashes held, once per 64-worker page.")
 	for _, ic := range []struct {
 		name, help string
-		get        func(kvevents.Stats) uint64
+		get        func(index.Stats) uint64
 	}{
-		{"index_gaps_total", "KV event ids that skipped ahead.", func(s kvevents.Stats) uint64 { return s.Gaps }},
-		{"index_out_of_order_total", "KV events older than the newest id seen.", func(s kvevents.Stats) uint64 { return s.OutOfOrder }},
-		{"index_unknown_parent_total", "Stored events dropped for an unknown parent.", func(s kvevents.Stats) uint64 { return s.UnknownParent }},
-		{"index_unknown_removals_total", "Removed hashes that were not held.", func(s kvevents.Stats) uint64 { return s.UnknownRemovals }},
-		{"index_cleared_total", "Cleared events applied.", func(s kvevents.Stats) uint64 { return s.Cleared }},
-		{"index_dropped_full_total", "Device blocks not indexed because the index was full.", func(s kvevents.Stats) uint64 { return s.DroppedFull }},
-		{"index_unknown_tier_total", "KV events ignored for a storage tier none of Dynamo's.", func(s kvevents.Stats) uint64 { return s.UnknownTier }},
+		{"index_gaps_total", "KV event ids that skipped ahead.", func(s index.Stats) uint64 { return s.Gaps }},
+		{"index_out_of_order_total", "KV events older than the newest id seen.", func(s index.Stats) uint64 { return s.OutOfOrder }},
+		{"index_unknown_parent_total", "Stored events dropped for an unknown parent.", func(s index.Stats) uint64 { return s.UnknownParent }},
+		{"index_unknown_removals_total", "Removed hashes that were not held.", func(s index.Stats) uint64 { return s.UnknownRemovals }},
+		{"index_cleared_total", "Cleared events applied.", func(s index.Stats) uint64 { return s.Cleared }},
+		{"index_dropped_full_total", "Device blocks not indexed because the index was full.", func(s index.Stats) uint64 { return s.DroppedFull }},
+		{"index_unknown_tier_total", "KV events ignored for a storage tier none of Dynamo's.", func(s index.Stats) uint64 { return s.UnknownTier }},
 	} {
 		c.indexCounters = append(c.indexCounters, indexCounter{d(ic.name, ic.help), ic.get})
 	}

@@ -58,7 +58,7 @@ type (
 		WorkerID uint64 `json:"worker_id"`
 		DpRank   uint32 `json:"dp_rank"`
 	}
-	// IndexView answers GET /v1/index: kvevents.Stats and the stale pairs.
+	// IndexView answers GET /v1/index: index.Stats and the stale pairs.
 	IndexView struct {
 		Workers         int             `json:"workers"`
 		DeviceBlocks    int64           `json:"device_blocks"`

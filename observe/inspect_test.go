@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/tooltime"
@@ -40,7 +41,7 @@ func inspectFixture(t *testing.T) (Sources, []uint32) {
 	for i := range prompt {
 		prompt[i] = uint32(1000 + i)
 	}
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	store := func(k kvevents.WorkerKey, id uint64, tokens []uint32) {
 		t.Helper()
 		local := kvevents.LocalBlockHashes(tokens, 16)

@@ -25,6 +25,7 @@ import (
 	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
 )
@@ -66,7 +67,7 @@ func newFixture(t *testing.T) *fixture {
 	c.PinsExpectedFrom.Inc("learned")
 	f.src.Counters = c
 
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	w := kvevents.WorkerKey{WorkerID: 7}
 	if err := ix.Apply(kvevents.Event{Worker: w, EventID: 1, Kind: schemas.KindStored,
 		Blocks: []kvevents.Block{{ExternalHash: 101, LocalHash: 1}, {ExternalHash: 102, LocalHash: 2}}}); err != nil {

@@ -20,7 +20,7 @@ import (
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/zmqtest"
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/schemas"
@@ -130,7 +130,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 	worker := schemas.WorkerRecord{WorkerID: 1, Model: "m", KvBlockSize: 16, HintEndpoints: []string{hintEP},
 		ObjectLayout: layout16()}
 	counters := metrics.New()
-	eng, err := engine.NewEngine(engine.Decisions{PrefetchTTL: time.Minute}, engine.EngineDeps{Index: kvevents.NewIndex(),
+	eng, err := engine.NewEngine(engine.Decisions{PrefetchTTL: time.Minute}, engine.EngineDeps{Index: index.New(),
 		Workers: staticWorkers{worker}, Sender: pool, Counters: counters, Log: discard(),
 		Pins: &pins.Deps{Endpoint: pinEP, Index: idx, Slots: slots, Workers: workerMap{1: worker}}})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
@@ -80,7 +81,7 @@ func benchChoice(b *testing.B, others int, whole bool) {
 	for i := range tokens {
 		tokens[i] = uint32(i)
 	}
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	local := kvevents.LocalBlockHashes(tokens, 16)
 	ev := kvevents.Event{Worker: kvevents.WorkerKey{WorkerID: 7}, Kind: schemas.KindStored}
 	for i, h := range local[:128] {

@@ -18,6 +18,7 @@ import (
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/engine"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/registry"
@@ -103,7 +104,7 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	served := registry.ServedModels(o.Models)
 	// KV events pass the live run's holding area; the registry's current
 	// workers are registered in it.
-	holding := engine.NewHolding(ix, o.Holding, counters)
+	holding := index.NewHolding(ix, o.Holding, counters)
 	for _, w := range reg.Workers() {
 		holding.Register(w.WorkerID, len(w.HintEndpoints))
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -48,7 +48,7 @@ func TestChooseBooksNothing(t *testing.T) {
 // in registry order even though sampling sorts them.
 func TestChooseTemperatureKeepsOrder(t *testing.T) {
 	ws := staticWorkers{worker(3, "m", 16, 1), worker(1, "m", 16, 2)}
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	p := prompt(160)
 	store(t, ix, key(1, 1), p, 16, 4)
 	s := mustSelector(NewSelector(ws, ix, NewLoadTable(), tuned(func(c *Config) { c.Temperature = 0.5 })))
@@ -72,7 +72,7 @@ func TestChooseTemperatureKeepsOrder(t *testing.T) {
 }
 
 func TestChooseNoWorker(t *testing.T) {
-	s := mustSelector(NewSelector(staticWorkers{worker(1, "m", 16, 1)}, kvevents.NewIndex(), nil))
+	s := mustSelector(NewSelector(staticWorkers{worker(1, "m", 16, 1)}, index.New(), nil))
 	_, all, err := s.Choose(&schemas.RequestEvent{Model: "other", TokenIDs: prompt(32)})
 	if !errors.Is(err, ErrNoWorker) || len(all) != 0 {
 		t.Fatalf("Choose for an unserved model = %d candidates, %v; want none, ErrNoWorker", len(all), err)

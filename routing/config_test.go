@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 )
 
 func TestDefaultConfig(t *testing.T) {
-	s := mustSelector(NewSelector(staticWorkers{}, kvevents.NewIndex(), nil))
+	s := mustSelector(NewSelector(staticWorkers{}, index.New(), nil))
 	// Dynamo's KvRouterConfig::default() (lib/kv-router/src/scheduling/
 	// config.rs @07a6c9ce3bb096cfaf353fe69ee578e105c6a512), spelled out.
 	want := Config{Cost: CostDefault, OverlapScoreCredit: 1, OverlapScoreCreditDecay: 0, PrefillLoadScale: 1,
@@ -23,7 +23,7 @@ func TestDefaultConfig(t *testing.T) {
 	if err := want.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	s = mustSelector(NewSelector(staticWorkers{}, kvevents.NewIndex(), nil,
+	s = mustSelector(NewSelector(staticWorkers{}, index.New(), nil,
 		WithConfig(Config{OverlapScoreWeight: 0.5, Temperature: 0.2, Spread: SpreadConfig{Enabled: true, HalfLife: 3 * time.Second}})))
 	if got := s.Config(); got.OverlapScoreWeight != 0.5 || got.Temperature != 0.2 || got.Spread != (SpreadConfig{true, 3 * time.Second}) {
 		t.Fatalf("options gave %+v", got)
@@ -55,12 +55,12 @@ func TestConfigValidate(t *testing.T) {
 // TestBadOptionsFail: an unusable setting never reaches the logits:
 // NewSelector fails, naming it, and nothing is replaced.
 func TestBadOptionsFail(t *testing.T) {
-	s, err := NewSelector(staticWorkers{}, kvevents.NewIndex(), nil,
+	s, err := NewSelector(staticWorkers{}, index.New(), nil,
 		tuned(func(c *Config) { c.OverlapScoreWeight, c.Temperature = math.NaN(), -1 }))
 	if !errors.Is(err, ErrInvalidConfig) || s != nil || !strings.Contains(err.Error(), "overlap") {
 		t.Fatalf("selector %v, err %v: want ErrInvalidConfig naming the weight", s, err)
 	}
-	s, err = NewSelector(staticWorkers{}, kvevents.NewIndex(), nil, tuned(func(c *Config) { c.Temperature = -1 }))
+	s, err = NewSelector(staticWorkers{}, index.New(), nil, tuned(func(c *Config) { c.Temperature = -1 }))
 	if !errors.Is(err, ErrInvalidConfig) || s != nil || !strings.Contains(err.Error(), "temperature -1") {
 		t.Fatalf("selector %v, err %v: want ErrInvalidConfig naming the temperature", s, err)
 	}

@@ -11,7 +11,7 @@ import "math"
 // 13a4eeab3ff95e09dfa58402a063e9b0f0ac4bcd). For one candidate, with bs
 // its block size, isl the prompt's tokens, d/h/k/x its device, host_pinned,
 // disk and external blocks (each tier continuing the one before, see
-// kvevents.Index.LowerOverlap):
+// index.Memory.LowerOverlap):
 //
 //	effective      = d + host_w*h + disk_w*k + disk_w*x
 //	cached_tokens  = round(effective * bs)
@@ -49,7 +49,7 @@ type CostInput struct {
 	BlockSize int // > 0
 	ISL       int // the prompt's tokens
 	// Device, HostPinned, Disk and External are the prompt blocks cached
-	// on each tier, each continuing the one before (kvevents.LowerOverlap).
+	// on each tier, each continuing the one before (index.LowerOverlap).
 	Device, HostPinned, Disk, External int
 	ActivePrefillTokens                uint64
 	// MinActivePrefillTokens is the least ActivePrefillTokens among the

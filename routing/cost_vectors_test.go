@@ -8,6 +8,7 @@ import (
 
 	"github.com/hintstream/hintstream/internal/testvectors"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -15,11 +16,11 @@ import (
 // cases that give the counts the selector receives rather than blocks.
 type tierCounts struct {
 	device map[kvevents.WorkerKey]int
-	lower  map[kvevents.WorkerKey]kvevents.LowerOverlap
+	lower  map[kvevents.WorkerKey]index.LowerOverlap
 }
 
 func (t tierCounts) Overlap([]uint64) map[kvevents.WorkerKey]int { return t.device }
-func (t tierCounts) LowerOverlap([]uint64, map[kvevents.WorkerKey]int) map[kvevents.WorkerKey]kvevents.LowerOverlap {
+func (t tierCounts) LowerOverlap([]uint64, map[kvevents.WorkerKey]int) map[kvevents.WorkerKey]index.LowerOverlap {
 	return t.lower
 }
 
@@ -72,14 +73,14 @@ type vecKey struct {
 // dp rank) and returns its choice.
 func selectFromCounts(t *testing.T, cfg Config, bs, isl int, ws []vecWorker) Candidate {
 	t.Helper()
-	tc := tierCounts{device: map[kvevents.WorkerKey]int{}, lower: map[kvevents.WorkerKey]kvevents.LowerOverlap{}}
+	tc := tierCounts{device: map[kvevents.WorkerKey]int{}, lower: map[kvevents.WorkerKey]index.LowerOverlap{}}
 	loads := NewLoadTable()
 	ranks := map[uint64]int{}
 	var order []uint64
 	for _, w := range ws {
 		k := kvevents.WorkerKey{WorkerID: w.WorkerID, DpRank: w.DpRank}
 		tc.device[k] = w.Device
-		tc.lower[k] = kvevents.LowerOverlap{HostPinned: w.Host, Disk: w.Disk, External: w.External}
+		tc.lower[k] = index.LowerOverlap{HostPinned: w.Host, Disk: w.Disk, External: w.External}
 		if !w.NoLoad {
 			if err := loads.Update(schemas.ActiveLoad{WorkerID: w.WorkerID, DpRank: w.DpRank,
 				ActivePrefillTokens: u64(w.Prefill), ActiveDecodeBlocks: u64(w.Decode)}); err != nil {

@@ -4,12 +4,13 @@ import (
 	"testing"
 
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/schemas"
 )
 
 // storeSeeded makes k hold the first n blocks of p hashed with block seed
 // seed, as an engine serving a LoRA adapter or cache namespace reports them.
-func storeSeeded(t testing.TB, ix *kvevents.Index, k kvevents.WorkerKey, p []uint32, bs, n int, seed uint64, tier schemas.StorageTier) {
+func storeSeeded(t testing.TB, ix *index.Memory, k kvevents.WorkerKey, p []uint32, bs, n int, seed uint64, tier schemas.StorageTier) {
 	t.Helper()
 	local := kvevents.LocalBlockHashesSeeded(p, bs, seed)[:n]
 	blocks := make([]kvevents.Block, n)
@@ -24,7 +25,7 @@ func storeSeeded(t testing.TB, ix *kvevents.Index, k kvevents.WorkerKey, p []uin
 // A request naming a LoRA adapter (or a cache_salt) matches only the
 // blocks hashed with that adapter's seed, as Dynamo's router hashes it.
 func TestSelectHashesWithLoraAndSalt(t *testing.T) {
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	p := prompt(160)
 	storeSeeded(t, ix, key(1, 0), p, 16, 8, kvevents.HashSeed, "")
 	storeSeeded(t, ix, key(2, 0), p, 16, 8, kvevents.BlockSeed("adapter-a", ""), "")

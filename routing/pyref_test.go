@@ -7,6 +7,7 @@ import (
 
 	"github.com/hintstream/hintstream/internal/pypeer"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -116,7 +117,7 @@ func randomStores(r *rand.Rand, nb int, lora, salt string) []pypeer.CostStore {
 // stores as KV events, on one case.
 func choiceFor(t *testing.T, c pypeer.CostCase) (Candidate, error) {
 	t.Helper()
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	loads := NewLoadTable()
 	ranks := map[uint64]int{}
 	var order []uint64

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -14,7 +15,7 @@ import (
 func selectBench(b *testing.B) (*Selector, []*schemas.RequestEvent) {
 	b.Helper()
 	const workers, sessions, tokens, bs = 8, 64, 2048, 16
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	var reg staticWorkers
 	loads := NewLoadTable()
 	for w := range uint64(workers) {

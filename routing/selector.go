@@ -82,6 +82,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -99,17 +100,17 @@ type Overlapper interface {
 }
 
 // OverlapFiller is an Overlapper that can fill a caller's map instead of
-// returning a new one (*kvevents.Index is one): Select then reuses one
+// returning a new one (*index.Memory is one): Select then reuses one
 // map per block size across wake-ups. out is cleared first.
 type OverlapFiller interface {
 	OverlapInto(seqHashes []uint64, out map[kvevents.WorkerKey]int)
 }
 
 // LowerOverlapper is the index view of the lower tiers (host_pinned,
-// disk, external) that the default cost credits; *kvevents.Index is one.
+// disk, external) that the default cost credits; *index.Memory is one.
 // An Overlapper without it has no lower-tier blocks.
 type LowerOverlapper interface {
-	LowerOverlap(seqHashes []uint64, device map[kvevents.WorkerKey]int) map[kvevents.WorkerKey]kvevents.LowerOverlap
+	LowerOverlap(seqHashes []uint64, device map[kvevents.WorkerKey]int) map[kvevents.WorkerKey]index.LowerOverlap
 }
 
 // Candidate is one (worker, dp rank) considered for a prompt, with the
@@ -122,7 +123,7 @@ type Candidate struct {
 	Overlap int
 	// HostPinned, Disk and External are the prompt blocks past the device
 	// prefix cached on each lower tier, each continuing the one before
-	// (kvevents.LowerOverlap). The classic cost ignores them.
+	// (index.LowerOverlap). The classic cost ignores them.
 	HostPinned, Disk, External int
 	Load                       schemas.ActiveLoad
 	// PrefillBlocks is, for the default cost, Dynamo's raw_prefill_blocks
@@ -175,7 +176,7 @@ type scratch struct {
 type blockTiers struct {
 	bs     uint32
 	device map[kvevents.WorkerKey]int
-	lower  map[kvevents.WorkerKey]kvevents.LowerOverlap
+	lower  map[kvevents.WorkerKey]index.LowerOverlap
 	reuse  map[kvevents.WorkerKey]int // device's map when the index fills one
 }
 

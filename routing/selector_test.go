@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -37,7 +38,7 @@ func prompt(n int) []uint32 {
 }
 
 // store makes worker/dp hold the first n blocks (of size bs) of p on device.
-func store(t testing.TB, ix *kvevents.Index, k kvevents.WorkerKey, p []uint32, bs, n int) {
+func store(t testing.TB, ix *index.Memory, k kvevents.WorkerKey, p []uint32, bs, n int) {
 	t.Helper()
 	local := kvevents.LocalBlockHashes(p, bs)[:n]
 	blocks := make([]kvevents.Block, n)
@@ -177,7 +178,7 @@ func TestSelect(t *testing.T) {
 				n = 160
 			}
 			p := prompt(n)
-			ix := kvevents.NewIndex()
+			ix := index.New()
 			for _, h := range c.held {
 				store(t, ix, h.k, p, h.bs, h.n)
 			}
@@ -226,7 +227,7 @@ func TestSelectNoWorker(t *testing.T) {
 		"no block size": {worker(1, "b", 0, 1)},
 		"no workers":    nil,
 	} {
-		s := mustSelector(NewSelector(w, kvevents.NewIndex(), NewLoadTable()))
+		s := mustSelector(NewSelector(w, index.New(), NewLoadTable()))
 		if _, err := s.Select(&schemas.RequestEvent{RequestID: "r", Model: "b", TokenIDs: prompt(32)}); !errors.Is(err, ErrNoWorker) {
 			t.Errorf("%s: err = %v, want ErrNoWorker", name, err)
 		}
@@ -236,7 +237,7 @@ func TestSelectNoWorker(t *testing.T) {
 func TestSelectEmptyPrompt(t *testing.T) {
 	lt := NewLoadTable()
 	lt.Update(schemas.ActiveLoad{WorkerID: 1, ActiveDecodeBlocks: u64(2)})
-	s := mustSelector(NewSelector(staticWorkers{worker(1, "m", 16, 1), worker(2, "m", 16, 1)}, kvevents.NewIndex(), lt))
+	s := mustSelector(NewSelector(staticWorkers{worker(1, "m", 16, 1), worker(2, "m", 16, 1)}, index.New(), lt))
 	// No tokens: prefill 0, decode = load only; w1 2, w2 0.
 	got, err := s.Select(&schemas.RequestEvent{RequestID: "r", Model: "m"})
 	if err != nil || got.Worker != key(2, 0) || got.Logit != 0 {

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -69,7 +69,7 @@ func TestSoftmaxSampleCumulative(t *testing.T) {
 // the handLogits.
 func threeWorkers(t testing.TB, opts ...Option) (*Selector, []uint32) {
 	p := prompt(160)
-	ix := kvevents.NewIndex()
+	ix := index.New()
 	for id, n := range map[uint64]int{1: 10, 2: 8, 3: 6} {
 		store(t, ix, key(id, 0), p, 16, n)
 	}

@@ -252,7 +252,7 @@ func (l Limits) checkRouterEvent(ev *RouterEvent) error {
 		return malformed(kind, "missing event data", nil)
 	}
 	// An unknown storage_tier is not malformed: the index counts the event
-	// and ignores it (kvevents.ErrUnknownTier), since a newer Dynamo may
+	// and ignores it (index.ErrUnknownTier), since a newer Dynamo may
 	// add a tier. It is cut to 64 bytes; no tier name is longer.
 	if len(ev.StorageTier) > 64 {
 		ev.StorageTier = ev.StorageTier[:64]

@@ -1,7 +1,7 @@
 package service
 
 import (
-	"github.com/hintstream/hintstream/engine"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -10,7 +10,7 @@ import (
 // registry opens, since its initial records register workers).
 // Its bounds were validated with the other decisions at Start.
 func (s *Service) startHolding() {
-	s.holding = engine.NewHolding(s.Index, s.cfg.Holding, s.Counters)
+	s.holding = index.NewHolding(s.Index, s.cfg.Holding, s.Counters)
 }
 
 // promote lets a newly registered worker's events into the index (on

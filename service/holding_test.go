@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
@@ -97,15 +97,15 @@ func TestKVEventFloodOfUnregisteredWorkers(t *testing.T) {
 	if n := svc.Index.Stats().Workers; n != 1 {
 		t.Fatalf("index tracks %d workers, want 1 (the registered one)", n)
 	}
-	if st := svc.holding.Stats(); st.Workers > engine.DefaultHoldingWorkers {
+	if st := svc.holding.Stats(); st.Workers > index.DefaultHoldingWorkers {
 		t.Fatalf("holding area %+v over its bound", st)
 	}
-	dropped := metricstest.Get(svc.Counters, "hintstream_kv_events_dropped_total|"+engine.ReasonUnknownWorker)
-	if dropped < flood-engine.DefaultHoldingWorkers {
-		t.Fatalf("%d dropped events counted, want at least %d", dropped, flood-engine.DefaultHoldingWorkers)
+	dropped := metricstest.Get(svc.Counters, "hintstream_kv_events_dropped_total|"+index.ReasonUnknownWorker)
+	if dropped < flood-index.DefaultHoldingWorkers {
+		t.Fatalf("%d dropped events counted, want at least %d", dropped, flood-index.DefaultHoldingWorkers)
 	}
-	samples := metricstest.Get(svc.Counters, "hintstream_kv_events_malformed_total|"+engine.ReasonUnknownWorker)
-	if samples == 0 || samples > dropped/engine.DefaultHoldingSampleEvery+1 {
+	samples := metricstest.Get(svc.Counters, "hintstream_kv_events_malformed_total|"+index.ReasonUnknownWorker)
+	if samples == 0 || samples > dropped/index.DefaultHoldingSampleEvery+1 {
 		t.Fatalf("%d dead-letter samples for %d drops", samples, dropped)
 	}
 	dlq, err := js.Stream(ctx, "HINTSTREAM_DLQ")
@@ -113,8 +113,8 @@ func TestKVEventFloodOfUnregisteredWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if m, err := dlq.GetLastMsgForSubject(ctx, "hintstream.dlq.kv_events"); err != nil ||
-		m.Header.Get("Hintstream-Error") != engine.ReasonUnknownWorker {
-		t.Fatalf("no dead-letter sample with reason %q: %v", engine.ReasonUnknownWorker, err)
+		m.Header.Get("Hintstream-Error") != index.ReasonUnknownWorker {
+		t.Fatalf("no dead-letter sample with reason %q: %v", index.ReasonUnknownWorker, err)
 	}
 
 	// The shutdown snapshot holds the registered worker alone.
@@ -129,7 +129,7 @@ func TestKVEventFloodOfUnregisteredWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	saved := kvevents.NewIndex()
+	saved := index.New()
 	if err := saved.ReadSnapshot(r); err != nil {
 		t.Fatal(err)
 	}

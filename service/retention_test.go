@@ -12,6 +12,7 @@ import (
 
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
@@ -86,7 +87,7 @@ func (c *churn) step(ctx context.Context) jetstream.PubAckFuture {
 
 // sameIndex compares two indexes entry by entry over every block the
 // churn can produce: which workers hold it, and each worker's last event.
-func (c *churn) sameIndex(t *testing.T, a, b *kvevents.Index) int {
+func (c *churn) sameIndex(t *testing.T, a, b *index.Memory) int {
 	t.Helper()
 	entries := 0
 	for _, toks := range c.prompts {

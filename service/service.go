@@ -13,7 +13,7 @@ import (
 	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/engine"
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/observe"
 	"github.com/hintstream/hintstream/pins"
@@ -33,7 +33,7 @@ type Service struct {
 	log *slog.Logger
 
 	Counters *metrics.Families
-	Index    *kvevents.Index
+	Index    *index.Memory
 	Loads    *routing.LoadTable
 	Selector *routing.Selector
 
@@ -43,9 +43,9 @@ type Service struct {
 	registry *registry.Registry
 	pool     *zmqsend.Pool
 	kv       *consumers.StateConsumer
-	holding  *engine.Holding // gate of the index: registered workers first
-	grace    workerGrace     // grace.go
-	engine   *engine.Engine  // the decisions, shared with replay
+	holding  *index.Holding // gate of the index: registered workers first
+	grace    workerGrace    // grace.go
+	engine   *engine.Engine // the decisions, shared with replay
 	load     *consumers.StateConsumer
 	requests *consumers.RequestConsumer
 	affinity *client.AffinityWriter // nil when off

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -13,7 +14,7 @@ import (
 // hintstream index, so tests can compare the index with the caches.
 type indexSink struct {
 	t     *testing.T
-	ix    *kvevents.Index
+	ix    *index.Memory
 	loads []schemas.ActiveLoad
 }
 
@@ -40,7 +41,7 @@ func tokensOf(first uint32, n int) []uint32 {
 }
 
 func TestClusterServeClassifiesPromptTokens(t *testing.T) {
-	sink := &indexSink{t: t, ix: kvevents.NewIndex()}
+	sink := &indexSink{t: t, ix: index.New()}
 	c, err := NewCluster(Config{Workers: 2, DeviceBlocks: 4, L3Blocks: 100, BlockSize: 4, Sink: sink})
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +92,7 @@ func TestClusterServeClassifiesPromptTokens(t *testing.T) {
 }
 
 func TestClusterLoadFollowsTheClock(t *testing.T) {
-	sink := &indexSink{t: t, ix: kvevents.NewIndex()}
+	sink := &indexSink{t: t, ix: index.New()}
 	c, err := NewCluster(Config{Workers: 1, BlockSize: 4, Sink: sink})
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/engine"
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/tooltime"
@@ -34,12 +34,12 @@ func decisionFlags(fs *flag.FlagSet) func(*engine.Decisions) error {
 	var (
 		ttl          = fs.Duration("prefetch-ttl", engine.DefaultPrefetchTTL, "a prefetch expires this long after its wake-up (expires_at_ms)")
 		maxBlocks    = fs.Int64("index-max-blocks", 0, "bound on indexed (block, worker) device entries; new blocks past it are dropped and counted (0: unbounded)")
-		overlapJump  = fs.Int("overlap-jump", kvevents.DefaultJump, "overlap probes every n-th prompt block and scans between probes only where workers were lost (Dynamo's jump search; assumes each worker's blocks are prefix-closed); 1 looks up every block")
+		overlapJump  = fs.Int("overlap-jump", index.DefaultJump, "overlap probes every n-th prompt block and scans between probes only where workers were lost (Dynamo's jump search; assumes each worker's blocks are prefix-closed); 1 looks up every block")
 		excludeStale = fs.Bool("exclude-stale", false, "leave workers with an event-id gap out of the overlap until they resynchronise (default: keep them, as the router does)")
 		pinRenewMax  = fs.Duration("pin-renew-max", engine.DefaultPinRenewMax, "renew a tool call's pin while its session has not come back, until the call has lasted this long (0: never renew)")
 		keepPin      = fs.Bool("keep-pin-on-next-turn", false, "leave a session's pin when its next request arrives (default: release the slot)")
-		holdWorkers  = fs.Int("holding-workers", engine.DefaultHoldingWorkers, "KV events of at most this many unregistered worker ids are held until they register (least recently heard evicted; past it events are dropped as \"unknown worker\")")
-		holdBlocks   = fs.Int("holding-blocks", engine.DefaultHoldingBlocks, "blocks held per unregistered worker id; more are dropped as \"unknown worker\"")
+		holdWorkers  = fs.Int("holding-workers", index.DefaultHoldingWorkers, "KV events of at most this many unregistered worker ids are held until they register (least recently heard evicted; past it events are dropped as \"unknown worker\")")
+		holdBlocks   = fs.Int("holding-blocks", index.DefaultHoldingBlocks, "blocks held per unregistered worker id; more are dropped as \"unknown worker\"")
 	)
 	applyIndex := indexFlags(fs) // --index-capacity, --index-shards (flags_index.go)
 	return func(d *engine.Decisions) error {
@@ -58,14 +58,14 @@ func decisionFlags(fs *flag.FlagSet) func(*engine.Decisions) error {
 		}
 		choice := rc
 		d.Routing = &choice
-		d.IndexOptions = []kvevents.IndexOption{kvevents.WithMaxBlocks(*maxBlocks), kvevents.WithExcludeStale(*excludeStale), kvevents.WithJump(*overlapJump)}
+		d.IndexOptions = []index.Option{index.WithMaxBlocks(*maxBlocks), index.WithExcludeStale(*excludeStale), index.WithJump(*overlapJump)}
 		d.PrefetchTTL = *ttl
 		d.PinTTL = pin
 		d.ToolTime = tool
 		d.KeepPinOnNextTurn, d.PinRenewMax = *keepPin, *pinRenewMax
 		d.NoPinRenewal = *pinRenewMax == 0 // 0 means "never" on the command line
 		d.Limits = lim
-		d.Holding = engine.HoldingConfig{MaxWorkers: *holdWorkers, MaxBlocksPerWorker: *holdBlocks}
+		d.Holding = index.HoldingConfig{MaxWorkers: *holdWorkers, MaxBlocksPerWorker: *holdBlocks}
 		if err := applyIndex(d); err != nil {
 			return err
 		}

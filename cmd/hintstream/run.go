@@ -67,7 +67,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	applyAgents := agentFlags(fs)
 	applyPins := pinFlags(fs)
 	applyStateBounds := stateBoundFlags(fs) // flags_statebounds.go
-	applyConnect := connectFlags(fs)         // flags_connect.go
+	applyConnect := connectFlags(fs)        // flags_connect.go
 
 	// flags_registration.go
 	startRegistrations, applyWorkerGrace := registrationFlag(fs), workerGraceFlag(fs)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/loadtest/report"
 	"github.com/hintstream/hintstream/loadtest/value"
 )
@@ -167,7 +167,7 @@ func ingestion(r results) report.Section {
 			// blocks its cluster holds; without it the run also times
 			// the index's table growth from empty.
 			cmd += fmt.Sprintf(" hintstream ran with `--index-capacity %d` (the (block, worker) entries the stream holds, "+
-				"as an operator sizes the index) and the default `--index-shards` (%d).", in.IndexCapacity, kvevents.DefaultShards)
+				"as an operator sizes the index) and the default `--index-shards` (%d).", in.IndexCapacity, index.DefaultShards)
 		}
 		sh := ingestShares(in)
 		sec.Markdown += fmt.Sprintf("\n\n**%s** (%d events of %d B). Shares by round: %s (median %.0f%%).%s Table %d below.",

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package kvevents
-
-import "unsafe"
-
-// populate is a no-op off Linux: pages fault in as they are written.
-func populate(unsafe.Pointer, uintptr) {}
