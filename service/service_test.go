@@ -49,6 +49,9 @@ func TestWorkerLeavingDropsItsBlocks(t *testing.T) {
 	if err := registry.Put(ctx, kv, rec); err != nil {
 		t.Fatal(err)
 	}
+	// Registered before its events arrive: an unregistered worker's are
+	// held, not indexed, until its record is seen.
+	natstest.Eventually(t, 5*time.Second, func() bool { _, ok := svc.Registry().Get(5); return ok }, "worker 5 registered")
 	tokens := make([]uint32, 32)
 	local := kvevents.LocalBlockHashes(tokens, 16)
 	ev, _ := json.Marshal(schemas.RouterEvent{WorkerID: 5, Event: schemas.KvCacheEvent{EventID: 1,
