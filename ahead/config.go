@@ -65,6 +65,10 @@ type Config struct {
 	MaxHold         time.Duration
 	MaxSessions     int
 	PriorWeight     float64
+	// Contexts also follows each prompt's context across sessions (a
+	// re-submitted context is predicted from its reuse gaps), not only
+	// sessions.
+	Contexts bool
 }
 
 // WithDefaults fills zero fields.

@@ -142,7 +142,7 @@ func (s *Scheduler) Request(at time.Time, t Turn) {
 		session string
 		context bool
 	}{{"s:" + t.Session, t.Session, false}, {"c:" + t.Context, "", true}} {
-		if k.key == "s:" || k.key == "c:" {
+		if k.key == "s:" || k.key == "c:" || (k.context && !s.cfg.Contexts) {
 			continue
 		}
 		if tokens == nil {
@@ -193,7 +193,9 @@ func (s *Scheduler) Due(at time.Time) []Prefetch {
 	defer s.mu.Unlock()
 	s.advance(at)
 	var out []Prefetch
-	for len(s.due) > 0 && !s.due[0].at.After(s.now) {
+	// Due by at, not by the latest time seen: a wall-clock tick behind
+	// the events' clock (a replay stamped ahead) sends nothing early.
+	for len(s.due) > 0 && !s.due[0].at.After(at) {
 		d := heap.Pop(&s.due).(dueItem)
 		e, ok := s.entries[d.key]
 		if !ok || e.gen != d.gen || e.plan == nil {
@@ -201,7 +203,7 @@ func (s *Scheduler) Due(at time.Time) []Prefetch {
 		}
 		p := *e.plan
 		e.plan = nil
-		if !s.now.Before(p.Expires) {
+		if !at.Before(p.Expires) {
 			continue
 		}
 		if !s.allowed() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/ahead"
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/natsconn"
@@ -179,6 +180,10 @@ type Config struct {
 	// should keep by expected reuse within a byte budget, beside the
 	// tool-call pins. Nil: tool-call pins alone.
 	Retention *retention.Config
+	// Ahead, when set, sends header-free prefetches (package ahead;
+	// ahead.go): a session's predicted next turn is prefetched to the
+	// worker the router would pick, within a waste budget. Nil: off.
+	Ahead *ahead.Config
 
 	// Decisions: the worker choice, index options, prefetch and
 	// pin TTLs, tool times, keep-pin, renewals, input limits and the

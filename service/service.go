@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/ahead"
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natsembed"
@@ -61,6 +62,8 @@ type Service struct {
 	Learner *tooltime.Learner
 	// Retention is the retention planner, nil when off (after Start).
 	Retention *retention.Planner
+	// Ahead is the header-free prefetch scheduler, nil when off.
+	Ahead *ahead.Scheduler
 	// agents follows agent programs (nil when Config.Agents is off).
 	agents *agents.Tracker
 
@@ -272,11 +275,18 @@ func (s *Service) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	s.engine, err = engine.NewEngine(s.cfg.Decisions, engine.EngineDeps{Index: s.Index, KV: s.holding, Loads: s.Loads,
-		Workers: modelWorkers{s}, Sender: sender, Pins: pinDeps, Affinity: aff, KeepWorker: s.keepWorkerFunc(),
-		Counters: s.Counters, Log: s.log, Observer: observer})
+	sched, err := s.aheadScheduler() // ahead.go
 	if err != nil {
 		return err
+	}
+	s.engine, err = engine.NewEngine(s.cfg.Decisions, engine.EngineDeps{Index: s.Index, KV: s.holding, Loads: s.Loads,
+		Workers: modelWorkers{s}, Sender: sender, Pins: pinDeps, Affinity: aff, KeepWorker: s.keepWorkerFunc(),
+		Counters: s.Counters, Log: s.log, Observer: observer, Ahead: sched})
+	if err != nil {
+		return err
+	}
+	if sched != nil {
+		s.lc.run(stageRenewals, "header-free prefetch ticks", s.runAheadTicks)
 	}
 	s.Selector = s.engine.Selector()
 	pinning := s.engine.Pins()
@@ -291,8 +301,10 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		consumers.ApplyMessages(s.engine.KV), dlq, s.Counters, s.log)
 	s.load = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "load", Stream: st.Load.Name,
 		Filter: st.Load.Subjects}, consumers.ApplyMessages(s.engine.Load), dlq, s.Counters, s.log)
-	var respond consumers.Decide // nil: responses only for the agents
-	if pinning != nil {
+	// nil: responses only for the agents. Header-free prefetches learn
+	// from responses too.
+	var respond consumers.Decide
+	if pinning != nil || sched != nil {
 		respond = s.engine.Response
 	}
 	decideRequest, decideResponse, err := s.startAgents(ctx, s.engine.Request, respond)
@@ -303,7 +315,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		Stream: st.Requests.Name, Durable: s.cfg.RequestsDurable, Filter: s.consumerFilter(st.Requests.Subjects, streams.RequestPrefix),
 		DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
 	}, decideRequest, dlq, s.Counters, s.log)
-	if pinning != nil || s.agents != nil {
+	if pinning != nil || s.agents != nil || sched != nil {
 		s.responses = consumers.NewResponseConsumer(s.js, consumers.ResponseConfig{
 			Stream: st.Responses.Name, Durable: s.cfg.ResponsesDurable, Filter: s.consumerFilter(st.Responses.Subjects, streams.ResponsePrefix),
 			DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
