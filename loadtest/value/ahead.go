@@ -30,7 +30,9 @@ type AheadResult struct {
 }
 
 // WasteRatio is WastedBlocks / UsedBlocks.
-func (a AheadResult) WasteRatio() float64 { return ratio(float64(a.WastedBlocks), float64(a.UsedBlocks)) }
+func (a AheadResult) WasteRatio() float64 {
+	return ratio(float64(a.WastedBlocks), float64(a.UsedBlocks))
+}
 
 // aheadLoad is one header-free prefetch's blocks on a worker.
 type aheadLoad struct {

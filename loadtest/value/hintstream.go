@@ -53,7 +53,7 @@ type hintstreamRun struct {
 	// counts those applied that write one (a session's).
 	aheadAff      *client.Affinity
 	aheadRecorded uint64
-	last                     [3]uint64 // sent, dropped, queued-or-dropped at the last check
+	last          [3]uint64 // sent, dropped, queued-or-dropped at the last check
 }
 
 func startHintstream(ctx context.Context, p *player) (_ *hintstreamRun, err error) {
