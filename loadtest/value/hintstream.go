@@ -49,11 +49,12 @@ type hintstreamRun struct {
 	seen                     map[string]bool
 	chosen                   map[int]int // wake-up → router model's choice at that moment
 	aff                      *client.Affinity
+	last                     [3]uint64 // sent, dropped, queued-or-dropped at the last check
+
 	// aheadAff reads header-free prefetches' records; aheadRecorded
 	// counts those applied that write one (a session's).
 	aheadAff      *client.Affinity
 	aheadRecorded uint64
-	last          [3]uint64 // sent, dropped, queued-or-dropped at the last check
 }
 
 func startHintstream(ctx context.Context, p *player) (_ *hintstreamRun, err error) {
