@@ -97,6 +97,9 @@ type entry struct {
 	open      bool
 	openClass int
 	openAt    time.Time
+	// announced: the session's turns come with wake-ups, which prefetch
+	// them already; it is followed for its gaps but not prefetched.
+	announced bool
 	// The next turn's prediction (logged gap estimate at anchor).
 	toolTime time.Duration
 	kind     string
@@ -185,6 +188,24 @@ func (s *Scheduler) Response(at time.Time, requestID, session string, worker uin
 	s.schedule(e)
 }
 
+// Wakeup tells the scheduler that a wake-up announced a turn of session:
+// the wake-up's own prefetch covers it, so the session gets no
+// header-free prefetch from now on (a guess would only compete with it).
+func (s *Scheduler) Wakeup(at time.Time, session string) {
+	if session == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.advance(at)
+	e := s.entry("s:"+session, session, false)
+	if !e.announced {
+		e.announced = true
+		s.m.Skipped.Inc("announced")
+	}
+	e.plan = nil
+}
+
 // Due returns the prefetches due at at (the caller's event time), those
 // the waste budget allows; it also ages out what expired. Call Queued or
 // Skipped for each.
@@ -206,7 +227,7 @@ func (s *Scheduler) Due(at time.Time) []Prefetch {
 		if !at.Before(p.Expires) {
 			continue
 		}
-		if !s.allowed() {
+		if !s.allowed(p.Bytes) {
 			s.st.OverBudget++
 			s.m.Skipped.Inc("over_budget")
 			continue
@@ -260,11 +281,11 @@ func ratio(a, b int64) float64 {
 }
 
 // allowed is the waste budget: wasted ≤ MaxWaste × used + the warm-up
-// allowance. The prefetches in flight are not counted until their
-// outcome is known, so the ratio can pass the budget by at most what is
-// in flight when it closes.
-func (s *Scheduler) allowed() bool {
-	return float64(s.st.WastedBytes) <= s.cfg.MaxWaste*float64(s.st.UsedBytes)+float64(s.cfg.Bytes(int(s.cfg.WarmupTokens)))
+// allowance, counting every prefetch in flight (outcome not known yet)
+// as wasted, and the next one too, so that no outcome can take the ratio
+// past the budget.
+func (s *Scheduler) allowed(next int64) bool {
+	return float64(s.st.WastedBytes+s.st.Outstanding+next) <= s.cfg.MaxWaste*float64(s.st.UsedBytes)+float64(s.cfg.Bytes(int(s.cfg.WarmupTokens)))
 }
 
 func (s *Scheduler) used(p *sent) {
@@ -374,7 +395,7 @@ func (s *Scheduler) turn(at time.Time, e *entry, t Turn, tokens []uint32) {
 			s.cont[e.openClass].add(gap <= s.cfg.Horizon)
 		}
 	}
-	if e.plan != nil {
+	if e.plan != nil && !e.announced {
 		// The turn came before its prefetch was due.
 		e.plan = nil
 		s.st.Late++
@@ -422,7 +443,7 @@ func (s *Scheduler) kindIndex(e *entry) int {
 func (s *Scheduler) schedule(e *entry) {
 	e.plan = nil
 	e.gen++
-	if len(e.tokens) == 0 {
+	if len(e.tokens) == 0 || e.announced {
 		return
 	}
 	pop := s.pop[s.kindIndex(e)]

@@ -112,7 +112,7 @@ func TestWasteBudgetStopsPrefetches(t *testing.T) {
 	s.Queued(q, 3)
 	s.Request(last.Add(50*time.Second), Turn{RequestID: "rb", Session: "b", Tokens: tokens(10)})
 	s.Response(last.Add(51*time.Second), "rb", "b", 3, false, 0)
-	if st := s.Stats(); st.UsedBytes != 2000 || st.WasteRatio != 0.5 || !s.allowed() {
+	if st := s.Stats(); st.UsedBytes != 2000 || st.WasteRatio != 0.5 || !s.allowed(1000) || s.allowed(1001) {
 		t.Fatalf("after use: %+v", st)
 	}
 	// One that expires unused counts as expired.
@@ -127,13 +127,12 @@ func TestWasteBudgetStopsPrefetches(t *testing.T) {
 // is used.
 func TestWarmupAllowance(t *testing.T) {
 	s, _ := newTest(t, Config{KVBytesPerToken: 1, WarmupTokens: 100})
-	s.st.WastedBytes = 100
-	if !s.allowed() {
-		t.Fatal("100 bytes wasted within a 100-token allowance at 1 byte a token")
+	s.st.WastedBytes, s.st.Outstanding = 40, 50
+	if !s.allowed(10) {
+		t.Fatal("100 bytes wasted or in flight within a 100-token allowance at 1 byte a token")
 	}
-	s.st.WastedBytes = 101
-	if s.allowed() {
-		t.Fatal("allowed past the allowance")
+	if s.allowed(11) {
+		t.Fatal("allowed past the allowance, counting what is in flight")
 	}
 }
 
@@ -199,5 +198,26 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, err := New(Config{}, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A session whose turns come with wake-ups is not guessed at: the
+// wake-up's own prefetch covers it.
+func TestAnnouncedSessionsAreLeftToTheirWakeups(t *testing.T) {
+	s, f := newTest(t, Config{L3Bandwidth: 1e9, KVBytesPerToken: 1e6})
+	last := play(s, "w", t0, 30*time.Second, 6)
+	if s.entries["s:w"].plan == nil {
+		t.Fatal("no plan for a regular session")
+	}
+	s.Wakeup(last.Add(20*time.Second), "w")
+	if s.entries["s:w"].plan != nil || f.Ahead.Skipped.Value("announced") != 1 {
+		t.Fatalf("plan kept after a wake-up: %v", f.Summary())
+	}
+	s.Request(last.Add(30*time.Second), Turn{RequestID: "w-next", Session: "w", Tokens: tokens(10)})
+	if s.entries["s:w"].plan != nil {
+		t.Fatal("an announced session was planned again")
+	}
+	if due := s.Due(last.Add(time.Hour)); len(due) != 0 {
+		t.Fatalf("due: %+v", due)
 	}
 }

@@ -111,7 +111,9 @@ func (e *Engine) OnRequest(ctx context.Context, d Delivery, req *schemas.Request
 	}
 	e.counters.RequestsWakeup.Inc()
 	if e.ahead != nil {
-		e.TickAhead(ctx, e.aheadTime(d, req.ReceivedAtMs))
+		at := e.aheadTime(d, req.ReceivedAtMs)
+		e.ahead.Wakeup(at, req.SessionID)
+		e.TickAhead(ctx, at)
 	}
 	if e.prefetch(d, req) {
 		return HeldUntilSent()

@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/client"
+	"github.com/hintstream/hintstream/internal/natstest"
+	"github.com/hintstream/hintstream/internal/pypeer"
+	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
+)
+
+// aheadFor returns the header-free kv.prefetch payloads the peer decoded
+// for a session, with the endpoint each came to.
+func aheadFor(ms []pypeer.Received, session string) (pls []map[string]any, eps []string) {
+	for _, m := range ms {
+		acts, _ := m.Envelope["actions"].([]any)
+		for _, a := range acts {
+			am := a.(map[string]any)
+			pl, _ := am["payload"].(map[string]any)
+			id, _ := pl["request_id"].(string)
+			if am["action_type"] == "kv.prefetch" && pl["session_id"] == session && strings.HasPrefix(id, "ahead-") {
+				pls, eps = append(pls, pl), append(eps, m.Endpoint)
+			}
+		}
+	}
+	return pls, eps
+}
+
+// rhythm publishes a session's five turns a minute apart, each answered
+// on worker 2 a second later, stamped so that the next turn is due about
+// two seconds from now; prompt grows by a block a turn.
+func rhythm(t *testing.T, publish func(schemas.RequestEvent, schemas.ResponseEvent), session string, base uint32) []uint32 {
+	t.Helper()
+	now := time.Now()
+	lastResp := now.Add(-57 * time.Second) // gaps of 59 s from a response to the next turn
+	var prompt []uint32
+	for k := range 5 {
+		at := lastResp.Add(-time.Duration(4-k) * time.Minute).Add(-time.Second)
+		prompt = seq(base, 16*(4+k))
+		id := session + "-" + strconv.Itoa(k)
+		publish(schemas.RequestEvent{RequestID: id, SessionID: session, Model: model, TokenIDs: prompt, ReceivedAtMs: at.UnixMilli()},
+			schemas.ResponseEvent{RequestID: id, SessionID: session, Model: model, WorkerID: 2, FinishReason: "stop",
+				CompletedAtMs: at.Add(time.Second).UnixMilli()})
+	}
+	return prompt
+}
+
+// TestHeaderFreePrefetch: the real binary with --prefetch-ahead, a real
+// nats-server and an independent Python ZMQ peer as the workers. A
+// session whose turns come a minute apart gets a kv.prefetch of its last
+// prompt, with no wake-up header, before its next turn is due, at the
+// worker the router picks for that prompt (the one caching it), and that
+// worker is recorded under the session in the affinity bucket; the turn
+// landing there counts the prefetch's bytes as used. Sessions whose
+// predicted turns never come waste their prefetches, and once the waste
+// passes --max-prefetch-waste × used, no more are sent (counted).
+func TestHeaderFreePrefetch(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	sink := pypeer.StartSink(t, 2)
+	eps := sink.Endpoints()
+	kv, err := registry.Bucket(ctx, js, registry.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := uint64(1); id <= 2; id++ {
+		if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: id, Model: model, KvBlockSize: 16, HintEndpoints: []string{eps[id-1]}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
+		t.Fatal(err)
+	}
+	const kvBytes = 1000
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	p := start(t, "run", "--nats-url", srv.ClientURL(), "--http-addr", addr, "--prefetch-ahead",
+		"--max-prefetch-waste", "1", "--prefetch-ahead-warmup", "0", "--kv-bytes-per-token", strconv.Itoa(kvBytes))
+	p.waitLine(t, 30*time.Second, "hintstream running")
+	publish := func(r schemas.RequestEvent, resp schemas.ResponseEvent) {
+		publishRequest(t, ctx, js, r)
+		publishResponse(t, ctx, js, resp)
+	}
+
+	// Worker 2 caches the session's prompt: the router would pick it.
+	publishStored(t, ctx, js, 2, seq(1000, 16*8))
+	prompt := rhythm(t, publish, "regular", 1000)
+	nextDue := time.Now().Add(2 * time.Second)
+	var pls []map[string]any
+	var got []string
+	sink.WaitFor(t, 10*time.Second, func(ms []pypeer.Received) bool {
+		pls, got = aheadFor(ms, "regular")
+		return len(pls) > 0
+	}, "no header-free prefetch for the regular session")
+	if time.Now().After(nextDue.Add(time.Second)) {
+		t.Fatalf("the prefetch came %v after the turn was due", time.Since(nextDue))
+	}
+	pl := pls[0]
+	toks, _ := pl["token_ids"].([]any)
+	exp, _ := strconv.ParseInt(string(pl["expires_at_ms"].(interface{ String() string }).String()), 10, 64)
+	if got[0] != eps[1] || len(toks) != len(prompt) || pl["model"] != model || time.UnixMilli(exp).Before(nextDue) {
+		t.Fatalf("prefetch %v to %s (want worker 2's %s, %d tokens, expiring after %v)", pl, got[0], eps[1], len(prompt), nextDue)
+	}
+	aff, err := client.OpenAffinity(ctx, js, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pref client.Preferred
+	natstest.Eventually(t, 5*time.Second, func() bool {
+		pref, err = aff.PreferredWorker(ctx, "regular")
+		return err == nil
+	}, "no affinity record for the session: %v", err)
+	if pref.WorkerID != 2 || pref.RequestID != pl["request_id"] {
+		t.Fatalf("preferred %+v, want worker 2 from %v", pref, pl["request_id"])
+	}
+	// The turn comes and runs on worker 2: the prefetch was used.
+	publish(schemas.RequestEvent{RequestID: "regular-5", SessionID: "regular", Model: model, TokenIDs: seq(1000, 16*9),
+		ReceivedAtMs: time.Now().UnixMilli()},
+		schemas.ResponseEvent{RequestID: "regular-5", SessionID: "regular", Model: model, WorkerID: 2, FinishReason: "stop",
+			CompletedAtMs: time.Now().Add(time.Second).UnixMilli()})
+	used := float64(len(prompt) * kvBytes)
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		return series(scrape(t, addr), "hintstream_ahead_used_bytes_total") == used
+	}, "used bytes not counted")
+
+	// Three sessions whose predicted turns never come: their prefetches
+	// expire unused, wasting three times what was used.
+	for i := range 3 {
+		base := uint32(5000 + 1000*i)
+		publishStored(t, ctx, js, 2, seq(base, 16*8))
+		rhythm(t, publish, "silent-"+strconv.Itoa(i), base)
+	}
+	sink.WaitFor(t, 10*time.Second, func(ms []pypeer.Received) bool {
+		for i := range 3 {
+			if pls, _ := aheadFor(ms, "silent-"+strconv.Itoa(i)); len(pls) == 0 {
+				return false
+			}
+		}
+		return true
+	}, "prefetches for the silent sessions")
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		return series(scrape(t, addr), "hintstream_ahead_wasted_bytes_total", "reason", "expired") == 3*used
+	}, "silent sessions' prefetches not counted wasted")
+
+	// Over budget (3 × used wasted, at most 1 × allowed): the next
+	// regular session gets no prefetch, and that is counted.
+	publishStored(t, ctx, js, 2, seq(9000, 16*8))
+	rhythm(t, publish, "late", 9000)
+	natstest.Eventually(t, 15*time.Second, func() bool {
+		return series(scrape(t, addr), "hintstream_ahead_skipped_total", "reason", "over_budget") >= 1
+	}, "prefetch over budget not counted")
+	if pls, _ := aheadFor(sink.Messages(), "late"); len(pls) != 0 {
+		t.Fatalf("sent over budget: %v", pls)
+	}
+	if _, err := aff.PreferredWorker(ctx, "late"); !errors.Is(err, client.ErrNoPreference) {
+		t.Fatalf("affinity for a prefetch never sent: %v", err)
+	}
+	p.stop(t)
+}
