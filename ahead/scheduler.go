@@ -207,8 +207,8 @@ func (s *Scheduler) Wakeup(at time.Time, session string) {
 }
 
 // Due returns the prefetches due at at (the caller's event time), those
-// the waste budget allows; it also ages out what expired. Call Queued or
-// Skipped for each.
+// the waste budget allows, their bytes reserved as in flight; it also
+// ages out what expired. Call Queued or Skipped for each.
 func (s *Scheduler) Due(at time.Time) []Prefetch {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -232,6 +232,8 @@ func (s *Scheduler) Due(at time.Time) []Prefetch {
 			s.m.Skipped.Inc("over_budget")
 			continue
 		}
+		// Reserved now, so that the next one due is judged with it.
+		s.st.Outstanding += p.Bytes
 		out = append(out, p)
 	}
 	return out
@@ -241,8 +243,12 @@ func (s *Scheduler) Due(at time.Time) []Prefetch {
 func (s *Scheduler) Queued(p Prefetch, worker uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.st.Queued++
+	s.m.Queued.Inc()
 	e, ok := s.entries[p.Key]
 	if !ok {
+		// Forgotten since it was due: no turn can use it now.
+		s.wasted(&sent{bytes: p.Bytes}, "no_outcome")
 		return
 	}
 	if e.sent != nil {
@@ -250,14 +256,17 @@ func (s *Scheduler) Queued(p Prefetch, worker uint64) {
 		s.wasted(e.sent, "expired")
 	}
 	e.sent = &sent{id: p.ID, worker: worker, bytes: p.Bytes, expires: p.Expires}
-	s.st.Queued++
-	s.st.Outstanding += p.Bytes
-	s.m.Queued.Inc()
 }
 
-// Skipped records that p was not sent (reason: no_worker, encode).
-func (s *Scheduler) Skipped(_ Prefetch, reason string) {
-	s.m.Skipped.Inc(reason)
+// Skipped records that p, returned by Due, was not sent (reason:
+// no_worker, encode; empty: the sender refused it, counted there).
+func (s *Scheduler) Skipped(p Prefetch, reason string) {
+	s.mu.Lock()
+	s.st.Outstanding -= p.Bytes
+	s.mu.Unlock()
+	if reason != "" {
+		s.m.Skipped.Inc(reason)
+	}
 }
 
 // Stats are the totals so far.

@@ -91,6 +91,7 @@ func TestWasteBudgetStopsPrefetches(t *testing.T) {
 	p := Prefetch{Key: "s:a", Bytes: 1000}
 	s.Request(t0, Turn{RequestID: "r0", Session: "a", Tokens: tokens(10)})
 	p.Expires = t0.Add(time.Minute)
+	s.st.Outstanding += p.Bytes // as Due reserves it
 	s.Queued(p, 1)
 	s.Request(t0.Add(30*time.Second), Turn{RequestID: "r1", Session: "a", Tokens: tokens(10)})
 	s.Response(t0.Add(31*time.Second), "r1", "a", 2, false, 0) // ran on worker 2
@@ -109,6 +110,7 @@ func TestWasteBudgetStopsPrefetches(t *testing.T) {
 	}
 	// A prefetch used (2000 bytes) brings the ratio to 0.5: open again.
 	q := Prefetch{Key: "s:b", Bytes: 2000, Expires: last.Add(time.Hour)}
+	s.st.Outstanding += q.Bytes
 	s.Queued(q, 3)
 	s.Request(last.Add(50*time.Second), Turn{RequestID: "rb", Session: "b", Tokens: tokens(10)})
 	s.Response(last.Add(51*time.Second), "rb", "b", 3, false, 0)
@@ -116,6 +118,7 @@ func TestWasteBudgetStopsPrefetches(t *testing.T) {
 		t.Fatalf("after use: %+v", st)
 	}
 	// One that expires unused counts as expired.
+	s.st.Outstanding += 500
 	s.Queued(Prefetch{Key: "s:b", Bytes: 500, Expires: last.Add(55 * time.Second)}, 3)
 	s.Due(last.Add(57 * time.Second))
 	if f.Ahead.WastedBytes.Value("expired") != 500 {
@@ -219,5 +222,24 @@ func TestAnnouncedSessionsAreLeftToTheirWakeups(t *testing.T) {
 	}
 	if due := s.Due(last.Add(time.Hour)); len(due) != 0 {
 		t.Fatalf("due: %+v", due)
+	}
+}
+
+// Prefetches due together are judged one after another: each one's bytes
+// count as in flight for the next.
+func TestBudgetCountsPrefetchesDueTogether(t *testing.T) {
+	s, f := newTest(t, Config{L3Bandwidth: 1e9, KVBytesPerToken: 1, WarmupTokens: 2500})
+	var last time.Time
+	for i := range 4 {
+		last = play(s, "s"+strconv.Itoa(i), t0, 30*time.Second, 8) // 1000 tokens each, due together
+	}
+	due := s.Due(last.Add(30 * time.Second))
+	if len(due) != 2 || f.Ahead.Skipped.Value("over_budget") != 2 || s.Stats().Outstanding != 2000 {
+		t.Fatalf("%d due within a 2500-byte allowance of 1000-byte prefetches; %v", len(due), f.Summary())
+	}
+	s.Skipped(due[1], "no_worker")
+	s.Queued(due[0], 1)
+	if st := s.Stats(); st.Outstanding != 1000 || st.Queued != 1 {
+		t.Fatalf("stats %+v", st)
 	}
 }

@@ -84,6 +84,7 @@ func (e *Engine) sendAhead(p ahead.Prefetch) {
 		Release: e.bodies.release, Sent: e.recordOnSent(req, cand, p.Expires)})
 	if err != nil {
 		e.bodies.put(body)
+		e.ahead.Skipped(p, "")
 		e.counters.Ahead.Dropped.Inc(actions.DropReason(err))
 		e.log.Warn("header-free prefetch not queued", "request_id", p.ID, "endpoint", cand.Endpoint, "err", err)
 		return
