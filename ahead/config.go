@@ -28,8 +28,9 @@ const (
 	DefaultMaxWaste = 1.0
 	// DefaultWarmupTokens is the waste allowed before any header-free
 	// prefetch was used: a few prompts' worth, so that the budget can
-	// start measuring at all (every ratio is over budget at 0 used).
-	DefaultWarmupTokens = 64 * 1024
+	// start measuring at all (every ratio is over budget at 0 used): about
+	// one long prompt.
+	DefaultWarmupTokens = 16 * 1024
 	// DefaultL3Bandwidth and DefaultKVBytesPerToken are the agent hints'
 	// (package agents), which define --l3-bandwidth and
 	// --kv-bytes-per-token once for both.

@@ -92,8 +92,9 @@ func TestHeaderFreePrefetch(t *testing.T) {
 		publishResponse(t, ctx, js, resp)
 	}
 
-	// Worker 2 caches the session's prompt: the router would pick it.
-	publishStored(t, ctx, js, 2, seq(1000, 16*8))
+	// Worker 2 caches the first half of the session's prompt: the router
+	// would pick it, and the rest is worth loading.
+	publishStored(t, ctx, js, 2, seq(1000, 16*4))
 	prompt := rhythm(t, publish, "regular", 1000)
 	nextDue := time.Now().Add(2 * time.Second)
 	var pls []map[string]any
@@ -141,7 +142,7 @@ func TestHeaderFreePrefetch(t *testing.T) {
 	// budget.
 	for i := range 3 {
 		base := uint32(5000 + 1000*i)
-		publishStored(t, ctx, js, 2, seq(base, 16*8))
+		publishStored(t, ctx, js, 2, seq(base, 16*4))
 		rhythm(t, publish, "silent-"+strconv.Itoa(i), base)
 	}
 	natstest.Eventually(t, 15*time.Second, func() bool {
@@ -161,7 +162,7 @@ func TestHeaderFreePrefetch(t *testing.T) {
 
 	// Over budget now (2 × used wasted, 1 × used + 1 prompt allowed):
 	// the next regular session gets no prefetch, and that is counted.
-	publishStored(t, ctx, js, 2, seq(9000, 16*8))
+	publishStored(t, ctx, js, 2, seq(9000, 16*4))
 	rhythm(t, publish, "late", 9000)
 	natstest.Eventually(t, 15*time.Second, func() bool {
 		return series(scrape(t, addr), "hintstream_ahead_skipped_total", "reason", "over_budget") == 2

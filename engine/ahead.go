@@ -71,6 +71,11 @@ func (e *Engine) sendAhead(p ahead.Prefetch) {
 		e.ahead.Skipped(p, "no_worker")
 		return
 	}
+	if cand.BlockSize > 0 && cand.Overlap >= len(p.Tokens)/cand.BlockSize {
+		// Still on the device the turn would go to: nothing to load.
+		e.ahead.Skipped(p, "on_device")
+		return
+	}
 	body, id, err := actions.AppendPrefetch(e.bodies.get(), actions.Prefetch{
 		RequestID: p.ID, SessionID: p.Session, Model: p.Model, TokenIDs: p.Tokens,
 		DpRank: cand.Worker.DpRank, ExpiresAt: p.Expires, WorkerID: cand.Worker.WorkerID,

@@ -21,7 +21,7 @@ var aheadWaste = []string{"expired", "wrong_worker", "no_outcome"}
 func newAhead(b builder) Ahead {
 	return Ahead{
 		Predictions: b.vec("hintstream_ahead_predictions_total", "kind", "Next turns predicted without a header, by what predicted them (a session's turn gaps, a tool call's learned time, a context's reuse gaps).", "turn", "tool", "context"),
-		Skipped:     b.vec("hintstream_ahead_skipped_total", "reason", "Predicted next turns that got no header-free prefetch, by reason: unlikely (expected waste over the budget's ratio), over_budget (measured waste over --max-prefetch-waste), late (the turn came first), no_worker, encode; announced counts sessions left to their wake-ups.", "unlikely", "over_budget", "late", "no_worker", "encode", "announced"),
+		Skipped:     b.vec("hintstream_ahead_skipped_total", "reason", "Predicted next turns that got no header-free prefetch, by reason: unlikely (expected waste over the budget's ratio), over_budget (measured waste over --max-prefetch-waste), late (the turn came first), on_device (the router's worker still holds it), no_worker, encode; announced counts sessions left to their wake-ups.", "unlikely", "over_budget", "late", "on_device", "no_worker", "encode", "announced"),
 		Queued:      b.counter("hintstream_ahead_queued_total", "Header-free prefetches handed to the sender's queue."),
 		Dropped:     b.vec("hintstream_ahead_dropped_total", "reason", "Header-free prefetches the sender refused to queue, by reason.", dropReasons...),
 		Used:        b.counter("hintstream_ahead_used_total", "Header-free prefetches used: a turn they predicted landed on their worker before they expired."),

@@ -28,9 +28,9 @@ func (r Result) Markdown() string {
 			a.Prefetches, group(a.Blocks), group(a.UsedBlocks), group(a.WastedBlocks), a.WasteRatio(),
 			group(int64(a.UsedBytes)), group(int64(a.WastedBytes)), ratio(float64(a.WastedBytes), float64(a.UsedBytes)))
 		c := r.Hintstream.Counters
-		fmt.Fprintf(&b, "Predicted next turns: %d from turn gaps, %d from tool calls, %d contexts; not sent: %d unlikely, %d over budget, %d late (the turn came first); %d sessions left to their wake-ups.\n",
+		fmt.Fprintf(&b, "Predicted next turns: %d from turn gaps, %d from tool calls, %d contexts; not sent: %d unlikely, %d over budget, %d late (the turn came first), %d still on the worker's device; %d sessions left to their wake-ups.\n",
 			c["hintstream_ahead_predictions_total|turn"], c["hintstream_ahead_predictions_total|tool"], c["hintstream_ahead_predictions_total|context"],
-			c["hintstream_ahead_skipped_total|unlikely"], c["hintstream_ahead_skipped_total|over_budget"], c["hintstream_ahead_skipped_total|late"],
+			c["hintstream_ahead_skipped_total|unlikely"], c["hintstream_ahead_skipped_total|over_budget"], c["hintstream_ahead_skipped_total|late"], c["hintstream_ahead_skipped_total|on_device"],
 			c["hintstream_ahead_skipped_total|announced"])
 	}
 	fmt.Fprintf(&b, "\n%s", r.Mechanism.Markdown("hintstream"))
