@@ -26,10 +26,10 @@ const (
 	// DefaultMaxWaste: bytes prefetched and never used stay at most this
 	// many times the bytes used.
 	DefaultMaxWaste = 1.0
-	// DefaultWarmupTokens is the waste allowed before any header-free
-	// prefetch was used: a few prompts' worth, so that the budget can
-	// start measuring at all (every ratio is over budget at 0 used): about
-	// one long prompt.
+	// DefaultWarmupTokens is the waste allowed beyond MaxWaste × used
+	// (and at least one prefetch, however large, before any was used),
+	// so that the budget can start measuring at all (every ratio is over
+	// budget at 0 used): about one long prompt.
 	DefaultWarmupTokens = 16 * 1024
 	// DefaultL3Bandwidth and DefaultKVBytesPerToken are the agent hints'
 	// (package agents), which define --l3-bandwidth and

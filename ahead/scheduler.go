@@ -29,6 +29,10 @@ type Turn struct {
 	Session, Context           string
 	Model, LoraName, CacheSalt string
 	Tokens                     []uint32
+	// Held, when set, gives how many leading tokens of a prefetch's
+	// prompt are on worker's device as the turn comes: what the prefetch
+	// loaded past them was evicted before use.
+	Held func(worker uint64, tokens []uint32) int
 }
 
 // Prefetch is a header-free prefetch due now: send it to the worker the
@@ -40,7 +44,10 @@ type Prefetch struct {
 	Kind                       string
 	Model, LoraName, CacheSalt string
 	Tokens                     []uint32 // the scheduler's copy; not modified after
-	Bytes                      int64
+	// Bytes are the prompt's KV bytes; once admitted, those it loads.
+	Bytes    int64
+	from     int  // tokens on the worker's device already (Admit)
+	admitted bool // its Bytes are reserved
 	// Arrival is the predicted arrival; Expires when the prefetch stops
 	// being worth holding.
 	Arrival, Expires time.Time
@@ -64,14 +71,17 @@ type Scheduler struct {
 	cfg Config
 	m   *metrics.Ahead
 
-	mu       sync.Mutex
-	now      time.Time
-	entries  map[string]*entry
-	lru      *list.List // *entry, most recent first
-	due      dueHeap
-	byReq    map[string][]*sent // request id → prefetches whose outcome waits on its response
-	pop      [3]gapStats        // population gaps by kind (turn, tool, context)
-	cont     [4]share           // P(next within horizon) by class
+	mu      sync.Mutex
+	now     time.Time
+	entries map[string]*entry
+	lru     *list.List // *entry, most recent first
+	due     dueHeap
+	byReq   map[string][]*sent // request id → prefetches whose outcome waits on its response
+	// early are responses seen before their request (the two streams are
+	// consumed apart): request id → where it ran, and when.
+	early    map[string]earlyResponse
+	pop      [3]gapStats // population gaps by kind (turn, tool, context)
+	cont     [4]share    // P(next within horizon) by class
 	st       Stats
 	lastTick time.Time
 }
@@ -114,8 +124,12 @@ type sent struct {
 	bytes   int64
 	expires time.Time
 	// at: when a request came under the key before expiry; its response
-	// tells the worker it landed on.
-	at time.Time
+	// tells the worker it landed on. held is the share of tokens still on
+	// the worker's device then.
+	at     time.Time
+	tokens []uint32
+	from   int // tokens on the device before the prefetch
+	held   float64
 }
 
 // New makes a Scheduler; m counts its work (nil: private counters).
@@ -127,7 +141,7 @@ func New(cfg Config, m *metrics.Ahead) (*Scheduler, error) {
 	if m == nil {
 		m = &metrics.New().Ahead
 	}
-	return &Scheduler{cfg: cfg, m: m, entries: map[string]*entry{}, lru: list.New(), byReq: map[string][]*sent{}}, nil
+	return &Scheduler{cfg: cfg, m: m, entries: map[string]*entry{}, lru: list.New(), byReq: map[string][]*sent{}, early: map[string]earlyResponse{}}, nil
 }
 
 // Config is the scheduler's configuration after defaults.
@@ -164,14 +178,12 @@ func (s *Scheduler) Response(at time.Time, requestID, session string, worker uin
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.advance(at)
-	for _, p := range s.byReq[requestID] {
-		if p.worker == worker {
-			s.used(p)
-		} else {
-			s.wasted(p, "wrong_worker")
-		}
+	if ps, ok := s.byReq[requestID]; ok {
+		s.resolve(ps, worker)
+		delete(s.byReq, requestID)
+	} else if requestID != "" && len(s.early) < s.cfg.MaxSessions {
+		s.early[requestID] = earlyResponse{worker: worker, at: at}
 	}
-	delete(s.byReq, requestID)
 	if session == "" {
 		return
 	}
@@ -206,9 +218,9 @@ func (s *Scheduler) Wakeup(at time.Time, session string) {
 	e.plan = nil
 }
 
-// Due returns the prefetches due at at (the caller's event time), those
-// the waste budget allows, their bytes reserved as in flight; it also
-// ages out what expired. Call Queued or Skipped for each.
+// Due returns the prefetches due at at (the caller's event time); it also
+// ages out what expired. For each, the caller picks the worker, asks
+// Admit, and if admitted calls Queued or Skipped.
 func (s *Scheduler) Due(at time.Time) []Prefetch {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -227,19 +239,32 @@ func (s *Scheduler) Due(at time.Time) []Prefetch {
 		if !at.Before(p.Expires) {
 			continue
 		}
-		if !s.allowed(p.Bytes) {
-			s.st.OverBudget++
-			s.m.Skipped.Inc("over_budget")
-			continue
-		}
-		// Reserved now, so that the next one due is judged with it.
-		s.st.Outstanding += p.Bytes
 		out = append(out, p)
 	}
 	return out
 }
 
-// Queued records that p was handed to the sender for worker.
+// Admit is the waste budget's say on p, whose worker's device holds its
+// first onDevice tokens already: the prefetch would load the rest, and
+// only those bytes count as used or wasted. Admitted, they are reserved
+// as in flight (so the next one is judged with them) and p.Bytes is set
+// to them; the caller then calls Queued or Skipped.
+func (s *Scheduler) Admit(p *Prefetch, onDevice int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	onDevice = min(max(onDevice, 0), len(p.Tokens))
+	loads := s.cfg.Bytes(len(p.Tokens) - onDevice)
+	if !s.allowed(loads) {
+		s.st.OverBudget++
+		s.m.Skipped.Inc("over_budget")
+		return false
+	}
+	p.Bytes, p.from, p.admitted = loads, onDevice, true
+	s.st.Outstanding += loads
+	return true
+}
+
+// Queued records that p, admitted, was handed to the sender for worker.
 func (s *Scheduler) Queued(p Prefetch, worker uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -255,15 +280,18 @@ func (s *Scheduler) Queued(p Prefetch, worker uint64) {
 		// A prefetch superseded before its turn came was not used.
 		s.wasted(e.sent, "expired")
 	}
-	e.sent = &sent{id: p.ID, worker: worker, bytes: p.Bytes, expires: p.Expires}
+	e.sent = &sent{id: p.ID, worker: worker, bytes: p.Bytes, expires: p.Expires, tokens: p.Tokens, from: p.from, held: 1}
 }
 
 // Skipped records that p, returned by Due, was not sent (reason:
-// no_worker, encode; empty: the sender refused it, counted there).
+// no_worker, on_device, encode; empty: the sender refused it, counted
+// there), releasing what Admit reserved.
 func (s *Scheduler) Skipped(p Prefetch, reason string) {
-	s.mu.Lock()
-	s.st.Outstanding -= p.Bytes
-	s.mu.Unlock()
+	if p.admitted {
+		s.mu.Lock()
+		s.st.Outstanding -= p.Bytes
+		s.mu.Unlock()
+	}
 	if reason != "" {
 		s.m.Skipped.Inc(reason)
 	}
@@ -292,18 +320,43 @@ func ratio(a, b int64) float64 {
 // allowed is the waste budget: wasted ≤ MaxWaste × used + the warm-up
 // allowance, counting every prefetch in flight (outcome not known yet)
 // as wasted, and the next one too, so that no outcome can take the ratio
-// past the budget.
+// past the budget. The warm-up allows at least one prefetch, however
+// large, before anything was used or risked.
 func (s *Scheduler) allowed(next int64) bool {
-	return float64(s.st.WastedBytes+s.st.Outstanding+next) <= s.cfg.MaxWaste*float64(s.st.UsedBytes)+float64(s.cfg.Bytes(int(s.cfg.WarmupTokens)))
+	risked := s.st.WastedBytes + s.st.Outstanding
+	if risked == 0 && s.st.UsedBytes == 0 && s.cfg.WarmupTokens > 0 {
+		return true // the warm-up's first prefetch, however large
+	}
+	return float64(risked+next) <= s.cfg.MaxWaste*float64(s.st.UsedBytes)+float64(s.cfg.Bytes(int(s.cfg.WarmupTokens)))
+}
+
+type earlyResponse struct {
+	worker uint64
+	at     time.Time
+}
+
+// resolve settles prefetches a turn that ran on worker came for.
+func (s *Scheduler) resolve(ps []*sent, worker uint64) {
+	for _, p := range ps {
+		if p.worker == worker {
+			s.used(p)
+		} else {
+			s.wasted(p, "wrong_worker")
+		}
+	}
 }
 
 func (s *Scheduler) used(p *sent) {
-	b := p.bytes
+	b := int64(float64(p.bytes) * min(max(p.held, 0), 1))
 	s.st.Used++
 	s.st.UsedBytes += b
 	s.st.Outstanding -= b
 	s.m.Used.Inc()
 	s.m.UsedBytes.Add(uint64(b))
+	if rest := p.bytes - b; rest > 0 {
+		// Evicted from the device before the turn came.
+		s.wasted(&sent{bytes: rest}, "evicted")
+	}
 }
 
 func (s *Scheduler) wasted(p *sent, reason string) {
@@ -332,6 +385,11 @@ func (s *Scheduler) advance(at time.Time) {
 			s.forget(e)
 		}
 		el = prev
+	}
+	for req, r := range s.early {
+		if s.now.Sub(r.at) > s.cfg.Horizon {
+			delete(s.early, req)
+		}
 	}
 	for req, ps := range s.byReq {
 		// No response said where the turn ran.
@@ -414,13 +472,23 @@ func (s *Scheduler) turn(at time.Time, e *entry, t Turn, tokens []uint32) {
 		e.sent = nil
 		if at.Before(p.expires) {
 			p.at = at
-			s.byReq[t.RequestID] = append(s.byReq[t.RequestID], p)
+			if t.Held != nil && len(p.tokens) > p.from {
+				p.held = float64(t.Held(p.worker, p.tokens)-p.from) / float64(len(p.tokens)-p.from)
+			}
+			if r, ok := s.early[t.RequestID]; ok {
+				s.resolve([]*sent{p}, r.worker) // its response came first
+			} else {
+				s.byReq[t.RequestID] = append(s.byReq[t.RequestID], p)
+			}
 		} else {
 			s.wasted(p, "expired")
 		}
 	}
 	e.seen++
-	e.anchor = at
+	if at.After(e.anchor) {
+		// Not back: the turn's response may have been seen first.
+		e.anchor = at
+	}
 	e.model, e.lora, e.salt, e.tokens = t.Model, t.LoraName, t.CacheSalt, tokens
 	e.kind, e.toolTime = KindTurn, 0
 	switch {

@@ -66,6 +66,9 @@ func TestRegularRhythmIsPrefetchedBeforeTheTurn(t *testing.T) {
 		t.Fatalf("no prefetch before the turn at %v (stats %+v)", next.Sub(last), s.Stats())
 	}
 	p := got[0]
+	if !s.Admit(&p, 0) {
+		t.Fatal("not admitted in the warm-up")
+	}
 	if p.Session != "a" || p.Kind != KindTurn || len(p.Tokens) != 1000 || p.Bytes != 1000*1e6 ||
 		!p.Expires.After(next) || next.Sub(at) > 5*time.Second {
 		t.Fatalf("prefetch %+v sent %v before the turn", p, next.Sub(at))
@@ -86,31 +89,38 @@ func TestRegularRhythmIsPrefetchedBeforeTheTurn(t *testing.T) {
 // prefetch expires, wastes its bytes; past the budget no prefetch is
 // sent (counted), and used bytes reopen it.
 func TestWasteBudgetStopsPrefetches(t *testing.T) {
-	cfg := Config{L3Bandwidth: 1e9, KVBytesPerToken: 1e6, MaxWaste: 1, WarmupTokens: -1}
+	cfg := Config{L3Bandwidth: 1e9, KVBytesPerToken: 1, MaxWaste: 1, WarmupTokens: -1}
 	s, f := newTest(t, cfg)
-	p := Prefetch{Key: "s:a", Bytes: 1000}
+	p := Prefetch{Key: "s:a", Tokens: tokens(1000)}
 	s.Request(t0, Turn{RequestID: "r0", Session: "a", Tokens: tokens(10)})
 	p.Expires = t0.Add(time.Minute)
-	s.st.Outstanding += p.Bytes // as Due reserves it
+	s.cfg.WarmupTokens = 1000 // admitted through the warm-up, then none
+	if !s.Admit(&p, 0) || p.Bytes != 1000 {
+		t.Fatalf("not admitted in the warm-up: %+v", p)
+	}
+	s.cfg.WarmupTokens = 0
 	s.Queued(p, 1)
 	s.Request(t0.Add(30*time.Second), Turn{RequestID: "r1", Session: "a", Tokens: tokens(10)})
 	s.Response(t0.Add(31*time.Second), "r1", "a", 2, false, 0) // ran on worker 2
 	if st := s.Stats(); st.WastedBytes != 1000 || st.UsedBytes != 0 || f.Ahead.WastedBytes.Value("wrong_worker") != 1000 {
 		t.Fatalf("wrong worker: stats %+v", st)
 	}
-	// Over budget (1000 wasted, 0 used, no warm-up): a due plan is dropped.
+	// Over budget (1000 wasted, 0 used, no warm-up): a due plan is not
+	// admitted.
 	last := play(s, "b", t0, 20*time.Second, 8)
-	for at := last; at.Before(last.Add(40 * time.Second)); at = at.Add(time.Second) {
-		if due := s.Due(at); len(due) != 0 {
-			t.Fatalf("sent over budget: %+v", due)
-		}
+	var due []Prefetch
+	for at := last; at.Before(last.Add(40*time.Second)) && len(due) == 0; at = at.Add(time.Second) {
+		due = s.Due(at)
 	}
-	if n := f.Ahead.Skipped.Value("over_budget"); n == 0 {
+	if len(due) != 1 || s.Admit(&due[0], 0) {
+		t.Fatalf("admitted over budget: %+v", due)
+	}
+	if n := f.Ahead.Skipped.Value("over_budget"); n != 1 {
 		t.Fatalf("over budget not counted: %v", f.Summary())
 	}
 	// A prefetch used (2000 bytes) brings the ratio to 0.5: open again.
-	q := Prefetch{Key: "s:b", Bytes: 2000, Expires: last.Add(time.Hour)}
-	s.st.Outstanding += q.Bytes
+	q := Prefetch{Key: "s:b", Bytes: 2000, Tokens: tokens(2000), Expires: last.Add(time.Hour), admitted: true}
+	s.st.Outstanding += q.Bytes // admitted by hand: the budget is shut
 	s.Queued(q, 3)
 	s.Request(last.Add(50*time.Second), Turn{RequestID: "rb", Session: "b", Tokens: tokens(10)})
 	s.Response(last.Add(51*time.Second), "rb", "b", 3, false, 0)
@@ -118,8 +128,11 @@ func TestWasteBudgetStopsPrefetches(t *testing.T) {
 		t.Fatalf("after use: %+v", st)
 	}
 	// One that expires unused counts as expired.
-	s.st.Outstanding += 500
-	s.Queued(Prefetch{Key: "s:b", Bytes: 500, Expires: last.Add(55 * time.Second)}, 3)
+	r := Prefetch{Key: "s:b", Tokens: tokens(500), Expires: last.Add(55 * time.Second)}
+	if !s.Admit(&r, 0) {
+		t.Fatal("500 bytes not admitted at 1000 wasted, 2000 used")
+	}
+	s.Queued(r, 3)
 	s.Due(last.Add(57 * time.Second))
 	if f.Ahead.WastedBytes.Value("expired") != 500 {
 		t.Fatalf("expired: %v", f.Summary())
@@ -225,8 +238,8 @@ func TestAnnouncedSessionsAreLeftToTheirWakeups(t *testing.T) {
 	}
 }
 
-// Prefetches due together are judged one after another: each one's bytes
-// count as in flight for the next.
+// Prefetches due together are admitted one after another: each one's
+// bytes count as in flight for the next.
 func TestBudgetCountsPrefetchesDueTogether(t *testing.T) {
 	s, f := newTest(t, Config{L3Bandwidth: 1e9, KVBytesPerToken: 1, WarmupTokens: 2500})
 	var last time.Time
@@ -234,12 +247,66 @@ func TestBudgetCountsPrefetchesDueTogether(t *testing.T) {
 		last = play(s, "s"+strconv.Itoa(i), t0, 30*time.Second, 8) // 1000 tokens each, due together
 	}
 	due := s.Due(last.Add(30 * time.Second))
-	if len(due) != 2 || f.Ahead.Skipped.Value("over_budget") != 2 || s.Stats().Outstanding != 2000 {
-		t.Fatalf("%d due within a 2500-byte allowance of 1000-byte prefetches; %v", len(due), f.Summary())
+	var admitted []Prefetch
+	for i := range due {
+		if s.Admit(&due[i], 0) {
+			admitted = append(admitted, due[i])
+		}
 	}
-	s.Skipped(due[1], "no_worker")
-	s.Queued(due[0], 1)
+	if len(due) != 4 || len(admitted) != 2 || f.Ahead.Skipped.Value("over_budget") != 2 || s.Stats().Outstanding != 2000 {
+		t.Fatalf("%d of %d admitted within a 2500-byte allowance of 1000-byte prefetches; %v", len(admitted), len(due), f.Summary())
+	}
+	s.Skipped(admitted[1], "no_worker")
+	s.Queued(admitted[0], 1)
 	if st := s.Stats(); st.Outstanding != 1000 || st.Queued != 1 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// Only what a prefetch loads counts: the part already on the device is
+// neither used nor wasted, and the part evicted before the turn came is
+// wasted (the index's view when the turn comes).
+func TestUsedIsWhatWasLoadedAndStillHeld(t *testing.T) {
+	s, f := newTest(t, Config{L3Bandwidth: 1e9, KVBytesPerToken: 1})
+	s.Request(t0, Turn{RequestID: "r0", Session: "a", Tokens: tokens(1000)})
+	p := Prefetch{Key: "s:a", Tokens: tokens(1000), Expires: t0.Add(time.Minute)}
+	if !s.Admit(&p, 200) || p.Bytes != 800 { // 200 tokens were on the device: loads 800
+		t.Fatalf("admitted %+v", p)
+	}
+	s.Queued(p, 1)
+	if st := s.Stats(); st.Outstanding != 800 {
+		t.Fatalf("outstanding %d, want the 800 loaded", st.Outstanding)
+	}
+	held := func(worker uint64, toks []uint32) int {
+		if worker != 1 || len(toks) != 1000 {
+			t.Errorf("held asked for worker %d, %d tokens", worker, len(toks))
+		}
+		return 600 // 400 of the 800 loaded were evicted
+	}
+	s.Request(t0.Add(30*time.Second), Turn{RequestID: "r1", Session: "a", Tokens: tokens(1100), Held: held})
+	s.Response(t0.Add(31*time.Second), "r1", "a", 1, false, 0)
+	st := s.Stats()
+	if st.UsedBytes != 400 || st.WastedBytes != 400 || st.Outstanding != 0 || f.Ahead.WastedBytes.Value("evicted") != 400 {
+		t.Fatalf("stats %+v; %v", st, f.Summary())
+	}
+}
+
+// A turn's response may be consumed before the turn itself (two
+// streams): the prefetch is settled when the turn comes.
+func TestResponseBeforeItsTurn(t *testing.T) {
+	s, _ := newTest(t, Config{L3Bandwidth: 1e9, KVBytesPerToken: 1})
+	s.Request(t0, Turn{RequestID: "r0", Session: "a", Tokens: tokens(100)})
+	p := Prefetch{Key: "s:a", Tokens: tokens(100), Expires: t0.Add(time.Minute)}
+	if !s.Admit(&p, 0) {
+		t.Fatal("not admitted")
+	}
+	s.Queued(p, 4)
+	s.Response(t0.Add(31*time.Second), "r1", "a", 4, false, 0)
+	s.Request(t0.Add(30*time.Second), Turn{RequestID: "r1", Session: "a", Tokens: tokens(120)})
+	if st := s.Stats(); st.Used != 1 || st.UsedBytes != 100 || st.Outstanding != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if a := s.entries["s:a"].anchor; !a.Equal(t0.Add(31 * time.Second)) {
+		t.Fatalf("anchor %v: moved back to the turn", a.Sub(t0))
 	}
 }

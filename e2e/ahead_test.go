@@ -15,6 +15,7 @@ import (
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // aheadFor returns the header-free kv.prefetch payloads the peer decoded
@@ -32,6 +33,40 @@ func aheadFor(ms []pypeer.Received, session string) (pls []map[string]any, eps [
 		}
 	}
 	return pls, eps
+}
+
+// storedApplied is publishStored, waiting until hintstream applied it
+// (the KV-event stream is consumed apart from the requests).
+func storedApplied(t *testing.T, ctx context.Context, js jetstream.JetStream, addr string, worker uint64, tokens []uint32) {
+	t.Helper()
+	before := series(scrape(t, addr), "hintstream_kv_events_applied_total", "kind", "stored")
+	publishStored(t, ctx, js, worker, tokens)
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		return series(scrape(t, addr), "hintstream_kv_events_applied_total", "kind", "stored") > before
+	}, "worker %d's KV event not applied", worker)
+}
+
+// waitMetrics scrapes into *m until cond holds, for at most within.
+func waitMetrics(t *testing.T, addr string, within time.Duration, m *map[string]float64, cond func() bool) bool {
+	t.Helper()
+	ok, deadline := false, time.Now().Add(within)
+	natstest.Eventually(t, within+5*time.Second, func() bool {
+		*m = scrape(t, addr)
+		ok = cond()
+		return ok || time.Now().After(deadline)
+	}, "scraping")
+	return ok
+}
+
+// aheadSeries are the header-free prefetch series of m that are not 0.
+func aheadSeries(m map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		if strings.HasPrefix(k, "hintstream_ahead") && v != 0 {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // rhythm publishes a session's five turns a minute apart, each answered
@@ -85,7 +120,7 @@ func TestHeaderFreePrefetch(t *testing.T) {
 	const kvBytes = 1000
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	p := start(t, "run", "--nats-url", srv.ClientURL(), "--http-addr", addr, "--prefetch-ahead",
-		"--max-prefetch-waste", "1", "--prefetch-ahead-warmup", "128", "--kv-bytes-per-token", strconv.Itoa(kvBytes))
+		"--max-prefetch-waste", "1", "--prefetch-ahead-warmup", "64", "--kv-bytes-per-token", strconv.Itoa(kvBytes))
 	p.waitLine(t, 30*time.Second, "hintstream running")
 	publish := func(r schemas.RequestEvent, resp schemas.ResponseEvent) {
 		publishRequest(t, ctx, js, r)
@@ -94,7 +129,7 @@ func TestHeaderFreePrefetch(t *testing.T) {
 
 	// Worker 2 caches the first half of the session's prompt: the router
 	// would pick it, and the rest is worth loading.
-	publishStored(t, ctx, js, 2, seq(1000, 16*4))
+	storedApplied(t, ctx, js, addr, 2, seq(1000, 16*4))
 	prompt := rhythm(t, publish, "regular", 1000)
 	nextDue := time.Now().Add(2 * time.Second)
 	var pls []map[string]any
@@ -125,47 +160,51 @@ func TestHeaderFreePrefetch(t *testing.T) {
 	if pref.WorkerID != 2 || pref.RequestID != pl["request_id"] {
 		t.Fatalf("preferred %+v, want worker 2 from %v", pref, pl["request_id"])
 	}
-	// The turn comes and runs on worker 2: the prefetch was used.
+	// Worker 2 loads the prefetch and says so in its KV events, as a
+	// worker does; then the turn comes and runs on worker 2: the prefetch
+	// was used (the half it loaded; the other half was on the device).
+	storedApplied(t, ctx, js, addr, 2, prompt)
 	publish(schemas.RequestEvent{RequestID: "regular-5", SessionID: "regular", Model: model, TokenIDs: seq(1000, 16*9),
 		ReceivedAtMs: time.Now().UnixMilli()},
 		schemas.ResponseEvent{RequestID: "regular-5", SessionID: "regular", Model: model, WorkerID: 2, FinishReason: "stop",
 			CompletedAtMs: time.Now().Add(time.Second).UnixMilli()})
-	used := float64(len(prompt) * kvBytes)
-	natstest.Eventually(t, 10*time.Second, func() bool {
-		return series(scrape(t, addr), "hintstream_ahead_used_bytes_total") == used
-	}, "used bytes not counted")
+	used := float64(len(prompt) / 2 * kvBytes)
+	var m map[string]float64
+	if !waitMetrics(t, addr, 10*time.Second, &m, func() bool { return series(m, "hintstream_ahead_used_bytes_total") == used }) {
+		t.Fatalf("used bytes not counted: %v", aheadSeries(m))
+	}
 
-	// Three sessions whose predicted turns never come, due together: the
-	// budget (used + the one prompt of warm-up, in flight counted as
-	// wasted) lets two go and stops the third (counted). Their prefetches
-	// expire unused and are counted wasted: the waste stays within the
+	// Three sessions whose predicted turns never come, due together, each
+	// loading a whole prompt (no worker holds any of it): the budget
+	// (used + the warm-up of half a prompt, in flight counted as wasted)
+	// lets the first go and stops the other two (counted). Its prefetch
+	// expires unused and is counted wasted: the waste stays within the
 	// budget.
 	for i := range 3 {
-		base := uint32(5000 + 1000*i)
-		publishStored(t, ctx, js, 2, seq(base, 16*4))
-		rhythm(t, publish, "silent-"+strconv.Itoa(i), base)
+		rhythm(t, publish, "silent-"+strconv.Itoa(i), uint32(5000+1000*i))
 	}
 	natstest.Eventually(t, 15*time.Second, func() bool {
-		return series(scrape(t, addr), "hintstream_ahead_skipped_total", "reason", "over_budget") == 1
-	}, "the third prefetch not stopped by the budget")
+		return series(scrape(t, addr), "hintstream_ahead_skipped_total", "reason", "over_budget") == 2
+	}, "two prefetches not stopped by the budget")
 	natstest.Eventually(t, 30*time.Second, func() bool {
 		return series(scrape(t, addr), "hintstream_ahead_wasted_bytes_total", "reason", "expired") == 2*used
-	}, "silent sessions' prefetches not counted wasted")
+	}, "the silent session's prefetch not counted wasted")
 	sent := 0
 	for i := range 3 {
 		pls, _ := aheadFor(sink.Messages(), "silent-"+strconv.Itoa(i))
 		sent += len(pls)
 	}
-	if sent != 2 {
-		t.Fatalf("%d silent sessions prefetched, want 2 within the budget", sent)
+	m = scrape(t, addr)
+	if wasted := series(m, "hintstream_ahead_wasted_bytes_total"); sent != 1 || wasted > 1*used+64*kvBytes {
+		t.Fatalf("%d silent sessions prefetched, %v bytes wasted: want 1 within the budget", sent, wasted)
 	}
 
-	// Over budget now (2 × used wasted, 1 × used + 1 prompt allowed):
-	// the next regular session gets no prefetch, and that is counted.
-	publishStored(t, ctx, js, 2, seq(9000, 16*4))
+	// Over budget now (a whole prompt wasted, used + warm-up allowed: no
+	// room): the next regular session gets no prefetch, and that is
+	// counted.
 	rhythm(t, publish, "late", 9000)
 	natstest.Eventually(t, 15*time.Second, func() bool {
-		return series(scrape(t, addr), "hintstream_ahead_skipped_total", "reason", "over_budget") == 2
+		return series(scrape(t, addr), "hintstream_ahead_skipped_total", "reason", "over_budget") == 3
 	}, "prefetch over budget not counted")
 	if pls, _ := aheadFor(sink.Messages(), "late"); len(pls) != 0 {
 		t.Fatalf("sent over budget: %v", pls)

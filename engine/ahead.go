@@ -26,7 +26,25 @@ func (e *Engine) aheadTurn(at time.Time, req *schemas.RequestEvent) {
 		return
 	}
 	e.ahead.Request(at, ahead.Turn{RequestID: req.RequestID, Session: req.SessionID, Context: contextKey(req),
-		Model: req.Model, LoraName: req.LoraName, CacheSalt: req.CacheSalt, Tokens: req.TokenIDs})
+		Model: req.Model, LoraName: req.LoraName, CacheSalt: req.CacheSalt, Tokens: req.TokenIDs,
+		Held: func(worker uint64, tokens []uint32) int { return e.heldOn(req, worker, tokens) }})
+}
+
+// heldOn is how many leading tokens of tokens (a header-free prefetch's,
+// for a request like req) the index has on worker's device: what its KV
+// events say survived until the turn came.
+func (e *Engine) heldOn(req *schemas.RequestEvent, worker uint64, tokens []uint32) int {
+	_, all, err := e.selector.Choose(&schemas.RequestEvent{RequestID: req.RequestID, Model: req.Model,
+		LoraName: req.LoraName, CacheSalt: req.CacheSalt, TokenIDs: tokens})
+	if err != nil {
+		return 0
+	}
+	for _, c := range all {
+		if c.Worker.WorkerID == worker {
+			return c.Overlap * c.BlockSize
+		}
+	}
+	return 0
 }
 
 // aheadResponse tells the scheduler of a response: the worker it ran on
@@ -75,6 +93,9 @@ func (e *Engine) sendAhead(p ahead.Prefetch) {
 		// Still on the device the turn would go to: nothing to load.
 		e.ahead.Skipped(p, "on_device")
 		return
+	}
+	if !e.ahead.Admit(&p, cand.Overlap*cand.BlockSize) {
+		return // over the waste budget (counted)
 	}
 	body, id, err := actions.AppendPrefetch(e.bodies.get(), actions.Prefetch{
 		RequestID: p.ID, SessionID: p.Session, Model: p.Model, TokenIDs: p.Tokens,

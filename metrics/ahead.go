@@ -16,7 +16,7 @@ type Ahead struct {
 }
 
 // aheadWaste are the reasons a header-free prefetch's bytes are wasted.
-var aheadWaste = []string{"expired", "wrong_worker", "no_outcome"}
+var aheadWaste = []string{"expired", "wrong_worker", "evicted", "no_outcome"}
 
 func newAhead(b builder) Ahead {
 	return Ahead{
@@ -26,7 +26,7 @@ func newAhead(b builder) Ahead {
 		Dropped:     b.vec("hintstream_ahead_dropped_total", "reason", "Header-free prefetches the sender refused to queue, by reason.", dropReasons...),
 		Used:        b.counter("hintstream_ahead_used_total", "Header-free prefetches used: a turn they predicted landed on their worker before they expired."),
 		UsedBytes:   b.counter("hintstream_ahead_used_bytes_total", "KV bytes of the header-free prefetches used."),
-		Wasted:      b.vec("hintstream_ahead_wasted_total", "reason", "Header-free prefetches never used, by reason.", aheadWaste...),
+		Wasted:      b.vec("hintstream_ahead_wasted_total", "reason", "Header-free prefetches never used, by reason (evicted: the part gone from the device before the turn came).", aheadWaste...),
 		WastedBytes: b.vec("hintstream_ahead_wasted_bytes_total", "reason", "KV bytes of the header-free prefetches never used, by reason.", aheadWaste...),
 	}
 }
