@@ -61,8 +61,13 @@ type Stats struct {
 	UsedBytes, WastedBytes     int64
 	// Outstanding are the bytes queued whose outcome is not known yet.
 	Outstanding int64
-	// WasteRatio is WastedBytes / UsedBytes (Inf with waste and no use).
-	WasteRatio float64
+	// MaxWaste and AllowanceBytes are the budget: WastedBytes stays at
+	// most MaxWaste × UsedBytes + AllowanceBytes.
+	MaxWaste       float64
+	AllowanceBytes int64
+	// WasteRatio is WastedBytes / UsedBytes (Inf with waste and no use;
+	// not in JSON, which has no Inf).
+	WasteRatio float64 `json:"-"`
 }
 
 // Scheduler predicts next turns and decides which header-free prefetches
@@ -304,6 +309,7 @@ func (s *Scheduler) Stats() Stats {
 	st := s.st
 	st.Followed = len(s.entries)
 	st.WasteRatio = ratio(st.WastedBytes, st.UsedBytes)
+	st.MaxWaste, st.AllowanceBytes = s.cfg.MaxWaste, s.cfg.Bytes(int(s.cfg.WarmupTokens))
 	return st
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -211,6 +212,12 @@ func TestHeaderFreePrefetch(t *testing.T) {
 	}
 	if _, err := aff.PreferredWorker(ctx, "late"); !errors.Is(err, client.ErrNoPreference) {
 		t.Fatalf("affinity for a prefetch never sent: %v", err)
+	}
+	// inspect ahead reports the same accounting.
+	out := inspectOut(t, addr, "ahead")
+	if want := fmt.Sprintf("bytes used %d, wasted %d (2.00 × used)", int(used), int(2*used)); !strings.Contains(out, want) ||
+		!strings.Contains(out, "3 over budget") {
+		t.Fatalf("inspect ahead: %q, want %q", out, want)
 	}
 	p.stop(t)
 }

@@ -240,6 +240,12 @@ func (s *Service) Start(ctx context.Context) (err error) {
 					}
 					return s.Retention.Top(observe.RetentionTop), s.Retention.Stats(), true
 				},
+				Ahead: func() (ahead.Stats, bool) {
+					if s.Ahead == nil { // header-free prefetch off
+						return ahead.Stats{}, false
+					}
+					return s.Ahead.Stats(), true
+				},
 				Outcomes: s.outcomesView})
 		if err != nil {
 			return err
