@@ -46,6 +46,9 @@ const (
 	// DefaultMaxSessions bounds the sessions followed (least recently
 	// seen forgotten).
 	DefaultMaxSessions = 16384
+	// DefaultMaxTokens bounds the prompt tokens kept to prefetch (16M
+	// tokens, 64 MiB; least recently seen forgotten first).
+	DefaultMaxTokens = 1 << 24
 	// DefaultPriorWeight is how many gaps the population's estimate
 	// counts for in a session's own (a session with one gap is half its
 	// own, half the population's).
@@ -65,6 +68,7 @@ type Config struct {
 	Horizon         time.Duration
 	MaxHold         time.Duration
 	MaxSessions     int
+	MaxTokens       int64
 	PriorWeight     float64
 	// Contexts also follows each prompt's context across sessions (a
 	// re-submitted context is predicted from its reuse gaps), not only
@@ -98,6 +102,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxSessions == 0 {
 		c.MaxSessions = DefaultMaxSessions
 	}
+	if c.MaxTokens == 0 {
+		c.MaxTokens = DefaultMaxTokens
+	}
 	if c.PriorWeight == 0 {
 		c.PriorWeight = DefaultPriorWeight
 	}
@@ -115,8 +122,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: KV bytes per token %d, want >= 1", ErrInvalidOption, c.KVBytesPerToken)
 	case c.Horizon <= 0 || c.MaxHold <= 0 || c.MaxHold > c.Horizon:
 		return fmt.Errorf("%w: horizon %v, max hold %v: want 0 < max hold <= horizon", ErrInvalidOption, c.Horizon, c.MaxHold)
-	case c.MaxSessions < 1:
-		return fmt.Errorf("%w: max sessions %d, want >= 1", ErrInvalidOption, c.MaxSessions)
+	case c.MaxSessions < 1 || c.MaxTokens < 1:
+		return fmt.Errorf("%w: max sessions %d, max tokens %d, want >= 1", ErrInvalidOption, c.MaxSessions, c.MaxTokens)
 	case math.IsNaN(c.PriorWeight) || math.IsInf(c.PriorWeight, 0) || c.PriorWeight < 0:
 		return fmt.Errorf("%w: prior weight %g, want >= 0", ErrInvalidOption, c.PriorWeight)
 	}

@@ -89,6 +89,7 @@ type Scheduler struct {
 	cont     [4]share    // P(next within horizon) by class
 	st       Stats
 	lastTick time.Time
+	held     int64 // prompt tokens kept, over the entries
 }
 
 // Classes of the continuation shares.
@@ -173,6 +174,9 @@ func (s *Scheduler) Request(at time.Time, t Turn) {
 		e := s.entry(k.key, k.session, k.context)
 		s.turn(at, e, t, tokens)
 	}
+	for s.held > s.cfg.MaxTokens && s.lru.Len() > 1 {
+		s.forget(s.lru.Back().Value.(*entry))
+	}
 }
 
 // Response tells the scheduler a request's response at its event time:
@@ -220,7 +224,8 @@ func (s *Scheduler) Wakeup(at time.Time, session string) {
 		e.announced = true
 		s.m.Skipped.Inc("announced")
 	}
-	e.plan = nil
+	s.held -= int64(len(e.tokens))
+	e.tokens, e.plan = nil, nil
 }
 
 // Due returns the prefetches due at at (the caller's event time); it also
@@ -428,6 +433,7 @@ func (s *Scheduler) forget(e *entry) {
 	if e.open {
 		s.cont[e.openClass].add(false)
 	}
+	s.held -= int64(len(e.tokens))
 	s.lru.Remove(e.el)
 	delete(s.entries, e.key)
 }
@@ -495,6 +501,10 @@ func (s *Scheduler) turn(at time.Time, e *entry, t Turn, tokens []uint32) {
 		// Not back: the turn's response may have been seen first.
 		e.anchor = at
 	}
+	if e.announced {
+		tokens = nil // its wake-ups prefetch it: nothing to keep
+	}
+	s.held += int64(len(tokens) - len(e.tokens))
 	e.model, e.lora, e.salt, e.tokens = t.Model, t.LoraName, t.CacheSalt, tokens
 	e.kind, e.toolTime = KindTurn, 0
 	switch {

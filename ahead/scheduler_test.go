@@ -194,20 +194,31 @@ func TestToolCallPredictsFromTheToolTime(t *testing.T) {
 	}
 }
 
-// State is bounded by MaxSessions.
+// State is bounded by MaxSessions and by the prompt tokens kept.
 func TestSessionsBounded(t *testing.T) {
 	s, _ := newTest(t, Config{MaxSessions: 3})
 	for k := range 10 {
 		s.Request(t0, Turn{RequestID: strconv.Itoa(k), Session: strconv.Itoa(k), Tokens: tokens(5)})
 	}
-	if n := s.Stats().Followed; n != 3 {
-		t.Fatalf("%d followed", n)
+	if n := s.Stats().Followed; n != 3 || s.held != 15 {
+		t.Fatalf("%d followed, %d tokens held", n, s.held)
+	}
+	s, _ = newTest(t, Config{MaxTokens: 25})
+	for k := range 10 {
+		s.Request(t0, Turn{RequestID: strconv.Itoa(k), Session: strconv.Itoa(k), Tokens: tokens(10)})
+	}
+	if n := s.Stats().Followed; n != 2 || s.held != 20 || s.entries["s:9"] == nil {
+		t.Fatalf("%d followed, %d tokens held", n, s.held)
+	}
+	s.Wakeup(t0, "9") // announced: its prompt is not kept
+	if s.held != 10 {
+		t.Fatalf("%d tokens held after a wake-up", s.held)
 	}
 }
 
 func TestConfigValidate(t *testing.T) {
 	for _, c := range []Config{{MaxWaste: -1}, {MaxWaste: math.NaN()}, {L3Bandwidth: -1}, {KVBytesPerToken: -1},
-		{MaxHold: time.Hour}, {MaxSessions: -1}, {PriorWeight: -1}} {
+		{MaxHold: time.Hour}, {MaxSessions: -1}, {MaxTokens: -1}, {PriorWeight: -1}} {
 		if _, err := New(c, nil); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("%+v: %v", c, err)
 		}
