@@ -38,7 +38,7 @@ type Turn struct {
 // Prefetch is a header-free prefetch due now: send it to the worker the
 // router would pick for Tokens, then call Queued (or Skipped).
 type Prefetch struct {
-	ID                         string // request_id of the hint: "ahead-<kind>-<key>-<n>"
+	ID                         string // request_id of the hint: "ahead-<kind>-<key>-<plan>", unique per plan
 	Key                        string // the session or context it predicts
 	Session                    string // the session id to record affinity for (empty for a context)
 	Kind                       string
@@ -585,7 +585,7 @@ func (s *Scheduler) schedule(e *entry) {
 		s.m.Skipped.Inc("unlikely")
 		return
 	}
-	p := &Prefetch{ID: "ahead-" + e.kind + "-" + e.key[2:] + "-" + strconv.Itoa(e.seen), Key: e.key, Session: e.session,
+	p := &Prefetch{ID: "ahead-" + e.kind + "-" + e.key[2:] + "-" + strconv.FormatUint(e.gen, 10), Key: e.key, Session: e.session,
 		Kind: e.kind, Model: e.model, LoraName: e.lora, CacheSalt: e.salt, Tokens: e.tokens,
 		Bytes: s.cfg.Bytes(len(e.tokens)), Arrival: e.anchor.Add(center), Expires: e.anchor.Add(expGap)}
 	e.plan = p
