@@ -46,7 +46,7 @@ chart-test: deps
 
 ## bench: the benchmarks (figures in the README and closing notes)
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./kvevents/ ./schemas/ ./actions/
+	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./kvevents/ ./schemas/ ./actions/...
 	$(GO) test -run '^$$' -bench WakeupToHint -benchtime 1000x ./loadtest/
 	$(GO) test -run '^$$' -bench BurstSpreading -benchtime 1x ./loadtest/
 
@@ -55,7 +55,7 @@ FUZZTIME ?= 20s
 # Minimizing a new input can outlast a short -fuzztime (default 60s) and
 # end the run with "context deadline exceeded": keep it short.
 FUZZMINTIME ?= 2s
-FUZZPKGS := ./schemas/ ./kvevents/ ./bridge/ ./streams/ ./registry/ ./eventplane/ ./receiver/ ./engine/ ./consumers/ ./service/ ./agentevents/ ./agents/ ./whatif/
+FUZZPKGS := ./schemas/ ./kvevents/ ./bridge/ ./streams/ ./registry/ ./eventplane/ ./receiver/ ./engine/ ./consumers/ ./service/ ./agentevents/ ./agents/ ./whatif/ ./retention/
 fuzz: deps
 	@GO="$(GO)" FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME) ./scripts/fuzz.sh $(FUZZPKGS)
 

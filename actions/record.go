@@ -19,8 +19,8 @@ type HintRecord struct {
 	Payload    json.RawMessage `json:"payload"`
 }
 
-// Record turns a hint into its HintRecord.
-func Record(endpoint string, h Hint) (HintRecord, error) {
+// recordOf turns a hint into its HintRecord.
+func recordOf(endpoint string, h Hint) (HintRecord, error) {
 	var env schemas.KvHintsEnvelope
 	if _, err := env.UnmarshalMsg(h.Body); err != nil {
 		return HintRecord{}, err
@@ -35,11 +35,6 @@ func Record(endpoint string, h Hint) (HintRecord, error) {
 	}
 	return HintRecord{MessageID: env.MessageID, Endpoint: endpoint, ActionType: env.Actions[0].ActionType,
 		Payload: js}, nil
-}
-
-// Sender is what hands a hint to its endpoint: a *Pool, or a Recorder.
-type Sender interface {
-	Send(endpoint string, h Hint) error
 }
 
 // Recorder writes every hint that next accepts (every hint, when next is
@@ -57,7 +52,7 @@ func NewRecorder(w io.Writer, next Sender) *Recorder { return &Recorder{w: w, ne
 // record is made before h is handed on: next may release the body
 // (Hint.Release) as soon as it has sent it.
 func (r *Recorder) Send(endpoint string, h Hint) error {
-	rec, err := Record(endpoint, h)
+	rec, err := recordOf(endpoint, h)
 	if err != nil {
 		return err
 	}
@@ -71,9 +66,9 @@ func (r *Recorder) Send(endpoint string, h Hint) error {
 		}
 	} else {
 		// Recorded is as far as it goes.
-		defer h.finish(true)
-		defer h.release()
-		defer h.delivered()
+		defer h.NotifyDone(true)
+		defer h.NotifyRelease()
+		defer h.NotifySent()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

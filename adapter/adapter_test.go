@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/standin"
 	"github.com/hintstream/hintstream/metrics"
@@ -63,10 +64,13 @@ func run(t *testing.T, cfg Config, opts ...Option) *Adapter {
 	return a
 }
 
-// sender is hintstream's own sender: an actions.Pool of PUSH sockets.
-func sender(t *testing.T) *actions.Pool {
+// sender is hintstream's own sender: an zmqsend.Pool of PUSH sockets.
+func sender(t *testing.T) *zmqsend.Pool {
 	t.Helper()
-	p := actions.NewPool()
+	p, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -75,7 +79,7 @@ func sender(t *testing.T) *actions.Pool {
 	return p
 }
 
-func sendPrefetch(t *testing.T, pool *actions.Pool, ep string, p actions.Prefetch) {
+func sendPrefetch(t *testing.T, pool *zmqsend.Pool, ep string, p actions.Prefetch) {
 	t.Helper()
 	body, id, err := actions.EncodePrefetch(p)
 	if err != nil {
@@ -86,7 +90,7 @@ func sendPrefetch(t *testing.T, pool *actions.Pool, ep string, p actions.Prefetc
 	}
 }
 
-func sendRetain(t *testing.T, pool *actions.Pool, ep string, r actions.Retain) {
+func sendRetain(t *testing.T, pool *zmqsend.Pool, ep string, r actions.Retain) {
 	t.Helper()
 	body, id, err := actions.EncodeRetain(r)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/standin"
 )
 
@@ -81,7 +82,10 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 	ran := make(chan error, 1)
 	go func() { ran <- a.Run(rctx) }()
 	defer func() { stop(); <-ran }()
-	pool := actions.NewPool()
+	pool, err := zmqsend.NewPool()
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer func() {
 		cctx, c := context.WithTimeout(context.Background(), 5*time.Second)
 		defer c()

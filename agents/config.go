@@ -24,6 +24,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/hintstream/hintstream/schemas"
 	"strconv"
 	"time"
 )
@@ -38,9 +39,6 @@ const (
 	// a worker's device, bytes/s (10 GB/s: a 100 Gb/s RDMA link, less
 	// overhead).
 	DefaultL3Bandwidth = 10e9
-	// DefaultKVBytesPerToken is Qwen3-8B's KV per token in bf16: 36 layers
-	// x 8 KV heads x 128 dims x 2 (K and V) x 2 bytes.
-	DefaultKVBytesPerToken = 147456
 	// DefaultPredictPercentile is the quantile of a tool class's durations
 	// a predicted prefetch aims at: low, so that most tools are still
 	// running when their context arrives.
@@ -75,7 +73,7 @@ type Config struct {
 
 // DefaultConfig is every default.
 func DefaultConfig() Config {
-	return Config{MaxPrograms: DefaultMaxPrograms, L3Bandwidth: DefaultL3Bandwidth, KVBytesPerToken: DefaultKVBytesPerToken,
+	return Config{MaxPrograms: DefaultMaxPrograms, L3Bandwidth: DefaultL3Bandwidth, KVBytesPerToken: schemas.DefaultKVBytesPerToken,
 		PredictPercentile: DefaultPredictPercentile, MinSamples: DefaultMinSamples, Recent: DefaultRecent,
 		FeedbackWindow: DefaultFeedbackWindow, FeedbackUnused: DefaultFeedbackUnused, FeedbackKeep: DefaultFeedbackKeep,
 		Predict: true, Feedback: true}

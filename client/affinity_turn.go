@@ -14,7 +14,7 @@ import (
 
 // DefaultAffinityWait is how long AwaitPreferred waits for a wake-up's
 // record by default: hintstream's writer lingers up to 10 ms while
-// records keep coming (consumers.DefaultAffinityLinger), plus a
+// records keep coming (DefaultAffinityLinger), plus a
 // decision and a KV round trip.
 const DefaultAffinityWait = 25 * time.Millisecond
 

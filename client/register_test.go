@@ -45,7 +45,13 @@ func openRegistry(t *testing.T, js jetstream.JetStream) (*registry.Registry, *ch
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(reg.Stop)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- reg.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 	return reg, c
 }
 

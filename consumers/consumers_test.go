@@ -9,7 +9,7 @@ import (
 
 	"github.com/hintstream/hintstream/internal/zmqtest"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
@@ -65,7 +65,10 @@ func setup(t *testing.T, set streams.Set) *fixture {
 	}
 	ep, got := pull(t)
 	f := &fixture{js: js, nc: nc, counters: metrics.New(), index: kvevents.NewIndex(), hints: got}
-	pool := actions.NewPool()
+	pool, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

@@ -520,7 +520,13 @@ func TestHostileRegistryEntriesCountedAndIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Stop()
+	regCtx, stopReg := context.WithCancel(context.Background())
+	regDone := make(chan error, 1)
+	go func() { regDone <- r.Run(regCtx) }()
+	defer func() {
+		stopReg()
+		<-regDone
+	}()
 	kv, err := js.KeyValue(ctx, registry.DefaultBucket)
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 
 	"fmt"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/zmqtest"
@@ -55,7 +55,10 @@ func setupPins(t *testing.T, workers workerMap, mods ...func(*pins.Pinning)) *pi
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := actions.NewPool()
+	pool, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -233,7 +236,10 @@ func TestRequestIndexFullAcksUnindexed(t *testing.T) {
 		t.Fatal(err)
 	}
 	counters := metrics.New()
-	pool := actions.NewPool()
+	pool, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/zmqtest"
 	"github.com/hintstream/hintstream/registry"
@@ -121,7 +121,7 @@ func wakeJunk(t *testing.T, ctx context.Context, js jetstream.JetStream, first, 
 // the real worker receives every hint and the process's open files stay
 // within what the budget asks for.
 func TestSocketBudgetJunkEndpointsThenRealWorker(t *testing.T) {
-	for _, budget := range []int{actions.DefaultMaxEndpoints, 128} {
+	for _, budget := range []int{zmqsend.DefaultMaxEndpoints, 128} {
 		t.Run(fmt.Sprint("max-endpoints=", budget), func(t *testing.T) {
 			srv := natstest.Start(t)
 			_, js := natstest.Connect(t, srv)
@@ -194,7 +194,7 @@ func TestSocketBudgetJunkEndpointsThenRealWorker(t *testing.T) {
 
 			m = scrape(t, addr)
 			open, evicted := series(m, "hintstream_senders_open"), series(m, "hintstream_senders_evicted_total")
-			limit := int(actions.FilesFor(budget, 0))
+			limit := int(zmqsend.FilesFor(budget, 0))
 			if open > float64(budget) || peak > limit {
 				t.Fatalf("%v senders open (budget %d), peak %d open files (allowed %d)", open, budget, peak, limit)
 			}
@@ -409,7 +409,7 @@ func TestSocketBudgetOverFileLimitFailsAtStart(t *testing.T) {
 		t.Skipf("the process could raise its hard limit (CAP_SYS_RESOURCE?): %v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	want := fmt.Sprintf("%d needed, RLIMIT_NOFILE is 2048 (hard limit 2048)", actions.FilesFor(4096, 0))
+	want := fmt.Sprintf("%d needed, RLIMIT_NOFILE is 2048 (hard limit 2048)", zmqsend.FilesFor(4096, 0))
 	if len(lines) != 1 || !strings.Contains(lines[0], "--max-endpoints 4096") || !strings.Contains(lines[0], want) {
 		t.Fatalf("want one line naming --max-endpoints 4096 and %q, got:\n%s", want, out)
 	}

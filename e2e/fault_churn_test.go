@@ -213,7 +213,7 @@ churn:
 		"lost_unaccounted", int(wakeups-queued-skipped-dropped))
 }
 
-// endpointStats is the part of actions.EndpointStats the stop log holds.
+// endpointStats is the part of zmqsend.EndpointStats the stop log holds.
 type endpointStats struct {
 	Sent    float64
 	Dropped map[string]float64

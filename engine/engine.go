@@ -39,7 +39,7 @@ type Message struct {
 
 // AffinityRecorder is told each wake-up's choice: the session's next
 // request should go where its prefetch went, until the prefetch expires.
-// It must not block (consumers.AffinityWriter queues to a KV bucket).
+// It must not block (client.AffinityWriter queues to a KV bucket).
 type AffinityRecorder interface {
 	RecordAffinity(session string, rec schemas.AffinityRecord)
 }
@@ -56,7 +56,7 @@ type EngineDeps struct {
 	// Workers are those a request may be routed to (the registry, or a
 	// view of it limited to the served models).
 	Workers routing.Workers
-	// Sender takes the hints (an *actions.Pool, or an actions.Recorder in
+	// Sender takes the hints (a *zmqsend.Pool, or an actions.Recorder in
 	// front of one, or alone in a dry run).
 	Sender actions.Sender
 	// Pins, when set, turns tool-call pins on: the request and slot
@@ -149,12 +149,15 @@ func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
 	if e.now == nil {
 		e.now = time.Now
 	}
-	opts := []routing.Option{routing.WithConfig(*d.Routing), routing.WithLogger(e.log)}
+	opts := []routing.Option{routing.WithConfig(*d.Routing)}
 	if deps.Clock != nil {
 		// Burst spreading decays on the events' clock in a replay, as live on its.
 		opts = append(opts, routing.WithClock(deps.Clock))
 	}
-	e.selector = routing.NewSelector(deps.Workers, deps.Index, e.loads, opts...)
+	var err error
+	if e.selector, err = routing.NewSelector(deps.Workers, deps.Index, e.loads, opts...); err != nil {
+		return nil, err
+	}
 	if deps.Pins != nil {
 		pd := *deps.Pins
 		if pd.Sender == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/eventplane"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
@@ -23,7 +24,7 @@ var (
 	// dropReasons are what actions.DropReason gives for a hint the
 	// sender refused (actions.ErrQueueFull, ErrExpired, ErrClosed,
 	// ErrBudget, anything else).
-	dropReasons = []string{"queue_full", "expired", "closed", "budget", "error"}
+	dropReasons = []string{actions.DropQueueFull, actions.DropExpired, actions.DropClosed, actions.DropBudget, actions.DropError}
 	// pinSkips are the reasons a tool-call response gets no pin.
 	pinSkips = []string{"unknown_worker", "no_layout", "no_full_page", "request_not_found", "encode", "over_cap"}
 )
@@ -430,9 +431,7 @@ func NewReceiver() *Receiver {
 	r.Expired = b.counter("hintstream_receiver_expired_total", "Prefetch actions dropped because they expired before they arrived.")
 	r.UnknownAction = b.counter("hintstream_receiver_unknown_action_total", "Actions of a type the receiver does not handle, skipped.")
 	r.OtherWorker = b.counter("hintstream_receiver_other_worker_total", "Prefetch actions dropped because their worker_id names another worker than the receiver's.")
-	// The action types of actions.ActionPrefetch and actions.ActionPin
-	// (literal here: package actions needs libzmq).
 	r.Stale = b.counter("hintstream_receiver_stale_total", "Pin actions dropped because their revision was not above the last one applied to their slot (docs/wire.md).")
-	r.Delivered = b.vec("hintstream_receiver_delivered_total", "reason", "Actions handed to the handler, by action type.", "kv.prefetch", "kv.pin")
+	r.Delivered = b.vec("hintstream_receiver_delivered_total", "reason", "Actions handed to the handler, by action type.", actions.ActionPrefetch, actions.ActionPin)
 	return r
 }

@@ -13,6 +13,8 @@ type Retention struct {
 	// Skipped counts turns the planner could not map to store pages, by
 	// reason.
 	Skipped *CounterVec
+	// Group: one planner across a consumer group (retention_group.go).
+	Group RetentionGroup
 }
 
 func newRetention(b builder) Retention {
@@ -23,6 +25,7 @@ func newRetention(b builder) Retention {
 		Pins:     b.counter("hintstream_retention_pins_total", "Retention slots pinned afresh."),
 		Renewals: b.counter("hintstream_retention_renewals_total", "Retention slots pinned again: new keys, or a renewal before the pin lapses."),
 		Releases: b.counter("hintstream_retention_releases_total", "Retention slots released because nothing in them stays within the budget."),
+		Group:    newRetentionGroup(b),
 		Skipped:  b.vec("hintstream_retention_skipped_total", "reason", "Turns the retention planner could not map to store pages, by reason.", "no_layout", "no_full_page"),
 	}
 }

@@ -3,7 +3,7 @@ package observe
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 )
 
 // budgetDescs export the socket budget (Sources.Budget):
@@ -25,7 +25,7 @@ func newBudgetDescs(d func(name, help string, labels ...string) *prometheus.Desc
 	}
 }
 
-func (b budgetDescs) collect(ch chan<- prometheus.Metric, st actions.BudgetStats) {
+func (b budgetDescs) collect(ch chan<- prometheus.Metric, st zmqsend.BudgetStats) {
 	emit(ch, b.open, prometheus.GaugeValue, float64(st.Open))
 	emit(ch, b.max, prometheus.GaugeValue, float64(st.Max))
 	emit(ch, b.evicted, prometheus.CounterValue, float64(st.Evicted))

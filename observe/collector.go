@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/ahead"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
@@ -24,7 +24,7 @@ type Sources struct {
 	// ones are bounded to TopTools (toplabels.go).
 	Counters  *metrics.Families
 	Index     func() kvevents.Stats
-	Endpoints func() map[string]actions.EndpointStats
+	Endpoints func() map[string]zmqsend.EndpointStats
 	// Ready answers /readyz; nil means always ready.
 	Ready func() bool
 	// IndexComplete says whether the index was built from every KV event
@@ -65,7 +65,7 @@ type Sources struct {
 	// default DefaultTopTools.
 	TopTools int
 	// Budget reports the socket budget (budget.go).
-	Budget func() actions.BudgetStats
+	Budget func() zmqsend.BudgetStats
 }
 
 const ns = "hintstream_"
@@ -88,10 +88,10 @@ type indexCounter struct {
 	get  func(kvevents.Stats) uint64
 }
 
-// NewCollector returns a Collector of the sources' metrics (see the
+// newCollector returns a Collector of the sources' metrics (see the
 // package doc). It is unchecked: the tool label values are known only at
 // scrape time, so Describe sends nothing.
-func NewCollector(s Sources) prometheus.Collector {
+func newCollector(s Sources) prometheus.Collector {
 	c := &collector{src: s}
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(ns+name, help, labels, nil)
@@ -180,22 +180,22 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 
 // collectEndpoints exports every endpoint's stats, every drop reason at 0
 // until it happens. Before the first endpoint, the families exist at 0
-// for endpoint="departed" (actions.DepartedEndpoint), which is where a
+// for endpoint="departed" (zmqsend.DepartedEndpoint), which is where a
 // forgotten endpoint's counts go anyway.
 func (c *collector) collectEndpoints(ch chan<- prometheus.Metric) {
 	eps := c.src.Endpoints()
 	if len(eps) == 0 {
-		eps = map[string]actions.EndpointStats{actions.DepartedEndpoint: {}}
+		eps = map[string]zmqsend.EndpointStats{zmqsend.DepartedEndpoint: {}}
 	}
 	for ep, st := range eps {
 		emit(ch, c.sent, prometheus.CounterValue, float64(st.Sent), ep)
 		emit(ch, c.retried, prometheus.CounterValue, float64(st.Retried), ep)
 		emit(ch, c.released, prometheus.CounterValue, float64(st.Released), ep)
-		for _, reason := range actions.DropReasons() {
+		for _, reason := range zmqsend.DropReasons() {
 			emit(ch, c.dropped, prometheus.CounterValue, float64(st.Dropped[reason]), ep, reason)
 		}
 		for reason, n := range st.Dropped {
-			if !slices.Contains(actions.DropReasons(), reason) {
+			if !slices.Contains(zmqsend.DropReasons(), reason) {
 				emit(ch, c.dropped, prometheus.CounterValue, float64(n), ep, reason)
 			}
 		}

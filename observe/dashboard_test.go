@@ -85,7 +85,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 	}
 
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCollector(newFixture(t).src))
+	reg.MustRegister(newCollector(newFixture(t).src))
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,7 @@
 // (optionally) pprof.
 //
 // The metrics are read from the sources on each scrape (see Sources and
-// NewCollector): nothing is counted twice, and a scrape costs one pass
+// newCollector): nothing is counted twice, and a scrape costs one pass
 // over the typed families and the stats snapshots.
 //
 // The counters are metrics.Families: typed families defined once in
@@ -25,7 +25,7 @@
 //	hintstream_hints_sent_total{endpoint}                  counter
 //	hintstream_hints_retried_total{endpoint}               counter
 //	hintstream_hints_released_early_total{endpoint}        counter
-//	hintstream_hints_dropped_total{endpoint,reason}        counter (every actions.DropReasons at 0)
+//	hintstream_hints_dropped_total{endpoint,reason}        counter (every zmqsend.DropReasons at 0)
 //	hintstream_sender_queue_depth{endpoint}                gauge
 //	hintstream_hint_send_seconds{endpoint}                 summary (count and sum only)
 //	hintstream_hint_send_max_seconds{endpoint}             gauge
@@ -37,8 +37,8 @@
 //
 // Before the pool has seen an endpoint, the endpoint families exist at 0
 // for endpoint="departed". Endpoint labels come from the pool's stats, which forget an endpoint
-// once no registered worker lists it (actions.Pool.Forget), adding its
-// counts to endpoint="departed" (actions.DepartedEndpoint).
+// once no registered worker lists it (zmqsend.Pool.Forget), adding its
+// counts to endpoint="departed" (zmqsend.DepartedEndpoint).
 //
 // The read-only inspection API (inspect.go; `hintstream inspect` is its
 // client) answers JSON, 404 when its source is unset, 503 until ready:

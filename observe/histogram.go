@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 )
 
 // latencyBuckets are the upper bounds, in seconds, of Histogram's buckets:
@@ -65,10 +65,10 @@ func (h *Histogram) collect(ch chan<- prometheus.Metric, desc *prometheus.Desc) 
 }
 
 // Forget drops endpoint's series once its worker has left the registry,
-// adding its counts to those of actions.DepartedEndpoint so the
+// adding its counts to those of zmqsend.DepartedEndpoint so the
 // histogram summed over endpoints never goes down.
 func (h *Histogram) Forget(endpoint string) {
-	if endpoint == actions.DepartedEndpoint {
+	if endpoint == zmqsend.DepartedEndpoint {
 		return
 	}
 	v, ok := h.m.LoadAndDelete(endpoint)
@@ -76,7 +76,7 @@ func (h *Histogram) Forget(endpoint string) {
 		return
 	}
 	old := v.(*histData)
-	d, _ := h.m.LoadOrStore(actions.DepartedEndpoint, new(histData))
+	d, _ := h.m.LoadOrStore(zmqsend.DepartedEndpoint, new(histData))
 	dep := d.(*histData)
 	for i := range old.counts {
 		dep.counts[i].Add(old.counts[i].Load())

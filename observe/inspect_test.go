@@ -58,7 +58,10 @@ func inspectFixture(t *testing.T) (Sources, []uint32) {
 	loads := routing.NewLoadTable()
 	prefill, decode := uint64(8), uint64(2)
 	loads.Update(schemas.ActiveLoad{WorkerID: 2, DpRank: 1, ActivePrefillTokens: &prefill, ActiveDecodeBlocks: &decode})
-	sel := routing.NewSelector(ws, ix, loads)
+	sel, err := routing.NewSelector(ws, ix, loads)
+	if err != nil {
+		t.Fatal(err)
+	}
 	lr := tooltime.New(tooltime.Config{MinSamples: 2})
 	for _, d := range []time.Duration{time.Second, 3 * time.Second} {
 		lr.Observe("search", d)

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
@@ -94,7 +95,10 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := actions.NewPool()
+	pool, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -391,7 +395,7 @@ func TestCloseLeaksNoGoroutine(t *testing.T) {
 
 func TestCollectorLint(t *testing.T) {
 	f := newFixture(t)
-	problems, err := testutil.CollectAndLint(NewCollector(f.src))
+	problems, err := testutil.CollectAndLint(newCollector(f.src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +405,7 @@ func TestCollectorLint(t *testing.T) {
 }
 
 func TestCollectorNilSources(t *testing.T) {
-	if n := testutil.CollectAndCount(NewCollector(Sources{})); n != 0 {
+	if n := testutil.CollectAndCount(newCollector(Sources{})); n != 0 {
 		t.Errorf("collected %d metrics from no sources", n)
 	}
 }
@@ -415,7 +419,7 @@ func TestCollectorOddLabels(t *testing.T) {
 	c.ToolObserved.Inc("search")
 	c.ToolExpected.Set("search", 1.5)
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCollector(Sources{Counters: c}))
+	reg.MustRegister(newCollector(Sources{Counters: c}))
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)
@@ -444,7 +448,7 @@ func TestCollectorOddLabels(t *testing.T) {
 // hintstream_ready follows Sources.Ready, as /readyz does.
 func TestReadyGauge(t *testing.T) {
 	var ready atomic.Bool
-	c := NewCollector(Sources{Ready: ready.Load})
+	c := newCollector(Sources{Ready: ready.Load})
 	if v := testutil.ToFloat64(c); v != 0 {
 		t.Errorf("hintstream_ready = %v before ready", v)
 	}

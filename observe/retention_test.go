@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/retention"
+	"github.com/hintstream/hintstream/schemas"
 )
 
 func TestInspectRetention(t *testing.T) {
 	src, _ := inspectFixture(t)
-	p, err := retention.New(retention.Config{Budget: 512 * retention.DefaultKVBytesPerToken, Interval: time.Second})
+	p, err := retention.New(retention.Config{Budget: 512 * schemas.DefaultKVBytesPerToken, Interval: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +27,7 @@ func TestInspectRetention(t *testing.T) {
 	if code, raw := call(t, "GET", serve(t, src)+"/v1/retention", nil, &v); code != 200 {
 		t.Fatalf("status %d: %s", code, raw)
 	}
-	if len(v.Pinned) != 1 || v.Pinned[0].Key != "k0" || v.Pinned[0].Reason != "shared" || v.Pinned[0].Bytes != 512*retention.DefaultKVBytesPerToken ||
+	if len(v.Pinned) != 1 || v.Pinned[0].Key != "k0" || v.Pinned[0].Reason != "shared" || v.Pinned[0].Bytes != 512*schemas.DefaultKVBytesPerToken ||
 		v.Stats.PinnedPages != 1 || v.Stats.Plans != 1 {
 		t.Fatalf("view %+v", v)
 	}

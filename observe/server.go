@@ -46,7 +46,7 @@ type Server struct {
 // Start listens on o.Addr and serves in a goroutine. It fails with
 // ErrNoAddr for an empty address, or with the listen error.
 //
-// /metrics holds NewCollector(s) plus the Go and process collectors, on a
+// /metrics holds newCollector(s) plus the Go and process collectors, on a
 // private registry. /healthz answers 200 "ok" while serving; /readyz 200
 // when s.Ready is nil or true, otherwise 503 "catching up"; a ready
 // member whose index is incomplete answers "ready; index incomplete:"
@@ -60,7 +60,7 @@ func Start(o Options, s Sources) (*Server, error) {
 		o.Logger = slog.Default()
 	}
 	reg := prometheus.NewRegistry()
-	if err := reg.Register(NewCollector(s)); err != nil {
+	if err := reg.Register(newCollector(s)); err != nil {
 		return nil, fmt.Errorf("observe: register collector: %w", err)
 	}
 	if err := reg.Register(collectors.NewGoCollector()); err != nil {

@@ -30,7 +30,7 @@ func TestTopToolsBoundSeries(t *testing.T) {
 	c.ToolObserved.Add("other", 11)
 	total += 14
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCollector(Sources{Counters: c, TopTools: 5}))
+	reg.MustRegister(newCollector(Sources{Counters: c, TopTools: 5}))
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestTopToolsBoundSeries(t *testing.T) {
 	// The whole exposition stays small: the 5,000 tools add at most 20
 	// series to a fresh instance's (whose families all exist at 0).
 	fresh := prometheus.NewPedanticRegistry()
-	fresh.MustRegister(NewCollector(Sources{Counters: metrics.New(), TopTools: 5}))
+	fresh.MustRegister(newCollector(Sources{Counters: metrics.New(), TopTools: 5}))
 	base, err := testutil.GatherAndCount(fresh)
 	if err != nil {
 		t.Fatal(err)

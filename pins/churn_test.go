@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/tooltime"
@@ -115,7 +116,10 @@ func TestRenewalBudgetBuysLikelyReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep, got := pinSink(t)
-	pool := actions.NewPool()
+	pool, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

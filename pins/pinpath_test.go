@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
@@ -74,7 +75,10 @@ func TestPinPathBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep, got := pinSink(t)
-	pool := actions.NewPool()
+	pool, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()

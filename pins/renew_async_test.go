@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/tooltime"
@@ -34,7 +35,10 @@ func asyncPins(t *testing.T, rate float64, opts ...BucketOption) (*Pinning, *fak
 		t.Fatal(err)
 	}
 	ep, _ := pinSink(t)
-	pool := actions.NewPool()
+	pool, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

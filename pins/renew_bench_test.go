@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/internal/natstest"
@@ -117,7 +118,10 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 		}
 		mu.Unlock()
 	})
-	pool := actions.NewPool(actions.WithSettleDelay(0))
+	pool, err := zmqsend.NewPool(zmqsend.WithSettleDelay(0))
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer ccancel()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/tooltime"
@@ -39,7 +40,10 @@ func TestRenewalBudgetShortKeepsLikelyReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep, got := pinSink(t)
-	pool := actions.NewPool()
+	pool, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	zmq "github.com/pebbe/zmq4"
 )
 
@@ -73,7 +74,7 @@ func (p *pyReceiver) next(t *testing.T) map[string]any {
 }
 
 // TestPythonReceiverAgainstTheRealSender: hintstream's sender
-// (actions.Pool) to the Python reference receiver: a prefetch and a pin
+// (zmqsend.Pool) to the Python reference receiver: a prefetch and a pin
 // and its release arrive once each with their payloads; a repeat and a
 // stale prefetch are dropped and counted; every envelope the Go decoder
 // rejects (TestDecodeIsStrict's cases) the Python one rejects too.
@@ -159,7 +160,7 @@ func TestPythonReceiverCurve(t *testing.T) {
 		t.Fatal(err)
 	}
 	py := startPyReceiver(t, "--curve-secret-key-file", keyFile)
-	pool := sendPool(t, actions.WithCurve(func(string) (string, bool) { return pub, true }))
+	pool := sendPool(t, zmqsend.WithCurve(func(string) (string, bool) { return pub, true }))
 	if err := pool.Send(py.ep, prefetchHint(t, "py-curve", time.Now().Add(10*time.Second))); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/testvectors"
 	zmq "github.com/pebbe/zmq4"
@@ -50,9 +51,12 @@ func serve(t *testing.T, opts ...Option) (*Receiver, *collector) {
 	return r, c
 }
 
-func sendPool(t *testing.T, opts ...actions.PoolOption) *actions.Pool {
+func sendPool(t *testing.T, opts ...zmqsend.PoolOption) *zmqsend.Pool {
 	t.Helper()
-	p := actions.NewPool(opts...)
+	p, err := zmqsend.NewPool(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -84,7 +88,7 @@ func pinHint(t *testing.T, p actions.Pin) actions.Hint {
 	return actions.Hint{MessageID: env.MessageID, Body: body, Deadline: time.Now().Add(5 * time.Second)}
 }
 
-// TestReceivesTheRealSender: hintstream's own sender (actions.Pool) to the
+// TestReceivesTheRealSender: hintstream's own sender (zmqsend.Pool) to the
 // receiver: a prefetch and a pin reach the handler once each, a repeat
 // of the prefetch's message id is dropped, and the release is delivered.
 func TestReceivesTheRealSender(t *testing.T) {
@@ -217,7 +221,7 @@ func TestCurveReceiver(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, c := serve(t, WithCurveServer(sec))
-	pool := sendPool(t, actions.WithCurve(func(string) (string, bool) { return pub, true }))
+	pool := sendPool(t, zmqsend.WithCurve(func(string) (string, bool) { return pub, true }))
 	if err := pool.Send(r.Endpoint(), prefetchHint(t, "secret", time.Now().Add(5*time.Second))); err != nil {
 		t.Fatal(err)
 	}

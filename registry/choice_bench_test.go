@@ -66,7 +66,13 @@ func benchChoice(b *testing.B, others int, whole bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer reg.Stop()
+	regCtx, stopReg := context.WithCancel(context.Background())
+	regDone := make(chan error, 1)
+	go func() { regDone <- reg.Run(regCtx) }()
+	defer func() {
+		stopReg()
+		<-regDone
+	}()
 	<-reg.Ready()
 	natstest.Eventually(b, time.Minute, func() bool { return len(reg.WorkersFor("")) == others+1 }, "records loaded")
 
@@ -87,7 +93,10 @@ func benchChoice(b *testing.B, others int, whole bool) {
 	if whole {
 		workers = listed{reg}
 	}
-	sel := routing.NewSelector(workers, ix, routing.NewLoadTable())
+	sel, err := routing.NewSelector(workers, ix, routing.NewLoadTable())
+	if err != nil {
+		b.Fatal(err)
+	}
 	req := &schemas.RequestEvent{RequestID: "r", Model: "m", TokenIDs: tokens}
 	// CPU time of the loop's own thread: unlike ns/op, not inflated by
 	// other load on the machine nor by the embedded server's background

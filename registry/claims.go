@@ -46,3 +46,13 @@ func (r *Registry) unclaim(id uint64, eps []string) {
 		}
 	}
 }
+
+// Claimed reports whether a registered worker lists endpoint. Claims
+// make an endpoint one worker's, so this is also whether anything the
+// registry holds still sends to it; it is up to date when OnChange runs.
+func (r *Registry) Claimed(endpoint string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.claims[endpoint]
+	return ok
+}

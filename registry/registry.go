@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"errors"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -65,7 +66,7 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 
 // WithOnChange registers f to be called for every change, in order, from
 // the watcher goroutine (initial records included, as Added). f must not
-// block long (it delays every later update) and must not call Stop.
+// block long (it delays every later update).
 func WithOnChange(f func(Change)) Option { return func(o *options) { o.onChange = f } }
 
 // Registry is a live, in-memory view of the worker registry bucket.
@@ -95,11 +96,12 @@ type Registry struct {
 
 	ready     chan struct{}
 	readyOnce sync.Once
-	ctx       context.Context // cancelled by Stop; bounds re-watching
+	ctx       context.Context // cancelled when Run's context ends; bounds re-watching
 	cancel    context.CancelFunc
-	stop      chan struct{}
+	stop      chan struct{} // closed when Run's context ends
 	stopOnce  sync.Once
-	done      chan struct{}
+	first     watch // the watch Open made, consumed by Run
+	running   atomic.Bool
 
 	wmu     sync.Mutex
 	watcher jetstream.KeyWatcher // current one, for tests
@@ -111,9 +113,10 @@ type entry struct {
 }
 
 // Open attaches to the registry bucket (creating it when absent, see
-// Bucket) and starts watching it. ctx bounds Open only; the watcher runs
-// until Stop and re-creates itself with backoff if its subscription ends.
-// Records are visible once Ready is closed.
+// Bucket) and subscribes to its updates, so that a bucket or a watch it
+// cannot have fails here. ctx bounds Open only. Run then keeps the view;
+// records are visible once Ready is closed. A Registry that is never run
+// keeps its subscription until its connection closes.
 func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Registry, error) {
 	o := options{bucket: DefaultBucket}
 	for _, f := range opts {
@@ -143,7 +146,6 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Registr
 		rejected: make(map[string]uint64),
 		ready:    make(chan struct{}),
 		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	cur, err := r.newWatch(ctx)
@@ -152,7 +154,7 @@ func Open(ctx context.Context, js jetstream.JetStream, opts ...Option) (*Registr
 		return nil, err
 	}
 	r.watcher = cur.w
-	go r.run(cur)
+	r.first = cur
 	return r, nil
 }
 
@@ -186,12 +188,25 @@ func (r *Registry) Workers() []schemas.WorkerRecord {
 // Invalid counts the entry revisions rejected since Open.
 func (r *Registry) Invalid() uint64 { return r.invalid.Load() }
 
-// Stop ends the watcher and waits for its goroutine. The view keeps its
-// last state. Stop is idempotent; it must not be called from OnChange.
-func (r *Registry) Stop() {
-	r.stopOnce.Do(func() {
-		close(r.stop)
-		r.cancel()
+// ErrAlreadyRunning: Run was called a second time.
+var ErrAlreadyRunning = errors.New("registry: already running")
+
+// Run keeps the view in step with the bucket until ctx ends, then stops
+// watching and returns nil; the view keeps its last state. A watch that
+// ends unexpectedly (a lost subscription, a server restart) is made again
+// with backoff rather than given up, so Run has no error of its own
+// beyond ErrAlreadyRunning: a Registry runs once.
+func (r *Registry) Run(ctx context.Context) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
+	stop := context.AfterFunc(ctx, func() {
+		r.stopOnce.Do(func() {
+			close(r.stop)
+			r.cancel()
+		})
 	})
-	<-r.done
+	defer stop()
+	r.run(r.first)
+	return nil
 }

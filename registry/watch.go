@@ -40,7 +40,6 @@ type watch struct {
 }
 
 func (r *Registry) run(cur watch) {
-	defer close(r.done)
 	// flap delays re-watching when watchers keep closing before their
 	// replay ends, which the per-attempt backoff of rewatch cannot see.
 	flap := newBackoff()
@@ -63,7 +62,7 @@ func (r *Registry) run(cur watch) {
 	}
 }
 
-// sleep waits d, or returns false at Stop.
+// sleep waits d, or returns false once Run's context ended.
 func (r *Registry) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -75,7 +74,7 @@ func (r *Registry) sleep(d time.Duration) bool {
 	}
 }
 
-// newWatch creates a watcher that lives until Stop or its cancel, giving
+// newWatch creates a watcher that lives until Run ends or its cancel, giving
 // up on creation after watchTimeout or when bound is done.
 func (r *Registry) newWatch(bound context.Context) (watch, error) {
 	ctx, cancel := context.WithCancel(r.ctx)
@@ -102,7 +101,7 @@ func (r *Registry) newWatch(bound context.Context) (watch, error) {
 	return cur, nil
 }
 
-// consume applies w's updates until Stop (stopped) or until w's channel
+// consume applies w's updates until Run ends (stopped) or until w's channel
 // closes; healthy says whether w finished its replay first. Each watcher replays the current values first; keys
 // known before but absent from the replay were removed while no watcher
 // was running, and are dropped when the replay ends.
@@ -154,7 +153,7 @@ func (r *Registry) stopWatcher(cur watch) {
 }
 
 // rewatch creates a new watcher, retrying with backoff until it succeeds
-// or Stop is called (ok false).
+// or Run's context ends (ok false).
 func (r *Registry) rewatch() (cur watch, ok bool) {
 	b := newBackoff()
 	op := func() error {
@@ -166,7 +165,7 @@ func (r *Registry) rewatch() (cur watch, ok bool) {
 		r.log.Warn("registry re-watch failed", "err", err, "retry_in", next)
 	}
 	if err := backoff.RetryNotify(op, backoff.WithContext(b, r.ctx), notify); err != nil {
-		return watch{}, false // only when Stop cancelled r.ctx
+		return watch{}, false // only once Run's context ended
 	}
 	r.wmu.Lock()
 	r.watcher = cur.w

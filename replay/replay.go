@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/pins"
@@ -79,7 +80,13 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	if err != nil {
 		return Summary{}, err
 	}
-	defer reg.Stop()
+	regCtx, stopReg := context.WithCancel(ctx)
+	regDone := make(chan error, 1)
+	go func() { regDone <- reg.Run(regCtx) }()
+	defer func() {
+		stopReg()
+		<-regDone
+	}()
 	select {
 	case <-reg.Ready():
 	case <-ctx.Done():
@@ -181,7 +188,7 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 			d.Unknown = errNoMetadata
 		}
 		events[next.kind]++
-		handlers[next.kind](ctx, d, engine.Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+		handlers[next.kind](ctx, d, consumers.MessageOf(m))
 		done++
 		if first.IsZero() && md != nil {
 			first = md.Timestamp

@@ -39,16 +39,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/zeebo/xxh3"
 )
 
 // Defaults of Config.
 const (
-	DefaultHorizon         = 10 * time.Minute
-	DefaultInterval        = 5 * time.Second
-	DefaultMinProbability  = 0.05
-	DefaultKVBytesPerToken = 131072
-	DefaultMaxTracked      = 1 << 20
+	DefaultHorizon        = 10 * time.Minute
+	DefaultInterval       = 5 * time.Second
+	DefaultMinProbability = 0.05
+	DefaultMaxTracked     = 1 << 20
 	// DefaultBudgetShare is the share of the store's capacity pinned when
 	// only the capacity is given.
 	DefaultBudgetShare = 0.5
@@ -77,7 +77,7 @@ type Config struct {
 	Capacity    int64
 	BudgetShare float64
 	// KVBytesPerToken sizes a page: page tokens × this (default
-	// DefaultKVBytesPerToken, an 8B model's KV).
+	// schemas.DefaultKVBytesPerToken).
 	KVBytesPerToken int
 	// Horizon H of the reuse estimate (default DefaultHorizon).
 	Horizon time.Duration
@@ -98,7 +98,7 @@ func (c Config) WithDefaults() Config {
 		c.BudgetShare = DefaultBudgetShare
 	}
 	if c.KVBytesPerToken == 0 {
-		c.KVBytesPerToken = DefaultKVBytesPerToken
+		c.KVBytesPerToken = schemas.DefaultKVBytesPerToken
 	}
 	if c.Horizon == 0 {
 		c.Horizon = DefaultHorizon
@@ -208,6 +208,8 @@ type Stats struct {
 	NextTurnShare        float64
 	ToolReturnShare      float64
 	ExpectedSavedPerPlan float64 // Σ P × tokens of the pinned pages
+	// Group is who plans for the consumer group; nil without one.
+	Group *Leadership `json:",omitempty"`
 }
 
 type pageStat struct {
@@ -259,6 +261,8 @@ type Planner struct {
 	slots     map[string]slotState
 	pinned    []Pinned
 	stats     Stats
+	latest    time.Time         // the latest event time observed
+	group     func() Leadership // nil: no group (takeover.go)
 }
 
 type slotState struct {
@@ -292,6 +296,7 @@ func (p *Planner) decay(d time.Duration) float64 {
 func (p *Planner) Request(at time.Time, sessionID string, keys []string, pageTokens int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.latest = later(p.latest, at)
 	h := p.cfg.Horizon
 	for i, k := range keys {
 		st, ok := p.pages[k]
@@ -345,6 +350,7 @@ func (p *Planner) ToolCall(at time.Time, sessionID string, expected time.Duratio
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.latest = later(p.latest, at)
 	if s, ok := p.sessions[sessionID]; ok {
 		s.toolAt, s.toolFor = at, expected
 	}
@@ -567,6 +573,10 @@ func (p *Planner) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.stats
+	if p.group != nil {
+		g := p.group()
+		s.Group = &g
+	}
 	s.Tracked, s.Sessions = len(p.pages), len(p.sessions)
 	s.FirstReuseShare, s.NextTurnShare, s.ToolReturnShare = p.firstUse.value(0.1), p.nextTurn.value(0.2), p.toolRet.value(0.5)
 	return s

@@ -2,6 +2,7 @@ package retention
 
 import (
 	"errors"
+	"github.com/hintstream/hintstream/schemas"
 	"strconv"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func keys(prefix string, n int) []string {
 
 func planner(t *testing.T, pages int) *Planner {
 	t.Helper()
-	p, err := New(Config{Budget: int64(pages) * 512 * DefaultKVBytesPerToken, Interval: time.Second, Horizon: time.Minute})
+	p, err := New(Config{Budget: int64(pages) * 512 * schemas.DefaultKVBytesPerToken, Interval: time.Second, Horizon: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestPlanPinsTheMostReusedWithinBudget(t *testing.T) {
 		t.Fatalf("pinned %v, want hot0 and hot1", got)
 	}
 	st := p.Stats()
-	if st.PinnedPages != 2 || st.PinnedBytes != 2*512*DefaultKVBytesPerToken || st.PinnedBytes > st.Budget {
+	if st.PinnedPages != 2 || st.PinnedBytes != 2*512*schemas.DefaultKVBytesPerToken || st.PinnedBytes > st.Budget {
 		t.Fatalf("stats %+v", st)
 	}
 	top := p.Top(0)

@@ -51,7 +51,7 @@ func TestChooseTemperatureKeepsOrder(t *testing.T) {
 	ix := kvevents.NewIndex()
 	p := prompt(160)
 	store(t, ix, key(1, 1), p, 16, 4)
-	s := NewSelector(ws, ix, NewLoadTable(), tuned(func(c *Config) { c.Temperature = 0.5 }))
+	s := mustSelector(NewSelector(ws, ix, NewLoadTable(), tuned(func(c *Config) { c.Temperature = 0.5 })))
 	for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
 		req := &schemas.RequestEvent{RequestID: id, Model: "m", TokenIDs: p}
 		want, err := s.Select(req)
@@ -72,7 +72,7 @@ func TestChooseTemperatureKeepsOrder(t *testing.T) {
 }
 
 func TestChooseNoWorker(t *testing.T) {
-	s := NewSelector(staticWorkers{worker(1, "m", 16, 1)}, kvevents.NewIndex(), nil)
+	s := mustSelector(NewSelector(staticWorkers{worker(1, "m", 16, 1)}, kvevents.NewIndex(), nil))
 	_, all, err := s.Choose(&schemas.RequestEvent{Model: "other", TokenIDs: prompt(32)})
 	if !errors.Is(err, ErrNoWorker) || len(all) != 0 {
 		t.Fatalf("Choose for an unserved model = %d candidates, %v; want none, ErrNoWorker", len(all), err)

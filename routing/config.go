@@ -3,7 +3,6 @@ package routing
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"time"
 )
@@ -145,36 +144,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// sanitized replaces each unusable field by its default, so a bad option
-// never turns into NaN logits; NewSelector logs what it replaced.
-func (c Config) sanitized() (Config, []error) {
-	var errs []error
-	d := DefaultConfig()
-	if c.Cost == "" {
-		c.Cost = DefaultCost
-	}
-	if err := (Config{Cost: c.Cost}).Validate(); err != nil {
-		errs, c.Cost = append(errs, err), d.Cost
-	}
-	dw := d.weights()
-	for i, w := range c.weights() {
-		if err := (Config{}).validWeight(w); err != nil {
-			errs, *w.v = append(errs, err), *dw[i].v
-		}
-	}
-	if err := (Config{Temperature: c.Temperature}).Validate(); err != nil {
-		errs, c.Temperature = append(errs, err), d.Temperature
-	}
-	if c.Spread.HalfLife < 0 {
-		errs = append(errs, (Config{Spread: c.Spread}).Validate())
-		c.Spread.HalfLife = d.Spread.HalfLife
-	}
-	if c.Spread.HalfLife == 0 {
-		c.Spread.HalfLife = d.Spread.HalfLife
-	}
-	return c, errs
-}
-
 type namedWeight struct {
 	name string
 	v    *float64
@@ -193,13 +162,6 @@ func (c *Config) weights() []namedWeight {
 	}
 }
 
-func (Config) validWeight(w namedWeight) error {
-	if math.IsNaN(*w.v) || math.IsInf(*w.v, 0) || *w.v < 0 {
-		return fmt.Errorf("%w: %s %v (want a finite number >= 0)", ErrInvalidConfig, w.name, *w.v)
-	}
-	return nil
-}
-
 // Option configures a Selector.
 type Option func(*options)
 
@@ -207,7 +169,6 @@ type options struct {
 	cfg     Config
 	now     func() time.Time
 	sampler Sampler
-	log     *slog.Logger
 }
 
 // WithConfig replaces the whole Config (later options still apply).
@@ -228,16 +189,6 @@ func WithSampler(s Sampler) Option {
 	return func(o *options) {
 		if s != nil {
 			o.sampler = s
-		}
-	}
-}
-
-// WithLogger sets the logger for configuration warnings; default
-// slog.Default().
-func WithLogger(l *slog.Logger) Option {
-	return func(o *options) {
-		if l != nil {
-			o.log = l
 		}
 	}
 }

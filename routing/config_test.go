@@ -1,9 +1,7 @@
 package routing
 
 import (
-	"bytes"
 	"errors"
-	"log/slog"
 	"math"
 	"strings"
 	"testing"
@@ -13,7 +11,7 @@ import (
 )
 
 func TestDefaultConfig(t *testing.T) {
-	s := NewSelector(staticWorkers{}, kvevents.NewIndex(), nil)
+	s := mustSelector(NewSelector(staticWorkers{}, kvevents.NewIndex(), nil))
 	// Dynamo's KvRouterConfig::default() (lib/kv-router/src/scheduling/
 	// config.rs @07a6c9ce3bb096cfaf353fe69ee578e105c6a512), spelled out.
 	want := Config{Cost: CostDefault, OverlapScoreCredit: 1, OverlapScoreCreditDecay: 0, PrefillLoadScale: 1,
@@ -25,8 +23,8 @@ func TestDefaultConfig(t *testing.T) {
 	if err := want.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	s = NewSelector(staticWorkers{}, kvevents.NewIndex(), nil,
-		WithConfig(Config{OverlapScoreWeight: 0.5, Temperature: 0.2, Spread: SpreadConfig{Enabled: true, HalfLife: 3 * time.Second}}))
+	s = mustSelector(NewSelector(staticWorkers{}, kvevents.NewIndex(), nil,
+		WithConfig(Config{OverlapScoreWeight: 0.5, Temperature: 0.2, Spread: SpreadConfig{Enabled: true, HalfLife: 3 * time.Second}})))
 	if got := s.Config(); got.OverlapScoreWeight != 0.5 || got.Temperature != 0.2 || got.Spread != (SpreadConfig{true, 3 * time.Second}) {
 		t.Fatalf("options gave %+v", got)
 	}
@@ -54,17 +52,24 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// TestBadOptionsFallBack: an unusable setting never reaches the logits; it
-// is replaced by its default and the replacement is logged.
-func TestBadOptionsFallBack(t *testing.T) {
-	var buf bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&buf, nil))
-	s := NewSelector(staticWorkers{}, kvevents.NewIndex(), nil, WithLogger(log),
+// TestBadOptionsFail: an unusable setting never reaches the logits:
+// NewSelector fails, naming it, and nothing is replaced.
+func TestBadOptionsFail(t *testing.T) {
+	s, err := NewSelector(staticWorkers{}, kvevents.NewIndex(), nil,
 		tuned(func(c *Config) { c.OverlapScoreWeight, c.Temperature = math.NaN(), -1 }))
-	if got := s.Config(); got.OverlapScoreWeight != 1 || got.Temperature != 0 {
-		t.Fatalf("config %+v, want the defaults back", got)
+	if !errors.Is(err, ErrInvalidConfig) || s != nil || !strings.Contains(err.Error(), "overlap") {
+		t.Fatalf("selector %v, err %v: want ErrInvalidConfig naming the weight", s, err)
 	}
-	if out := buf.String(); strings.Count(out, "level=WARN") != 2 || !strings.Contains(out, "temperature -1") {
-		t.Fatalf("warnings: %q", out)
+	s, err = NewSelector(staticWorkers{}, kvevents.NewIndex(), nil, tuned(func(c *Config) { c.Temperature = -1 }))
+	if !errors.Is(err, ErrInvalidConfig) || s != nil || !strings.Contains(err.Error(), "temperature -1") {
+		t.Fatalf("selector %v, err %v: want ErrInvalidConfig naming the temperature", s, err)
 	}
+}
+
+// mustSelector is NewSelector for a configuration the test knows is valid.
+func mustSelector(s *Selector, err error) *Selector {
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

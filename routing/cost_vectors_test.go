@@ -95,7 +95,7 @@ func selectFromCounts(t *testing.T, cfg Config, bs, isl int, ws []vecWorker) Can
 	for _, id := range order {
 		recs = append(recs, worker(id, "m", uint32(bs), ranks[id]))
 	}
-	s := NewSelector(recs, tc, loads, WithConfig(cfg))
+	s := mustSelector(NewSelector(recs, tc, loads, WithConfig(cfg)))
 	got, err := s.Select(&schemas.RequestEvent{RequestID: "r", Model: "m", TokenIDs: make([]uint32, isl)})
 	if err != nil {
 		t.Fatal(err)

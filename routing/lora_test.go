@@ -29,7 +29,7 @@ func TestSelectHashesWithLoraAndSalt(t *testing.T) {
 	storeSeeded(t, ix, key(1, 0), p, 16, 8, kvevents.HashSeed, "")
 	storeSeeded(t, ix, key(2, 0), p, 16, 8, kvevents.BlockSeed("adapter-a", ""), "")
 	storeSeeded(t, ix, key(3, 0), p, 16, 8, kvevents.BlockSeed("adapter-a", "tenant-1"), "")
-	s := NewSelector(staticWorkers{worker(1, "m", 16, 1), worker(2, "m", 16, 1), worker(3, "m", 16, 1)}, ix, nil)
+	s := mustSelector(NewSelector(staticWorkers{worker(1, "m", 16, 1), worker(2, "m", 16, 1), worker(3, "m", 16, 1)}, ix, nil))
 	for _, c := range []struct {
 		lora, salt string
 		want       uint64

@@ -155,7 +155,7 @@ func choiceFor(t *testing.T, c pypeer.CostCase) (Candidate, error) {
 	cfg.OverlapScoreCredit, cfg.OverlapScoreCreditDecay = c.Config["overlap_score_credit"], c.Config["overlap_score_credit_decay"]
 	cfg.PrefillLoadScale, cfg.DecodeActiveRequestWeight = c.Config["prefill_load_scale"], c.Config["decode_active_request_weight"]
 	cfg.HostCacheHitWeight, cfg.DiskCacheHitWeight = c.Config["host_cache_hit_weight"], c.Config["disk_cache_hit_weight"]
-	s := NewSelector(recs, ix, loads, WithConfig(cfg))
+	s := mustSelector(NewSelector(recs, ix, loads, WithConfig(cfg)))
 	return s.Select(&schemas.RequestEvent{RequestID: "r", Model: "m", TokenIDs: c.Tokens, LoraName: c.LoraName, CacheSalt: c.CacheSalt})
 }
 

@@ -41,7 +41,7 @@ func selectBench(b *testing.B) (*Selector, []*schemas.RequestEvent) {
 		}
 		reqs[s] = &schemas.RequestEvent{RequestID: "r", Model: "m", TokenIDs: p}
 	}
-	return NewSelector(reg, ix, loads), reqs
+	return mustSelector(NewSelector(reg, ix, loads)), reqs
 }
 
 // BenchmarkSelect is one worker choice for a wake-up on the load test's

@@ -77,7 +77,6 @@ package routing
 import (
 	"cmp"
 	"errors"
-	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -230,16 +229,23 @@ func (s *Selector) overlaps(sc *scratch, req *schemas.RequestEvent, bs uint32, s
 }
 
 // NewSelector returns a Selector over a registry, an index and loads,
-// configured by DefaultConfig and then opts. An unusable setting (see
-// Config.Validate) is replaced by its default and logged as a warning.
-func NewSelector(w Workers, ix Overlapper, loads *LoadTable, opts ...Option) *Selector {
-	o := options{cfg: DefaultConfig(), now: time.Now, sampler: RequestIDSampler(0), log: slog.Default()}
+// configured by DefaultConfig and then opts. A setting it cannot use
+// (Config.Validate) fails it with an error wrapping ErrInvalidConfig;
+// nothing is replaced behind the caller's back.
+func NewSelector(w Workers, ix Overlapper, loads *LoadTable, opts ...Option) (*Selector, error) {
+	o := options{cfg: DefaultConfig(), now: time.Now, sampler: RequestIDSampler(0)}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	cfg, errs := o.cfg.sanitized()
-	for _, err := range errs {
-		o.log.Warn("routing: using the default instead", "err", err)
+	cfg := o.cfg
+	if cfg.Cost == "" {
+		cfg.Cost = DefaultCost
+	}
+	if cfg.Spread.HalfLife == 0 {
+		cfg.Spread.HalfLife = DefaultConfig().Spread.HalfLife
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if loads == nil {
 		loads = NewLoadTable()
@@ -251,7 +257,7 @@ func NewSelector(w Workers, ix Overlapper, loads *LoadTable, opts ...Option) *Se
 	if cfg.Spread.Enabled {
 		s.spread = newVirtualLoads(cfg.Spread.HalfLife)
 	}
-	return s
+	return s, nil
 }
 
 // Config returns the configuration in effect.

@@ -192,7 +192,7 @@ func TestSelect(t *testing.T) {
 			req := &schemas.RequestEvent{RequestID: "r", Model: model, TokenIDs: p}
 			// The classic cost, whose formula these cases were worked out
 			// from (cost_test.go has the default cost's).
-			s := NewSelector(c.workers, ix, lt, tuned(func(cfg *Config) { cfg.Cost, cfg.OverlapScoreWeight = CostClassic, c.weight }))
+			s := mustSelector(NewSelector(c.workers, ix, lt, tuned(func(cfg *Config) { cfg.Cost, cfg.OverlapScoreWeight = CostClassic, c.weight })))
 
 			cands := s.Candidates(req)
 			if len(cands) != len(c.logits) {
@@ -226,7 +226,7 @@ func TestSelectNoWorker(t *testing.T) {
 		"no block size": {worker(1, "b", 0, 1)},
 		"no workers":    nil,
 	} {
-		s := NewSelector(w, kvevents.NewIndex(), NewLoadTable())
+		s := mustSelector(NewSelector(w, kvevents.NewIndex(), NewLoadTable()))
 		if _, err := s.Select(&schemas.RequestEvent{RequestID: "r", Model: "b", TokenIDs: prompt(32)}); !errors.Is(err, ErrNoWorker) {
 			t.Errorf("%s: err = %v, want ErrNoWorker", name, err)
 		}
@@ -236,7 +236,7 @@ func TestSelectNoWorker(t *testing.T) {
 func TestSelectEmptyPrompt(t *testing.T) {
 	lt := NewLoadTable()
 	lt.Update(schemas.ActiveLoad{WorkerID: 1, ActiveDecodeBlocks: u64(2)})
-	s := NewSelector(staticWorkers{worker(1, "m", 16, 1), worker(2, "m", 16, 1)}, kvevents.NewIndex(), lt)
+	s := mustSelector(NewSelector(staticWorkers{worker(1, "m", 16, 1), worker(2, "m", 16, 1)}, kvevents.NewIndex(), lt))
 	// No tokens: prefill 0, decode = load only; w1 2, w2 0.
 	got, err := s.Select(&schemas.RequestEvent{RequestID: "r", Model: "m"})
 	if err != nil || got.Worker != key(2, 0) || got.Logit != 0 {

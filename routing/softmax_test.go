@@ -74,7 +74,7 @@ func threeWorkers(t testing.TB, opts ...Option) (*Selector, []uint32) {
 		store(t, ix, key(id, 0), p, 16, n)
 	}
 	ws := staticWorkers{worker(3, "m", 16, 1), worker(1, "m", 16, 1), worker(2, "m", 16, 1)} // order must not matter
-	return NewSelector(ws, ix, NewLoadTable(), opts...), p
+	return mustSelector(NewSelector(ws, ix, NewLoadTable(), opts...)), p
 }
 
 func TestTemperatureZeroIsTheMinimum(t *testing.T) {

@@ -24,7 +24,7 @@ func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.U
 // prompt: every logit is 160/16 + floor(160/16) = 10 + 10 = 20.
 func idleThree(opts ...Option) (*Selector, []uint32) {
 	ws := staticWorkers{worker(1, "m", 16, 1), worker(2, "m", 16, 1), worker(3, "m", 16, 1)}
-	return NewSelector(ws, kvevents.NewIndex(), NewLoadTable(), opts...), prompt(160)
+	return mustSelector(NewSelector(ws, kvevents.NewIndex(), NewLoadTable(), opts...)), prompt(160)
 }
 
 // burst selects n wake-ups for the same prompt at once and counts the

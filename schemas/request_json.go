@@ -164,7 +164,7 @@ func (p *jsonScan) uint32s(dst []uint32, max int) ([]uint32, bool) {
 	}
 	// Size the slice once, to the commas before the first ']' plus one:
 	// exact for a well-formed array, and counting (vectorised) costs less
-	// than the old bound of a token per two bytes, which allocated three
+	// than a bound of a token per two bytes would, which allocates three
 	// times the ids of a 2,048-token prompt.
 	b, i := p.b, p.i
 	out := dst[:0]

@@ -3,7 +3,7 @@ package service
 import (
 	"context"
 
-	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/engine"
 )
 
@@ -14,19 +14,15 @@ func (s *Service) startAffinity(ctx context.Context) (engine.AffinityRecorder, e
 	if s.cfg.NoAffinity {
 		return nil, nil
 	}
-	kv, err := consumers.OpenAffinityBucket(ctx, s.js, s.cfg.AffinityBucket)
+	kv, err := client.OpenAffinityBucket(ctx, s.js, s.cfg.AffinityBucket)
 	if err != nil {
 		return nil, err
 	}
 	// Batched asynchronous writes: the bucket is opened on s.js.
-	s.affinity = consumers.NewAffinityWriter(kv, s.Counters, s.log, consumers.AffinityAsync(s.js))
-	// The writer's part writes what is queued once ctx ends, after the
-	// request consumer stopped (stage order, run.go).
-	s.lc.run(stageAffinity, "affinity writer", func(ctx context.Context) error {
-		<-ctx.Done()
-		s.affinity.Close()
-		return nil
-	})
+	s.affinity = client.NewAffinityWriter(kv, s.Counters.Affinity(), s.log, client.AffinityAsync(s.js))
+	// The writer writes what is queued once ctx ends, after the request
+	// consumer stopped (stage order, run.go).
+	s.lc.run(stageAffinity, "affinity writer", s.affinity.Run)
 	s.log.Info("recording prefetch affinity", "bucket", kv.Bucket())
 	return s.affinity, nil
 }

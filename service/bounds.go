@@ -3,10 +3,9 @@ package service
 import (
 	"cmp"
 	"fmt"
-	"sync"
 	"time"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/registry"
 )
 
@@ -16,7 +15,7 @@ import (
 
 // maxEndpoints is the socket budget in effect.
 func (c Config) maxEndpoints() int {
-	return cmp.Or(max(c.MaxEndpoints, 0), actions.DefaultMaxEndpoints)
+	return cmp.Or(max(c.MaxEndpoints, 0), zmqsend.DefaultMaxEndpoints)
 }
 
 // senderIdleClose is the idle time after which a sender closes; 0: never.
@@ -25,7 +24,7 @@ func (c Config) senderIdleClose() time.Duration {
 	case c.SenderIdleClose < 0:
 		return 0
 	case c.SenderIdleClose == 0:
-		return actions.DefaultIdleClose
+		return zmqsend.DefaultIdleClose
 	}
 	return c.SenderIdleClose
 }
@@ -40,21 +39,21 @@ func (c Config) keptEndpoints() []string {
 
 // budgetOptions are the pool's socket budget options, after
 // ensureFileLimit made room for them.
-func (s *Service) budgetOptions() []actions.PoolOption {
+func (s *Service) budgetOptions() []zmqsend.PoolOption {
 	s.log.Info("socket budget", "max_endpoints", s.cfg.maxEndpoints(),
-		"open_files_needed", actions.FilesFor(s.cfg.maxEndpoints(), len(s.cfg.keptEndpoints())),
+		"open_files_needed", zmqsend.FilesFor(s.cfg.maxEndpoints(), len(s.cfg.keptEndpoints())),
 		"open_files_limit", s.fileLimit, "sender_idle_close", s.cfg.senderIdleClose())
-	return []actions.PoolOption{actions.WithMaxEndpoints(s.cfg.maxEndpoints()),
-		actions.WithIdleClose(s.cfg.senderIdleClose()), actions.WithKeep(s.cfg.keptEndpoints()...)}
+	return []zmqsend.PoolOption{zmqsend.WithMaxEndpoints(s.cfg.maxEndpoints()),
+		zmqsend.WithIdleClose(s.cfg.senderIdleClose()), zmqsend.WithKeep(s.cfg.keptEndpoints()...)}
 }
 
 // ensureFileLimit raises RLIMIT_NOFILE to what the socket budget needs,
 // or fails start-up saying so; Start calls it after Validate, before
 // connecting.
 func (s *Service) ensureFileLimit() error {
-	need := actions.FilesFor(s.cfg.maxEndpoints(), len(s.cfg.keptEndpoints()))
+	need := zmqsend.FilesFor(s.cfg.maxEndpoints(), len(s.cfg.keptEndpoints()))
 	var err error
-	if s.fileLimit, err = actions.EnsureFileLimit(need); err != nil {
+	if s.fileLimit, err = zmqsend.EnsureFileLimit(need); err != nil {
 		return fmt.Errorf("--max-endpoints %d: %w", s.cfg.maxEndpoints(), err)
 	}
 	return nil
@@ -70,8 +69,8 @@ func (s *Service) registryOptions() []registry.Option {
 // releaseEndpoint closes the sender of an endpoint its worker no longer
 // lists. When no registered worker lists it any more, its stats and
 // latency series go too: endpoint labels exist only for registered
-// endpoints. Called from the registry's change callback, after
-// trackEndpoints counted the change.
+// endpoints. Called from the registry's change callback, once the
+// registry's claims reflect the change.
 func (s *Service) releaseEndpoint(ep string) {
 	if s.endpointRegistered(ep) {
 		s.pool.Remove(ep)
@@ -84,41 +83,5 @@ func (s *Service) releaseEndpoint(ep string) {
 }
 
 func (s *Service) endpointRegistered(ep string) bool {
-	if ep == s.cfg.PinEndpoint {
-		return true
-	}
-	s.endpoints.mu.Lock()
-	defer s.endpoints.mu.Unlock()
-	return s.endpoints.n[ep] > 0
-}
-
-// endpointRefs counts, per endpoint, the registered records listing it
-// (an endpoint may be shared, or move from one worker to another), so a
-// departure is told from a change without scanning the registry.
-type endpointRefs struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-// trackEndpoints applies a registry change to s.endpoints; it runs first
-// in onWorkerChange.
-func (s *Service) trackEndpoints(ch registry.Change) {
-	r := &s.endpoints
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.n == nil {
-		r.n = map[string]int{}
-	}
-	if ch.Previous != nil {
-		for _, ep := range ch.Previous.HintEndpoints {
-			if r.n[ep]--; r.n[ep] <= 0 {
-				delete(r.n, ep)
-			}
-		}
-	}
-	if ch.Record != nil {
-		for _, ep := range ch.Record.HintEndpoints {
-			r.n[ep]++
-		}
-	}
+	return ep == s.cfg.PinEndpoint || (s.registry != nil && s.registry.Claimed(ep))
 }

@@ -30,7 +30,9 @@ func TestReplicasOfBucketsAndObjectStore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	p := streams.Placement{Replicas: 3}
-	svc := New(Config{NATSURL: c.URLs(0), Logger: quietLog, Streams: streams.DefaultSet().Apply(p), Placement: p,
+	// Warnings reach the test's output: a cluster slow to place R3 says so.
+	warnLog := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	svc := New(Config{NATSURL: c.URLs(0), Logger: warnLog, Streams: streams.DefaultSet().Apply(p), Placement: p,
 		PinEndpoint: "tcp://127.0.0.1:1", SnapshotInterval: time.Hour})
 	if err := svc.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/ahead"
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/engine"
@@ -66,14 +66,14 @@ type Config struct {
 	// consumers.DefaultMaxAckPending (1024).
 	MaxAckPending    int
 	DeadLetterPrefix string // default consumers.DefaultDeadLetterPrefix
-	SenderQueue      int    // per endpoint; default actions.DefaultQueueSize
+	SenderQueue      int    // per endpoint; default zmqsend.DefaultQueueSize
 	// SenderMaxHeld bounds the triggers one endpoint's waiting hints keep
-	// unacked (actions.WithMaxHeld); default actions.DefaultMaxHeld,
+	// unacked (zmqsend.WithMaxHeld); default zmqsend.DefaultMaxHeld,
 	// NoBound: no bound.
 	SenderMaxHeld int
 	// SenderSettleDelay is how long after ZMQ took a hint its trigger is
-	// acked (actions.WithSettleDelay); default
-	// actions.DefaultSettleDelay, Immediately: at once.
+	// acked (zmqsend.WithSettleDelay); default
+	// zmqsend.DefaultSettleDelay, Immediately: at once.
 	SenderSettleDelay time.Duration
 
 	// KVApplyShards applies KV events of different subjects (workers) in
@@ -139,12 +139,12 @@ type Config struct {
 	// Cardinality bounds (service/bounds.go).
 	//
 	// MaxEndpoints is the socket budget: open hint senders, the pin
-	// endpoint's aside (actions.WithMaxEndpoints); default
-	// actions.DefaultMaxEndpoints. Start raises RLIMIT_NOFILE to
-	// actions.FilesFor it or fails.
+	// endpoint's aside (zmqsend.WithMaxEndpoints); default
+	// zmqsend.DefaultMaxEndpoints. Start raises RLIMIT_NOFILE to
+	// zmqsend.FilesFor it or fails.
 	MaxEndpoints int
 	// SenderIdleClose closes a sender with nothing to send for this long;
-	// default actions.DefaultIdleClose, Off: never.
+	// default zmqsend.DefaultIdleClose, Off: never.
 	SenderIdleClose time.Duration
 	// EndpointRules say which hint endpoints a worker record may list
 	// (ipc://, at most MaxDPRanks); the zero value is tcp:// only and
@@ -180,6 +180,11 @@ type Config struct {
 	// should keep by expected reuse within a byte budget, beside the
 	// tool-call pins. Nil: tool-call pins alone.
 	Retention *retention.Config
+	// RetentionGroup, when set with Retention, makes one member's planner
+	// decide for the consumer group: members relay their observations and
+	// the holder of a KV lock alone sends pins (retention_group.go). Nil:
+	// each member plans alone.
+	RetentionGroup *retention.GroupConfig
 	// Ahead, when set, sends header-free prefetches (package ahead;
 	// ahead.go): a session's predicted next turn is prefetched to the
 	// worker the router would pick, within a waste budget. Nil: off.
@@ -216,13 +221,13 @@ func (c Config) Defaults() Config {
 		c.DeadLetterPrefix = consumers.DefaultDeadLetterPrefix
 	}
 	if c.SenderSettleDelay == 0 {
-		c.SenderSettleDelay = actions.DefaultSettleDelay
+		c.SenderSettleDelay = zmqsend.DefaultSettleDelay
 	}
 	if c.SenderMaxHeld == 0 {
-		c.SenderMaxHeld = actions.DefaultMaxHeld
+		c.SenderMaxHeld = zmqsend.DefaultMaxHeld
 	}
 	if c.SenderQueue <= 0 {
-		c.SenderQueue = actions.DefaultQueueSize
+		c.SenderQueue = zmqsend.DefaultQueueSize
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

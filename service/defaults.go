@@ -6,13 +6,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 )
 
 // Defaults of a Config that no other package owns (Config.Defaults fills
 // zero fields with them; the `run` flags take theirs from here). The
-// others are the owning package's: actions.DefaultQueueSize,
-// actions.DefaultMaxHeld, consumers.DefaultRequestsDurable,
+// others are the owning package's: zmqsend.DefaultQueueSize,
+// zmqsend.DefaultMaxHeld, consumers.DefaultRequestsDurable,
 // consumers.DefaultAckWait, consumers.DefaultMaxAckPending, ...
 const (
 	DefaultEmbeddedDir      = ".hintstream/nats"
@@ -55,7 +55,7 @@ func (c Config) Validate() error {
 	if err := c.validateNamesAndEndpoints(); err != nil { // validate_names.go
 		return invalid(err)
 	}
-	if err := actions.ValidateMaxEndpoints(c.maxEndpoints()); err != nil {
+	if err := zmqsend.ValidateMaxEndpoints(c.maxEndpoints()); err != nil {
 		return invalid(fmt.Errorf("--max-endpoints: %w", err))
 	}
 	switch {

@@ -28,6 +28,8 @@ type retentionObserver struct {
 	endpoint string
 	counters *metrics.Families
 	log      *slog.Logger
+	// group is nil unless Config.RetentionGroup (retention_group.go).
+	group *retention.Group
 }
 
 // layout is the object layout of the model's workers (the first that
@@ -52,6 +54,8 @@ func (o *retentionObserver) ObserveRequest(_ context.Context, at time.Time, req 
 		o.counters.Retention.Skipped.Inc("no_full_page")
 	} else {
 		o.planner.Request(at, req.SessionID, keys, int(l.PageSize))
+		o.publish(retention.Observation{Kind: retention.ObserveRequest, At: at, Session: req.SessionID, Keys: keys,
+			PageTokens: int(l.PageSize)})
 	}
 	o.plan(at)
 }
@@ -72,12 +76,15 @@ func (o *retentionObserver) ObserveResponse(_ context.Context, at time.Time, res
 		expected, _ = l.Expected(tools)
 	}
 	o.planner.ToolCall(at, resp.SessionID, expected)
+	if resp.SessionID != "" {
+		o.publish(retention.Observation{Kind: retention.ObserveToolCall, At: at, Session: resp.SessionID, Expected: expected})
+	}
 }
 
 // plan sends the planner's pin actions, if a plan is due at at.
 func (o *retentionObserver) plan(at time.Time) {
 	pins := o.planner.Plan(at)
-	if pins == nil {
+	if pins == nil || o.shadow() {
 		return
 	}
 	o.counters.Retention.Plans.Inc()
@@ -114,7 +121,7 @@ func (o *retentionObserver) plan(at time.Time) {
 
 // retentionPlanner builds the planner's observer when Config.Retention is
 // set; pins must be on (it sends to their endpoint). Nil: off.
-func (s *Service) retentionPlanner(pinDeps *pins.Deps, sender actions.Sender) (engine.RequestObserver, error) {
+func (s *Service) retentionPlanner(ctx context.Context, pinDeps *pins.Deps, sender actions.Sender) (engine.RequestObserver, error) {
 	if s.cfg.Retention == nil {
 		return nil, nil
 	}
@@ -127,6 +134,12 @@ func (s *Service) retentionPlanner(pinDeps *pins.Deps, sender actions.Sender) (e
 		return nil, err
 	}
 	s.Retention = p
-	return &retentionObserver{planner: p, workers: modelWorkers{s}, sender: sender, endpoint: pinDeps.Endpoint,
-		counters: s.Counters, log: s.log, learner: func() *tooltime.Learner { return s.Learner }}, nil
+	o := &retentionObserver{planner: p, workers: modelWorkers{s}, sender: sender, endpoint: pinDeps.Endpoint,
+		counters: s.Counters, log: s.log, learner: func() *tooltime.Learner { return s.Learner }}
+	if s.cfg.RetentionGroup != nil {
+		if err := s.startRetentionGroup(ctx, o); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
 }

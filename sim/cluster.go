@@ -122,9 +122,6 @@ func NewCluster(cfg Config) (*Cluster, error) {
 	if len(cfg.Endpoints) != 0 && len(cfg.Endpoints) != cfg.Workers {
 		return nil, fmt.Errorf("sim: %d endpoints for %d workers", len(cfg.Endpoints), cfg.Workers)
 	}
-	if err := cfg.Routing.Validate(); err != nil {
-		return nil, err
-	}
 	c := &Cluster{cfg: cfg, L3: NewL3Store(cfg.L3Blocks)}
 	records := make([]schemas.WorkerRecord, cfg.Workers)
 	caches := make([]*DeviceCache, cfg.Workers)
@@ -138,7 +135,10 @@ func NewCluster(cfg Config) (*Cluster, error) {
 		caches[i] = NewDeviceCache(cfg.DeviceBlocks)
 		c.Workers = append(c.Workers, &Worker{Record: records[i], Cache: caches[i], readyAt: map[uint64]time.Duration{}})
 	}
-	c.Router = NewRouter(records, caches, *cfg.Routing)
+	var err error
+	if c.Router, err = NewRouter(records, caches, *cfg.Routing); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 

@@ -20,11 +20,14 @@ type Router struct {
 
 // NewRouter routes among records, whose caches[i] belongs to records[i]
 // (dp rank 0 only), with cfg (routing.DefaultConfig() for the router
-// hintstream models).
-func NewRouter(records []schemas.WorkerRecord, caches []*DeviceCache, cfg routing.Config) *Router {
+// hintstream models); it fails for a cfg the selector cannot use.
+func NewRouter(records []schemas.WorkerRecord, caches []*DeviceCache, cfg routing.Config) (*Router, error) {
 	r := &Router{loads: routing.NewLoadTable(), records: records, caches: caches}
-	r.sel = routing.NewSelector(r, r, r.loads, routing.WithConfig(cfg))
-	return r
+	var err error
+	if r.sel, err = routing.NewSelector(r, r, r.loads, routing.WithConfig(cfg)); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Workers implements routing.Workers.

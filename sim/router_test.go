@@ -24,7 +24,11 @@ func twoWorkers(t *testing.T) (*Router, []uint32) {
 	}
 	caches := []*DeviceCache{NewDeviceCache(8), NewDeviceCache(8)}
 	caches[0].Admit(kvevents.PromptHashes(tokens[:8], 4))
-	return NewRouter(recs, caches, routing.DefaultConfig()), tokens
+	r, err := NewRouter(recs, caches, routing.DefaultConfig())
+	if err != nil {
+		panic(err)
+	}
+	return r, tokens
 }
 
 // The logit is (uncached prompt tokens + active prefill tokens)/bs +

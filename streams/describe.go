@@ -11,11 +11,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Report is what Check found for one configured stream, without changing
+// Report is what checking found for one configured stream, without changing
 // anything. Its JSON form is part of `hintstream streams check --json`.
 type Report struct {
 	// Role is the stream's part in a Set ("requests", "kv-events", ...);
-	// empty when the Report comes from Check rather than CheckSet.
+	// empty when the Report comes from one stream rather than CheckSet.
 	Role     string   `json:"role,omitempty"`
 	Name     string   `json:"name"`
 	Subjects []string `json:"subjects"` // as configured
@@ -53,10 +53,10 @@ func (r Report) Status() string {
 	return "ok"
 }
 
-// Check compares the stream cfg describes with what the server has and
+// check compares the stream cfg describes with what the server has and
 // changes nothing. An absent stream is a Report with Present false, not
 // an error; errors are an invalid cfg or a failed request.
-func Check(ctx context.Context, js jetstream.JetStream, cfg Config) (Report, error) {
+func check(ctx context.Context, js jetstream.JetStream, cfg Config) (Report, error) {
 	if err := cfg.validate(); err != nil {
 		return Report{}, err
 	}
@@ -93,7 +93,7 @@ func capturedBy(ctx context.Context, js jetstream.JetStream, name string, subjec
 	return owners, nil
 }
 
-// CheckSet runs Check for every named stream of s, in EnsureSet's order,
+// CheckSet runs check for every named stream of s, in EnsureSet's order,
 // and stops at the first error (a request failure says nothing about the
 // other streams worth reporting).
 func CheckSet(ctx context.Context, js jetstream.JetStream, s Set) ([]Report, error) {
@@ -102,7 +102,7 @@ func CheckSet(ctx context.Context, js jetstream.JetStream, s Set) ([]Report, err
 		if cfg.Name == "" {
 			continue
 		}
-		r, err := Check(ctx, js, cfg)
+		r, err := check(ctx, js, cfg)
 		if err != nil {
 			return out, err
 		}

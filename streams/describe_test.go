@@ -14,14 +14,14 @@ func TestCheckAbsentPresentMismatch(t *testing.T) {
 	ctx, js := setup(t)
 	cfg := DefaultSet().KVEvents
 
-	r, err := Check(ctx, js, cfg)
+	r, err := check(ctx, js, cfg)
 	if err != nil || r.Present || r.OK() || r.Status() != "absent" || len(r.CapturedBy) != 0 {
 		t.Fatalf("absent: %+v, %v", r, err)
 	}
 	if _, _, err := Ensure(ctx, js, cfg); err != nil {
 		t.Fatal(err)
 	}
-	r, err = Check(ctx, js, cfg)
+	r, err = check(ctx, js, cfg)
 	if err != nil || !r.OK() || r.Status() != "ok" || len(r.Differences) != 0 {
 		t.Fatalf("created: %+v, %v", r, err)
 	}
@@ -31,7 +31,7 @@ func TestCheckAbsentPresentMismatch(t *testing.T) {
 	want := cfg
 	want.Subjects = []string{"kv.events.>", "kv.extra.>"}
 	want.MaxAge = time.Hour
-	r, err = Check(ctx, js, want)
+	r, err = check(ctx, js, want)
 	if err != nil || r.OK() || r.Status() != "mismatch" ||
 		!slices.Equal(r.Missing, []string{"kv.extra.>"}) || !slices.Equal(r.HaveSubjects, []string{"kv.events.>"}) {
 		t.Fatalf("mismatch: %+v, %v", r, err)
@@ -39,13 +39,13 @@ func TestCheckAbsentPresentMismatch(t *testing.T) {
 	if len(r.Differences) != 1 || !strings.HasPrefix(r.Differences[0], "max_age:") {
 		t.Fatalf("differences %q, want one max_age", r.Differences)
 	}
-	// Check changed nothing.
+	// check changed nothing.
 	if got := streamConfig(t, ctx, js, cfg.Name); !slices.Equal(got.Subjects, cfg.Subjects) || got.MaxAge != 0 {
 		t.Fatalf("Check modified the stream: %+v", got)
 	}
 
 	want.Subjects = cfg.Subjects
-	r, err = Check(ctx, js, want)
+	r, err = check(ctx, js, want)
 	if err != nil || !r.OK() || r.Status() != "differs" {
 		t.Fatalf("differs: %+v, %v", r, err)
 	}
@@ -54,7 +54,7 @@ func TestCheckAbsentPresentMismatch(t *testing.T) {
 func TestCheckNamesStreamThatCapturesSubjects(t *testing.T) {
 	ctx, js := setup(t)
 	mustCreate(t, ctx, js, jetstream.StreamConfig{Name: "DYNAMO_KV", Subjects: []string{"kv.events.>"}})
-	r, err := Check(ctx, js, DefaultSet().KVEvents)
+	r, err := check(ctx, js, DefaultSet().KVEvents)
 	if err != nil || r.Present || !slices.Equal(r.CapturedBy, []string{"DYNAMO_KV"}) {
 		t.Fatalf("report %+v, %v; want absent, captured by DYNAMO_KV", r, err)
 	}
@@ -62,7 +62,7 @@ func TestCheckNamesStreamThatCapturesSubjects(t *testing.T) {
 
 func TestCheckRejectsInvalidConfig(t *testing.T) {
 	ctx, js := setup(t)
-	if _, err := Check(ctx, js, Config{Name: "X", Subjects: []string{"a..b"}}); err == nil {
+	if _, err := check(ctx, js, Config{Name: "X", Subjects: []string{"a..b"}}); err == nil {
 		t.Fatal("Check accepted an empty subject token")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/adapter"
 	"github.com/hintstream/hintstream/internal/standin"
 )
@@ -28,7 +29,7 @@ func demoEngineFlag(fs *flag.FlagSet) *string {
 type demoEngine struct {
 	engine *standin.Engine
 	dir    string
-	pool   *actions.Pool
+	pool   *zmqsend.Pool
 	ad     *adapter.Adapter
 	stop   context.CancelFunc
 	done   chan error
@@ -82,8 +83,14 @@ func startDemoEngine(ctx context.Context, engine string, out io.Writer, log *slo
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	pool, err := zmqsend.NewPool()
+	if err != nil {
+		e.Stop()
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	actx, stop := context.WithCancel(ctx)
-	d := &demoEngine{engine: e, dir: dir, pool: actions.NewPool(), ad: ad, stop: stop, done: make(chan error, 1)}
+	d := &demoEngine{engine: e, dir: dir, pool: pool, ad: ad, stop: stop, done: make(chan error, 1)}
 	go func() { d.done <- ad.Run(actx) }()
 	fmt.Fprintf(out, "demo: hints also go to `hintstream adapter` at %s in front of a %s stand-in at %s\n", ad.Endpoint(), engine, e.URL)
 	return d, nil

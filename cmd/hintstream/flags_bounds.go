@@ -4,7 +4,7 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/observe"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service"
@@ -16,14 +16,14 @@ import (
 // sets them on a Config.
 func boundsFlags(fs *flag.FlagSet) func(*service.Config) error {
 	var (
-		maxEndpoints = fs.Int("max-endpoints", actions.DefaultMaxEndpoints, "most hint sockets open at once (ZeroMQ's socket limit; start-up raises the open-file limit to fit or fails); past it the least recently used idle one is closed")
-		idleClose    = fs.Duration("sender-idle-close", actions.DefaultIdleClose, "close a hint socket with nothing to send for this long; the next hint reopens it (0: never)")
+		maxEndpoints = fs.Int("max-endpoints", zmqsend.DefaultMaxEndpoints, "most hint sockets open at once (ZeroMQ's socket limit; start-up raises the open-file limit to fit or fails); past it the least recently used idle one is closed")
+		idleClose    = fs.Duration("sender-idle-close", zmqsend.DefaultIdleClose, "close a hint socket with nothing to send for this long; the next hint reopens it (0: never)")
 		allowIPC     = fs.Bool("allow-ipc-endpoints", false, "accept ipc:// hint endpoints in worker records (only useful when hintstream runs on the workers' host)")
 		maxDPRanks   = fs.Int("max-dp-ranks", schemas.DefaultMaxDPRanks, "most hint_endpoints (dp ranks) in one worker record; larger records are refused")
 		topTools     = fs.Int("metrics-top-tools", observe.DefaultTopTools, "tool label values on /metrics: the most observed tools, the rest as tool=\"other\"")
 	)
 	return func(c *service.Config) error {
-		if err := actions.ValidateMaxEndpoints(*maxEndpoints); err != nil {
+		if err := zmqsend.ValidateMaxEndpoints(*maxEndpoints); err != nil {
 			return fmt.Errorf("--max-endpoints: %w", err)
 		}
 		if *idleClose < 0 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hintstream/hintstream/retention"
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service"
 )
 
@@ -22,12 +23,15 @@ func retentionFlags(fs *flag.FlagSet) func(*service.Config) error {
 		horizon  = fs.Duration("retention-horizon", retention.DefaultHorizon, "horizon of the retention planner's reuse estimates")
 		interval = fs.Duration("retention-interval", retention.DefaultInterval, "event time between retention plans; a plan's pins last three intervals")
 		minP     = fs.Float64("retention-min-probability", retention.DefaultMinProbability, "least estimated chance of reuse within the horizon worth a pin")
+		group    = fs.Bool("retention-group", true, "one retention planner for the consumer group: members relay what they observe on core NATS and only the holder of a KV lock sends pins; false: each member plans alone over its share of the requests")
+		lockTTL  = fs.Duration("retention-lock-ttl", retention.DefaultLockTTL, "TTL of the retention planner lock: a leader that stops renewing it is replaced within this (same on every member)")
+		member   = fs.String("retention-member", "", "this member's name in the retention planner lock; empty: the host name and a random suffix")
 	)
 	return func(cfg *service.Config) error {
 		if *budget == "" {
 			return nil
 		}
-		kvBytes := retention.DefaultKVBytesPerToken
+		kvBytes := schemas.DefaultKVBytesPerToken
 		if f := fs.Lookup("kv-bytes-per-token"); f != nil {
 			v, err := strconv.Atoi(f.Value.String())
 			if err != nil {
@@ -57,6 +61,17 @@ func retentionFlags(fs *flag.FlagSet) func(*service.Config) error {
 			return fmt.Errorf("retention planner: %w", err)
 		}
 		cfg.Retention = &rc
+		if *group {
+			gc := retention.GroupConfig{Elector: retention.ElectorConfig{Member: *member, TTL: *lockTTL}}
+			check := gc
+			if check.Elector.Member == "" {
+				check.Elector.Member = "check"
+			}
+			if err := check.WithDefaults().Validate(); err != nil {
+				return fmt.Errorf("retention planner group: %w", err)
+			}
+			cfg.RetentionGroup = &gc
+		}
 		return nil
 	}
 }

@@ -14,6 +14,7 @@ func printRetention(w io.Writer, v observe.RetentionView) {
 		st.PinnedPages, st.PinnedBytes, st.Budget, st.Tracked, st.Sessions, st.Plans, st.Pins, st.Renewals, st.Releases)
 	fmt.Fprintf(w, "learned: first-seen pages reused %.1f%%, turns followed by another %.1f%%, tool calls returning %.1f%%\n",
 		100*st.FirstReuseShare, 100*st.NextTurnShare, 100*st.ToolReturnShare)
+	printRetentionGroup(w, st.Group)
 	fmt.Fprintln(w, "KEY\tDEPTH\tSESSION\tP\tSCORE\tBYTES\tEXPIRES\tREASON")
 	for _, p := range v.Pinned {
 		sess := p.Session

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/metrics"
 )
 
@@ -178,7 +178,7 @@ func TestStoppedSummary(t *testing.T) {
 		m.RequestsReceived.Inc()
 	}
 	m.HintsPrefetchSkipped.Inc("no_worker")
-	eps := map[string]actions.EndpointStats{"tcp://127.0.0.1:5570": {Sent: 4, Retried: 1, Dropped: map[string]uint64{"queue_full": 2},
+	eps := map[string]zmqsend.EndpointStats{"tcp://127.0.0.1:5570": {Sent: 4, Retried: 1, Dropped: map[string]uint64{"queue_full": 2},
 		QueueDepth: 3, LatencyCount: 4, LatencySum: 6 * time.Millisecond, LatencyMax: 3 * time.Millisecond}}
 	var buf bytes.Buffer
 	log, _ := newLogger(&buf, "json", "info")

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/replay"
@@ -110,7 +110,10 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			o.Out = f
 		}
 	} else {
-		pool := actions.NewPool(actions.WithLogger(log))
+		pool, err := zmqsend.NewPool(zmqsend.WithLogger(log))
+		if err != nil {
+			return err
+		}
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.Background(), service.DefaultShutdownTimeout)
 			defer cancel()

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/internal/demo"
 	"github.com/hintstream/hintstream/registry"
@@ -40,9 +40,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		durable      = fs.String("requests-durable", "", "durable consumer name for request events (default <group>-requests)")
 		deliverAll   = fs.Bool("requests-deliver-all", false, "a newly created requests consumer starts at the stream's beginning instead of its end")
 		update       = fs.Bool("update-streams", false, "add missing subjects to existing streams (otherwise a mismatch stops start-up)")
-		senderQueue  = fs.Int("sender-queue", actions.DefaultQueueSize, "hints queued per endpoint before new ones are dropped")
-		settleDelay  = fs.Duration("sender-settle-delay", actions.DefaultSettleDelay, "ack a trigger this long after ZMQ took its hint, so a crash before ZMQ wrote it out loses no trigger (0: at once)")
-		senderHeld   = fs.Int("sender-max-held", actions.DefaultMaxHeld, "triggers one endpoint's waiting hints may keep unacked; past it they are acked when queued, so a slow worker cannot take every --max-ack-pending slot (0: no bound)")
+		senderQueue  = fs.Int("sender-queue", zmqsend.DefaultQueueSize, "hints queued per endpoint before new ones are dropped")
+		settleDelay  = fs.Duration("sender-settle-delay", zmqsend.DefaultSettleDelay, "ack a trigger this long after ZMQ took its hint, so a crash before ZMQ wrote it out loses no trigger (0: at once)")
+		senderHeld   = fs.Int("sender-max-held", zmqsend.DefaultMaxHeld, "triggers one endpoint's waiting hints may keep unacked; past it they are acked when queued, so a slow worker cannot take every --max-ack-pending slot (0: no bound)")
 		kvShards     = fs.Int("kv-apply-shards", service.DefaultKVApplyShards, "KV events of different workers applied in parallel on this many goroutines")
 		logFormat    = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
 		logLevel     = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
@@ -66,10 +66,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	applyAffinity := affinityFlags(fs)
 	applyAgents := agentFlags(fs)
 	applyPins := pinFlags(fs)
-	applyCardinality := cardinalityFlags(fs) // flags_cardinality.go
+	applyStateBounds := stateBoundFlags(fs) // flags_statebounds.go
 	applyConnect := connectFlags(fs)         // flags_connect.go
 
-	// flags_trust.go
+	// flags_registration.go
 	startRegistrations, applyWorkerGrace := registrationFlag(fs), workerGraceFlag(fs)
 
 	applyRetain := retainFlags(fs)       // flags_retain.go
@@ -147,7 +147,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err := applyAhead(&cfg); err != nil {
 		return err
 	}
-	if err := applyCardinality(&cfg); err != nil {
+	if err := applyStateBounds(&cfg); err != nil {
 		return err
 	}
 	if err := applyBounds(&cfg); err != nil {
@@ -177,7 +177,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		defer f.Close()
 		cfg.HintsLog = f
 	}
-	master, err := demoMaster(*demoOn, &cfg.PinEndpoint) // flags_integration.go
+	master, err := demoMaster(*demoOn, &cfg.PinEndpoint) // demo_master.go
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		sctx, cancel := context.WithTimeout(context.Background(), *stopDeadline)
 		defer cancel()
 		svc.Stop(sctx)
-		var endpoints map[string]actions.EndpointStats
+		var endpoints map[string]zmqsend.EndpointStats
 		if p := svc.Pool(); p != nil {
 			endpoints = p.Stats()
 		}

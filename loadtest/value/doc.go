@@ -52,7 +52,7 @@
 // in requests.plain, requests.malformed or one hints.prefetch.{skipped,
 // dropped,queued}; every response in responses.no_pin, responses.malformed
 // or one hints.pin.{skipped,dropped,queued}; and every queued hint is
-// either sent (actions.Pool's Sent) or dropped by its sender, each sent
+// either sent (zmqsend.Pool's Sent) or dropped by its sender, each sent
 // one received and applied here. No sleeps: the wait wakes on every hint
 // that arrives and otherwise polls these in-process counters.
 //

@@ -66,8 +66,8 @@ func main() {
 	fs.StringVar(&o.bin, "bin", "bin", "where the binaries and natscli are built")
 	fs.Float64Var(&o.rate, "rate", 2000, "wake-ups per second of the latency runs")
 	// 8 s rounds (16,000 wake-ups each at 2,000/s): a round's p99 is then
-	// its 160th-worst hint, and one machine stall of ~100 ms on these
-	// shared 2 cores no longer decides it alone, as it did in 4 s rounds.
+	// its 160th-worst hint, so one machine stall of ~100 ms on these
+	// shared 2 cores does not decide it alone, as it would in 4 s rounds.
 	fs.DurationVar(&o.duration, "duration", 40*time.Second, "measured time of each latency target, split over --rounds")
 	fs.DurationVar(&o.slice, "slice", speed.DefaultSlice, "in each latency round both programs run side by side and the wake-ups go to each in turns this long (each turn followed by --gap with none), so the machine's stalls fall on both alike; 0: one program after the other")
 	fs.DurationVar(&o.gap, "gap", 0, "a pause after each turn (see --slice)")

@@ -1,6 +1,0 @@
-//go:build !unix
-
-package actions
-
-// EnsureFileLimit has nothing to raise where RLIMIT_NOFILE does not exist.
-func EnsureFileLimit(need uint64) (uint64, error) { return need, nil }
