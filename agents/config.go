@@ -25,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/hintstream/hintstream/schemas"
+	"strconv"
 	"time"
 )
 
@@ -84,14 +85,7 @@ const l3GBps = 1e9
 // RegisterFlags defines the flags of c on fs, c's values as defaults.
 // --l3-bandwidth is the one definition of the shared store's load rate.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.Func("l3-bandwidth", fmt.Sprintf("rate KV loads from the shared store (L3) into a device, GB/s [%g]", c.L3Bandwidth/l3GBps), func(s string) error {
-		var v float64
-		if _, err := fmt.Sscan(s, &v); err != nil {
-			return fmt.Errorf("%w: --l3-bandwidth %q", ErrInvalidOption, s)
-		}
-		c.L3Bandwidth = v * l3GBps
-		return nil
-	})
+	fs.Var(l3Rate{&c.L3Bandwidth}, "l3-bandwidth", fmt.Sprintf("rate KV loads from the shared store (L3) into a device, GB/s [%g]", c.L3Bandwidth/l3GBps))
 	fs.IntVar(&c.KVBytesPerToken, "kv-bytes-per-token", c.KVBytesPerToken, "KV cache bytes per token (load time = tokens x this / --l3-bandwidth)")
 	fs.IntVar(&c.MaxPrograms, "agent-max-programs", c.MaxPrograms, "agent programs followed at most (least recently seen forgotten)")
 	fs.IntVar(&c.MinSamples, "agent-predict-min-samples", c.MinSamples, "tool durations of a class needed before its prefetches are sent ahead of the end")
@@ -123,4 +117,25 @@ func (c Config) Validate() error {
 // LoadTime is how long tokens take to load from L3 into a device.
 func (c Config) LoadTime(tokens int) time.Duration {
 	return time.Duration(float64(tokens) * float64(c.KVBytesPerToken) / c.L3Bandwidth * float64(time.Second))
+}
+
+// l3Rate is --l3-bandwidth: GB/s on the command line, bytes/s in the
+// Config. Its String gives the value in GB/s, so that other flags'
+// appliers (the header-free prefetches) read the one definition.
+type l3Rate struct{ v *float64 }
+
+func (r l3Rate) String() string {
+	if r.v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*r.v/l3GBps, 'g', -1, 64)
+}
+
+func (r l3Rate) Set(s string) error {
+	var v float64
+	if _, err := fmt.Sscan(s, &v); err != nil {
+		return fmt.Errorf("%w: --l3-bandwidth %q", ErrInvalidOption, s)
+	}
+	*r.v = v * l3GBps
+	return nil
 }

@@ -95,7 +95,7 @@ func TestWhatifTrace(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if rep.Requests != 400 || len(rep.Points) != 1 || len(rep.Points[0].Runs) != 9 || rep.Cluster.DeviceBlocks != 256 {
+	if rep.Requests != 400 || len(rep.Points) != 1 || len(rep.Points[0].Runs) != 10 || rep.Cluster.DeviceBlocks != 256 {
 		t.Fatalf("report: %+v", rep)
 	}
 	runs := rep.Points[0].Runs

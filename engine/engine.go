@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/ahead"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
@@ -67,6 +68,8 @@ type EngineDeps struct {
 	Affinity AffinityRecorder
 	// Observer, when set, is told of every turn and response (observer.go).
 	Observer RequestObserver
+	// Ahead, when set, sends header-free prefetches (ahead.go).
+	Ahead *ahead.Scheduler
 	// KeepWorker, when set, limits the KV events applied to those of the
 	// workers it accepts (--models; see models.go).
 	KeepWorker func(workerID uint64) bool
@@ -96,6 +99,7 @@ type Engine struct {
 	pins       *pins.Pinning
 	affinity   AffinityRecorder
 	observer   RequestObserver
+	ahead      *ahead.Scheduler
 	keep       func(uint64) bool
 	retryDelay time.Duration
 	counters   *metrics.Families
@@ -128,7 +132,7 @@ func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
 	}
 	e := &Engine{d: d, kv: deps.KV, loads: deps.Loads, sender: deps.Sender, affinity: deps.Affinity,
 		keep: deps.KeepWorker, retryDelay: deps.RetryDelay, counters: deps.Counters, log: deps.Log, now: deps.Clock,
-		bodies: newBodyPool(), requests: newRequestPool(), observer: deps.Observer}
+		bodies: newBodyPool(), requests: newRequestPool(), observer: deps.Observer, ahead: deps.Ahead}
 	if e.kv == nil {
 		e.kv = deps.Index
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hintstream/hintstream/actions/zmqsend"
+	"github.com/hintstream/hintstream/ahead"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/metrics"
@@ -54,6 +55,9 @@ type Sources struct {
 	// Retention answers GET /v1/retention (retention.go); ok false (the
 	// planner is off) gives 404.
 	Retention func() (top []retention.Pinned, stats retention.Stats, ok bool)
+	// Ahead answers GET /v1/ahead (ahead.go); ok false (header-free
+	// prefetch off) gives 404.
+	Ahead func() (stats ahead.Stats, ok bool)
 	// Outcomes answers GET /v1/outcomes (the last agent hints and their
 	// fate); ok false (agent hints off) gives 404.
 	Outcomes func() (v OutcomesView, ok bool)

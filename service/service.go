@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hintstream/hintstream/actions/zmqsend"
+	"github.com/hintstream/hintstream/ahead"
 	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/engine"
@@ -55,6 +56,8 @@ type Service struct {
 	Learner *tooltime.Learner
 	// Retention is the retention planner, nil when off (after Start).
 	Retention *retention.Planner
+	// Ahead is the header-free prefetch scheduler, nil when off.
+	Ahead *ahead.Scheduler
 	// agents follows agent programs (nil when Config.Agents is off).
 	agents *agents.Tracker
 

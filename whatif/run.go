@@ -137,8 +137,9 @@ func point(label string, c Cluster, w *workload.Workload, s value.Simulation, n 
 		r := RunResult{Name: string(m.Mode), Kind: kind, Cost: m.Cost, Saving: m.Saving,
 			SavingShare: Num(ratio(m.Saving, float64(m.PromptTokens))), OfBound: Num(ratio(m.Saving, s.Bound.Saving)),
 			OfOracle: Num(ratio(m.Saving, s.Oracle.Saving)), DeviceHitTokens: m.DeviceHitTokens, L3HitTokens: m.L3HitTokens,
-			RecomputedTokens: m.RecomputedTokens, Prefetches: m.Prefetches, PrefetchedBytes: float64(m.PrefetchedBlocks) * bytesPerBlock,
-			WastedPrefetchBytes: float64(m.WastedPrefetchBlocks) * bytesPerBlock, Pins: m.Pins, Renewals: m.Renewals,
+			RecomputedTokens: m.RecomputedTokens, Prefetches: m.Prefetches + m.Ahead.Prefetches, // header-free ones too
+			PrefetchedBytes:     float64(m.PrefetchedBlocks+m.Ahead.Blocks) * bytesPerBlock,
+			WastedPrefetchBytes: float64(m.WastedPrefetchBlocks+m.Ahead.WastedBlocks) * bytesPerBlock, Pins: m.Pins, Renewals: m.Renewals,
 			ElapsedS: m.Elapsed.Seconds()}
 		if lost {
 			l := m.Lost

@@ -57,16 +57,16 @@ func TestSweepOverL3(t *testing.T) {
 	}
 	prevCost := -1.0
 	for _, p := range rep.Points {
-		// off, 6 policies, oracle, bound
-		if len(p.Runs) != 9 || p.Runs[0].Kind != "off" || p.Runs[8].Kind != "bound" || p.Runs[7].Kind != "oracle" {
+		// off, 7 policies, oracle, bound
+		if len(p.Runs) != 10 || p.Runs[0].Kind != "off" || p.Runs[9].Kind != "bound" || p.Runs[8].Kind != "oracle" {
 			t.Fatalf("%s: %d runs", p.Label, len(p.Runs))
 		}
-		bound := p.Runs[8].Saving
-		if c := p.Runs[8].Cost; prevCost >= 0 && c > prevCost {
+		bound := p.Runs[9].Saving
+		if c := p.Runs[9].Cost; prevCost >= 0 && c > prevCost {
 			t.Fatalf("%s: the bound costs %v, more than %v with less L3", p.Label, c, prevCost)
 		}
-		prevCost = p.Runs[8].Cost
-		for _, r := range p.Runs[:8] {
+		prevCost = p.Runs[9].Cost
+		for _, r := range p.Runs[:9] {
 			if r.Saving > bound {
 				t.Fatalf("%s: %s saves %v, beyond the bound's %v", p.Label, r.Name, r.Saving, bound)
 			}

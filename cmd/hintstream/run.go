@@ -75,6 +75,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	applyRetain := retainFlags(fs)       // flags_retain.go
 	demoEngineName := demoEngineFlag(fs) // demo_engine.go
 	applyRetention := retentionFlags(fs) // flags_retention.go
+	applyAhead := aheadFlags(fs)         // flags_ahead.go
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
 		fs.PrintDefaults()
@@ -141,6 +142,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	}
 	cfg.PinCurvePublicKey, cfg.CurveClientPublicKey, cfg.CurveClientSecretKey = *pinCurve, *curvePublic, *curveSecret
 	if err := applyRetention(&cfg); err != nil {
+		return err
+	}
+	if err := applyAhead(&cfg); err != nil {
 		return err
 	}
 	if err := applyStateBounds(&cfg); err != nil {

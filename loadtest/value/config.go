@@ -83,6 +83,9 @@ type Config struct {
 	// Planner turns hintstream's retention planner on (package
 	// retention), with the budget a share of the L3 store (planner.go).
 	Planner bool
+	// Ahead turns hintstream's header-free prefetches on (package ahead;
+	// ahead.go), with the run's L3 bandwidth and KV bytes per token.
+	Ahead bool
 	// Service adjusts the hintstream instance's configuration after Run
 	// has filled in the bus, pin endpoint and logger.
 	Service func(*service.Config)
@@ -168,6 +171,9 @@ type ModeResult struct {
 	// WastedPrefetchBlocks are blocks a prefetch loaded that its turn did
 	// not use (routed elsewhere, evicted, or never came).
 	WastedPrefetchBlocks int64
+	// Ahead is what header-free prefetches did (ahead.go); they are not
+	// in Prefetches.
+	Ahead AheadResult
 	// Hint delivery (hintstream only): envelopes dropped as duplicates,
 	// undecodable, or prefetches past expires_at_ms.
 	DuplicateHints, BadHints, ExpiredPrefetches int

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/ahead"
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/metrics"
@@ -28,6 +29,8 @@ type Policy struct {
 	// Affinity: the frontend passes each turn's prefetch worker to the
 	// router (see Config.Affinity).
 	Affinity bool
+	// Ahead turns header-free prefetches on (ahead.go).
+	Ahead bool
 }
 
 // Policies are the hint policies hintstream has: today's defaults, each
@@ -40,6 +43,7 @@ func Policies() []Policy {
 		{Name: "keep pin on next turn", Decisions: engine.Decisions{KeepPinOnNextTurn: true}},
 		{Name: "no pin renewal", Decisions: engine.Decisions{NoPinRenewal: true}},
 		{Name: "today's + affinity", Affinity: true},
+		{Name: "today's + affinity + header-free prefetch", Affinity: true, Ahead: true},
 	}
 }
 
@@ -94,6 +98,11 @@ func startEngine(p *player, pol Policy) (*engineRun, error) {
 	if pol.Affinity {
 		deps.Affinity = h
 	}
+	if pol.Ahead {
+		if deps.Ahead, err = ahead.New(*aheadConfig(p.cfg), &h.counters.Ahead); err != nil {
+			return nil, err
+		}
+	}
 	if h.eng, err = engine.NewEngine(pol.Decisions, deps); err != nil {
 		return nil, err
 	}
@@ -135,6 +144,10 @@ func (h *engineRun) tick(ctx context.Context) {
 		pp.Tick(ctx, h.now())
 		h.drain()
 	}
+	if h.eng.Ahead() != nil {
+		h.eng.TickAhead(ctx, h.now())
+		h.drain()
+	}
 }
 
 func (h *engineRun) wakeup(ctx context.Context, i int) error {
@@ -168,7 +181,10 @@ func (h *engineRun) preferred(_ context.Context, i int) (int, bool, error) {
 	}
 	r := &h.p.w.Requests[i]
 	rec, ok := h.aff[r.Session]
-	if !ok || !r.HasWakeup || rec.RequestID != h.p.w.WakeupID(i) {
+	// A header-free prefetch's record holds until it expires, on the
+	// simulated clock it was stamped with.
+	ahead := ok && isAhead(rec.RequestID) && rec.ExpiresAtMs > h.now().UnixMilli()
+	if !ok || (!ahead && (!r.HasWakeup || rec.RequestID != h.p.w.WakeupID(i))) {
 		return 0, false, nil
 	}
 	for k, wk := range h.p.cl.Workers {
@@ -241,6 +257,17 @@ func (h *engineRun) apply(endpoint string, raw actions.Hint) {
 			res.ExpiredPrefetches++
 			continue
 		}
+		if isAhead(pf.RequestID) {
+			wk, ok := h.worker[endpoint]
+			pr, err := h.p.cl.Prompt(pf.TokenIDs)
+			if err == nil && ok {
+				err = h.p.aheadPrefetch(wk, pr, time.UnixMilli(pf.ExpiresAtMs).Sub(h.epoch))
+			}
+			if err != nil || !ok {
+				res.BadHints++
+			}
+			continue
+		}
 		i, err := strconv.Atoi(strings.TrimPrefix(pf.RequestID, "wake-"))
 		if err != nil || i < 0 || i >= len(h.p.w.Requests) {
 			res.BadHints++
@@ -283,6 +310,7 @@ func (h *engineRun) finish(res *ModeResult) {
 	res.Counters = c.Summary()
 	res.Renewals = int(c.HintsRenewQueued.Value())
 	res.Pins -= res.Renewals
+	res.Ahead.UsedBytes, res.Ahead.WastedBytes = c.Ahead.UsedBytes.Value(), c.Ahead.WastedBytes.Total()
 }
 
 func (h *engineRun) close() {}

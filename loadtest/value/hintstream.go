@@ -50,6 +50,11 @@ type hintstreamRun struct {
 	chosen                   map[int]int // wake-up → router model's choice at that moment
 	aff                      *client.Affinity
 	last                     [3]uint64 // sent, dropped, queued-or-dropped at the last check
+
+	// aheadAff reads header-free prefetches' records; aheadRecorded
+	// counts those applied that write one (a session's).
+	aheadAff      *client.Affinity
+	aheadRecorded uint64
 }
 
 func startHintstream(ctx context.Context, p *player) (_ *hintstreamRun, err error) {
@@ -96,6 +101,9 @@ func startHintstream(ctx context.Context, p *player) (_ *hintstreamRun, err erro
 	if p.cfg.Planner {
 		scfg.Retention = plannerConfig(p.cfg) // planner.go
 	}
+	if p.cfg.Ahead {
+		scfg.Ahead = aheadConfig(p.cfg) // ahead.go
+	}
 	if p.cfg.Service != nil {
 		p.cfg.Service(&scfg)
 	}
@@ -111,6 +119,11 @@ func startHintstream(ctx context.Context, p *player) (_ *hintstreamRun, err erro
 	}
 	if p.cfg.Affinity {
 		h.aff, err = client.OpenAffinity(ctx, h.js, scfg.AffinityBucket)
+	}
+	if err == nil && p.cfg.Affinity && p.cfg.Ahead {
+		// Header-free prefetches expire on the events' (simulated) clock.
+		h.aheadAff, err = client.OpenAffinity(ctx, h.js, scfg.AffinityBucket,
+			client.WithAffinityClock(func() time.Time { return h.epoch.Add(h.p.cl.Now()) }))
 	}
 	return h, err
 }
@@ -128,7 +141,7 @@ func (h *hintstreamRun) preferred(ctx context.Context, i int) (int, bool, error)
 	}
 	r := &h.p.w.Requests[i]
 	if !r.HasWakeup {
-		return 0, false, nil
+		return h.aheadPreferred(ctx, i)
 	}
 	// By the turn's own wake-up: when a session's turns are closer than
 	// the wake-up lead, its next wake-up has already replaced the record,
@@ -230,7 +243,7 @@ func (h *hintstreamRun) settled() bool {
 		}
 	}
 	want := c.HintsPrefetchQueued.Value() + c.HintsPrefetchDropped.Value("expired") + c.HintsPrefetchDropped.Value("queue_full")
-	for _, kind := range []string{"pin", "release", "renew", "retain", "retention"} {
+	for _, kind := range []string{"pin", "release", "renew", "retain", "retention", "ahead"} {
 		queued, dropped := c.Hint(kind)
 		want += queued.Value() + dropped.Value("expired") + dropped.Value("queue_full")
 	}
@@ -238,7 +251,7 @@ func (h *hintstreamRun) settled() bool {
 	// ...and every one sent has been applied, and every queued
 	// prefetch's affinity record is written (or dropped).
 	if h.p.cfg.Affinity && c.AffinityWritten.Value()+c.AffinityDropped.Value("queue_full")+
-		c.AffinityDropped.Value("error")+c.AffinitySkipped.Value("no_session") < c.HintsPrefetchQueued.Value() {
+		c.AffinityDropped.Value("error")+c.AffinitySkipped.Value("no_session") < c.HintsPrefetchQueued.Value()+h.aheadRecorded {
 		return false
 	}
 	// At least as many as were sent: a socket's port may be one another
@@ -295,6 +308,10 @@ func (h *hintstreamRun) apply(hint sim.Hint) {
 			res.BadHints++
 			continue
 		}
+		if isAhead(pf.RequestID) {
+			h.applyAhead(hint.Socket, pf.SessionID, pf.TokenIDs, pf.ExpiresAtMs)
+			continue
+		}
 		// expires_at_ms is on hintstream's (wall) clock: see epochLead.
 		if pf.ExpiresAtMs <= time.Now().UnixMilli() {
 			res.ExpiredPrefetches++
@@ -340,6 +357,7 @@ func (h *hintstreamRun) finish(res *ModeResult) {
 	res.Renewals = int(c.HintsRenewQueued.Value() - c.HintsRenewDropped.Value("expired") -
 		c.HintsRenewDropped.Value("queue_full"))
 	res.Pins -= res.Renewals
+	res.Ahead.UsedBytes, res.Ahead.WastedBytes = c.Ahead.UsedBytes.Value(), c.Ahead.WastedBytes.Total()
 }
 
 func (h *hintstreamRun) close() {
@@ -361,4 +379,48 @@ func (h *hintstreamRun) close() {
 	if h.dir != "" {
 		_ = os.RemoveAll(h.dir)
 	}
+}
+
+// applyAhead applies a header-free prefetch: its expires_at_ms is on the
+// events' clock (the scheduler runs on it), so it is judged against the
+// simulated time.
+func (h *hintstreamRun) applyAhead(wk int, session string, tokens []uint32, expiresMs int64) {
+	res := &h.p.res
+	if session != "" && h.p.cfg.Affinity {
+		h.aheadRecorded++ // the sender wrote its record once ZMQ took it
+	}
+	expires := time.UnixMilli(expiresMs).Sub(h.epoch)
+	if expires <= h.p.cl.Now() {
+		res.ExpiredPrefetches++
+		return
+	}
+	pr, err := h.p.cl.Prompt(tokens)
+	if err == nil {
+		err = h.p.aheadPrefetch(wk, pr, expires)
+	}
+	if err != nil {
+		res.BadHints++
+		h.p.cfg.Logger.Warn("value: header-free prefetch not applied", "err", err)
+	}
+}
+
+// aheadPreferred is the worker a header-free prefetch for request i's
+// session went to, while it is unexpired on the simulated clock.
+func (h *hintstreamRun) aheadPreferred(ctx context.Context, i int) (int, bool, error) {
+	if h.aheadAff == nil {
+		return 0, false, nil
+	}
+	pref, err := h.aheadAff.PreferredWorker(ctx, h.p.w.Requests[i].Session)
+	if errors.Is(err, client.ErrNoPreference) || (err == nil && !isAhead(pref.RequestID)) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	for k, wk := range h.p.cl.Workers {
+		if wk.Record.WorkerID == pref.WorkerID {
+			return k, true, nil
+		}
+	}
+	return 0, false, nil
 }

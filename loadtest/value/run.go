@@ -186,6 +186,8 @@ type player struct {
 	// servedTokens is the prompt of the request serve ran last, for the
 	// request hook that follows it.
 	servedTokens []uint32
+	// ahead are header-free prefetches' blocks not yet used (ahead.go).
+	ahead []aheadLoad
 }
 
 type loadedRange struct{ worker, start, n int }
@@ -260,6 +262,7 @@ func (r *run) finish() ModeResult {
 	for _, l := range p.loaded {
 		p.res.WastedPrefetchBlocks += int64(l.n)
 	}
+	p.aheadFinish()
 	for i, n := range p.extent {
 		p.res.extent[i] = n
 	}
@@ -341,6 +344,7 @@ func (p *player) serve(ctx context.Context, h hooks, i int) (int, error) {
 	p.served[i].dev, p.served[i].l3 = out.DeviceTokens/p.w.BlockSize, out.L3Tokens/p.w.BlockSize
 	p.res.causes[i] = p.classify(i, wk)
 	p.res.PerRequestCost[i] = float64(out.RecomputedTokens) + p.cfg.Alpha*float64(out.L3Tokens)
+	p.aheadServed(wk, pr, out.DeviceTokens/p.w.BlockSize)
 	if l, ok := p.loaded[i]; ok {
 		// A prefetched block is used when the turn found it ready on the
 		// worker it was loaded into; the rest moved for nothing.
