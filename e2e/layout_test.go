@@ -11,7 +11,7 @@ import (
 // ZeroMQ is installed; only the senders (actions/zmqsend) and what wires
 // them link it.
 func TestDecisionsLinkNoZeroMQ(t *testing.T) {
-	pkgs := []string{"../engine", "../pins", "../replay", "../actions", "../kvevents", "../routing", "../retention"}
+	pkgs := []string{"../engine", "../pins", "../replay", "../actions", "../kvevents", "../kvevents/index", "../routing", "../retention", "../ahead"}
 	out, err := exec.Command("go", append([]string{"list", "-deps"}, pkgs...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
