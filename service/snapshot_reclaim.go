@@ -2,23 +2,14 @@ package service
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/hintstream/hintstream/streams"
 )
 
-// Snapshot storage reclaimed: an object store Put writes its chunks on
-// $O.<bucket>.C.<nuid> and only then the object's meta; a process killed
-// in between leaves chunks no object names, which nothing ever removes
-// (17 MB per kill for a 61 MiB index). So after each saved snapshot, and
-// at start-up, the chunk subjects that no object names and that have
-// had no new chunk for the grace period are purged. The grace keeps a
-// save under way in another instance (sharing the bucket) safe: a live
-// Put writes chunks back to back. Orphans too young at start-up are
-// looked at again once their grace has passed.
+// Snapshot storage reclaimed (streams.ReclaimChunks) after each saved
+// snapshot and at start-up; orphans too young at start-up are looked at
+// again once their grace has passed.
 
 // DefaultSnapshotReclaimGrace is how long an unnamed chunk subject must
 // have been idle before it is purged.
@@ -74,67 +65,22 @@ func (s *Service) reclaimAfterSave(ctx context.Context) {
 }
 
 // reclaimChunks purges the chunk subjects of the snapshot bucket that no
-// object names and that have been idle for the grace period. It returns
-// how long until the youngest orphan left alone may be judged (0: none).
+// object names and that have been idle for the grace period
+// (streams.ReclaimChunks). It returns how long until the youngest orphan
+// left alone may be judged (0: none).
 func (s *Service) reclaimChunks(ctx context.Context) (time.Duration, error) {
 	obs, err := s.snapshotStore(ctx)
 	if err != nil {
 		return 0, err
 	}
-	bucket := s.cfg.SnapshotBucket
-	st, err := s.js.Stream(ctx, "OBJ_"+bucket)
+	r, err := streams.ReclaimChunks(ctx, s.js, obs, s.cfg.SnapshotBucket, s.reclaimGrace())
 	if err != nil {
 		return 0, err
 	}
-	prefix := "$O." + bucket + ".C."
-	info, err := st.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
-	if err != nil {
-		return 0, err
+	if r.Saves > 0 {
+		s.Counters.SnapshotsReclaimed.Add(uint64(r.Saves))
+		s.Counters.SnapshotsReclaimedChunks.Add(r.Chunks)
+		s.log.Info("reclaimed the chunks of interrupted snapshot saves", "saves", r.Saves, "chunks", r.Chunks)
 	}
-	if len(info.State.Subjects) == 0 {
-		return 0, nil
-	}
-	named := map[string]bool{}
-	objs, err := obs.List(ctx)
-	if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
-		return 0, err
-	}
-	for _, o := range objs {
-		named[o.NUID] = true
-	}
-	grace := s.reclaimGrace()
-	var next time.Duration
-	purged, msgs := 0, uint64(0)
-	for subj, n := range info.State.Subjects {
-		if named[strings.TrimPrefix(subj, prefix)] {
-			continue
-		}
-		last, err := st.GetLastMsgForSubject(ctx, subj)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue // purged meanwhile (the save that owned it replaced it)
-		}
-		if err != nil {
-			return 0, err
-		}
-		if idle := time.Since(last.Time); idle < grace {
-			if wait := grace - idle; next == 0 || wait < next {
-				next = wait
-			}
-			continue
-		}
-		if err := st.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
-			return 0, fmt.Errorf("purge %s: %w", subj, err)
-		}
-		purged++
-		msgs += n
-	}
-	if purged > 0 {
-		s.Counters.SnapshotsReclaimed.Add(uint64(purged))
-		s.Counters.SnapshotsReclaimedChunks.Add(msgs)
-		s.log.Info("reclaimed the chunks of interrupted snapshot saves", "saves", purged, "chunks", msgs)
-	}
-	if next > 0 {
-		next += time.Second // past the edge, not on it
-	}
-	return next, nil
+	return r.Next, nil
 }
