@@ -92,11 +92,11 @@ func TestObservedDeviceHitsFromKVEvents(t *testing.T) {
 	since := time.Now()
 	waitPast(t, since.UnixMilli())
 	request(append(append([]uint32{}, a...), prompt(9, 200)...), w0) // a's 3 blocks on worker 0
-	request(a, w1)                                                    // nothing on worker 1
-	serve(0, b)                                                       // evicts a from worker 0
-	request(a, w0)                                                    // gone
-	request(b, w0)                                                    // b's 3 blocks
-	request(b, 0)                                                     // no response: not counted
+	request(a, w1)                                                   // nothing on worker 1
+	serve(0, b)                                                      // evicts a from worker 0
+	request(a, w0)                                                   // gone
+	request(b, w0)                                                   // b's 3 blocks
+	request(b, 0)                                                    // no response: not counted
 	waitPast(t, time.Now().UnixMilli())
 
 	before := counts(t, js)
