@@ -204,6 +204,7 @@ func (h *engineRun) response(ctx context.Context, i, worker int) error {
 	// with the requests in flight.
 	h.reqs.forget(r.ID)
 	h.reqs.forget(h.p.w.WakeupID(i)) // its wake-up is never looked up again either
+	delete(h.chosen, i)
 	return nil
 }
 
