@@ -1,6 +1,7 @@
 package value
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -76,5 +77,65 @@ func TestTapeBoundEqualsTheInMemoryBound(t *testing.T) {
 		if capacity == 1<<30 && total == 0 {
 			t.Fatal("no hit with unbounded capacity: the trace slice shares nothing")
 		}
+	}
+}
+
+// TestTapeBeladyEqualsTheInMemoryOne holds the streamed weighted Belady
+// (the hint-reachable bound's) to beladyHits: equal hits for every
+// request, with hits worth nothing on a random set of accesses, on
+// random small workloads and on the synthetic trace's first 1,500
+// requests.
+func TestTapeBeladyEqualsTheInMemoryOne(t *testing.T) {
+	check := func(name string, seqs [][]uint64, at []int64, capacity, tail int, valuable func(i, k int) bool) {
+		t.Helper()
+		want := beladyHits(seqs, at, capacity, valuable, nil)
+		tp, err := newTape(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tp.close()
+		tp.tailCap = tail
+		for i, s := range seqs {
+			if err := tp.add(i, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for pass := range 2 { // a tape rewinds more than once
+			rd, err := tp.rewind()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := beladyTape(rd, len(seqs), func(i int) int { return len(seqs[i]) }, func(i int) int64 { return at[i] }, capacity, valuable)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s, pass %d (capacity %d): tape %v, in memory %v", name, pass, capacity, got, want)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(27, 28))
+	for n := range 200 {
+		seqs, at := smallWorkload(rng, 5+rng.IntN(20))
+		worthless := map[[2]int]bool{}
+		for i, s := range seqs {
+			for k := range s {
+				worthless[[2]int{i, k}] = rng.IntN(3) == 0
+			}
+		}
+		check(fmt.Sprint("case ", n), seqs, at, rng.IntN(6), 1+rng.IntN(4), func(i, k int) bool { return !worthless[[2]int{i, k}] })
+	}
+	w, err := workload.LoadTrace(tracePath(t), workload.TraceOptions{Limit: 1500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := make([][]uint64, len(w.Requests))
+	at := make([]int64, len(w.Requests))
+	for i := range w.Requests {
+		seqs[i] = kvevents.PromptHashes(w.PromptTokens(i), w.BlockSize)
+		at[i] = int64(w.Requests[i].At)
+	}
+	for _, capacity := range []int{64, 1024, 1 << 30} {
+		check(fmt.Sprint("trace, capacity ", capacity), seqs, at, capacity, 16, func(i, k int) bool { return k >= 2 && (w.Requests[i].HasWakeup || k%2 == 0) })
 	}
 }
