@@ -203,7 +203,6 @@ func (h *engineRun) response(ctx context.Context, i, worker int) error {
 	// Pinned or not, the request is not looked up again: memory stays
 	// with the requests in flight.
 	h.reqs.forget(r.ID)
-	h.reqs.forget(h.p.w.WakeupID(i)) // its wake-up is never looked up again either
 	delete(h.chosen, i)
 	return nil
 }
