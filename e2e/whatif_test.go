@@ -176,4 +176,9 @@ func TestWhatifEmptyStreamWindow(t *testing.T) {
 	if err != nil || info.State.Msgs != 1 || info.State.LastSeq != 1 {
 		t.Fatalf("responses stream after whatif: %+v, %v", info.State, err)
 	}
+	// The KV lookback is checked before anything is read.
+	if _, errOut, code := whatif(t, "--from-streams", "--nats-url", srv.ClientURL(), "--since", "1h", "--kv-lookback", "-1m"); code != 2 ||
+		!strings.Contains(errOut, "--kv-lookback -1m0s: negative") {
+		t.Fatalf("a negative --kv-lookback: exit %d: %s", code, errOut)
+	}
 }

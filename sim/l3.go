@@ -15,6 +15,8 @@ type L3Store struct {
 	m          map[string]*page
 	head, tail *page
 	slots      map[string]*slot
+	sincePrune int  // pins since pruneLapsed last ran
+	noPrune    bool // tests: keep lapsed pins' keys, to compare
 	stats      L3Stats
 	gen        uint64 // marks the pages one Put must not evict
 	// scan is where the next eviction of Put number scanGen resumes its
@@ -201,6 +203,36 @@ func (s *L3Store) Pin(slotName string, keys []string, ttl, now time.Duration) {
 		s.stats.PinnedKeys++
 	}
 	s.slots[slotName] = sl
+	s.sincePrune++
+	if s.sincePrune >= max(len(s.slots), 1024) && !s.noPrune {
+		s.pruneLapsed(now)
+	}
+}
+
+// pruneLapsed drops the keys of every slot whose pin has lapsed by now,
+// and the pages' record of it: a lapsed pin protects nothing (every test
+// is until > now, and now only grows), but its keys would otherwise be
+// held until the slot is pinned again or released, which for a
+// conversation's last turn is never. The slot itself stays, keyless, for
+// SlotUntil and the lapsed count at its release. Amortised over the pins
+// since the last prune, it costs O(1) a pin.
+func (s *L3Store) pruneLapsed(now time.Duration) {
+	s.sincePrune = 0
+	for name, sl := range s.slots {
+		if sl.until > now || sl.keys == nil {
+			continue
+		}
+		for _, k := range sl.keys {
+			if p, ok := s.m[k]; ok {
+				delete(p.pins, name)
+				p.until = 0
+				for _, u := range p.pins {
+					p.until = max(p.until, u)
+				}
+			}
+		}
+		sl.keys = nil
+	}
 }
 
 // SlotUntil is when slotName's pin lapses (ok false: no such pin).

@@ -42,6 +42,10 @@ type Report struct {
 	Cluster  Cluster `json:"cluster"`
 	Sweep    *Sweep  `json:"sweep,omitempty"`
 	Points   []Point `json:"points"`
+	// Observed is the real cluster's device hit share on the same
+	// requests, from its KV events (--from-streams only): a calibration
+	// check for the simulated runs' device_hit_tokens.
+	Observed *Observed `json:"observed,omitempty"`
 	// ElapsedS is the wall time; RequestsPerS the requests played per
 	// second of it (each sweep point counting the trace once).
 	ElapsedS     float64 `json:"elapsed_s"`
@@ -135,6 +139,9 @@ func (r *Report) Text(w io.Writer) error {
 		fmt.Fprintf(w, "; %d bad lines skipped (first: %s)", r.Skipped, r.FirstSkipped)
 	}
 	fmt.Fprintf(w, "\nreusable share of prompt tokens with unbounded caches: %s\n", pct(r.Reusable))
+	if r.Observed != nil {
+		r.Observed.text(w, r)
+	}
 	for _, p := range r.Points {
 		c := p.Cluster
 		fmt.Fprintf(w, "\n%scluster: %d workers × %d device blocks, L3 %s (%d pages), %s, α %.2f, %d KV bytes/token, %d-token blocks\n",

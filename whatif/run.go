@@ -25,6 +25,9 @@ type Source struct {
 	FirstSkipped *LineError
 	// Model names the requests' model ("" for a trace).
 	Model string
+	// Observed is the cluster's own device hits on these requests (a
+	// stream window; nil for a trace).
+	Observed *Observed
 }
 
 // Options configure Run.
@@ -66,7 +69,8 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 	stats := w.Stats()
 	rep := &Report{Source: src.Name, Requests: stats.Requests, Conversations: stats.Sessions, NextTurns: stats.NextTurns,
 		PromptTokens: stats.PromptTokens, DurationS: stats.Duration.Seconds(), Skipped: src.Skipped,
-		Reusable: Num(ReusableShare(src.Records, o.Cluster.BlockSize)), Cluster: o.Cluster, Sweep: o.Sweep}
+		Reusable: Num(ReusableShare(src.Records, o.Cluster.BlockSize)), Cluster: o.Cluster, Sweep: o.Sweep,
+		Observed: src.Observed}
 	if src.FirstSkipped != nil {
 		rep.FirstSkipped = src.FirstSkipped.Error()
 	}

@@ -26,6 +26,10 @@ type Window struct {
 	Since, Until   time.Time   // Until zero: up to what the streams hold now
 	SkipBad        bool        // count undecodable events and go on
 	Limits         schemas.Limits
+	// KVLookback is how long before Since KV events are read to rebuild
+	// the workers' device caches for Observed; 0: DefaultKVLookback,
+	// negative: none.
+	KVLookback time.Duration
 }
 
 // StreamSource is what FromStreams read.
@@ -33,8 +37,12 @@ type StreamSource struct {
 	Source
 	// Workers and BlockSize come from the registry's records.
 	Workers, BlockSize int
-	// Events counts the messages read in the window, by stream kind.
+	// Events counts the messages read in the window, by stream kind
+	// ("kv_events_lookback": the KV events read before Since).
 	Events map[string]int
+	// Observed is the cluster's own device hits on the window's
+	// requests, from its KV events (observed.go).
+	Observed Observed
 }
 
 // FromStreams reads a cluster's own requests and responses between Since
@@ -44,9 +52,11 @@ type StreamSource struct {
 // next turn itself) becomes a record: its time (received_at_ms, else the
 // stream's), session, prompt length and block ids — the Dynamo sequence
 // hashes of its full blocks, so equal prefixes have equal ids as in a
-// Mooncake trace — and its response's output length. KV events in the
-// window are counted: the simulated caches start empty and fill from
-// the requests, as the clairvoyant bound assumes.
+// Mooncake trace — and its response's output length. The simulated
+// caches start empty and fill from the requests, as the clairvoyant
+// bound assumes; the KV events, from KVLookback before Since on, give
+// Observed: the device hits the real cluster had on the same requests,
+// beside which the report puts the simulated runs' (a calibration check).
 func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamSource, error) {
 	if w.RegistryBucket == "" {
 		w.RegistryBucket = registry.DefaultBucket
@@ -66,6 +76,7 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 	}
 	byID := map[string]pending{}
 	outputs := map[string]int{}
+	servedBy := map[string]uint64{}
 	var synthetic uint64 = 1 << 63 // ids of partial trailing blocks: never shared
 	var last int64
 	bad := func(kind string, seq uint64, err error) error {
@@ -120,15 +131,10 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 			return bad("responses", md.Sequence.Stream, err)
 		}
 		outputs[resp.RequestID] = len(resp.OutputTokenIDs)
+		servedBy[resp.RequestID] = resp.WorkerID
 		return nil
 	})
 	if err != nil {
-		return out, err
-	}
-	if err := readWindow(ctx, js, w.Streams.KVEvents, w, func(jetstream.Msg, *jetstream.MsgMetadata) error {
-		out.Events["kv_events"]++
-		return nil
-	}); err != nil {
 		return out, err
 	}
 	for id, p := range byID {
@@ -136,6 +142,39 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 			out.Records[p.rec].OutputLength = n
 		}
 	}
+	// The KV events, from the lookback on, rebuild the workers' device
+	// caches in a KV index; each request is scored against it as it
+	// stood when the request came (Observed).
+	lookback := w.KVLookback
+	if lookback == 0 {
+		lookback = DefaultKVLookback
+	}
+	lookback = max(lookback, 0)
+	obs := newObserver(out.BlockSize, lookback)
+	obs.recs = make([]obsRec, len(out.Records))
+	for id, p := range byID {
+		r := out.Records[p.rec]
+		obs.recs[p.rec] = obsRec{at: r.Timestamp, full: r.HashIDs[:p.prompt/out.BlockSize], prompt: p.prompt, worker: servedBy[id]}
+	}
+	kw := w
+	if !w.Since.IsZero() {
+		kw.Since = w.Since.Add(-lookback)
+	}
+	if err := readWindow(ctx, js, w.Streams.KVEvents, kw, func(m jetstream.Msg, md *jetstream.MsgMetadata) error {
+		if md.Timestamp.Before(w.Since) {
+			out.Events["kv_events_lookback"]++
+		} else {
+			out.Events["kv_events"]++
+		}
+		if err := obs.apply(m, md, w); err != nil {
+			return bad("kv_events", md.Sequence.Stream, err)
+		}
+		return nil
+	}); err != nil {
+		return out, err
+	}
+	out.Observed = obs.finish()
+	out.Source.Observed = &out.Observed
 	if len(out.Records) == 0 {
 		return out, fmt.Errorf("%w %s: %d request events (wake-ups and bad ones aside), %d responses, %d KV events",
 			ErrEmptyWindow, out.Name, out.Events["requests"], out.Events["responses"], out.Events["kv_events"])

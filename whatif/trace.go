@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/hintstream/hintstream/loadtest/workload"
 )
@@ -149,6 +150,9 @@ func ReadTrace(r io.Reader, blockSize int, skipBad bool) (TraceRead, error) {
 			continue
 		}
 		last = rec.Timestamp
+		// The decoder grows the ids by doubling; the trace is held for
+		// the whole run, so keep exactly what it holds.
+		rec.HashIDs = slices.Clip(append(make([]uint64, 0, len(rec.HashIDs)), rec.HashIDs...))
 		out.Records = append(out.Records, rec)
 	}
 	if err := sc.Err(); err != nil {

@@ -35,6 +35,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		reqStream   = fs.String("requests-stream", def.Requests.Name, "as in run")
 		respStream  = fs.String("responses-stream", def.Responses.Name, "as in run")
 		kvStream    = fs.String("kv-events-stream", def.KVEvents.Name, "as in run")
+		kvLookback  = fs.Duration("kv-lookback", whatif.DefaultKVLookback, "with --from-streams: read KV events from this long before --since, to rebuild the workers' device caches for the observed device hit share (0: none)")
 		workers     = fs.Int("workers", dc.Workers, "simulated workers (--from-streams: the registry's count unless set)")
 		device      = fs.Int("device-blocks", dc.DeviceBlocks, "device KV cache per worker, in blocks")
 		l3          = fs.String("l3", whatif.FormatBytes(float64(dc.L3Bytes)), "L3 (Mooncake) capacity in bytes: 384GiB, 1TB, ...")
@@ -98,6 +99,14 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 		if win.Until, err = parseWhen(*until); err != nil {
 			return fmt.Errorf("--until: %w", err)
+		}
+		switch {
+		case *kvLookback < 0:
+			return fmt.Errorf("--kv-lookback %v: negative", *kvLookback)
+		case *kvLookback == 0:
+			win.KVLookback = -1
+		default:
+			win.KVLookback = *kvLookback
 		}
 	}
 	checked = true

@@ -176,25 +176,36 @@ func boundMode(cfg Config, pr *prompts) (ModeResult, []int, error) {
 	w := cfg.Workload
 	// The blocks' sequence hashes only (a worker's, as the runs see
 	// them): the L3 keys are not needed, and hashing them would hold
-	// every prompt's.
-	var f flatSeqs
-	full := 0
-	for i := range w.Requests {
-		full += w.Requests[i].InputLength / w.BlockSize
+	// every prompt's. The next uses go through a tape on disk (tape.go):
+	// memory holds one entry per distinct block, not one per occurrence.
+	t, err := newTape("")
+	if err != nil {
+		return ModeResult{}, nil, err
 	}
-	// Sized once: growing by appends would hold up to twice the blocks.
-	f.blocks, f.off = make([]uint64, 0, full), make([]int, 0, len(w.Requests)+1)
-	at := make([]int64, len(w.Requests))
+	defer t.close()
+	n := len(w.Requests)
+	blocks := make([]int32, n)
 	for i := range w.Requests {
-		f.add(kvevents.PromptHashes(w.PromptTokens(i), w.BlockSize))
-		at[i] = int64(w.Requests[i].At)
+		seq := kvevents.PromptHashes(w.PromptTokens(i), w.BlockSize)
+		blocks[i] = int32(len(seq))
+		if err := t.add(i, seq); err != nil {
+			return ModeResult{}, nil, err
+		}
 	}
-	b := clairvoyantFlat(&f, at, cfg.Workers*cfg.DeviceBlocks+cfg.L3Blocks)
+	rd, err := t.rewind()
+	if err != nil {
+		return ModeResult{}, nil, err
+	}
+	hits, err := clairvoyantTape(rd, n, func(i int) int { return int(blocks[i]) },
+		func(i int) int64 { return int64(w.Requests[i].At) }, cfg.Workers*cfg.DeviceBlocks+cfg.L3Blocks)
+	if err != nil {
+		return ModeResult{}, nil, err
+	}
 	res := ModeResult{Mode: ModeBound, PrefetchAccuracy: math.NaN(), PinsHonoured: math.NaN()}
-	res.PerRequestCost = make([]float64, len(w.Requests))
+	res.PerRequestCost = make([]float64, n)
 	for i := range w.Requests {
 		r := &w.Requests[i]
-		hit := int64(min(b.hits[i]*w.BlockSize, r.InputLength))
+		hit := int64(min(hits[i]*w.BlockSize, r.InputLength))
 		res.Requests++
 		res.PromptTokens += int64(r.InputLength)
 		res.DeviceHitTokens += hit
@@ -202,5 +213,5 @@ func boundMode(cfg Config, pr *prompts) (ModeResult, []int, error) {
 		res.PerRequestCost[i] = float64(int64(r.InputLength) - hit)
 	}
 	res.Cost = float64(res.RecomputedTokens)
-	return res, b.hits, nil
+	return res, hits, nil
 }

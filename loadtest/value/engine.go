@@ -219,6 +219,7 @@ func (h *engineRun) response(ctx context.Context, i, worker int) error {
 	// Pinned or not, the request is not looked up again: memory stays
 	// with the requests in flight.
 	h.reqs.forget(r.ID)
+	delete(h.chosen, i)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package value
 
 import (
 	"container/heap"
+	"fmt"
 	"math"
 
 	"github.com/hintstream/hintstream/loadtest/workload"
@@ -123,15 +124,25 @@ func reachableMode(cfg Config, pr *prompts) (ModeResult, error) {
 		return ModeResult{}, err
 	}
 	n := len(w.Requests)
-	dev := make([]int, n)
-	seqs := make([][]uint64, n)
-	at := make([]int64, n)
+	dev := make([]int32, n)
+	// The requests' blocks go onto a tape on disk with their next uses
+	// (tape.go): memory holds a map of distinct blocks, not the trace's.
+	t, err := newTape("")
+	if err != nil {
+		return ModeResult{}, err
+	}
+	defer t.close()
+	blocks := make([]int32, n)
+	added := 0
 	for _, ev := range w.Events {
 		cl.Advance(ev.At)
 		if ev.Kind != workload.KindRequest {
 			continue
 		}
 		i := ev.Request
+		if i != added {
+			return ModeResult{}, fmt.Errorf("value: reachable bound: request %d played before request %d", i, added)
+		}
 		r := &w.Requests[i]
 		p, err := pr.get(i)
 		if err != nil {
@@ -141,21 +152,40 @@ func reachableMode(cfg Config, pr *prompts) (ModeResult, error) {
 		if err != nil {
 			return ModeResult{}, err
 		}
-		dev[i] = cl.Workers[wk].Cache.Prefix(p.Seq)
+		dev[i] = int32(cl.Workers[wk].Cache.Prefix(p.Seq))
 		if _, err := cl.Serve(wk, p, r.InputLength, w.Service.PrefillTime(r.InputLength), r.ResponseAt); err != nil {
 			return ModeResult{}, err
 		}
-		seqs[i], at[i] = p.Seq, int64(r.At)
+		if err := t.add(i, p.Seq); err != nil {
+			return ModeResult{}, err
+		}
+		blocks[i] = int32(len(p.Seq))
+		added++
 	}
-	offDevice := func(i, k int) bool { return k >= dev[i] }
-	all := beladyHits(seqs, at, cfg.L3Blocks, offDevice, nil)
-	announced := beladyHits(seqs, at, cfg.L3Blocks, func(i, k int) bool { return k >= dev[i] && w.Requests[i].HasWakeup }, nil)
+	count := func(i int) int { return int(blocks[i]) }
+	at := func(i int) int64 { return int64(w.Requests[i].At) }
+	offDevice := func(i, k int) bool { return k >= int(dev[i]) }
+	rd, err := t.rewind()
+	if err != nil {
+		return ModeResult{}, err
+	}
+	all, err := beladyTape(rd, n, count, at, cfg.L3Blocks, offDevice)
+	if err != nil {
+		return ModeResult{}, err
+	}
+	if rd, err = t.rewind(); err != nil {
+		return ModeResult{}, err
+	}
+	announced, err := beladyTape(rd, n, count, at, cfg.L3Blocks, func(i, k int) bool { return k >= int(dev[i]) && w.Requests[i].HasWakeup })
+	if err != nil {
+		return ModeResult{}, err
+	}
 	res := ModeResult{Mode: ModeReachable, PrefetchAccuracy: math.NaN(), PinsHonoured: math.NaN(),
 		PerRequestCost: make([]float64, n)}
 	bs := float64(w.BlockSize)
 	for i := range w.Requests {
 		r := &w.Requests[i]
-		devTok := int64(min(dev[i]*w.BlockSize, r.InputLength))
+		devTok := int64(min(int(dev[i])*w.BlockSize, r.InputLength))
 		res.Requests++
 		res.PromptTokens += int64(r.InputLength)
 		res.DeviceHitTokens += devTok
