@@ -5,8 +5,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -38,7 +38,7 @@ type Observed struct {
 	// counts Dynamo event-plane frames, which are not applied.
 	KVEvents int `json:"kv_events_applied"`
 	Frames   int `json:"kv_frames_not_applied"`
-	// KVRejected counts events the index refused (kvevents.Index.Apply).
+	// KVRejected counts events the index refused (index.Memory.Apply).
 	KVRejected int     `json:"kv_events_rejected"`
 	LookbackS  float64 `json:"kv_lookback_s"`
 }
@@ -46,7 +46,8 @@ type Observed struct {
 // observer replays KV events into an index and scores the requests
 // between them.
 type observer struct {
-	ix        *kvevents.Index
+	ix        *index.Memory
+	dec       kvevents.Decoder
 	blockSize int
 	out       Observed
 	// pending are the records not yet scored, in time order, with the
@@ -64,7 +65,7 @@ type obsRec struct {
 }
 
 func newObserver(blockSize int, lookback time.Duration) *observer {
-	return &observer{ix: kvevents.NewIndex(), blockSize: blockSize, counts: map[kvevents.WorkerKey]int{},
+	return &observer{ix: index.New(), blockSize: blockSize, counts: map[kvevents.WorkerKey]int{},
 		out: Observed{LookbackS: lookback.Seconds()}}
 }
 
@@ -96,12 +97,12 @@ func (o *observer) score(r *obsRec) {
 // apply decodes one KV-event message and applies it to the index.
 func (o *observer) apply(m jetstream.Msg, md *jetstream.MsgMetadata, w Window) error {
 	o.until(md.Timestamp.UnixMilli())
-	var one [1]kvevents.Event
-	b, err := engine.DecodeKV(w.Limits, engine.Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, &one)
+	o.dec.Limits = w.Limits
+	b, err := o.dec.Decode(kvevents.Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
 	if err != nil {
 		return err
 	}
-	if b.Frame != nil {
+	if b.Envelope != nil {
 		o.out.Frames++
 		return nil
 	}
