@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -56,6 +57,8 @@ type snapCandidate struct {
 
 // kvStreamInfo is the KV-event stream's current info.
 func (s *Service) kvStreamInfo(ctx context.Context) (*jetstream.StreamInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, streams.DefaultOpTimeout)
+	defer cancel()
 	st, err := s.js.Stream(ctx, s.cfg.Streams.KVEvents.Name)
 	if err != nil {
 		return nil, err
@@ -73,8 +76,17 @@ func (s *Service) allModelsSnapshot() string { return "kv-index/" + s.cfg.Stream
 // same name or the one of a member serving every model. The own bucket
 // is read first; the others are best effort (a user may not list them).
 func (s *Service) snapshotCandidates(ctx context.Context) []snapCandidate {
+	// Each lookup and listing within its own op timeout, not the load's
+	// long deadline (kept for reading the object): a request a cluster
+	// drops while it elects a leader must not hold start-up for minutes
+	// (seen in CI on a 3-node cluster).
+	op := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(ctx, streams.DefaultOpTimeout)
+	}
 	buckets := []string{s.cfg.SnapshotBucket}
-	names := s.js.ObjectStoreNames(ctx)
+	lctx, cancel := op()
+	defer cancel()
+	names := s.js.ObjectStoreNames(lctx)
 	for b := range names.Name() {
 		if b != s.cfg.SnapshotBucket {
 			buckets = append(buckets, b)
@@ -89,9 +101,11 @@ func (s *Service) snapshotCandidates(ctx context.Context) []snapCandidate {
 		var obs jetstream.ObjectStore
 		var err error
 		if i == 0 {
-			obs, err = s.snapshotStore(ctx)
+			obs, err = s.snapshotStore(ctx) // retries its own timeouts
 		} else {
-			obs, err = s.js.ObjectStore(ctx, b)
+			octx, cancel := op()
+			obs, err = s.js.ObjectStore(octx, b)
+			cancel()
 		}
 		if err != nil {
 			if i == 0 {
@@ -99,7 +113,9 @@ func (s *Service) snapshotCandidates(ctx context.Context) []snapCandidate {
 			}
 			continue
 		}
-		infos, err := obs.List(ctx)
+		octx, cancel := op()
+		infos, err := obs.List(octx)
+		cancel()
 		if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
 			s.log.Debug("snapshot store not listed", "bucket", b, "err", err)
 			continue

@@ -110,7 +110,9 @@ func (s *Service) connect(ctx context.Context, st *starting) (err error) {
 	if s.js, err = jetstream.New(s.nc); err != nil {
 		return err
 	}
-	s.js = placed(s.js, s.cfg.Placement) // buckets and object store get the cluster's replicas
+	// Lookups ride out a cluster not ready to answer; buckets and the
+	// object store get the cluster's replicas.
+	s.js = placed(streams.Patient(s.js, streams.WithLogger(s.log)), s.cfg.Placement)
 	return nil
 }
 
