@@ -14,6 +14,7 @@ import (
 	"github.com/hintstream/hintstream/pins"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/snapshots"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -51,7 +52,7 @@ func TestReplicasOfBucketsAndObjectStore(t *testing.T) {
 			t.Errorf("bucket %s: %d replicas, want 3", b, n)
 		}
 	}
-	obs, err := js.ObjectStore(ctx, DefaultSnapshotBucket)
+	obs, err := js.ObjectStore(ctx, snapshots.DefaultBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

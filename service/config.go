@@ -17,6 +17,7 @@ import (
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/retention"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/snapshots"
 	"github.com/hintstream/hintstream/streams"
 )
 
@@ -242,7 +243,7 @@ func (c Config) Defaults() Config {
 		c.SnapshotInterval = DefaultSnapshotInterval
 	}
 	if c.SnapshotBucket == "" {
-		c.SnapshotBucket = DefaultSnapshotBucket
+		c.SnapshotBucket = snapshots.DefaultBucket
 	}
 	if c.RequestIndexTTL <= 0 {
 		c.RequestIndexTTL = DefaultRequestIndexTTL

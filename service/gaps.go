@@ -1,17 +1,11 @@
 package service
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hintstream/hintstream/streams"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -29,31 +23,13 @@ import (
 //     and created again), whose sequences mean nothing in the new one.
 //
 // A snapshot therefore names the incarnation of the stream it covers
-// (headerSnapCreated: the stream's creation time, which JetStream sets
+// (snapshots.HeaderCreated: the stream's creation time, which JetStream sets
 // when the stream is created and never changes). Start-up takes the
 // snapshot of the current incarnation that covers the most, from any
 // object store of the account, and compares where it resumes with the
 // stream's first sequence. A gap marks the index incomplete: the gauge
 // hintstream_index_complete, one WARN line naming the missing range,
 // /readyz's body and GET /v1/index (hintstream inspect index).
-
-// headerSnapCreated is the creation time (RFC 3339, nanoseconds) of the
-// stream incarnation a snapshot covers. Snapshots written before it
-// existed lack it; see usableLegacy.
-const headerSnapCreated = "Hintstream-Kv-Stream-Created"
-
-// snapCandidate is a snapshot object that may seed the index.
-type snapCandidate struct {
-	obs    jetstream.ObjectStore
-	bucket string
-	name   string
-	seq    uint64
-	// created is the stream incarnation it covers; zero for a snapshot
-	// written before snapshots named it.
-	created time.Time
-	own     bool // this member's own bucket and name
-	headers nats.Header
-}
 
 // kvStreamInfo is the KV-event stream's current info.
 func (s *Service) kvStreamInfo(ctx context.Context) (*jetstream.StreamInfo, error) {
@@ -66,136 +42,37 @@ func (s *Service) kvStreamInfo(ctx context.Context) (*jetstream.StreamInfo, erro
 	return st.CachedInfo(), nil
 }
 
-// allModelsSnapshot is the name of the snapshot of a member serving every
-// model: it holds every worker, so any member of the stream may start
-// from it (workers of other models are dropped as the registry loads).
-func (s *Service) allModelsSnapshot() string { return "kv-index/" + s.cfg.Streams.KVEvents.Name }
-
-// snapshotCandidates lists the snapshots of this stream this member may
-// load: its own, and in every object store of the account the one of the
-// same name or the one of a member serving every model. The own bucket
-// is read first; the others are best effort (a user may not list them).
-func (s *Service) snapshotCandidates(ctx context.Context) []snapCandidate {
-	// Each lookup and listing within its own op timeout, not the load's
-	// long deadline (kept for reading the object): a request a cluster
-	// drops while it elects a leader must not hold start-up for minutes
-	// (seen in CI on a 3-node cluster).
-	op := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(ctx, streams.DefaultOpTimeout)
-	}
-	buckets := []string{s.cfg.SnapshotBucket}
-	lctx, cancel := op()
-	defer cancel()
-	names := s.js.ObjectStoreNames(lctx)
-	for b := range names.Name() {
-		if b != s.cfg.SnapshotBucket {
-			buckets = append(buckets, b)
-		}
-	}
-	if err := names.Error(); err != nil {
-		s.log.Debug("object stores not listed; only this member's snapshot bucket is read", "err", err)
-	}
-	want := map[string]bool{s.snapshotName(): true, s.allModelsSnapshot(): true}
-	var out []snapCandidate
-	for i, b := range buckets {
-		var obs jetstream.ObjectStore
-		var err error
-		if i == 0 {
-			obs, err = s.snapshotStore(ctx) // retries its own timeouts
-		} else {
-			octx, cancel := op()
-			obs, err = s.js.ObjectStore(octx, b)
-			cancel()
-		}
-		if err != nil {
-			if i == 0 {
-				s.log.Warn("snapshot store unavailable", "bucket", b, "err", err)
-			}
-			continue
-		}
-		octx, cancel := op()
-		infos, err := obs.List(octx)
-		cancel()
-		if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
-			s.log.Debug("snapshot store not listed", "bucket", b, "err", err)
-			continue
-		}
-		for _, info := range infos {
-			if info == nil || !want[info.Name] || info.Headers.Get(headerSnapStream) != s.cfg.Streams.KVEvents.Name {
-				continue
-			}
-			seq, err := strconv.ParseUint(info.Headers.Get(headerSnapSeq), 10, 64)
-			if err != nil {
-				continue
-			}
-			c := snapCandidate{obs: obs, bucket: b, name: info.Name, seq: seq,
-				own: i == 0 && info.Name == s.snapshotName(), headers: info.Headers}
-			if v := info.Headers.Get(headerSnapCreated); v != "" {
-				if c.created, err = time.Parse(time.RFC3339Nano, v); err != nil {
-					continue // unreadable incarnation: cannot be trusted
-				}
-			}
-			out = append(out, c)
-		}
-	}
-	// The most covered first; on a tie, this member's own, then the exact name.
-	slices.SortStableFunc(out, func(a, b snapCandidate) int {
-		if c := cmp.Compare(b.seq, a.seq); c != 0 {
-			return c
-		}
-		if a.own != b.own {
-			if a.own {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Compare(strings.Count(b.name, "/"), strings.Count(a.name, "/"))
-	})
-	return out
-}
-
-// sameIncarnation reports whether a snapshot covers the stream as it is
-// now. A snapshot without the header is taken only when its sequence
-// exists in the stream: one past the stream's last sequence is certainly
-// of an older incarnation, one within it may be.
-func sameIncarnation(c snapCandidate, info *jetstream.StreamInfo) bool {
-	if c.created.IsZero() {
-		return c.seq <= info.State.LastSeq
-	}
-	return c.created.Equal(info.Created)
-}
-
 // restoreSnapshot fills the index from the best usable snapshot and
 // returns the sequence to resume at (0: none loaded).
 func (s *Service) restoreSnapshot(ctx context.Context, info *jetstream.StreamInfo) uint64 {
 	start := time.Now()
-	cands := s.snapshotCandidates(ctx)
+	cands := s.snaps.Candidates(ctx)
 	if len(cands) == 0 {
 		s.log.Info("no index snapshot yet; replaying KV events from the stream's start")
 		return 0
 	}
 	for _, c := range cands {
-		if !sameIncarnation(c, info) {
-			s.log.Warn("snapshot belongs to an older stream of the same name; ignored", "bucket", c.bucket,
-				"object", c.name, "covers_seq", c.seq, "snapshot_stream_created", c.created, "stream_created", info.Created)
+		if !c.SameIncarnation(info) {
+			s.log.Warn("snapshot belongs to an older stream of the same name; ignored", "bucket", c.Bucket,
+				"object", c.Name, "covers_seq", c.Seq, "snapshot_stream_created", c.Created, "stream_created", info.Created)
 			continue
 		}
-		r, err := c.obs.Get(ctx, c.name)
+		r, err := c.Store.Get(ctx, c.Name)
 		if err == nil {
 			err = s.Index.ReadSnapshot(r)
 			r.Close()
 		}
 		if err != nil {
-			s.log.Warn("snapshot unusable; trying the next", "bucket", c.bucket, "object", c.name, "err", err)
+			s.log.Warn("snapshot unusable; trying the next", "bucket", c.Bucket, "object", c.Name, "err", err)
 			s.Index = s.cfg.NewIndex(s.log)
 			continue
 		}
 		st := s.Index.Stats()
-		s.log.Info("index snapshot loaded", "bucket", c.bucket, "object", c.name, "covers_seq", c.seq,
+		s.log.Info("index snapshot loaded", "bucket", c.Bucket, "object", c.Name, "covers_seq", c.Seq,
 			"device_blocks", st.DeviceBlocks, "workers", st.Workers, "took", time.Since(start).Round(time.Millisecond))
 		s.Counters.SnapshotsLoaded.Inc()
-		s.snapHeader = c.headers
-		return c.seq + 1
+		s.snapHeader = c.Headers
+		return c.Seq + 1
 	}
 	s.log.Info("no usable index snapshot; replaying KV events from the stream's start")
 	return 0

@@ -14,6 +14,7 @@ import (
 	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/snapshots"
 	"github.com/hintstream/hintstream/streams"
 )
 
@@ -120,7 +121,7 @@ func TestKVEventFloodOfUnregisteredWorkers(t *testing.T) {
 	// The shutdown snapshot holds the registered worker alone.
 	svc.Stop(ctx)
 	stopped = true
-	obs, err := js.ObjectStore(ctx, DefaultSnapshotBucket)
+	obs, err := js.ObjectStore(ctx, snapshots.DefaultBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

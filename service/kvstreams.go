@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/snapshots"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -21,14 +22,13 @@ import (
 // each worker's events in their order as long as a worker publishes to
 // one stream, which a partition by subject guarantees. Snapshots record
 // each extra stream's sequence and incarnation beside the main one's
-// (headerSnapExtra); a snapshot without them (older, or taken with other
+// (snapshots.HeaderExtra); a snapshot without them (older, or taken with other
 // streams) is still loaded, and the extra streams are then replayed from
 // their start (events are idempotent). The gap check of gaps.go runs on
 // every stream.
 
-// headerSnapExtra lists the extra streams a snapshot covers:
+// snapshots.HeaderExtra lists the extra streams a snapshot covers:
 // "NAME=SEQ@CREATED_UNIX_NS,..." in Config.KVStreams' order.
-const headerSnapExtra = "Hintstream-Kv-Extra-Streams"
 
 // validateKVStreams checks Config.KVStreams.
 func (c Config) validateKVStreams() error {
@@ -51,11 +51,11 @@ type extraCover struct {
 	created time.Time
 }
 
-// parseExtraStreams reads headerSnapExtra; a malformed entry is left out
+// parseExtraStreams reads snapshots.HeaderExtra; a malformed entry is left out
 // (that stream is replayed).
 func parseExtraStreams(h nats.Header) map[string]extraCover {
 	out := map[string]extraCover{}
-	for _, ent := range strings.Split(h.Get(headerSnapExtra), ",") {
+	for _, ent := range strings.Split(h.Get(snapshots.HeaderExtra), ",") {
 		name, rest, ok := strings.Cut(ent, "=")
 		if !ok || name == "" {
 			continue
@@ -74,7 +74,7 @@ func parseExtraStreams(h nats.Header) map[string]extraCover {
 	return out
 }
 
-// extraHeader is headerSnapExtra for the extra consumers as they are now
+// extraHeader is snapshots.HeaderExtra for the extra consumers as they are now
 // (each read as a pair: incarnation, then applied sequence). ok is false
 // when a stream was recreated meanwhile.
 func (s *Service) extraHeader() (string, bool) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/snapshots"
 	"github.com/nats-io/nats.go"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestParseExtraStreams(t *testing.T) {
 	at := time.Unix(1700000000, 123456789).UTC()
 	h := nats.Header{}
-	h.Set(headerSnapExtra, fmt.Sprintf("KV_B=20@%d,KV_C=x@1,KV_D=5,=1@2,KV_E=7@%d", at.UnixNano(), at.UnixNano()))
+	h.Set(snapshots.HeaderExtra, fmt.Sprintf("KV_B=20@%d,KV_C=x@1,KV_D=5,=1@2,KV_E=7@%d", at.UnixNano(), at.UnixNano()))
 	got := parseExtraStreams(h)
 	if len(got) != 2 || got["KV_B"].seq != 20 || !got["KV_B"].created.Equal(at) || got["KV_E"].seq != 7 {
 		t.Fatalf("parsed %+v", got)
@@ -43,7 +44,7 @@ func FuzzParseExtraStreams(f *testing.F) {
 	f.Add("=,@,==@@")
 	f.Fuzz(func(t *testing.T, v string) {
 		h := nats.Header{}
-		h.Set(headerSnapExtra, v)
+		h.Set(snapshots.HeaderExtra, v)
 		for name := range parseExtraStreams(h) {
 			if name == "" {
 				t.Fatal("an entry without a stream name kept")

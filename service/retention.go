@@ -2,8 +2,6 @@ package service
 
 import (
 	"context"
-	"strconv"
-	"time"
 )
 
 // snapshotsCover is the highest KV-event sequence that every snapshot of
@@ -16,39 +14,9 @@ import (
 // purge back until it is replaced (gaps.go). ok is false when there is
 // no such snapshot or the store cannot be listed.
 func (s *Service) snapshotsCover(ctx context.Context) (covered uint64, ok bool) {
-	obs, err := s.snapshotStore(ctx)
-	if err != nil {
-		return 0, false
-	}
 	stream, err := s.kvStreamInfo(ctx)
 	if err != nil {
 		return 0, false
 	}
-	infos, err := obs.List(ctx)
-	if err != nil {
-		s.log.Warn("snapshot store not listed; KV events not purged", "err", err)
-		return 0, false
-	}
-	for _, info := range infos {
-		if info.Headers.Get(headerSnapStream) != s.cfg.Streams.KVEvents.Name {
-			continue
-		}
-		seq, err := strconv.ParseUint(info.Headers.Get(headerSnapSeq), 10, 64)
-		if err != nil {
-			continue // loadSnapshot ignores such an object too
-		}
-		created, err := time.Parse(time.RFC3339Nano, info.Headers.Get(headerSnapCreated))
-		if err != nil {
-			s.log.Debug("snapshot without its stream's incarnation; KV events not purged until it is replaced",
-				"object", info.Name)
-			return 0, false
-		}
-		if !created.Equal(stream.Created) {
-			continue // of an older stream of this name
-		}
-		if !ok || seq < covered {
-			covered, ok = seq, true
-		}
-	}
-	return covered, ok
+	return s.snaps.Cover(ctx, stream.Created)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/hintstream/hintstream/retention"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/snapshots"
 	"github.com/hintstream/hintstream/tooltime"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -61,7 +62,8 @@ type Service struct {
 	// agents follows agent programs (nil when Config.Agents is off).
 	agents *agents.Tracker
 
-	lastSnapshot atomic.Uint64 // KV stream sequence the last saved snapshot covers
+	snaps        *snapshots.Store // the index's snapshots (after Start)
+	lastSnapshot atomic.Uint64    // KV stream sequence the last saved snapshot covers
 	// lastSnapCreated is the stream incarnation (creation, Unix ns)
 	// lastSnapshot counts in, and indexGap why the index is incomplete
 	// (nil: complete; gaps.go).

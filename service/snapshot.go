@@ -3,36 +3,11 @@ package service
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"strconv"
 	"time"
 
+	"github.com/hintstream/hintstream/snapshots"
 	"github.com/hintstream/hintstream/streams"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
-
-// DefaultSnapshotBucket is the object store bucket of index snapshots.
-const DefaultSnapshotBucket = "hintstream_snapshots"
-
-// Object headers of a snapshot: which stream it covers, up to which
-// sequence every event was applied.
-const (
-	headerSnapStream = "Hintstream-Kv-Stream"
-	headerSnapSeq    = "Hintstream-Kv-Seq"
-)
-
-// snapshotName is per KV-event stream: any instance reading that stream
-// can start from any instance's snapshot.
-func (s *Service) snapshotName() string {
-	return "kv-index/" + s.cfg.Streams.KVEvents.Name + s.snapshotSuffix()
-}
-
-func (s *Service) snapshotStore(ctx context.Context) (jetstream.ObjectStore, error) {
-	return streams.OpenObjectStore(ctx, s.js, jetstream.ObjectStoreConfig{Bucket: s.cfg.SnapshotBucket,
-		Description: "hintstream: KV index snapshots, by KV-event stream"}, streams.WithLogger(s.log))
-}
 
 // saveSnapshot writes the index with the sequence it covers: every event
 // up to it is applied (later ones may be too; applying them again on
@@ -50,26 +25,10 @@ func (s *Service) saveSnapshot(ctx context.Context) error {
 	if covered == 0 || (created.UnixNano() == s.lastSnapCreated.Load() && covered <= s.lastSnapshot.Load()) {
 		return nil
 	}
-	obs, err := s.snapshotStore(ctx)
-	if err != nil {
-		return err
-	}
-	headers := nats.Header{
-		headerSnapStream:  []string{s.cfg.Streams.KVEvents.Name},
-		headerSnapSeq:     []string{strconv.FormatUint(covered, 10)},
-		headerSnapCreated: []string{created.Format(time.RFC3339Nano)},
-	}
-	if extra != "" {
-		headers.Set(headerSnapExtra, extra)
-	}
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(s.Index.WriteSnapshot(pw)) }()
 	start := time.Now()
-	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: s.snapshotName(), Headers: headers}, pr)
-	pr.CloseWithError(err) // unblock the writer if Put gave up
-	if err != nil {
+	if err := s.snaps.Save(ctx, snapshots.Meta{Covered: covered, Created: created, Extra: extra}, s.Index.WriteSnapshot); err != nil {
 		s.Counters.SnapshotsErrors.Inc()
-		return fmt.Errorf("index snapshot: %w", err)
+		return err
 	}
 	s.lastSnapshot.Store(covered)
 	s.lastSnapCreated.Store(created.UnixNano())

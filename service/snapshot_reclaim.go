@@ -3,8 +3,6 @@ package service
 import (
 	"context"
 	"time"
-
-	"github.com/hintstream/hintstream/streams"
 )
 
 // Snapshot storage reclaimed (streams.ReclaimChunks) after each saved
@@ -69,11 +67,7 @@ func (s *Service) reclaimAfterSave(ctx context.Context) {
 // (streams.ReclaimChunks). It returns how long until the youngest orphan
 // left alone may be judged (0: none).
 func (s *Service) reclaimChunks(ctx context.Context) (time.Duration, error) {
-	obs, err := s.snapshotStore(ctx)
-	if err != nil {
-		return 0, err
-	}
-	r, err := streams.ReclaimChunks(ctx, s.js, obs, s.cfg.SnapshotBucket, s.reclaimGrace())
+	r, err := s.snaps.Reclaim(ctx, s.reclaimGrace())
 	if err != nil {
 		return 0, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/hintstream/hintstream/retention"
 	"github.com/hintstream/hintstream/routing"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/snapshots"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/hintstream/hintstream/tooltime"
 	"github.com/nats-io/nats.go/jetstream"
@@ -137,6 +138,7 @@ func (s *Service) ensureStreams(ctx context.Context, _ *starting) error {
 // openIndex runs before anything holds the index: a snapshot that fails
 // to load leaves a fresh one in its place.
 func (s *Service) openIndex(ctx context.Context, st *starting) error {
+	s.snaps = snapshots.New(s.js, s.cfg.SnapshotBucket, s.cfg.Streams.KVEvents.Name, s.snapshotSuffix(), s.log)
 	st.startSeq = s.loadSnapshot(ctx)
 	s.startHolding()
 	s.startReclaim()

@@ -14,6 +14,7 @@ import (
 	"github.com/hintstream/hintstream/internal/demo"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/service"
+	"github.com/hintstream/hintstream/snapshots"
 )
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -50,7 +51,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		reqIndexTTL  = fs.Duration("request-index-ttl", service.DefaultRequestIndexTTL, "how long a response may trail its request and still be pinned")
 		respDurable  = fs.String("responses-durable", "", "durable consumer name for response events (default <group>-responses)")
 		snapEvery    = fs.Duration("snapshot-interval", service.DefaultSnapshotInterval, "save the KV index to the object store this often and at shutdown; start-up loads it and replays only newer KV events; 0: off (none loaded or saved)")
-		snapBucket   = fs.String("snapshot-bucket", service.DefaultSnapshotBucket, "object store bucket of index snapshots")
+		snapBucket   = fs.String("snapshot-bucket", snapshots.DefaultBucket, "object store bucket of index snapshots")
 		ackWait      = fs.Duration("ack-wait", consumers.DefaultAckWait, "how long a member may hold a request or response unacked before another member gets it")
 		maxAckPend   = fs.Int("max-ack-pending", consumers.DefaultMaxAckPending, "requests or responses one member may hold unacked")
 		httpAddr     = fs.String("http-addr", env("HINTSTREAM_HTTP_ADDR", ""), "serve /metrics, /healthz and /readyz here, e.g. :9090 (env HINTSTREAM_HTTP_ADDR); empty: off")
