@@ -51,7 +51,7 @@ func TestSaveCandidatesCover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	all := New(js, "", "KV", "", nil)         // a member serving every model
+	all := New(js, "", "KV", "", nil)           // a member serving every model
 	split := New(js, "", "KV", "/model-a", nil) // one serving a model of its own
 	if split.Name() != "kv-index/KV/model-a" || split.AllModelsName() != "kv-index/KV" {
 		t.Fatalf("names %q %q", split.Name(), split.AllModelsName())
