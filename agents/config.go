@@ -35,10 +35,6 @@ var ErrInvalidOption = errors.New("agents: invalid option")
 // Defaults of Config.
 const (
 	DefaultMaxPrograms = 4096
-	// DefaultL3Bandwidth is the rate KV loads from the shared store into
-	// a worker's device, bytes/s (10 GB/s: a 100 Gb/s RDMA link, less
-	// overhead).
-	DefaultL3Bandwidth = 10e9
 	// DefaultPredictPercentile is the quantile of a tool class's durations
 	// a predicted prefetch aims at: low, so that most tools are still
 	// running when their context arrives.
@@ -73,7 +69,7 @@ type Config struct {
 
 // DefaultConfig is every default.
 func DefaultConfig() Config {
-	return Config{MaxPrograms: DefaultMaxPrograms, L3Bandwidth: DefaultL3Bandwidth, KVBytesPerToken: schemas.DefaultKVBytesPerToken,
+	return Config{MaxPrograms: DefaultMaxPrograms, L3Bandwidth: schemas.DefaultL3Bandwidth, KVBytesPerToken: schemas.DefaultKVBytesPerToken,
 		PredictPercentile: DefaultPredictPercentile, MinSamples: DefaultMinSamples, Recent: DefaultRecent,
 		FeedbackWindow: DefaultFeedbackWindow, FeedbackUnused: DefaultFeedbackUnused, FeedbackKeep: DefaultFeedbackKeep,
 		Predict: true, Feedback: true}

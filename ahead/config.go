@@ -14,6 +14,7 @@ package ahead
 import (
 	"errors"
 	"fmt"
+	"github.com/hintstream/hintstream/schemas"
 	"math"
 	"time"
 )
@@ -31,11 +32,6 @@ const (
 	// so that the budget can start measuring at all (every ratio is over
 	// budget at 0 used): about one long prompt.
 	DefaultWarmupTokens = 16 * 1024
-	// DefaultL3Bandwidth and DefaultKVBytesPerToken are the agent hints'
-	// (package agents), which define --l3-bandwidth and
-	// --kv-bytes-per-token once for both.
-	DefaultL3Bandwidth     = 10e9
-	DefaultKVBytesPerToken = 147456
 	// DefaultHorizon: a turn counts as a session's next only within it;
 	// a session idle longer is forgotten.
 	DefaultHorizon = 10 * time.Minute
@@ -88,10 +84,10 @@ func (c Config) WithDefaults() Config {
 		c.WarmupTokens = 0
 	}
 	if c.L3Bandwidth == 0 {
-		c.L3Bandwidth = DefaultL3Bandwidth
+		c.L3Bandwidth = schemas.DefaultL3Bandwidth
 	}
 	if c.KVBytesPerToken == 0 {
-		c.KVBytesPerToken = DefaultKVBytesPerToken
+		c.KVBytesPerToken = schemas.DefaultKVBytesPerToken
 	}
 	if c.Horizon == 0 {
 		c.Horizon = DefaultHorizon

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hintstream/hintstream/agents"
 	"github.com/hintstream/hintstream/ahead"
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service"
 )
 
@@ -32,7 +33,7 @@ func TestAheadFlags(t *testing.T) {
 		cfg.Ahead.MaxWaste != 0.5 || !cfg.Ahead.Contexts {
 		t.Fatalf("on: %v %+v", err, cfg.Ahead)
 	}
-	if cfg, err = parse("--prefetch-ahead"); err != nil || cfg.Ahead.L3Bandwidth != agents.DefaultL3Bandwidth {
+	if cfg, err = parse("--prefetch-ahead"); err != nil || cfg.Ahead.L3Bandwidth != schemas.DefaultL3Bandwidth {
 		t.Fatalf("default bandwidth: %v %+v", err, cfg.Ahead)
 	}
 	if _, err := parse("--prefetch-ahead", "--max-prefetch-waste", "-1"); !errors.Is(err, ahead.ErrInvalidOption) {
