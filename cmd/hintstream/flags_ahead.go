@@ -15,18 +15,15 @@ import (
 // time and bytes come from --l3-bandwidth and --kv-bytes-per-token,
 // which agentFlags defines once (run registers it first).
 func aheadFlags(fs *flag.FlagSet) func(*service.Config) error {
-	var (
-		on       = fs.Bool("prefetch-ahead", false, "prefetch a session's predicted next turn without a wake-up header, to the worker the router would pick, at the predicted arrival less the load time at --l3-bandwidth")
-		maxWaste = fs.Float64("max-prefetch-waste", ahead.DefaultMaxWaste, "header-free prefetches stop while the bytes they loaded unused exceed this many times the bytes used")
-		contexts = fs.Bool("prefetch-ahead-contexts", true, "with --prefetch-ahead, also predict a prompt's context reused across sessions from its reuse gaps")
-		warmup   = fs.Int64("prefetch-ahead-warmup", ahead.DefaultWarmupTokens, "tokens' worth of header-free prefetches that may go unused beyond --max-prefetch-waste × used (so the budget can start measuring); 0: none")
-	)
+	on := fs.Bool("prefetch-ahead", false, "prefetch a session's predicted next turn without a wake-up header, to the worker the router would pick, at the predicted arrival less the load time at --l3-bandwidth")
+	var policy ahead.Config
+	policy.RegisterFlags(fs)
 	return func(cfg *service.Config) error {
 		if !*on {
 			return nil
 		}
-		c := ahead.Config{MaxWaste: *maxWaste, Contexts: *contexts, WarmupTokens: *warmup}
-		if *warmup <= 0 {
+		c := policy
+		if c.WarmupTokens <= 0 {
 			c.WarmupTokens = -1 // none (0 is the default in a Config)
 		}
 		if f := fs.Lookup("l3-bandwidth"); f != nil {
