@@ -19,7 +19,7 @@ const DefaultKVLookback = 10 * time.Minute
 // Observed is the real cluster's device hits on the window's requests,
 // as its own KV events tell them: a calibration check for the simulated
 // "off" run (and for the policy the cluster actually ran). The workers'
-// device caches are rebuilt in hintstream's KV index (kvevents.Index,
+// device caches are rebuilt in hintstream's KV index (index.Memory,
 // the one the engine routes prefetches with) from every KV event between
 // Since − lookback and Until, in stream order; each request finds, on the
 // worker its response names, the leading full blocks the index held just
