@@ -27,7 +27,7 @@ func TestAffinityWriterAsync(t *testing.T) {
 	}
 	counters := metrics.New()
 	w := NewAffinityWriter(kv, counters.Affinity(), nil, AffinityAsync(js))
-	stop := runWriter(t, w)
+	stop := natstest.Run(t, w.Run)
 	const n = 3*DefaultAffinityBatch + 5
 	for i := range n {
 		w.RecordAffinity(fmt.Sprint("s ", i), schemas.AffinityRecord{WorkerID: uint64(i + 1), ExpiresAtMs: 1700000000000,
@@ -64,7 +64,7 @@ func TestAffinityWriterAsyncCloseIsBounded(t *testing.T) {
 	}
 	counters := metrics.New()
 	w := NewAffinityWriter(kv, counters.Affinity(), nil, AffinityAsync(js))
-	stop := runWriter(t, w)
+	stop := natstest.Run(t, w.Run)
 	srv.Shutdown()
 	srv.WaitForShutdown()
 	for i := range 50 {

@@ -14,7 +14,6 @@ import (
 	"github.com/hintstream/hintstream/metrics"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go/jetstream"
-	"sync"
 )
 
 // The writer puts each record under the session's key, skips sessions
@@ -42,7 +41,7 @@ func TestAffinityWriter(t *testing.T) {
 	}
 	counters := metrics.New()
 	w := NewAffinityWriter(kv, counters.Affinity(), nil)
-	stop := runWriter(t, w)
+	stop := natstest.Run(t, w.Run)
 	rec := schemas.AffinityRecord{WorkerID: 3, DpRank: 1, ExpiresAtMs: 1700000000000, RequestID: "wake-9"}
 	w.RecordAffinity("s 9", rec)
 	w.RecordAffinity("", rec)
@@ -77,7 +76,7 @@ func TestAffinityWriterCloseIsBounded(t *testing.T) {
 	}
 	counters := metrics.New()
 	w := NewAffinityWriter(kv, counters.Affinity(), nil)
-	stop := runWriter(t, w)
+	stop := natstest.Run(t, w.Run)
 	srv.Shutdown()
 	srv.WaitForShutdown()
 	for i := range 50 {
@@ -93,24 +92,4 @@ func TestAffinityWriterCloseIsBounded(t *testing.T) {
 	if c["hintstream_affinity_written_total"] != 0 || c["hintstream_affinity_dropped_total"] != 51 || c["hintstream_affinity_dropped_total|closed"] == 0 {
 		t.Fatalf("counters %v", c)
 	}
-}
-
-// runWriter runs w until the returned stop, which waits for Run to
-// return; the test's cleanup stops it if the test did not.
-func runWriter(t *testing.T, w *AffinityWriter) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
 }

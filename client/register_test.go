@@ -45,13 +45,7 @@ func openRegistry(t *testing.T, js jetstream.JetStream) (*registry.Registry, *ch
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- reg.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	natstest.Run(t, reg.Run)
 	return reg, c
 }
 

@@ -520,13 +520,7 @@ func TestHostileRegistryEntriesCountedAndIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	regCtx, stopReg := context.WithCancel(context.Background())
-	regDone := make(chan error, 1)
-	go func() { regDone <- r.Run(regCtx) }()
-	defer func() {
-		stopReg()
-		<-regDone
-	}()
+	defer natstest.Run(t, r.Run)()
 	kv, err := js.KeyValue(ctx, registry.DefaultBucket)
 	if err != nil {
 		t.Fatal(err)

@@ -7,10 +7,29 @@ import (
 	"github.com/hintstream/hintstream/schemas"
 )
 
-// sameEvents is reflect.DeepEqual, except that a nil and an empty list of
-// events are the same.
+// sameEvents compares events as the index reads them: a nil and an
+// empty slice (of events, blocks or removed hashes) are the same, since a
+// reused decoder hands out its emptied scratch where a fresh one has
+// nothing.
 func sameEvents(a, b []Event) bool {
-	return len(a) == len(b) && (len(a) == 0 || reflect.DeepEqual(a, b))
+	if len(a) != len(b) {
+		return false
+	}
+	norm := func(e Event) Event {
+		if len(e.Blocks) == 0 {
+			e.Blocks = nil
+		}
+		if len(e.Removed) == 0 {
+			e.Removed = nil
+		}
+		return e
+	}
+	for i := range a {
+		if !reflect.DeepEqual(norm(a[i]), norm(b[i])) {
+			return false
+		}
+	}
+	return true
 }
 
 func cloneEvents(evs []Event) []Event {

@@ -67,13 +67,7 @@ func benchChoice(b *testing.B, others int, whole bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	regCtx, stopReg := context.WithCancel(context.Background())
-	regDone := make(chan error, 1)
-	go func() { regDone <- reg.Run(regCtx) }()
-	defer func() {
-		stopReg()
-		<-regDone
-	}()
+	defer natstest.Run(b, reg.Run)()
 	<-reg.Ready()
 	natstest.Eventually(b, time.Minute, func() bool { return len(reg.WorkersFor("")) == others+1 }, "records loaded")
 

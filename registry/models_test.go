@@ -16,7 +16,7 @@ func TestWorkersForFollowsChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runRegistry(t, r)
+	natstest.Run(t, r.Run)
 	<-r.Ready()
 	for _, w := range []schemas.WorkerRecord{rec(5, "a"), rec(2, "a"), rec(3, "b"), rec(9, "")} {
 		mustPut(t, ctx, kv, w)

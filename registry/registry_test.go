@@ -90,7 +90,7 @@ func open(t *testing.T, ctx context.Context, js jetstream.JetStream, opts ...Opt
 	if err != nil {
 		t.Fatal(err)
 	}
-	runRegistry(t, r)
+	natstest.Run(t, r.Run)
 	select {
 	case <-r.Ready():
 	case <-time.After(within):
@@ -334,7 +334,7 @@ func TestRunLeaksNoGoroutine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := runRegistry(t, r)
+	stop := natstest.Run(t, r.Run)
 	<-r.Ready()
 	mustPut(t, ctx, kv, rec(1, "m"))
 	natstest.Eventually(t, within, func() bool { _, ok := r.Get(1); return ok }, "put seen")
@@ -398,41 +398,4 @@ func TestBucketAttachesWithoutChange(t *testing.T) {
 	r := open(t, ctx, js, WithBucket("custom"))
 	mustPut(t, ctx, kv, rec(11, "m"))
 	natstest.Eventually(t, within, func() bool { _, ok := r.Get(11); return ok }, "custom bucket watched")
-}
-
-// runRegistry runs r until the returned stop (also the test's cleanup),
-// which waits for Run to return.
-func runRegistry(t testing.TB, r *Registry) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
-// Claimed follows the records: an endpoint is claimed while a registered
-// worker lists it, and free once that worker leaves or drops it.
-func TestClaimedFollowsRecords(t *testing.T) {
-	ctx, js, kv := setup(t)
-	r := open(t, ctx, js)
-	a, b := rec(1, "m"), rec(2, "m")
-	mustPut(t, ctx, kv, a)
-	natstest.Eventually(t, within, func() bool { return r.Claimed(a.HintEndpoints[0]) }, "worker 1's endpoint claimed")
-	if r.Claimed(b.HintEndpoints[0]) {
-		t.Fatal("an unregistered worker's endpoint is claimed")
-	}
-	if err := kv.Delete(ctx, Key(1)); err != nil {
-		t.Fatal(err)
-	}
-	natstest.Eventually(t, within, func() bool { return !r.Claimed(a.HintEndpoints[0]) }, "claim dropped with the record")
 }

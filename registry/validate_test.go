@@ -63,7 +63,7 @@ func TestRegistryRefusesBadEndpointsWithReasons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runRegistry(t, r)
+	natstest.Run(t, r.Run)
 	<-r.Ready()
 	want := map[string]int{
 		schemas.ReasonInproc: 1, schemas.ReasonBadPort: 1, schemas.ReasonWildcardHost: 2,
@@ -91,7 +91,7 @@ func TestRegistryAllowsIPCWhenAsked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runRegistry(t, r)
+	natstest.Run(t, r.Run)
 	<-r.Ready()
 	if _, ok := r.Get(4); !ok || len(got.snapshot()) != 0 {
 		t.Fatalf("ipc record with AllowIPC: present %v, refusals %v", ok, got.snapshot())
@@ -115,7 +115,7 @@ func TestRegistryRefusesClaimedEndpointsAndHugeLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runRegistry(t, r)
+	natstest.Run(t, r.Run)
 	<-r.Ready()
 	one := rec(1, "m")
 	mustPut(t, ctx, kv, one)

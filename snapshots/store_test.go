@@ -7,40 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
+	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/nats-io/nats.go/jetstream"
 )
-
-func jetStream(t *testing.T) jetstream.JetStream {
-	t.Helper()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true,
-		JetStream: true, StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
 
 // Saved snapshots come back as candidates, the most covered first and the
 // own one first on a tie; Cover is the least any snapshot of the current
 // incarnation covers, and an older incarnation's is left out.
 func TestSaveCandidatesCover(t *testing.T) {
-	js := jetStream(t)
+	_, js := natstest.Connect(t, natstest.Start(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	now := time.Now().UTC().Truncate(time.Microsecond)

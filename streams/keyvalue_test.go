@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -85,22 +86,7 @@ func TestOpenKeyValueRetriesALookupThatTimedOut(t *testing.T) {
 func TestOpenKeyValueCreatesThenAttaches(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true,
-		JetStream: true, StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
+	_, js := natstest.Connect(t, natstest.Start(t))
 	for i, want := range []bool{true, false} {
 		_, created, err := OpenKeyValue(ctx, js, jetstream.KeyValueConfig{Bucket: "B", History: 1})
 		if err != nil || created != want {

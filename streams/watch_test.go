@@ -7,30 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
+	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // A deleted stream of the set comes back empty, counted once; Run
 // returns nil when its context ends.
 func TestWatcherRecreatesADeletedStream(t *testing.T) {
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true,
-		JetStream: true, StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
+	nc, js := natstest.Connect(t, natstest.Start(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cfg := Config{Name: "WATCHED", Subjects: []string{"watched.>"}}
@@ -52,13 +36,7 @@ func TestWatcherRecreatesADeletedStream(t *testing.T) {
 	if err := js.DeleteStream(ctx, "WATCHED"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for recreated.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("deleted stream not recreated")
-		}
-		<-time.After(10 * time.Millisecond)
-	}
+	natstest.Eventually(t, 20*time.Second, func() bool { return recreated.Load() > 0 }, "deleted stream recreated")
 	if _, err := js.Stream(ctx, "WATCHED"); err != nil {
 		t.Fatalf("recreated stream not found: %v", err)
 	}

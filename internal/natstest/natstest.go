@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"context"
 	"github.com/hintstream/hintstream/internal/natsembed"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"sync"
 )
 
 // Start runs a JetStream server on a free loopback port with its store in
@@ -63,4 +65,25 @@ func Eventually(t testing.TB, within time.Duration, cond func() bool, msg string
 		}
 		<-tick.C
 	}
+}
+
+// Run runs a part's Run(ctx) on its own goroutine until the returned
+// stop, which cancels it and waits for it to return (an error fails the
+// test); the test's cleanup stops it if the test did not.
+func Run(t testing.TB, run func(context.Context) error) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
