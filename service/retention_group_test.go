@@ -171,15 +171,19 @@ func TestRetentionGroupOneLeaderTwoMembers(t *testing.T) {
 	a.Stop(context.Background())
 	natstest.Eventually(t, groupTTL, func() bool { st := b.Retention.Stats().Group; return st.Leading && st.Leader == "b" },
 		"b takes the lock within the TTL")
+	// The takeover plan names every slot; wait for all of it, not for the
+	// first pins that happen to be on the socket while the rest are queued.
+	slots := retention.Bands * retention.Shards
 	natstest.Eventually(t, 5*time.Second, func() bool {
-		return b.Counters.Retention.Queued.Value() > 0 && log.len() == before+int(b.Counters.Retention.Queued.Value())
-	}, "b's pins reach the socket (b queued %d, socket %d new)", b.Counters.Retention.Queued.Value(), log.len()-before)
+		q := int(b.Counters.Retention.Queued.Value())
+		return q >= slots && log.len() == before+q
+	}, "b's takeover plan reaches the socket (b queued %d, socket %d new, want %d)", b.Counters.Retention.Queued.Value(), log.len()-before, slots)
 	if took := time.Since(stopped); took > groupTTL+5*time.Second {
 		t.Fatalf("takeover and first pins %v after the stop", took)
 	}
 	var pinned, released int
 	log.mu.Lock()
-	for _, p := range log.pins[before:] {
+	for _, p := range log.pins[before : before+slots] {
 		if p.TTLMs > 0 {
 			pinned++
 		} else {
@@ -187,7 +191,7 @@ func TestRetentionGroupOneLeaderTwoMembers(t *testing.T) {
 		}
 	}
 	log.mu.Unlock()
-	if pinned == 0 || released == 0 || pinned+released != retention.Bands*retention.Shards {
+	if pinned == 0 || released == 0 || pinned+released != slots {
 		t.Fatalf("b's takeover plan: %d pins, %d releases; want every slot of the namespace pinned or released", pinned, released)
 	}
 	if gb.Takeovers.Value() != 1 || gb.Leader.Value() != 1 {
