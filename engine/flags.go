@@ -81,6 +81,8 @@ func (d *Decisions) ApplyFlags() error {
 		return fmt.Errorf("%w: %s", ErrInvalidFlag, fmt.Sprintf(format, a...))
 	}
 	switch {
+	case d.PrefetchTTL <= 0:
+		return invalid("--prefetch-ttl must be positive, got %v", d.PrefetchTTL)
 	case f.overlapJump < 1:
 		return invalid("--overlap-jump must be at least 1, got %d", f.overlapJump)
 	case d.PinRenewMax < 0:

@@ -28,9 +28,13 @@ func (c *Config) registerBusFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.CurveClientSecretKey, "curve-secret-key", cmdline.Env("HINTSTREAM_CURVE_SECRET_KEY", ""), "hintstream's own CURVE secret key, Z85 (env HINTSTREAM_CURVE_SECRET_KEY, preferred to the flag)")
 }
 
-// applyBusFlags names the connection "hintstream", gives it the default
-// reply-inbox prefix when none was given, and checks --connect-timeout.
+// applyBusFlags checks the embedded server's port, names the connection
+// "hintstream", gives it the default reply-inbox prefix when none was
+// given, and checks --connect-timeout.
 func (c *Config) applyBusFlags(*runFlags) error {
+	if c.EmbeddedPort < 0 || c.EmbeddedPort > 65535 {
+		return flagError("--embedded-port must be 0..65535, got %d", c.EmbeddedPort)
+	}
 	c.NATS.Name = "hintstream"
 	if c.NATS.InboxPrefix == "" {
 		c.NATS.InboxPrefix = natsconn.DefaultInboxPrefix

@@ -26,9 +26,18 @@ func (c *Config) registerConsumerFlags(fs *flag.FlagSet) {
 		"how long a worker whose registry record was deleted or expired keeps its indexed blocks; a re-registration within it resumes with the index intact (0: dropped at once)")
 }
 
-// applyConsumerFlags names the durables after the group unless given, and
-// takes --worker-grace 0 as Off (dropped at once).
+// applyConsumerFlags names the durables after the group unless given,
+// takes --worker-grace 0 as Off (dropped at once), and refuses bounds a
+// consumer cannot take (rather than let Defaults replace them).
 func (c *Config) applyConsumerFlags(f *runFlags) error {
+	switch {
+	case c.AckWait <= 0:
+		return flagError("--ack-wait must be positive, got %v", c.AckWait)
+	case c.MaxAckPending < 1:
+		return flagError("--max-ack-pending must be at least 1, got %d", c.MaxAckPending)
+	case c.KVApplyShards < 1:
+		return flagError("--kv-apply-shards must be at least 1, got %d", c.KVApplyShards)
+	}
 	if c.RequestsDurable == "" {
 		c.RequestsDurable = f.group + "-requests"
 	}

@@ -40,10 +40,12 @@ func (c *Config) registerPinFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.RequestIndexMaxBytes, "request-index-max-bytes", pins.DefaultRequestIndexMaxBytes, "size cap of the hintstream_requests bucket when created (or with --update-streams); when full, new requests are not indexed and their responses not pinned (0: no cap)")
 }
 
-// applyPinFlags checks the pin path's bounds and takes the command line's
-// 0 bucket cap as NoBound.
+// applyPinFlags checks the request index's TTL and the pin path's bounds,
+// and takes the command line's 0 bucket cap as NoBound.
 func (c *Config) applyPinFlags(*runFlags) error {
 	switch {
+	case c.RequestIndexTTL <= 0:
+		return flagError("--request-index-ttl must be positive, got %v", c.RequestIndexTTL)
 	case c.Decisions.MaxPinKeys < 1:
 		return flagError("--pin-max-keys must be at least 1, got %d", c.Decisions.MaxPinKeys)
 	case c.Decisions.MaxPinBytes < 1:

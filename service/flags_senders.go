@@ -27,6 +27,8 @@ func (c *Config) registerSenderFlags(fs *flag.FlagSet) {
 // socket budget and endpoint rules.
 func (c *Config) applySenderFlags(*runFlags) error {
 	switch {
+	case c.SenderQueue < 1:
+		return flagError("--sender-queue must be at least 1, got %d", c.SenderQueue)
 	case c.SenderSettleDelay < 0:
 		return flagError("--sender-settle-delay must not be negative, got %v", c.SenderSettleDelay)
 	case c.SenderSettleDelay == 0:

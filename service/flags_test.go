@@ -99,6 +99,9 @@ func TestRunFlagErrors(t *testing.T) {
 		{"--snapshot-interval", "-1s"}, {"--sender-idle-close", "-1s"}, {"--max-dp-ranks", "0"}, {"--metrics-top-tools", "0"},
 		{"--connect-timeout", "-1s"}, {"--overlap-jump", "0"}, {"--worker-grace", "-1s"}, {"--pin-renew-rate", "0"},
 		{"--requests-max-age", "1m", "--request-index-ttl", "1h"}, {"--max-endpoints", "0"},
+		// Refused rather than replaced by their defaults.
+		{"--sender-queue", "0"}, {"--kv-apply-shards", "0"}, {"--max-ack-pending", "-1"}, {"--ack-wait", "0s"},
+		{"--request-index-ttl", "0s"}, {"--embedded-port", "70000"}, {"--prefetch-ttl", "0s"},
 	} {
 		_, err := parseRunFlags(args...)
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), args[0]) {
