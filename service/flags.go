@@ -58,8 +58,7 @@ type runFlags struct {
 // the demo) are the command's.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.RegisterStreamFlags(fs)
-	f := &runFlags{}
-	c.flags.run = f
+	c.flags.run = &runFlags{}
 	c.registerBusFlags(fs)        // flags_bus.go
 	c.registerConsumerFlags(fs)   // flags_consumers.go
 	c.registerSenderFlags(fs)     // flags_senders.go
