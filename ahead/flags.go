@@ -5,7 +5,7 @@ import "flag"
 // RegisterFlags registers the header-free prefetch's policy flags on fs,
 // bound to c and set to the defaults. On the command line
 // --prefetch-ahead-warmup 0 means none, which is WarmupTokens < 0 in a
-// Config (0 there is the default): the command maps it. L3Bandwidth and
+// Config (0 there is the default): service.Config.ApplyFlags maps it. L3Bandwidth and
 // KVBytesPerToken come from --l3-bandwidth and --kv-bytes-per-token,
 // which size the agents' loads too. Validate (after WithDefaults) checks
 // what was parsed.

@@ -15,4 +15,10 @@
 //     need none), handed back after a delay on a transient failure, and a
 //     malformed one is copied to the dead-letter subject, counted and
 //     terminated with its reason, so it is never redelivered.
+//
+// As in watermill's router, a handler returns its result and the consumer
+// settles the message: the decisions return an Outcome (a state consumer's
+// apply, an error), and dead-lettering is middleware around them
+// (middleware.go) that copies and counts a rejected event before the
+// consumer terminates or skips it.
 package consumers

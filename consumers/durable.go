@@ -12,7 +12,6 @@ import (
 
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/metrics"
-	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -350,39 +349,16 @@ func (d *durable) stop() {
 	d.cancel() // drained: nothing of this consumer runs any more
 }
 
-// rejecter terminates malformed trigger events after copying them to the
-// dead-letter subject.
+// rejecter is what a trigger's settling and its dead-lettering
+// middleware (deadLettering, middleware.go) need: the kind, the
+// dead-letter publisher, the counters, the logger and the consumer's
+// context.
 type rejecter struct {
 	kind     string // "requests", "responses"
 	dlq      *DeadLetter
 	counters *metrics.Families
 	log      *slog.Logger
 	ctx      context.Context // the consumer's (set by durable.start)
-}
-
-func (r *rejecter) reject(msg jetstream.Msg, err error) {
-	reason := "malformed"
-	var de *schemas.DecodeError
-	if errors.As(err, &de) {
-		reason = de.Reason
-	}
-	r.counters.Trigger(r.kind).Malformed.Inc(reason)
-	// The copy waits for the dead-letter stream's ack; keep the message
-	// ours meanwhile rather than let AckWait hand it to another member.
-	_ = msg.InProgress()
-	ctx, cancel := opContext(r.ctx)
-	defer cancel()
-	if dErr := r.dlq.Publish(ctx, r.kind, reason, msg); dErr != nil {
-		// Without a stored copy, terminating would lose the event: let it
-		// come back instead.
-		r.log.Error("dead-letter failed; will redeliver", "err", dErr)
-		_ = msg.NakWithDelay(time.Second)
-		return
-	}
-	r.log.Warn("malformed event terminated", "subject", msg.Subject(), "reason", reason, "err", err)
-	if tErr := msg.TermWithReason(reason); tErr != nil {
-		r.log.Warn("term", "err", tErr)
-	}
 }
 
 func ack(msg jetstream.Msg, counters *metrics.Families, kind string, log *slog.Logger) {
@@ -411,8 +387,9 @@ func deliveryOf(msg jetstream.Msg, done func(bool)) engine.Delivery {
 	return d
 }
 
-// settle acts on a trigger's Outcome: ack, nak with delay, dead-letter
-// and terminate, or leave it to the sender (held until its hint left).
+// settle acts on a trigger's Outcome: ack, nak with delay, terminate
+// with the reason (the deadLettering middleware has stored its copy), or
+// leave it to the sender (held until its hint left).
 func settle(msg jetstream.Msg, out engine.Outcome, rej *rejecter) {
 	switch out.Verdict {
 	case engine.Ack:
@@ -420,7 +397,11 @@ func settle(msg jetstream.Msg, out engine.Outcome, rej *rejecter) {
 	case engine.Retry:
 		_ = msg.NakWithDelay(out.RetryAfter)
 	case engine.Reject:
-		rej.reject(msg, out.Err)
+		reason := out.Reason()
+		rej.log.Warn("malformed event terminated", "subject", msg.Subject(), "reason", reason, "err", out.Err)
+		if err := msg.TermWithReason(reason); err != nil {
+			rej.log.Warn("term", "err", err)
+		}
 	case engine.Held:
 		// the sender settles it through Delivery.Done
 	}

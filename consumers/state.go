@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/metrics"
-	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -93,8 +92,10 @@ func NewStateConsumer(js jetstream.JetStream, cfg StateConfig, apply ApplyFunc,
 	if log == nil {
 		log = slog.Default()
 	}
-	return &StateConsumer{js: js, cfg: cfg, apply: apply, dlq: dlq, counters: counters,
+	c := &StateConsumer{js: js, cfg: cfg, dlq: dlq, counters: counters,
 		log: log.With("consumer", cfg.Kind), received: counters.State(cfg.Kind).Received, st: counters.State(cfg.Kind)}
+	c.apply = c.stateDeadLettering(apply)
+	return c
 }
 
 // paddedUint64 fills a cache line, so that no other counter shares it.
@@ -375,23 +376,12 @@ func shardOf(subject string, n int) int {
 	return int(h % uint32(n))
 }
 
+// process applies msg through the dead-lettering middleware
+// (stateDeadLettering, middleware.go); what is left is an event the
+// state could not take, counted and skipped.
 func (c *StateConsumer) process(msg jetstream.Msg) {
-	err := c.apply(msg)
-	if err == nil {
-		return
-	}
-	var de *schemas.DecodeError
-	if !errors.As(err, &de) {
+	if err := c.apply(msg); err != nil {
 		c.st.ApplyErrors.Inc()
 		c.log.Debug("not applied", "subject", msg.Subject(), "err", err)
-		return
 	}
-	c.st.Malformed.Inc(de.Reason)
-	ctx, cancel := opContext(c.ctx)
-	defer cancel()
-	if dErr := c.dlq.Publish(ctx, c.cfg.Kind, de.Reason, msg); dErr != nil {
-		c.st.DeadLetterErrors.Inc()
-		c.log.Error("dead-letter failed", "err", dErr)
-	}
-	c.log.Warn("malformed state event skipped", "subject", msg.Subject(), "reason", de.Reason, "err", err)
 }

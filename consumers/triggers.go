@@ -61,6 +61,8 @@ type trigger struct {
 	log      *slog.Logger
 	d        durable
 	rej      rejecter
+	// handler is decideOn wrapped in the middleware (Start composes it).
+	handler Handler
 }
 
 func newTrigger(js jetstream.JetStream, cfg TriggerConfig, kind, defaultDurable string, decide Decide,
@@ -79,18 +81,26 @@ func newTrigger(js jetstream.JetStream, cfg TriggerConfig, kind, defaultDurable 
 		rej: rejecter{kind: kind, dlq: dlq, counters: counters, log: log}}
 }
 
-// handle is the JetStream side: it hands the message to the decisions
-// and acts on the Outcome. The decisions run under the consumer's context
-// (cancelled once the consumer has stopped); their store operations are
-// bounded by their own timeouts (streams.DefaultOpTimeout).
-func (t *trigger) handle(msg jetstream.Msg) {
+// decideOn is the trigger's Handler: it hands the message to the
+// decisions and returns their Outcome. The decisions run under the
+// consumer's context (cancelled once the consumer has stopped); their
+// store operations are bounded by their own timeouts
+// (streams.DefaultOpTimeout).
+func (t *trigger) decideOn(msg jetstream.Msg) engine.Outcome {
 	d := deliveryOf(msg, func(bool) { ack(msg, t.counters, t.rej.kind, t.log) })
-	settle(msg, t.decide(t.d.ctx, d, MessageOf(msg)), &t.rej)
+	return t.decide(t.d.ctx, d, MessageOf(msg))
 }
+
+// handle is the JetStream side: the handler, wrapped in its middleware,
+// returns the Outcome and handle settles the message by it.
+func (t *trigger) handle(msg jetstream.Msg) { settle(msg, t.handler(msg), &t.rej) }
 
 // Start creates (or attaches to) the durable consumer and consumes until
 // Stop.
-func (t *trigger) Start(ctx context.Context) error { return t.d.start(ctx, t.handle, &t.rej) }
+func (t *trigger) Start(ctx context.Context) error {
+	t.handler = t.rej.deadLettering(t.decideOn)
+	return t.d.start(ctx, t.handle, &t.rej)
+}
 
 // Stop stops fetching and waits until the message in hand is finished.
 func (t *trigger) Stop() { t.d.stop() }

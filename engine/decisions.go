@@ -78,6 +78,9 @@ type Decisions struct {
 	// MaxPinKeys and MaxPinBytes cap one pin (pins.Config); 0: the
 	// actions.DefaultMaxPin* defaults.
 	MaxPinKeys, MaxPinBytes int
+
+	// flags is what RegisterFlags bound and ApplyFlags completes d from.
+	flags *decisionFlags
 }
 
 // WithDefaults fills zero fields with their defaults.

@@ -2,6 +2,7 @@ package natsconn
 
 import (
 	"flag"
+	"fmt"
 	"os"
 )
 
@@ -27,3 +28,23 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 
 // fromEnv is an environment variable's value, "" when unset or empty.
 func fromEnv(key string) string { return os.Getenv(key) }
+
+// RegisterConnectTimeoutFlag registers --connect-timeout on fs, bound to
+// c.ConnectTimeout and set to DefaultConnectTimeout. The long-running
+// commands started beside NATS (run, register, bridge, demo) take it:
+// Compose and Kubernetes start containers in no fixed order, and a
+// command that gave up on the first refused connection would crash-loop
+// until NATS was up. CheckConnectTimeout refuses a negative value.
+func (c *Config) RegisterConnectTimeoutFlag(fs *flag.FlagSet) {
+	fs.DurationVar(&c.ConnectTimeout, "connect-timeout", DefaultConnectTimeout,
+		"keep retrying the first NATS connection, with backoff, this long before giving up (0: one attempt)")
+}
+
+// CheckConnectTimeout refuses a negative --connect-timeout, naming the
+// flag; the error wraps ErrConfig.
+func (c Config) CheckConnectTimeout() error {
+	if c.ConnectTimeout < 0 {
+		return fmt.Errorf("%w: --connect-timeout must not be negative, got %v", ErrConfig, c.ConnectTimeout)
+	}
+	return nil
+}

@@ -57,7 +57,7 @@ type Options struct {
 	Models []string
 
 	// Decisions are the live run's: the same struct, the same flags
-	// (cmd/hintstream/flags_decisions.go), the same defaults. Pins are
+	// (engine.Decisions.RegisterFlags, engine/flags.go), the same defaults. Pins are
 	// renewed on the events' clock, as run does on its.
 	engine.Decisions
 }

@@ -10,7 +10,7 @@ import (
 // RegisterFlags registers the planner's flags on fs, bound to c and set
 // to the defaults. --l3-pin-budget is bytes, or a share of --l3-capacity
 // ("40%"); the planner runs when it is set (BudgetSet). KVBytesPerToken
-// is not registered here: the command sets it from --kv-bytes-per-token,
+// is not registered here: service.Config.ApplyFlags sets it from --kv-bytes-per-token,
 // which sizes the agents' loads too. Validate (after WithDefaults) checks
 // what was parsed.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {

@@ -196,6 +196,10 @@ type Config struct {
 	// holding area, the one configuration `run` and `replay` share
 	// (engine.Decisions; their fields are promoted: cfg.PrefetchTTL).
 	engine.Decisions
+
+	// flags is what RegisterFlags bound and ApplyFlags completes the
+	// Config from (flags.go).
+	flags *configFlags
 }
 
 // Defaults fills zero fields with their defaults.

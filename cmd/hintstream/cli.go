@@ -8,6 +8,8 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+
+	"github.com/hintstream/hintstream/internal/cmdline"
 )
 
 // Exit statuses, as most Unix tools use them: 2 is reserved for a command
@@ -151,9 +153,7 @@ func versionCmd(args []string, stdout, stderr io.Writer) error {
 // natsURLEnv is the default of every --nats-url: HINTSTREAM_NATS_URL,
 // else NATS_URL (the variable the nats CLI and most NATS clients read),
 // else def. The flag wins over both.
-func natsURLEnv(def string) string {
-	return env("HINTSTREAM_NATS_URL", env("NATS_URL", def))
-}
+func natsURLEnv(def string) string { return cmdline.NATSURLEnv(def) }
 
 // natsURLUsage is every --nats-url's help text, after what.
-const natsURLUsage = " (env HINTSTREAM_NATS_URL, else NATS_URL)"
+const natsURLUsage = cmdline.NATSURLUsage

@@ -52,8 +52,15 @@ func TestConfigFilePrecedence(t *testing.T) {
 // Every flag whose default comes from the environment must name its
 // variable in its usage, or a config file would override the environment.
 func TestEnvFlagsNameTheirVariable(t *testing.T) {
-	re := regexp.MustCompile(`env\("([A-Z0-9_]+)"`)
-	for _, f := range []string{"run.go", "natsflags.go", "config.go", "replay.go", "bridge.go"} {
+	re := regexp.MustCompile(`(?:\benv|cmdline\.Env)\("([A-Z0-9_]+)"`)
+	files := []string{"run.go", "natsflags.go", "config.go", "replay.go", "bridge.go"}
+	// run's Config flags are registered beside service.Config.
+	svc, err := filepath.Glob("../../service/flags*.go")
+	if err != nil || len(svc) == 0 {
+		t.Fatalf("service flag files: %v %v", svc, err)
+	}
+	files = append(files, svc...)
+	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions/zmqsend"
+	"github.com/hintstream/hintstream/engine"
+	"github.com/hintstream/hintstream/eventplane"
+	"github.com/hintstream/hintstream/internal/cmdline"
 	"github.com/hintstream/hintstream/natsconn"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/replay"
@@ -44,8 +47,9 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		logLevel   = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "warn"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
 	)
 	natsCfg := natsFlags(fs, "hintstream-replay")
-	applyDecisions := decisionFlags(fs) // the decision flags of run (flags_decisions.go)
-	models := modelsFlag(fs)            // run's --models (flags_models.go)
+	var decisions engine.Decisions
+	decisions.RegisterFlags(fs)      // the decision flags of run
+	models := cmdline.ModelsFlag(fs) // run's --models
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream replay (--since TIME | --from-seq N) [--until TIME] [--dry-run --out FILE] [flags]\n\n"+
 			"Replays KV events, load, requests and responses in their original time order, so each choice\n"+
@@ -54,8 +58,8 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		fs.PrintDefaults()
 	}
 	applyConfig := configFlag(fs)
-	var dynBase streams.Set
-	dynSet := dynamoFlags(fs, func() (streams.Set, string) { return dynBase, "" })
+	var scope eventplane.Scope
+	scope.RegisterFlags(fs)
 	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -71,16 +75,16 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	o := replay.Options{Streams: def, FromSeq: *fromSeq, DryRun: *dryRun, RegistryBucket: *bucket,
 		PinEndpoint: *pinEP, Logger: log}
-	if err := applyDecisions(&o.Decisions); err != nil {
+	if err := decisions.ApplyFlags(); err != nil {
 		return err
 	}
+	o.Decisions = decisions
 	if o.Models, err = models(); err != nil {
 		return err
 	}
 	o.Streams.Requests.Name, o.Streams.Responses.Name, o.Streams.Load.Name = *reqStream, *respStream, *loadStream
 	o.Streams.KVEvents.Name, o.Streams.KVEvents.Subjects = *kvStream, split(*kvSubj)
-	dynBase = o.Streams
-	o.Streams, _ = dynSet() // --dynamo-namespace/--dynamo-component, as in run
+	o.Streams = scope.ApplyGiven(o.Streams) // --dynamo-namespace/--dynamo-component, as in run
 	if o.Since, err = parseWhen(*since); err != nil {
 		return fmt.Errorf("--since: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/natsconn"
+	"github.com/hintstream/hintstream/service"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -53,8 +54,8 @@ func streamsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	}
 	fs := flag.NewFlagSet("streams", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	streamSet := streamSetFlags(fs)
-	streamSet = dynamoFlags(fs, streamSet)
+	var streamCfg service.Config // its stream flags alone (service/flags_streams.go)
+	streamCfg.RegisterStreamFlags(fs)
 	var (
 		natsURL   = fs.String("nats-url", natsURLEnv(nats.DefaultURL), "NATS server URL"+natsURLUsage)
 		update    = fs.Bool("update-streams", false, "create: add missing subjects to existing streams (otherwise a mismatch fails)")
@@ -93,10 +94,10 @@ func streamsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	if err != nil {
 		return err
 	}
-	set, _ := streamSet()
-	if err := checkRetention(set, 0); err != nil {
+	if err := streamCfg.ApplyFlags(); err != nil {
 		return err
 	}
+	set := streamCfg.Streams
 
 	ncfg := natsCfg()
 	ncfg.URL, ncfg.Logger = *natsURL, log

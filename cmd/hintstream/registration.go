@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"log/slog"
 
 	"github.com/hintstream/hintstream/registry"
@@ -34,22 +33,5 @@ func registrationFlag(fs *flag.FlagSet) func(ctx context.Context, svc *service.S
 			}
 		}()
 		return func() { cancel(); <-done }, nil
-	}
-}
-
-// workerGraceFlag registers --worker-grace; the returned func sets it.
-func workerGraceFlag(fs *flag.FlagSet) func(*service.Config) error {
-	grace := fs.Duration("worker-grace", service.DefaultWorkerGrace,
-		"how long a worker whose registry record was deleted or expired keeps its indexed blocks; a re-registration within it resumes with the index intact (0: dropped at once)")
-	return func(cfg *service.Config) error {
-		switch {
-		case *grace < 0:
-			return fmt.Errorf("--worker-grace %v must not be negative (0: dropped at once)", *grace)
-		case *grace == 0:
-			cfg.WorkerGrace = service.Off
-		default:
-			cfg.WorkerGrace = *grace
-		}
-		return nil
 	}
 }

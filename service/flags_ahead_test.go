@@ -1,30 +1,15 @@
-package main
+package service
 
 import (
 	"errors"
-	"flag"
-	"io"
 	"testing"
 
-	"github.com/hintstream/hintstream/agents"
 	"github.com/hintstream/hintstream/ahead"
 	"github.com/hintstream/hintstream/schemas"
-	"github.com/hintstream/hintstream/service"
 )
 
 func TestAheadFlags(t *testing.T) {
-	parse := func(args ...string) (service.Config, error) {
-		fs := flag.NewFlagSet("run", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		ac := agents.DefaultConfig()
-		ac.RegisterFlags(fs)
-		apply := aheadFlags(fs)
-		if err := fs.Parse(args); err != nil {
-			return service.Config{}, err
-		}
-		var cfg service.Config
-		return cfg, apply(&cfg)
-	}
+	parse := parseRunFlags
 	if cfg, err := parse("--max-prefetch-waste", "2"); err != nil || cfg.Ahead != nil {
 		t.Fatalf("off by default: %v %+v", err, cfg.Ahead)
 	}

@@ -1,30 +1,18 @@
-package main
+package service
 
 import (
 	"errors"
-	"flag"
-	"io"
 	"testing"
 	"time"
 
 	"github.com/hintstream/hintstream/retention"
-	"github.com/hintstream/hintstream/service"
 )
 
 // With the planner on, the group is on by default (a lone member leads at
 // once); --retention-group=false keeps each member planning alone; a lock
 // TTL JetStream cannot hold is refused.
 func TestRetentionGroupFlags(t *testing.T) {
-	parse := func(args ...string) (service.Config, error) {
-		fs := flag.NewFlagSet("run", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		apply := retentionFlags(fs)
-		if err := fs.Parse(args); err != nil {
-			return service.Config{}, err
-		}
-		var cfg service.Config
-		return cfg, apply(&cfg)
-	}
+	parse := parseRunFlags
 	if cfg, err := parse(); err != nil || cfg.RetentionGroup != nil {
 		t.Fatalf("planner off: %v, group %+v", err, cfg.RetentionGroup)
 	}

@@ -1,36 +1,24 @@
-package main
+package engine
 
 import (
-	"flag"
-	"io"
 	"log/slog"
 	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 
 // TestIndexFlags: --index-capacity and --index-shards reach the index run
-// and replay build (engine.Decisions.NewIndex): a pre-sized index
+// and replay build (Decisions.NewIndex): a pre-sized index
 // allocates, at its first event, the lookup part that event lands in for
 // its share of the capacity (all of it with one part, 1/64 with 64),
 // where a default one allocates a small floor; bad values are refused.
 func TestIndexFlags(t *testing.T) {
-	parse := func(args ...string) (engine.Decisions, error) {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		apply := decisionFlags(fs)
-		if err := fs.Parse(args); err != nil {
-			return engine.Decisions{}, err
-		}
-		var d engine.Decisions
-		return d, apply(&d)
-	}
+	parse := parseDecisionFlags
 	// allocated is what the first stored event of a new index allocates.
-	allocated := func(d engine.Decisions) uint64 {
+	allocated := func(d Decisions) uint64 {
 		ix := d.WithDefaults().NewIndex(slog.New(slog.DiscardHandler))
 		ev := kvevents.Event{Worker: kvevents.WorkerKey{WorkerID: 1}, EventID: 1, Kind: schemas.KindStored,
 			Blocks: []kvevents.Block{{ExternalHash: 1, LocalHash: 1}}}

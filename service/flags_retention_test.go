@@ -1,24 +1,11 @@
-package main
+package service
 
 import (
-	"flag"
-	"io"
 	"testing"
-
-	"github.com/hintstream/hintstream/service"
 )
 
 func TestRetentionFlags(t *testing.T) {
-	parse := func(args ...string) (service.Config, error) {
-		fs := flag.NewFlagSet("run", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		apply := retentionFlags(fs)
-		if err := fs.Parse(args); err != nil {
-			return service.Config{}, err
-		}
-		var cfg service.Config
-		return cfg, apply(&cfg)
-	}
+	parse := parseRunFlags
 	if cfg, err := parse(); err != nil || cfg.Retention != nil {
 		t.Fatalf("no budget: %v %+v", err, cfg.Retention)
 	}

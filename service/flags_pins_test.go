@@ -1,30 +1,18 @@
-package main
+package service
 
 import (
-	"flag"
-	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/pins"
-	"github.com/hintstream/hintstream/service"
 )
 
 // TestPinFlags: the pin caps and slot timings reach the service's
 // config (defaults when not given) and bad values are refused by name.
 func TestPinFlags(t *testing.T) {
-	parse := func(args ...string) (service.Config, error) {
-		fs := flag.NewFlagSet("run", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		apply := pinFlags(fs)
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		var c service.Config
-		return c, apply(&c)
-	}
+	parse := parseRunFlags
 	c, err := parse()
 	if err != nil || c.Decisions.MaxPinKeys != actions.DefaultMaxPinKeys || c.Decisions.MaxPinBytes != actions.DefaultMaxPinBytes ||
 		c.PinSlotLinger != pins.DefaultSlotLinger || c.PinSlotMarkerTTL != pins.DefaultSlotMarkerTTL {
