@@ -58,7 +58,10 @@ type Stats struct {
 	Followed                   int
 	Predicted, Queued, Used    uint64
 	Unlikely, OverBudget, Late uint64
-	UsedBytes, WastedBytes     int64
+	// Trial: plans not sent because the trial's would-be prefetches
+	// had not shown they keep within the budget (trial.go).
+	Trial                  uint64
+	UsedBytes, WastedBytes int64
 	// Outstanding are the bytes queued whose outcome is not known yet.
 	Outstanding int64
 	// MaxWaste and AllowanceBytes are the budget: WastedBytes stays at
@@ -90,6 +93,7 @@ type Scheduler struct {
 	st       Stats
 	lastTick time.Time
 	held     int64 // prompt tokens kept, over the entries
+	trial    trial // would-be prefetches' outcomes (trial.go)
 }
 
 // Classes of the continuation shares.
@@ -116,6 +120,8 @@ type entry struct {
 	// announced: the session's turns come with wake-ups, which prefetch
 	// them already; it is followed for its gaps but not prefetched.
 	announced bool
+	// shadow is the trial's would-be prefetch (trial.go).
+	shadow, shadowSent *shadow
 	// The next turn's prediction (logged gap estimate at anchor).
 	toolTime time.Duration
 	kind     string
@@ -247,6 +253,11 @@ func (s *Scheduler) Due(at time.Time) []Prefetch {
 		p := *e.plan
 		e.plan = nil
 		if !at.Before(p.Expires) {
+			continue
+		}
+		if !s.trial.open(s.cfg.MaxWaste) {
+			s.st.Trial++
+			s.m.Skipped.Inc("trial")
 			continue
 		}
 		out = append(out, p)
@@ -415,6 +426,7 @@ func (s *Scheduler) advance(at time.Time) {
 
 // expire settles what ran out at s.now for e.
 func (s *Scheduler) expire(e *entry) {
+	s.settleShadow(e, s.now, false)
 	if e.sent != nil && !s.now.Before(e.sent.expires) {
 		s.wasted(e.sent, "expired")
 		e.sent = nil
@@ -433,6 +445,7 @@ func (s *Scheduler) forget(e *entry) {
 	if e.open {
 		s.cont[e.openClass].add(false)
 	}
+	s.forgetShadows(e)
 	s.held -= int64(len(e.tokens))
 	s.lru.Remove(e.el)
 	delete(s.entries, e.key)
@@ -454,6 +467,7 @@ func (s *Scheduler) entry(key, session string, context bool) *entry {
 
 // turn is a request under e's key at at.
 func (s *Scheduler) turn(at time.Time, e *entry, t Turn, tokens []uint32) {
+	s.settleShadow(e, at, true)
 	s.expire(e)
 	if e.seen > 0 {
 		gap := at.Sub(e.anchor)
@@ -536,6 +550,7 @@ func (s *Scheduler) kindIndex(e *entry) int {
 func (s *Scheduler) schedule(e *entry) {
 	e.plan = nil
 	e.gen++
+	s.promote(e, s.now) // the plan it had is dropped unsent
 	if len(e.tokens) == 0 || e.announced {
 		return
 	}
@@ -589,6 +604,7 @@ func (s *Scheduler) schedule(e *entry) {
 		Kind: e.kind, Model: e.model, LoraName: e.lora, CacheSalt: e.salt, Tokens: e.tokens,
 		Bytes: s.cfg.Bytes(len(e.tokens)), Arrival: e.anchor.Add(center), Expires: e.anchor.Add(expGap)}
 	e.plan = p
+	s.follow(e, p, e.anchor.Add(sendGap))
 	heap.Push(&s.due, dueItem{at: e.anchor.Add(sendGap), key: e.key, gen: e.gen})
 }
 

@@ -1,0 +1,88 @@
+package ahead
+
+import "time"
+
+// The trial: every plan that comes due is also followed as if it had been
+// sent, judged by timing alone (its turn came while it would have been
+// held, or not), whether it was sent or not. No prefetch is sent while
+// these would-be prefetches waste more than MaxWaste × what they would
+// have used, or before one of them would have been used: a predictor that
+// has not shown it can keep within the budget spends none of it. Without
+// the trial the warm-up allowance was spent on the first guesses of a
+// predictor that had never been right, and on traffic it cannot predict
+// that waste stays, uncovered by any use, for good.
+
+// trial is the would-be accounting (bytes), decayed so that a predictor
+// that turns bad closes the gate again.
+type trial struct{ used, wasted float64 }
+
+// trialDecay weighs each outcome against the last ~1k.
+const trialDecay = 1.0 / 1024
+
+// shadow is a plan followed by the trial under its key: it would have
+// been sent at send and held until expires. An entry has at most one
+// planned and one held (sent).
+type shadow struct {
+	bytes         float64
+	send, expires time.Time
+}
+
+func (t *trial) add(bytes float64, used bool) {
+	t.used *= 1 - trialDecay
+	t.wasted *= 1 - trialDecay
+	if used {
+		t.used += bytes
+	} else {
+		t.wasted += bytes
+	}
+}
+
+// open says the trial allows sending under a budget of maxWaste.
+func (t trial) open(maxWaste float64) bool {
+	return t.used > 0 && t.wasted <= maxWaste*t.used
+}
+
+// follow starts the trial's shadow of p, planned under e to be sent at
+// send, in place of the plan e had (dropped unsent if its time had not
+// come).
+func (s *Scheduler) follow(e *entry, p *Prefetch, send time.Time) {
+	s.promote(e, s.now)
+	e.shadow = &shadow{bytes: float64(p.Bytes), send: send, expires: p.Expires}
+}
+
+// promote makes e's planned shadow the one held once its send time has
+// come by at, as Queued does with a real one: the one it replaces was not
+// used. A plan whose time has not come is dropped.
+func (s *Scheduler) promote(e *entry, at time.Time) {
+	if sh := e.shadow; sh != nil && !at.Before(sh.send) {
+		if e.shadowSent != nil {
+			s.trial.add(e.shadowSent.bytes, false)
+		}
+		e.shadowSent = sh
+	}
+	e.shadow = nil
+}
+
+// settleShadow judges e's shadows at at: at a turn (turn true) the one
+// held is used if it has not run out; otherwise (run out, forgotten) it
+// is wasted.
+func (s *Scheduler) settleShadow(e *entry, at time.Time, turn bool) {
+	if turn {
+		s.promote(e, at)
+	} else if e.shadow != nil && !at.Before(e.shadow.expires) {
+		s.promote(e, at)
+	}
+	if sh := e.shadowSent; sh != nil && (turn || !at.Before(sh.expires)) {
+		s.trial.add(sh.bytes, turn && at.Before(sh.expires))
+		e.shadowSent = nil
+	}
+}
+
+// forgetShadows settles e's shadows as e is forgotten.
+func (s *Scheduler) forgetShadows(e *entry) {
+	s.promote(e, s.now)
+	if e.shadowSent != nil {
+		s.trial.add(e.shadowSent.bytes, false)
+		e.shadowSent = nil
+	}
+}

@@ -1,0 +1,62 @@
+package ahead
+
+import (
+	"strconv"
+	"testing"
+	"time"
+)
+
+// playTicked plays session sess's turns at the gaps given from start,
+// each answered after 1 s on worker 1, asking Due every second as a live
+// instance's tick does; it returns the prefetches that came due, and the
+// time of the last turn.
+func playTicked(s *Scheduler, sess string, start time.Time, gaps []time.Duration) ([]Prefetch, time.Time) {
+	var due []Prefetch
+	at := start
+	for k := 0; ; k++ {
+		id := sess + "-" + strconv.Itoa(k)
+		s.Request(at, Turn{RequestID: id, Session: sess, Model: "m", Tokens: tokens(1000)})
+		s.Response(at.Add(time.Second), id, sess, 1, false, 0)
+		if k == len(gaps) {
+			return due, at
+		}
+		next := at.Add(gaps[k])
+		for tick := at.Add(time.Second); tick.Before(next); tick = tick.Add(time.Second) {
+			due = append(due, s.Due(tick)...)
+		}
+		at = next
+	}
+}
+
+// A predictor that has not been right yet sends nothing, though the
+// warm-up allowance would admit it: sessions whose gaps keep growing
+// (each twice the last) are predicted too early, every would-be prefetch
+// runs out before its turn, and none is sent (counted as "trial"). A
+// session with a steady rhythm then shows the predictor right, and its
+// prefetches are sent.
+func TestTrialKeepsAnUnprovenPredictorSilent(t *testing.T) {
+	s, f := newTest(t, Config{L3Bandwidth: 1e9, KVBytesPerToken: 1e6})
+	var growing []time.Duration
+	for g := 5 * time.Second; g < 10*time.Minute; g *= 2 {
+		growing = append(growing, g)
+	}
+	at := t0
+	for i := range 5 {
+		due, last := playTicked(s, "grow-"+strconv.Itoa(i), at, growing)
+		if len(due) != 0 {
+			t.Fatalf("session %d: sent %d before the predictor was right once (stats %+v, trial %+v)", i, len(due), s.Stats(), s.trial)
+		}
+		at = last.Add(time.Minute)
+	}
+	if st := s.Stats(); st.Trial == 0 || f.Ahead.Skipped.Value("trial") != st.Trial || s.trial.wasted == 0 {
+		t.Fatalf("no plan held back by the trial: stats %+v, trial %+v", st, s.trial)
+	}
+	steady := make([]time.Duration, 40)
+	for k := range steady {
+		steady[k] = 30 * time.Second
+	}
+	due, _ := playTicked(s, "steady", at, steady)
+	if len(due) == 0 || !s.trial.open(1) {
+		t.Fatalf("a steady rhythm sent nothing: stats %+v, trial %+v", s.Stats(), s.trial)
+	}
+}
