@@ -142,6 +142,9 @@ type sent struct {
 	tokens []uint32
 	from   int // tokens on the device before the prefetch
 	held   float64
+	// loaded is when its load (at the configured bandwidth) is done: a
+	// turn before then found only part of it on the device.
+	loaded time.Time
 }
 
 // New makes a Scheduler; m counts its work (nil: private counters).
@@ -255,7 +258,7 @@ func (s *Scheduler) Due(at time.Time) []Prefetch {
 		if !at.Before(p.Expires) {
 			continue
 		}
-		if !s.trial.open(s.cfg.MaxWaste) {
+		if !s.trial.open(s.cfg.MaxWaste, float64(p.Bytes)) {
 			s.st.Trial++
 			s.m.Skipped.Inc("trial")
 			continue
@@ -301,7 +304,8 @@ func (s *Scheduler) Queued(p Prefetch, worker uint64) {
 		// A prefetch superseded before its turn came was not used.
 		s.wasted(e.sent, "expired")
 	}
-	e.sent = &sent{id: p.ID, worker: worker, bytes: p.Bytes, expires: p.Expires, tokens: p.Tokens, from: p.from, held: 1}
+	e.sent = &sent{id: p.ID, worker: worker, bytes: p.Bytes, expires: p.Expires, tokens: p.Tokens, from: p.from, held: 1,
+		loaded: s.now.Add(s.cfg.LoadTime(len(p.Tokens) - p.from))}
 }
 
 // Skipped records that p, returned by Due, was not sent (reason:
@@ -501,6 +505,11 @@ func (s *Scheduler) turn(at time.Time, e *entry, t Turn, tokens []uint32) {
 			if t.Held != nil && len(p.tokens) > p.from {
 				p.held = float64(t.Held(p.worker, p.tokens)-p.from) / float64(len(p.tokens)-p.from)
 			}
+			if at.Before(p.loaded) {
+				// Still loading: the rest was not there for the turn.
+				load := s.cfg.LoadTime(len(p.tokens) - p.from)
+				p.held = min(p.held, 1-float64(p.loaded.Sub(at))/float64(max(load, 1)))
+			}
 			if r, ok := s.early[t.RequestID]; ok {
 				s.resolve([]*sent{p}, r.worker) // its response came first
 			} else {
@@ -530,7 +539,10 @@ func (s *Scheduler) turn(at time.Time, e *entry, t Turn, tokens []uint32) {
 		e.openClass = classLater
 	}
 	e.open, e.openAt = true, at
-	if !e.context || e.seen > 1 {
+	// A session's next turn follows this one's response, which says
+	// more (a tool call, and when): it is predicted then. A context has
+	// no response of its own.
+	if e.context && e.seen > 1 {
 		s.schedule(e)
 	}
 }
@@ -550,7 +562,7 @@ func (s *Scheduler) kindIndex(e *entry) int {
 func (s *Scheduler) schedule(e *entry) {
 	e.plan = nil
 	e.gen++
-	s.promote(e, s.now) // the plan it had is dropped unsent
+	s.promote(e, e.anchor) // the plan it had is dropped unsent
 	if len(e.tokens) == 0 || e.announced {
 		return
 	}

@@ -1,20 +1,30 @@
 package ahead
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // The trial: every plan that comes due is also followed as if it had been
 // sent, judged by timing alone (its turn came while it would have been
 // held, or not), whether it was sent or not. No prefetch is sent while
 // these would-be prefetches waste more than MaxWaste × what they would
 // have used, or before one of them would have been used: a predictor that
-// has not shown it can keep within the budget spends none of it. Without
+// has not shown it can keep within the budget, with this one wasted too,
+// spends none of it. Without
 // the trial the warm-up allowance was spent on the first guesses of a
 // predictor that had never been right, and on traffic it cannot predict
 // that waste stays, uncovered by any use, for good.
 
-// trial is the would-be accounting (bytes), decayed so that a predictor
-// that turns bad closes the gate again.
-type trial struct{ used, wasted float64 }
+// trial is the would-be accounting, in bytes and in prefetches, decayed
+// so that a predictor that turns bad closes the gate again.
+type trial struct{ used, wasted, nUsed, nWasted float64 }
+
+// trialZ is the one-sided 95% normal quantile: the trial opens only when
+// the share of would-be prefetches used is, at that confidence, at least
+// what the budget needs (1 / (1 + MaxWaste)), so that a few lucky guesses
+// do not open it.
+const trialZ = 1.645
 
 // trialDecay weighs each outcome against the last ~1k.
 const trialDecay = 1.0 / 1024
@@ -28,25 +38,41 @@ type shadow struct {
 }
 
 func (t *trial) add(bytes float64, used bool) {
-	t.used *= 1 - trialDecay
-	t.wasted *= 1 - trialDecay
+	for _, x := range []*float64{&t.used, &t.wasted, &t.nUsed, &t.nWasted} {
+		*x *= 1 - trialDecay
+	}
 	if used {
 		t.used += bytes
+		t.nUsed++
 	} else {
 		t.wasted += bytes
+		t.nWasted++
 	}
 }
 
-// open says the trial allows sending under a budget of maxWaste.
-func (t trial) open(maxWaste float64) bool {
-	return t.used > 0 && t.wasted <= maxWaste*t.used
+// open says the trial allows sending next bytes under a budget of
+// maxWaste: the would-be prefetches stay within it even if this one is
+// wasted, as the budget counts the next prefetch (allowed).
+func (t trial) open(maxWaste, next float64) bool {
+	return t.used > 0 && t.wasted+next <= maxWaste*t.used &&
+		wilsonLower(t.nUsed, t.nUsed+t.nWasted, trialZ) >= 1/(1+maxWaste)
+}
+
+// wilsonLower is the lower end of the Wilson score interval of a share of
+// k successes in n trials at normal quantile z.
+func wilsonLower(k, n, z float64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	p, z2 := k/n, z*z
+	return (p + z2/(2*n) - z*math.Sqrt(p*(1-p)/n+z2/(4*n*n))) / (1 + z2/n)
 }
 
 // follow starts the trial's shadow of p, planned under e to be sent at
 // send, in place of the plan e had (dropped unsent if its time had not
-// come).
+// come by e's latest event).
 func (s *Scheduler) follow(e *entry, p *Prefetch, send time.Time) {
-	s.promote(e, s.now)
+	s.promote(e, e.anchor)
 	e.shadow = &shadow{bytes: float64(p.Bytes), send: send, expires: p.Expires}
 }
 

@@ -56,7 +56,45 @@ func TestTrialKeepsAnUnprovenPredictorSilent(t *testing.T) {
 		steady[k] = 30 * time.Second
 	}
 	due, _ := playTicked(s, "steady", at, steady)
-	if len(due) == 0 || !s.trial.open(1) {
+	if len(due) == 0 || !s.trial.open(1, 1e9) {
 		t.Fatalf("a steady rhythm sent nothing: stats %+v, trial %+v", s.Stats(), s.trial)
+	}
+}
+
+// A prefetch whose load (at the configured bandwidth) had not finished
+// when its turn came was used only for the part loaded by then: 1000
+// bytes at 1000 bytes/s, the turn after 0.25 s, uses 250.
+func TestTurnDuringTheLoadUsesWhatWasLoaded(t *testing.T) {
+	s, _ := newTest(t, Config{L3Bandwidth: 1000, KVBytesPerToken: 1})
+	s.Request(t0, Turn{RequestID: "r0", Session: "a", Tokens: tokens(10)})
+	p := Prefetch{Key: "s:a", Tokens: tokens(1000), Expires: t0.Add(time.Minute)}
+	if !s.Admit(&p, 0) {
+		t.Fatal("not admitted in the warm-up")
+	}
+	s.Due(t0.Add(10 * time.Second)) // the clock the prefetch is sent at
+	s.Queued(p, 1)
+	s.Request(t0.Add(10*time.Second+250*time.Millisecond), Turn{RequestID: "r1", Session: "a", Tokens: tokens(1000),
+		Held: func(uint64, []uint32) int { return 1000 }})
+	s.Response(t0.Add(11*time.Second), "r1", "a", 1, false, 0)
+	if st := s.Stats(); st.UsedBytes != 250 || st.WastedBytes != 750 {
+		t.Fatalf("stats %+v: want 250 used, 750 wasted", st)
+	}
+}
+
+// A session's next turn is predicted at its turn's response, not at the
+// turn: a prediction from the turn would be replaced by the response's
+// (a tool call says when), and a prefetch sent for it in between wasted.
+func TestSessionPredictedAtTheResponse(t *testing.T) {
+	s, f := newTest(t, Config{L3Bandwidth: 1e9, KVBytesPerToken: 1e6})
+	last := play(s, "a", t0, 30*time.Second, 8)
+	next := last.Add(30 * time.Second)
+	n := f.Ahead.Predictions.Value(KindTurn)
+	s.Request(next, Turn{RequestID: "a-8", Session: "a", Tokens: tokens(1000)})
+	if got := f.Ahead.Predictions.Value(KindTurn); got != n || s.entries["s:a"].plan != nil {
+		t.Fatalf("predicted at the turn: %d predictions (had %d), plan %+v", got, n, s.entries["s:a"].plan)
+	}
+	s.Response(next.Add(time.Second), "a-8", "a", 1, false, 0)
+	if got := f.Ahead.Predictions.Value(KindTurn); got != n+1 || s.entries["s:a"].plan == nil {
+		t.Fatalf("not predicted at the response: %d predictions (had %d)", got, n)
 	}
 }

@@ -95,14 +95,14 @@ func TestHarnessMeasuresHeaderFreeUseAsLive(t *testing.T) {
 	a := sim.Policies[0].Ahead
 	block := float64(w.BlockSize) * float64(DefaultKVBytesPerToken)
 	used, wasted := float64(a.UsedBytes)/block, float64(a.WastedBytes)/block
-	t.Logf("harness: %d used, %d wasted blocks; hintstream: %.1f used, %.1f wasted; %v", a.UsedBlocks, a.WastedBlocks, used, wasted, sim.Policies[0].Counters)
+	t.Logf("harness: %d used, %d wasted blocks; hintstream: %.1f used, %.1f wasted", a.UsedBlocks, a.WastedBlocks, used, wasted)
 	if a.UsedBlocks == 0 {
 		t.Fatalf("no header-free prefetch used: %+v", a)
 	}
-	// Within 25% (and 8 blocks): hintstream reads prefixes on the index
-	// as the turn comes, the harness the blocks the turn found ready (a
-	// block still loading is not used).
-	near := func(x, y float64) bool { return x <= y*1.25+8 && y <= x*1.25+8 }
+	// Within 10% (and 8 blocks): hintstream reads prefixes on the index
+	// as the turn comes (less what was still loading at the bandwidth),
+	// the harness the blocks the turn found ready.
+	near := func(x, y float64) bool { return x <= y*1.1+8 && y <= x*1.1+8 }
 	if !near(used, float64(a.UsedBlocks)) || !near(wasted, float64(a.WastedBlocks)) {
 		t.Fatalf("hintstream counts %.1f blocks used and %.1f wasted, the harness %d and %d", used, wasted, a.UsedBlocks, a.WastedBlocks)
 	}
