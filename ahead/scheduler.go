@@ -94,6 +94,11 @@ type Scheduler struct {
 	lastTick time.Time
 	held     int64 // prompt tokens kept, over the entries
 	trial    trial // would-be prefetches' outcomes (trial.go)
+	// evNow is the latest event time (requests, responses, wake-ups),
+	// not moved by ticks: would-be prefetches run out on it (trial.go).
+	evNow time.Time
+	// announced: the share of sessions' later turns a wake-up announced.
+	announced share
 }
 
 // Classes of the continuation shares.
@@ -122,6 +127,10 @@ type entry struct {
 	announced bool
 	// shadow is the trial's would-be prefetch (trial.go).
 	shadow, shadowSent *shadow
+	// woke: a wake-up came since the session's latest turn.
+	woke bool
+	// lastReq is the latest turn's request id.
+	lastReq string
 	// The next turn's prediction (logged gap estimate at anchor).
 	toolTime time.Duration
 	kind     string
@@ -168,6 +177,7 @@ func (s *Scheduler) Request(at time.Time, t Turn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.advance(at)
+	s.event(at)
 	var tokens []uint32
 	for _, k := range []struct {
 		key     string
@@ -196,17 +206,19 @@ func (s *Scheduler) Response(at time.Time, requestID, session string, worker uin
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.advance(at)
+	s.event(at)
 	if ps, ok := s.byReq[requestID]; ok {
 		s.resolve(ps, worker)
 		delete(s.byReq, requestID)
 	} else if requestID != "" && len(s.early) < s.cfg.MaxSessions {
-		s.early[requestID] = earlyResponse{worker: worker, at: at}
+		s.early[requestID] = earlyResponse{worker: worker, at: at, toolCall: toolCall, toolTime: toolTime}
 	}
 	if session == "" {
 		return
 	}
 	e, ok := s.entries["s:"+session]
-	if !ok || e.seen == 0 {
+	if !ok || e.seen == 0 || e.lastReq != requestID {
+		// Its turn has not come yet (two streams): the turn takes it up.
 		return
 	}
 	if at.After(e.anchor) {
@@ -228,7 +240,9 @@ func (s *Scheduler) Wakeup(at time.Time, session string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.advance(at)
+	s.event(at)
 	e := s.entry("s:"+session, session, false)
+	e.woke = true
 	if !e.announced {
 		e.announced = true
 		s.m.Skipped.Inc("announced")
@@ -357,8 +371,10 @@ func (s *Scheduler) allowed(next int64) bool {
 }
 
 type earlyResponse struct {
-	worker uint64
-	at     time.Time
+	worker   uint64
+	at       time.Time
+	toolCall bool
+	toolTime time.Duration
 }
 
 // resolve settles prefetches a turn that ran on worker came for.
@@ -430,7 +446,7 @@ func (s *Scheduler) advance(at time.Time) {
 
 // expire settles what ran out at s.now for e.
 func (s *Scheduler) expire(e *entry) {
-	s.settleShadow(e, s.now, false)
+	s.settleShadow(e, s.evNow, false)
 	if e.sent != nil && !s.now.Before(e.sent.expires) {
 		s.wasted(e.sent, "expired")
 		e.sent = nil
@@ -473,6 +489,10 @@ func (s *Scheduler) entry(key, session string, context bool) *entry {
 func (s *Scheduler) turn(at time.Time, e *entry, t Turn, tokens []uint32) {
 	s.settleShadow(e, at, true)
 	s.expire(e)
+	if !e.context && e.seen > 0 {
+		s.announced.add(e.woke)
+	}
+	e.woke = false
 	if e.seen > 0 {
 		gap := at.Sub(e.anchor)
 		if gap > 0 && gap <= s.cfg.Horizon {
@@ -520,9 +540,13 @@ func (s *Scheduler) turn(at time.Time, e *entry, t Turn, tokens []uint32) {
 		}
 	}
 	e.seen++
+	e.lastReq = t.RequestID
 	if at.After(e.anchor) {
-		// Not back: the turn's response may have been seen first.
 		e.anchor = at
+	}
+	r, early := s.early[t.RequestID]
+	if early && !e.context && r.at.After(e.anchor) {
+		e.anchor = r.at // its response came first
 	}
 	if e.announced {
 		tokens = nil // its wake-ups prefetch it: nothing to keep
@@ -540,9 +564,16 @@ func (s *Scheduler) turn(at time.Time, e *entry, t Turn, tokens []uint32) {
 	}
 	e.open, e.openAt = true, at
 	// A session's next turn follows this one's response, which says
-	// more (a tool call, and when): it is predicted then. A context has
-	// no response of its own.
-	if e.context && e.seen > 1 {
+	// more (a tool call, and when): it is predicted then, or now if the
+	// response came first (two streams). A context has no response of
+	// its own.
+	switch {
+	case e.context && e.seen > 1:
+		s.schedule(e)
+	case !e.context && early:
+		if r.toolCall {
+			e.kind, e.toolTime, e.openClass = KindTool, r.toolTime, classTool
+		}
 		s.schedule(e)
 	}
 }
@@ -605,8 +636,17 @@ func (s *Scheduler) schedule(e *entry) {
 	pEarly := phi((logSec(sendGap) - m) / sd)
 	pLate := 1 - phi((logSec(expGap)-m)/sd)
 	pIn := 1 - pEarly - pLate
-	used := pCont * pIn
-	waste := (1 - pCont) + pCont*pLate
+	// A turn a wake-up announces gets the wake-up's prefetch (and goes
+	// where it went): a header-free one for it saves nothing more, and
+	// is wasted if it went elsewhere.
+	// Wake-ups are opt-in: until turns are seen announced, assume not
+	// (one pseudo-observation of an unannounced turn).
+	pA := 0.0
+	if !e.context {
+		pA = s.announced.yes / (s.announced.all + 1)
+	}
+	used := pCont * pIn * (1 - pA)
+	waste := (1 - pCont) + pCont*pLate + pCont*pIn*pA
 	if used <= 0 || waste > s.cfg.MaxWaste*used {
 		s.st.Unlikely++
 		s.m.Skipped.Inc("unlikely")

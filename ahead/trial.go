@@ -20,11 +20,11 @@ import (
 // so that a predictor that turns bad closes the gate again.
 type trial struct{ used, wasted, nUsed, nWasted float64 }
 
-// trialZ is the one-sided 95% normal quantile: the trial opens only when
+// trialZ is the one-sided 90% normal quantile: the trial opens only when
 // the share of would-be prefetches used is, at that confidence, at least
 // what the budget needs (1 / (1 + MaxWaste)), so that a few lucky guesses
 // do not open it.
-const trialZ = 1.645
+const trialZ = 1.2816
 
 // trialDecay weighs each outcome against the last ~1k.
 const trialDecay = 1.0 / 1024
@@ -110,5 +110,12 @@ func (s *Scheduler) forgetShadows(e *entry) {
 	if e.shadowSent != nil {
 		s.trial.add(e.shadowSent.bytes, false)
 		e.shadowSent = nil
+	}
+}
+
+// event moves the event clock to at (never back).
+func (s *Scheduler) event(at time.Time) {
+	if at.After(s.evNow) {
+		s.evNow = at
 	}
 }

@@ -98,3 +98,47 @@ func TestSessionPredictedAtTheResponse(t *testing.T) {
 		t.Fatalf("not predicted at the response: %d predictions (had %d)", got, n)
 	}
 }
+
+// A turn whose response was consumed first (two streams) is predicted
+// when the turn comes, with the turn's prompt.
+func TestSessionPredictedWhenTheResponseCameFirst(t *testing.T) {
+	s, _ := newTest(t, Config{L3Bandwidth: 1e9, KVBytesPerToken: 1e6})
+	last := play(s, "a", t0, 30*time.Second, 8)
+	next := last.Add(30 * time.Second)
+	s.Response(next.Add(time.Second), "a-8", "a", 1, false, 0)
+	s.Request(next, Turn{RequestID: "a-8", Session: "a", Tokens: tokens(1000)})
+	e := s.entries["s:a"]
+	if e.plan == nil || len(e.plan.Tokens) != 1000 {
+		t.Fatalf("no plan from the early response: kind %q, plan %+v", e.kind, e.plan)
+	}
+}
+
+// Five turns a minute apart, replayed at once from the past as a service
+// sees them (event times behind the wall clock it ticks with), in either
+// order of each turn and its response: the gaps are learned from the
+// previous response, the would-be prefetches are used, and the next
+// turn's prefetch is due now.
+func TestShortSteadyHistoryOpensTheTrialInEitherOrder(t *testing.T) {
+	for _, early := range []bool{false, true} {
+		s, _ := newTest(t, Config{KVBytesPerToken: 1000, L3Bandwidth: 1e10, WarmupTokens: 64})
+		now := t0
+		s.Due(now)
+		lastResp := now.Add(-57 * time.Second)
+		var due []Prefetch
+		for k := range 5 {
+			at := lastResp.Add(-time.Duration(4-k) * time.Minute).Add(-time.Second)
+			id := "r-" + strconv.Itoa(k)
+			if early {
+				s.Response(at.Add(time.Second), id, "a", 2, false, 0)
+			}
+			s.Request(at, Turn{RequestID: id, Session: "a", Model: "m", Tokens: tokens(16 * (4 + k))})
+			if !early {
+				s.Response(at.Add(time.Second), id, "a", 2, false, 0)
+			}
+			due = append(due, s.Due(now)...)
+		}
+		if len(due) != 1 || len(due[0].Tokens) != 16*8 || s.Stats().Trial != 0 {
+			t.Fatalf("response first %v: due %d, stats %+v, trial %+v", early, len(due), s.Stats(), s.trial)
+		}
+	}
+}
