@@ -254,17 +254,15 @@ type Planner struct {
 	pages     map[string]*pageStat
 	sessions  map[string]*session
 	firstUse  share // first-seen pages reused within H
-	// firstAt is firstUse by the page's depth in its prompt (depth.go).
-	firstAt  [depthBuckets]share
-	nextTurn share // turns followed by another within H
-	toolRet  share // tool calls followed by a turn within headroom × their time
-	lastPlan time.Time
-	planNo   uint64
-	slots    map[string]slotState
-	pinned   []Pinned
-	stats    Stats
-	latest   time.Time         // the latest event time observed
-	group    func() Leadership // nil: no group (takeover.go)
+	nextTurn  share // turns followed by another within H
+	toolRet   share // tool calls followed by a turn within headroom × their time
+	lastPlan  time.Time
+	planNo    uint64
+	slots     map[string]slotState
+	pinned    []Pinned
+	stats     Stats
+	latest    time.Time         // the latest event time observed
+	group     func() Leadership // nil: no group (takeover.go)
 }
 
 type slotState struct {
@@ -309,7 +307,7 @@ func (p *Planner) Request(at time.Time, sessionID string, keys []string, pageTok
 		gap := at.Sub(st.last)
 		if !st.resolved {
 			st.resolved = true
-			p.firstSeen(st, at.Sub(st.first) <= h)
+			p.firstUse.add(at.Sub(st.first) <= h, shareDecay)
 		}
 		st.reuses = st.reuses*p.decay(gap) + 1
 		if at.After(st.last) {
@@ -369,7 +367,7 @@ func (p *Planner) probability(now time.Time, st *pageStat) (float64, float64, Re
 		return 1 - math.Exp(-e), e, ReasonShared
 	} else {
 		age := now.Sub(st.first)
-		pf := p.firstReuse(st)
+		pf := p.firstUse.value(0.1)
 		if age > h {
 			pf *= p.decay(age - h)
 		}
@@ -424,7 +422,7 @@ func (p *Planner) Plan(now time.Time) []Pin {
 	for k, st := range p.pages {
 		if !st.resolved && now.Sub(st.first) > h {
 			st.resolved = true
-			p.firstSeen(st, false)
+			p.firstUse.add(false, shareDecay)
 		}
 		pr, e, why := p.probability(now, st)
 		until := now.Add(h)

@@ -153,30 +153,3 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("%v %+v", err, p)
 	}
 }
-
-// A page seen once takes the reuse share learned at its depth: after
-// prompts whose first page is reused by a third of later prompts and
-// whose deep pages never are, a new prompt's first page is pinned (its
-// depth's share is over MinProbability) and its deep pages are not
-// (theirs is under it), though the share over all pages is under it.
-func TestFirstSeenPagesTakeTheirDepthsShare(t *testing.T) {
-	p := planner(t, 100)
-	at := t0
-	shared := []string{"sys-a", "sys-b", "sys-c"}
-	for i := range 300 {
-		// A first page shared by a third of the prompts, then 15 of its own.
-		ks := append([]string{shared[i%3] + "-" + strconv.Itoa(i/9)}, keys("deep"+strconv.Itoa(i)+"-", 15)...)
-		p.Request(at, "", ks, 512)
-		at = at.Add(2 * time.Second)
-	}
-	p.Plan(at.Add(2 * time.Minute)) // ages out what was not reused
-	fresh := append([]string{"new-sys"}, keys("new-deep", 15)...)
-	now := at.Add(2*time.Minute + time.Second)
-	p.Request(now, "", fresh, 512)
-	got := pinnedKeys(p.Plan(now.Add(time.Second)))
-	st := p.Stats()
-	if !got["new-sys"] || got["new-deep3"] || got["new-deep14"] || st.FirstReuseShare >= DefaultMinProbability {
-		t.Fatalf("pinned new-sys %v, new-deep3 %v, new-deep14 %v; overall first-reuse share %.3f",
-			got["new-sys"], got["new-deep3"], got["new-deep14"], st.FirstReuseShare)
-	}
-}
