@@ -129,8 +129,10 @@ type entry struct {
 	shadow, shadowSent *shadow
 	// woke: a wake-up came since the session's latest turn.
 	woke bool
-	// lastReq is the latest turn's request id.
-	lastReq string
+	// lastReq is the latest turn's request id; answered: its response
+	// was seen.
+	lastReq  string
+	answered bool
 	// The next turn's prediction (logged gap estimate at anchor).
 	toolTime time.Duration
 	kind     string
@@ -224,6 +226,7 @@ func (s *Scheduler) Response(at time.Time, requestID, session string, worker uin
 	if at.After(e.anchor) {
 		e.anchor = at
 	}
+	e.answered = true
 	if toolCall {
 		e.kind, e.toolTime, e.openClass = KindTool, toolTime, classTool
 	}
@@ -269,8 +272,8 @@ func (s *Scheduler) Due(at time.Time) []Prefetch {
 		}
 		p := *e.plan
 		e.plan = nil
-		if !at.Before(p.Expires) {
-			continue
+		if !at.Before(p.Expires) || (!e.context && !e.answered) {
+			continue // run out, or its turn's response not seen yet
 		}
 		if !s.trial.open(s.cfg.MaxWaste, float64(p.Bytes)) {
 			s.st.Trial++
@@ -564,16 +567,16 @@ func (s *Scheduler) turn(at time.Time, e *entry, t Turn, tokens []uint32) {
 	}
 	e.open, e.openAt = true, at
 	// A session's next turn follows this one's response, which says
-	// more (a tool call, and when): it is predicted then, or now if the
-	// response came first (two streams). A context has no response of
-	// its own.
-	switch {
-	case e.context && e.seen > 1:
-		s.schedule(e)
-	case !e.context && early:
-		if r.toolCall {
-			e.kind, e.toolTime, e.openClass = KindTool, r.toolTime, classTool
-		}
+	// more (a tool call, and when): it is predicted again then (or now,
+	// if the response came first: two streams), and nothing is sent for
+	// it before (Due). The prediction made now only feeds the trial, so
+	// that a response stream that lags still leaves evidence. A context
+	// has no response of its own.
+	e.answered = !e.context && early
+	if e.answered && r.toolCall {
+		e.kind, e.toolTime, e.openClass = KindTool, r.toolTime, classTool
+	}
+	if !e.context || e.seen > 1 {
 		s.schedule(e)
 	}
 }

@@ -169,7 +169,6 @@ func TestUnlikelyTurnsAreNotPrefetched(t *testing.T) {
 	s.Due(at) // ages the one-turn sessions out
 	before := f.Ahead.Skipped.Value("unlikely")
 	s.Request(at, Turn{RequestID: "new", Session: "new", Tokens: tokens(10)})
-	s.Response(at.Add(time.Second), "new", "new", 1, false, 0) // a session's next turn is predicted at its response
 	if f.Ahead.Skipped.Value("unlikely") != before+1 || s.entries["s:new"].plan != nil {
 		t.Fatalf("a first turn was planned (P(next) %.2f): %v", s.cont[classFirst].p(), f.Summary())
 	}

@@ -35,6 +35,10 @@ const trialDecay = 1.0 / 1024
 type shadow struct {
 	bytes         float64
 	send, expires time.Time
+	// unanswered: planned before its turn's response, which is never
+	// sent (Due); it is judged only if the next turn comes first (the
+	// response stream lags), and dropped once the response comes.
+	unanswered bool
 }
 
 func (t *trial) add(bytes float64, used bool) {
@@ -73,13 +77,17 @@ func wilsonLower(k, n, z float64) float64 {
 // come by e's latest event).
 func (s *Scheduler) follow(e *entry, p *Prefetch, send time.Time) {
 	s.promote(e, e.anchor)
-	e.shadow = &shadow{bytes: float64(p.Bytes), send: send, expires: p.Expires}
+	e.shadow = &shadow{bytes: float64(p.Bytes), send: send, expires: p.Expires, unanswered: !e.context && !e.answered}
 }
 
 // promote makes e's planned shadow the one held once its send time has
 // come by at, as Queued does with a real one: the one it replaces was not
 // used. A plan whose time has not come is dropped.
 func (s *Scheduler) promote(e *entry, at time.Time) {
+	if sh := e.shadow; sh != nil && sh.unanswered && e.answered {
+		e.shadow = nil // its turn's response came: it would not be sent
+		return
+	}
 	if sh := e.shadow; sh != nil && !at.Before(sh.send) {
 		if e.shadowSent != nil {
 			s.trial.add(e.shadowSent.bytes, false)

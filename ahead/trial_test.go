@@ -81,21 +81,29 @@ func TestTurnDuringTheLoadUsesWhatWasLoaded(t *testing.T) {
 	}
 }
 
-// A session's next turn is predicted at its turn's response, not at the
-// turn: a prediction from the turn would be replaced by the response's
-// (a tool call says when), and a prefetch sent for it in between wasted.
-func TestSessionPredictedAtTheResponse(t *testing.T) {
-	s, f := newTest(t, Config{L3Bandwidth: 1e9, KVBytesPerToken: 1e6})
+// A session's next turn is not prefetched before its turn's response: a
+// prediction from the turn would be replaced by the response's (a tool
+// call says when), and a prefetch sent for it in between wasted. The
+// response makes the plan that is sent.
+func TestSessionPrefetchedOnlyAfterTheResponse(t *testing.T) {
+	s, _ := newTest(t, Config{L3Bandwidth: 1e9, KVBytesPerToken: 1e6})
 	last := play(s, "a", t0, 30*time.Second, 8)
 	next := last.Add(30 * time.Second)
-	n := f.Ahead.Predictions.Value(KindTurn)
 	s.Request(next, Turn{RequestID: "a-8", Session: "a", Tokens: tokens(1000)})
-	if got := f.Ahead.Predictions.Value(KindTurn); got != n || s.entries["s:a"].plan != nil {
-		t.Fatalf("predicted at the turn: %d predictions (had %d), plan %+v", got, n, s.entries["s:a"].plan)
+	// Long past the predicted gap, the response still not seen.
+	for at := next; at.Before(next.Add(40 * time.Second)); at = at.Add(time.Second) {
+		if due := s.Due(at); len(due) != 0 {
+			t.Fatalf("sent %+v before the turn's response", due)
+		}
 	}
-	s.Response(next.Add(time.Second), "a-8", "a", 1, false, 0)
-	if got := f.Ahead.Predictions.Value(KindTurn); got != n+1 || s.entries["s:a"].plan == nil {
-		t.Fatalf("not predicted at the response: %d predictions (had %d)", got, n)
+	resp := next.Add(41 * time.Second)
+	s.Response(resp, "a-8", "a", 1, false, 0)
+	var due []Prefetch
+	for at := resp; at.Before(resp.Add(40*time.Second)) && len(due) == 0; at = at.Add(time.Second) {
+		due = s.Due(at)
+	}
+	if len(due) != 1 || !due[0].Arrival.After(resp) {
+		t.Fatalf("after the response: due %+v", due)
 	}
 }
 
@@ -114,11 +122,24 @@ func TestSessionPredictedWhenTheResponseCameFirst(t *testing.T) {
 }
 
 // Five turns a minute apart, replayed at once from the past as a service
-// sees them (event times behind the wall clock it ticks with), in either
-// order of each turn and its response: the gaps are learned from the
-// previous response, the would-be prefetches are used, and the next
-// turn's prefetch is due now.
+// sees them (event times behind the wall clock it ticks with), with each
+// turn's response before or after it, or every response after all the
+// turns (a lagging stream): the gaps are learned, the would-be prefetches
+// are used, and the next turn's prefetch is due now.
 func TestShortSteadyHistoryOpensTheTrialInEitherOrder(t *testing.T) {
+	lagging, _ := newTest(t, Config{KVBytesPerToken: 1000, L3Bandwidth: 1e10, WarmupTokens: 64})
+	lastResp := t0.Add(-57 * time.Second)
+	turnAt := func(k int) time.Time { return lastResp.Add(-time.Duration(4-k) * time.Minute).Add(-time.Second) }
+	lagging.Due(t0)
+	for k := range 5 {
+		lagging.Request(turnAt(k), Turn{RequestID: "r-" + strconv.Itoa(k), Session: "a", Model: "m", Tokens: tokens(16 * (4 + k))})
+	}
+	for k := range 5 {
+		lagging.Response(turnAt(k).Add(time.Second), "r-"+strconv.Itoa(k), "a", 2, false, 0)
+	}
+	if due := lagging.Due(t0); len(due) != 1 || len(due[0].Tokens) != 16*8 {
+		t.Fatalf("responses lagging: due %d, stats %+v, trial %+v", len(due), lagging.Stats(), lagging.trial)
+	}
 	for _, early := range []bool{false, true} {
 		s, _ := newTest(t, Config{KVBytesPerToken: 1000, L3Bandwidth: 1e10, WarmupTokens: 64})
 		now := t0
