@@ -58,7 +58,10 @@ type Stats struct {
 	Followed                   int
 	Predicted, Queued, Used    uint64
 	Unlikely, OverBudget, Late uint64
-	UsedBytes, WastedBytes     int64
+	// Trial: plans not sent because the trial's would-be prefetches
+	// had not shown they keep within the budget (trial.go).
+	Trial                  uint64
+	UsedBytes, WastedBytes int64
 	// Outstanding are the bytes queued whose outcome is not known yet.
 	Outstanding int64
 	// MaxWaste and AllowanceBytes are the budget: WastedBytes stays at
@@ -90,6 +93,12 @@ type Scheduler struct {
 	st       Stats
 	lastTick time.Time
 	held     int64 // prompt tokens kept, over the entries
+	trial    trial // would-be prefetches' outcomes (trial.go)
+	// evNow is the latest event time (requests, responses, wake-ups),
+	// not moved by ticks: would-be prefetches run out on it (trial.go).
+	evNow time.Time
+	// announced: the share of sessions' later turns a wake-up announced.
+	announced share
 }
 
 // Classes of the continuation shares.
@@ -116,6 +125,14 @@ type entry struct {
 	// announced: the session's turns come with wake-ups, which prefetch
 	// them already; it is followed for its gaps but not prefetched.
 	announced bool
+	// shadow is the trial's would-be prefetch (trial.go).
+	shadow, shadowSent *shadow
+	// woke: a wake-up came since the session's latest turn.
+	woke bool
+	// lastReq is the latest turn's request id; answered: its response
+	// was seen.
+	lastReq  string
+	answered bool
 	// The next turn's prediction (logged gap estimate at anchor).
 	toolTime time.Duration
 	kind     string
@@ -136,6 +153,9 @@ type sent struct {
 	tokens []uint32
 	from   int // tokens on the device before the prefetch
 	held   float64
+	// loaded is when its load (at the configured bandwidth) is done: a
+	// turn before then found only part of it on the device.
+	loaded time.Time
 }
 
 // New makes a Scheduler; m counts its work (nil: private counters).
@@ -159,6 +179,7 @@ func (s *Scheduler) Request(at time.Time, t Turn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.advance(at)
+	s.event(at)
 	var tokens []uint32
 	for _, k := range []struct {
 		key     string
@@ -187,22 +208,25 @@ func (s *Scheduler) Response(at time.Time, requestID, session string, worker uin
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.advance(at)
+	s.event(at)
 	if ps, ok := s.byReq[requestID]; ok {
 		s.resolve(ps, worker)
 		delete(s.byReq, requestID)
 	} else if requestID != "" && len(s.early) < s.cfg.MaxSessions {
-		s.early[requestID] = earlyResponse{worker: worker, at: at}
+		s.early[requestID] = earlyResponse{worker: worker, at: at, toolCall: toolCall, toolTime: toolTime}
 	}
 	if session == "" {
 		return
 	}
 	e, ok := s.entries["s:"+session]
-	if !ok || e.seen == 0 {
+	if !ok || e.seen == 0 || e.lastReq != requestID {
+		// Its turn has not come yet (two streams): the turn takes it up.
 		return
 	}
 	if at.After(e.anchor) {
 		e.anchor = at
 	}
+	e.answered = true
 	if toolCall {
 		e.kind, e.toolTime, e.openClass = KindTool, toolTime, classTool
 	}
@@ -219,7 +243,9 @@ func (s *Scheduler) Wakeup(at time.Time, session string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.advance(at)
+	s.event(at)
 	e := s.entry("s:"+session, session, false)
+	e.woke = true
 	if !e.announced {
 		e.announced = true
 		s.m.Skipped.Inc("announced")
@@ -246,7 +272,12 @@ func (s *Scheduler) Due(at time.Time) []Prefetch {
 		}
 		p := *e.plan
 		e.plan = nil
-		if !at.Before(p.Expires) {
+		if !at.Before(p.Expires) || (!e.context && !e.answered) {
+			continue // run out, or its turn's response not seen yet
+		}
+		if !s.trial.open(s.cfg.MaxWaste, float64(p.Bytes)) {
+			s.st.Trial++
+			s.m.Skipped.Inc("trial")
 			continue
 		}
 		out = append(out, p)
@@ -290,7 +321,8 @@ func (s *Scheduler) Queued(p Prefetch, worker uint64) {
 		// A prefetch superseded before its turn came was not used.
 		s.wasted(e.sent, "expired")
 	}
-	e.sent = &sent{id: p.ID, worker: worker, bytes: p.Bytes, expires: p.Expires, tokens: p.Tokens, from: p.from, held: 1}
+	e.sent = &sent{id: p.ID, worker: worker, bytes: p.Bytes, expires: p.Expires, tokens: p.Tokens, from: p.from, held: 1,
+		loaded: s.now.Add(s.cfg.LoadTime(len(p.Tokens) - p.from))}
 }
 
 // Skipped records that p, returned by Due, was not sent (reason:
@@ -342,8 +374,10 @@ func (s *Scheduler) allowed(next int64) bool {
 }
 
 type earlyResponse struct {
-	worker uint64
-	at     time.Time
+	worker   uint64
+	at       time.Time
+	toolCall bool
+	toolTime time.Duration
 }
 
 // resolve settles prefetches a turn that ran on worker came for.
@@ -415,6 +449,7 @@ func (s *Scheduler) advance(at time.Time) {
 
 // expire settles what ran out at s.now for e.
 func (s *Scheduler) expire(e *entry) {
+	s.settleShadow(e, s.evNow, false)
 	if e.sent != nil && !s.now.Before(e.sent.expires) {
 		s.wasted(e.sent, "expired")
 		e.sent = nil
@@ -433,6 +468,7 @@ func (s *Scheduler) forget(e *entry) {
 	if e.open {
 		s.cont[e.openClass].add(false)
 	}
+	s.forgetShadows(e)
 	s.held -= int64(len(e.tokens))
 	s.lru.Remove(e.el)
 	delete(s.entries, e.key)
@@ -454,7 +490,12 @@ func (s *Scheduler) entry(key, session string, context bool) *entry {
 
 // turn is a request under e's key at at.
 func (s *Scheduler) turn(at time.Time, e *entry, t Turn, tokens []uint32) {
+	s.settleShadow(e, at, true)
 	s.expire(e)
+	if !e.context && e.seen > 0 {
+		s.announced.add(e.woke)
+	}
+	e.woke = false
 	if e.seen > 0 {
 		gap := at.Sub(e.anchor)
 		if gap > 0 && gap <= s.cfg.Horizon {
@@ -487,6 +528,11 @@ func (s *Scheduler) turn(at time.Time, e *entry, t Turn, tokens []uint32) {
 			if t.Held != nil && len(p.tokens) > p.from {
 				p.held = float64(t.Held(p.worker, p.tokens)-p.from) / float64(len(p.tokens)-p.from)
 			}
+			if at.Before(p.loaded) {
+				// Still loading: the rest was not there for the turn.
+				load := s.cfg.LoadTime(len(p.tokens) - p.from)
+				p.held = min(p.held, 1-float64(p.loaded.Sub(at))/float64(max(load, 1)))
+			}
 			if r, ok := s.early[t.RequestID]; ok {
 				s.resolve([]*sent{p}, r.worker) // its response came first
 			} else {
@@ -497,9 +543,13 @@ func (s *Scheduler) turn(at time.Time, e *entry, t Turn, tokens []uint32) {
 		}
 	}
 	e.seen++
+	e.lastReq = t.RequestID
 	if at.After(e.anchor) {
-		// Not back: the turn's response may have been seen first.
 		e.anchor = at
+	}
+	r, early := s.early[t.RequestID]
+	if early && !e.context && r.at.After(e.anchor) {
+		e.anchor = r.at // its response came first
 	}
 	if e.announced {
 		tokens = nil // its wake-ups prefetch it: nothing to keep
@@ -516,6 +566,16 @@ func (s *Scheduler) turn(at time.Time, e *entry, t Turn, tokens []uint32) {
 		e.openClass = classLater
 	}
 	e.open, e.openAt = true, at
+	// A session's next turn follows this one's response, which says
+	// more (a tool call, and when): it is predicted again then (or now,
+	// if the response came first: two streams), and nothing is sent for
+	// it before (Due). The prediction made now only feeds the trial, so
+	// that a response stream that lags still leaves evidence. A context
+	// has no response of its own.
+	e.answered = !e.context && early
+	if e.answered && r.toolCall {
+		e.kind, e.toolTime, e.openClass = KindTool, r.toolTime, classTool
+	}
 	if !e.context || e.seen > 1 {
 		s.schedule(e)
 	}
@@ -536,6 +596,7 @@ func (s *Scheduler) kindIndex(e *entry) int {
 func (s *Scheduler) schedule(e *entry) {
 	e.plan = nil
 	e.gen++
+	s.promote(e, e.anchor) // the plan it had is dropped unsent
 	if len(e.tokens) == 0 || e.announced {
 		return
 	}
@@ -578,8 +639,17 @@ func (s *Scheduler) schedule(e *entry) {
 	pEarly := phi((logSec(sendGap) - m) / sd)
 	pLate := 1 - phi((logSec(expGap)-m)/sd)
 	pIn := 1 - pEarly - pLate
-	used := pCont * pIn
-	waste := (1 - pCont) + pCont*pLate
+	// A turn a wake-up announces gets the wake-up's prefetch (and goes
+	// where it went): a header-free one for it saves nothing more, and
+	// is wasted if it went elsewhere.
+	// Wake-ups are opt-in: until turns are seen announced, assume not
+	// (one pseudo-observation of an unannounced turn).
+	pA := 0.0
+	if !e.context {
+		pA = s.announced.yes / (s.announced.all + 1)
+	}
+	used := pCont * pIn * (1 - pA)
+	waste := (1 - pCont) + pCont*pLate + pCont*pIn*pA
 	if used <= 0 || waste > s.cfg.MaxWaste*used {
 		s.st.Unlikely++
 		s.m.Skipped.Inc("unlikely")
@@ -589,6 +659,7 @@ func (s *Scheduler) schedule(e *entry) {
 		Kind: e.kind, Model: e.model, LoraName: e.lora, CacheSalt: e.salt, Tokens: e.tokens,
 		Bytes: s.cfg.Bytes(len(e.tokens)), Arrival: e.anchor.Add(center), Expires: e.anchor.Add(expGap)}
 	e.plan = p
+	s.follow(e, p, e.anchor.Add(sendGap))
 	heap.Push(&s.due, dueItem{at: e.anchor.Add(sendGap), key: e.key, gen: e.gen})
 }
 

@@ -195,10 +195,13 @@ func (h *engineRun) preferred(_ context.Context, i int) (int, bool, error) {
 	return 0, false, nil
 }
 
-func (h *engineRun) request(ctx context.Context, i, _ int) error {
+func (h *engineRun) request(ctx context.Context, i int) error {
 	h.tick(ctx)
-	// The prompt serve made for this request, not a second copy.
-	ev := h.p.w.RequestEventTokens(i, h.epoch, h.p.cfg.AnnounceToolTime, h.p.servedTokens)
+	pr, err := h.p.prompt(i)
+	if err != nil {
+		return err
+	}
+	ev := h.p.w.RequestEventTokens(i, h.epoch, h.p.cfg.AnnounceToolTime, pr.Tokens)
 	out := h.eng.OnRequest(ctx, h.delivery(), ev, false)
 	if out.Verdict == engine.Reject || out.Verdict == engine.Retry {
 		return fmt.Errorf("engine: request %s: %v", out.Verdict, out.Err)

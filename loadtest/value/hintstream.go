@@ -182,9 +182,19 @@ func (h *hintstreamRun) wakeup(ctx context.Context, i int) error {
 	return h.publish(ctx, h.pub.PublishRequest(ctx, h.p.w.WakeupEvent(i, h.epoch)))
 }
 
-func (h *hintstreamRun) request(ctx context.Context, i, _ int) error {
+// request publishes request i as it arrives (arrival.go), once hintstream
+// has applied every KV event before it: live, those precede the turn by
+// more than the bus's latency, and the turn's own come after it.
+func (h *hintstreamRun) request(ctx context.Context, i int) error {
+	if err := h.svc.WaitCaughtUp(ctx); err != nil {
+		return err
+	}
+	pr, err := h.p.prompt(i)
+	if err != nil {
+		return err
+	}
 	h.reqPub++
-	return h.publish(ctx, h.pub.PublishRequest(ctx, h.p.w.RequestEvent(i, h.epoch, h.p.cfg.AnnounceToolTime)))
+	return h.publish(ctx, h.pub.PublishRequest(ctx, h.p.w.RequestEventTokens(i, h.epoch, h.p.cfg.AnnounceToolTime, pr.Tokens)))
 }
 
 func (h *hintstreamRun) response(ctx context.Context, i, worker int) error {

@@ -33,7 +33,7 @@ func (o *oracle) preferred(_ context.Context, i int) (int, bool, error) {
 	return wk, ok, nil
 }
 
-func (o *oracle) request(context.Context, int, int) error { return nil }
+func (o *oracle) request(context.Context, int) error { return nil }
 
 func (o *oracle) response(_ context.Context, i, _ int) error {
 	r := &o.p.w.Requests[i]

@@ -160,7 +160,9 @@ type hooks interface {
 	wakeup(ctx context.Context, i int) error
 	// preferred is the worker request i is pinned to, if any.
 	preferred(ctx context.Context, i int) (worker int, ok bool, err error)
-	request(ctx context.Context, i, worker int) error
+	// request tells the mode of request i as it arrives, before it is
+	// served (arrival.go).
+	request(ctx context.Context, i int) error
 	response(ctx context.Context, i, worker int) error
 	finish(res *ModeResult)
 	close()
@@ -183,9 +185,10 @@ type player struct {
 	// blocks the prefetch loaded: from start, n blocks, on worker.
 	loaded map[int]loadedRange
 	events int // played, for Config.Progress
-	// servedTokens is the prompt of the request serve ran last, for the
-	// request hook that follows it.
-	servedTokens []uint32
+	// arriving is the prompt of the request arriving, made once for its
+	// request hook and serve (arrival.go).
+	arriving    *sim.Prompt
+	arrivingReq int
 	// ahead are header-free prefetches' blocks not yet used (ahead.go).
 	ahead []aheadLoad
 }
@@ -290,10 +293,7 @@ func (p *player) play(ctx context.Context, h hooks, from, to int) error {
 			p.res.Wakeups++
 			err = h.wakeup(ctx, i)
 		case workload.KindRequest:
-			var wk int
-			if wk, err = p.serve(ctx, h, i); err == nil {
-				err = h.request(ctx, i, wk)
-			}
+			err = p.arrive(ctx, h, i) // arrival.go
 		case workload.KindResponse:
 			err = h.response(ctx, i, p.routed[i])
 		}
@@ -311,7 +311,7 @@ func (p *player) play(ctx context.Context, h hooks, from, to int) error {
 // pinned to, and runs it.
 func (p *player) serve(ctx context.Context, h hooks, i int) (int, error) {
 	r := &p.w.Requests[i]
-	pr, err := p.pr.get(i)
+	pr, err := p.prompt(i)
 	if err != nil {
 		return 0, err
 	}
@@ -333,7 +333,6 @@ func (p *player) serve(ctx context.Context, h hooks, i int) (int, error) {
 		return 0, err
 	}
 	p.routed[i] = wk
-	p.servedTokens = pr.Tokens
 	p.res.Requests++
 	p.res.PromptTokens += int64(r.InputLength)
 	p.res.DeviceHitTokens += int64(out.DeviceTokens)
@@ -412,7 +411,7 @@ func (noHints) wakeup(context.Context, int) error { return nil }
 func (noHints) preferred(context.Context, int) (int, bool, error) {
 	return 0, false, nil
 }
-func (noHints) request(context.Context, int, int) error  { return nil }
+func (noHints) request(context.Context, int) error       { return nil }
 func (noHints) response(context.Context, int, int) error { return nil }
 func (noHints) finish(*ModeResult)                       {}
 func (noHints) close()                                   {}
