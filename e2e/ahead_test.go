@@ -72,11 +72,12 @@ func aheadSeries(m map[string]float64) map[string]float64 {
 
 // rhythm publishes a session's five turns a minute apart, each answered
 // on worker 2 a second later, stamped so that the next turn is due about
-// two seconds from now; prompt grows by a block a turn.
+// four seconds from now (room for a loaded machine to consume the turns
+// before the prefetch is due); prompt grows by a block a turn.
 func rhythm(t *testing.T, publish func(schemas.RequestEvent, schemas.ResponseEvent), session string, base uint32) []uint32 {
 	t.Helper()
 	now := time.Now()
-	lastResp := now.Add(-57 * time.Second) // gaps of 59 s from a response to the next turn
+	lastResp := now.Add(-55 * time.Second) // gaps of 59 s from a response to the next turn
 	var prompt []uint32
 	for k := range 5 {
 		at := lastResp.Add(-time.Duration(4-k) * time.Minute).Add(-time.Second)
@@ -132,10 +133,10 @@ func TestHeaderFreePrefetch(t *testing.T) {
 	// would pick it, and the rest is worth loading.
 	storedApplied(t, ctx, js, addr, 2, seq(1000, 16*4))
 	prompt := rhythm(t, publish, "regular", 1000)
-	nextDue := time.Now().Add(2 * time.Second)
+	nextDue := time.Now().Add(4 * time.Second)
 	var pls []map[string]any
 	var got []string
-	sink.WaitFor(t, 10*time.Second, func(ms []pypeer.Received) bool {
+	sink.WaitFor(t, 15*time.Second, func(ms []pypeer.Received) bool {
 		pls, got = aheadFor(ms, "regular")
 		return len(pls) > 0
 	}, "no header-free prefetch for the regular session")
