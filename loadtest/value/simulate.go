@@ -21,6 +21,9 @@ type Simulation struct {
 	Policies []ModeResult
 	// HeldPrompts is the most hashed prompts held at once.
 	HeldPrompts int
+	// HeldResults is the most requests one run held results of at once
+	// (served, not yet folded into the sums), at the end of a stretch.
+	HeldResults int
 }
 
 // simulateStretch is how many events Simulate plays of every run before
@@ -127,6 +130,9 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 			if ev.Kind == workload.KindResponse {
 				pr.release(ev.Request)
 			}
+		}
+		for _, r := range runs {
+			s.HeldResults = max(s.HeldResults, len(r.p.out))
 		}
 		f.playedAll(w.Events[from:to])
 	}
