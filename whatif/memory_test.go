@@ -58,13 +58,14 @@ func peakHeap(t *testing.T, f func()) uint64 {
 // request under maxBytesPerRequest, and the hashed prompts held at once
 // to a quarter of the requests (they are dropped after their responses).
 // What still grows with the trace is the trace itself (each request's
-// block ids and timing), a few numbers per request per run for the
-// lost-savings table, a few map entries per request per run (prefetch
-// targets, lapsed pin slots without their keys, sessions' pin and
-// affinity records), and the clairvoyant bound's map of distinct blocks
-// (its next uses are on a tape on disk). Measured here: 2.1–3.8 KiB per
-// request (noisy at this size: the bound's in-memory tape tail, fixed at
-// 4 MiB, is still filling at 2,800 requests).
+// block ids and timing), the workload's requests and events, the
+// bound's map of distinct blocks (its next uses are on a tape on disk)
+// and its per-request hit counts; the runs' per-request results are
+// folded into sums once every run has played the request
+// (value.TestSimulateHoldsResultsOfRequestsInFlightOnly holds that
+// exactly). Measured here: 2.1–4.8 KiB per request (noisy at this size:
+// the bound's in-memory tape tail, fixed at 4 MiB, is still filling at
+// 2,800 requests).
 func TestPeakHeapPerRequest(t *testing.T) {
 	const (
 		n                  = 700

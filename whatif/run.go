@@ -92,12 +92,12 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 	for k, c := range points {
 		cfg := value.Config{Workload: w, Workers: c.Workers, DeviceBlocks: c.DeviceBlocks, L3Blocks: c.L3Pages(),
 			Alpha: c.Alpha, TransferTime: c.L3Bandwidth > 0, KVBytesPerToken: c.KVBytesPerToken, L3Bandwidth: c.L3Bandwidth,
-			Logger: o.Logger, Progress: bar.add}
+			Logger: o.Logger, Progress: bar.add, TimePoints: o.TimePoints}
 		s, err := value.Simulate(ctx, cfg, o.Policies)
 		if err != nil {
 			return nil, err
 		}
-		rep.Points = append(rep.Points, point(labels[k], c, w, s, o.TimePoints))
+		rep.Points = append(rep.Points, point(labels[k], c, s))
 	}
 	bar.finish()
 	rep.ElapsedS = time.Since(start).Seconds()
@@ -134,7 +134,7 @@ func ReusableShare(recs []workload.Record, blockSize int) float64 {
 }
 
 // point summarises one sweep point's simulation.
-func point(label string, c Cluster, w *workload.Workload, s value.Simulation, n int) Point {
+func point(label string, c Cluster, s value.Simulation) Point {
 	p := Point{Label: label, Cluster: c, L3Pages: c.L3Pages(), HeldPrompts: s.HeldPrompts}
 	bytesPerBlock := float64(c.BlockSize) * float64(c.KVBytesPerToken)
 	add := func(kind string, m value.ModeResult, lost bool) {
@@ -149,7 +149,9 @@ func point(label string, c Cluster, w *workload.Workload, s value.Simulation, n 
 			l := m.Lost
 			r.Lost = &l
 		}
-		r.SavingOverTime = overTime(w, s.NoHints.PerRequestCost, m.PerRequestCost, n)
+		for _, t := range m.SavingOverTime {
+			r.SavingOverTime = append(r.SavingOverTime, TimePoint{AtS: t.At.Seconds(), Saving: t.Saving})
+		}
 		p.Runs = append(p.Runs, r)
 	}
 	add("off", s.NoHints, false)
@@ -159,27 +161,6 @@ func point(label string, c Cluster, w *workload.Workload, s value.Simulation, n 
 	add("oracle", s.Oracle, true)
 	add("bound", s.Bound, false)
 	return p
-}
-
-// overTime is the saving so far at n even steps of the trace's time.
-func overTime(w *workload.Workload, none, run []float64, n int) []TimePoint {
-	if len(run) != len(none) || len(w.Requests) == 0 {
-		return nil
-	}
-	first, last := w.Requests[0].At, w.Requests[len(w.Requests)-1].At
-	span := max(last-first, time.Millisecond)
-	out := make([]TimePoint, n)
-	var sum float64
-	i := 0
-	for k := range n {
-		until := first + time.Duration(float64(span)*float64(k+1)/float64(n))
-		for i < len(w.Requests) && w.Requests[i].At <= until {
-			sum += none[i] - run[i]
-			i++
-		}
-		out[k] = TimePoint{AtS: (until - first).Seconds(), Saving: sum}
-	}
-	return out
 }
 
 func ratio(a, b float64) float64 {

@@ -97,6 +97,9 @@ type Config struct {
 	// the events it played since its last call (each run plays every
 	// event of the workload once). Simulate's runs call it concurrently.
 	Progress func(events int)
+	// TimePoints is how many even steps of the workload's time Simulate's
+	// saving-over-time series (ModeResult.SavingOverTime) has; 0: none.
+	TimePoints int
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -193,6 +196,9 @@ type ModeResult struct {
 	prefetchedTo map[int]int
 	// Lost is the saving missed against the bound, by cause (hint runs).
 	Lost Lost
+	// SavingOverTime is the saving so far at Config.TimePoints even steps
+	// (Simulate; PerRequestCost is not kept there).
+	SavingOverTime []SavingPoint
 }
 
 // Result is the comparison.

@@ -133,6 +133,14 @@ type sentHint struct {
 // affinity bucket does.
 func (h *engineRun) RecordAffinity(session string, rec schemas.AffinityRecord) { h.aff[session] = rec }
 
+// forget drops the session's affinity record after its last turn: no
+// later turn can read it.
+func (h *engineRun) forget(i int) {
+	if h.p.sessionEnds != nil && h.p.sessionEnds.has(i) {
+		delete(h.aff, h.p.w.Requests[i].Session)
+	}
+}
+
 func (h *engineRun) delivery() engine.Delivery {
 	h.seq++
 	return engine.Delivery{Seq: h.seq, Time: h.now(), Delivered: 1}

@@ -57,43 +57,51 @@ func lostSavings(m, bound, none ModeResult, boundHits []int, announced func(i in
 		return l
 	}
 	for i, c := range m.PerRequestCost {
-		if announced(i) {
-			l.Announced++
-			l.AnnouncedBound += none.PerRequestCost[i] - bound.PerRequestCost[i]
-			l.AnnouncedRun += none.PerRequestCost[i] - c
-		}
-		gap := c - bound.PerRequestCost[i]
-		l.Total += gap
-		if gap <= 0 {
-			l.Rest += gap
-			continue
-		}
-		switch m.causes[i] {
-		case causeNoWakeup:
-			l.NoWakeup += gap
-		case causeWrongWorker:
-			l.WrongWorker += gap
-		case causeUnready:
-			l.LoadNotFinished += gap
-		case causeEvicted:
-			l.EvictedBeforeUse += gap
-		case causePinLapsed:
-			l.PinLapsed += gap
-		default:
-			if m.extent[i] < boundHits[i] {
-				l.EvictedBeforeUse += gap
-			} else {
-				l.Rest += gap
-			}
-		}
+		l.add(c, none.PerRequestCost[i], bound.PerRequestCost[i], m.causes[i], m.extent[i], boundHits[i], announced(i))
 	}
 	return l
 }
 
+// add charges one request's shortfall: it cost c in the run, none
+// without hints and bound under the clairvoyant bound, which found
+// boundHits leading blocks; why is its cause and extent its prefetch's
+// extent. Requests must be added in index order for the sums to be the
+// same to the last bit however they are collected.
+func (l *Lost) add(c, none, bound float64, why cause, extent, boundHits int, announced bool) {
+	if announced {
+		l.Announced++
+		l.AnnouncedBound += none - bound
+		l.AnnouncedRun += none - c
+	}
+	gap := c - bound
+	l.Total += gap
+	if gap <= 0 {
+		l.Rest += gap
+		return
+	}
+	switch why {
+	case causeNoWakeup:
+		l.NoWakeup += gap
+	case causeWrongWorker:
+		l.WrongWorker += gap
+	case causeUnready:
+		l.LoadNotFinished += gap
+	case causeEvicted:
+		l.EvictedBeforeUse += gap
+	case causePinLapsed:
+		l.PinLapsed += gap
+	default:
+		if extent < boundHits {
+			l.EvictedBeforeUse += gap
+		} else {
+			l.Rest += gap
+		}
+	}
+}
+
 // classify names what went wrong with request i's prefetch, served on wk.
-func (p *player) classify(i, wk int) cause {
+func (p *player) classify(i, wk int, si servedInfo) cause {
 	to, ok := p.prefetchedTo[i]
-	si := p.served[i]
 	switch {
 	case !p.w.Requests[i].HasWakeup || !ok:
 		return causeNoWakeup

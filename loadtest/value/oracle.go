@@ -65,5 +65,7 @@ func (o *oracle) response(_ context.Context, i, _ int) error {
 	return nil
 }
 
+func (o *oracle) forget(i int) { delete(o.pinned, i) }
+
 func (o *oracle) finish(*ModeResult) {}
 func (o *oracle) close()             {}

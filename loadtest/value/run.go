@@ -175,12 +175,14 @@ type player struct {
 	pr           *prompts
 	cl           *sim.Cluster
 	res          ModeResult
-	routed       []int
 	prefetchedTo map[int]int // request → worker a prefetch for it went to
 	// extent is how many leading blocks of request i its prefetch's worker
-	// held right after the prefetch; served what each request found.
+	// held right after the prefetch.
 	extent map[int]int
-	served []servedInfo
+	// out is what each served request got, until forget drops it
+	// (Simulate, once it has folded the request into its sums) or to the
+	// end (Run, whose mechanism breakdown reads every request's).
+	out map[int]reqOut
 	// loaded is, per request with a prefetch not yet used, which of its
 	// blocks the prefetch loaded: from start, n blocks, on worker.
 	loaded map[int]loadedRange
@@ -189,11 +191,37 @@ type player struct {
 	// request hook and serve (arrival.go).
 	arriving    *sim.Prompt
 	arrivingReq int
+	// sessionEnds marks each conversation's last turn (Simulate), after
+	// which hooks may drop the conversation's records.
+	sessionEnds *bitset
 	// ahead are header-free prefetches' blocks not yet used (ahead.go).
 	ahead []aheadLoad
 }
 
 type loadedRange struct{ worker, start, n int }
+
+// reqOut is what one request got in a run.
+type reqOut struct {
+	cost   float64 // prefill cost: recomputed tokens + Alpha × L3 tokens
+	routed int     // the worker it was served on
+	why    cause
+	served servedInfo
+}
+
+// forgetter is a hook that holds per-request state it can drop once the
+// request is folded (Simulate).
+type forgetter interface{ forget(i int) }
+
+// forget drops what the run holds for request i: Simulate calls it once
+// every run has played all of i's events and folded its results.
+func (r *run) forget(i int) {
+	delete(r.p.out, i)
+	delete(r.p.extent, i)
+	delete(r.p.prefetchedTo, i)
+	if f, ok := r.h.(forgetter); ok {
+		f.forget(i)
+	}
+}
 
 // servedInfo is what a request found, for the lost-savings breakdown.
 type servedInfo struct {
@@ -228,12 +256,8 @@ type run struct {
 // startRun builds mode's cluster and hooks.
 func startRun(ctx context.Context, cfg Config, pr *prompts, mode Mode, pol *Policy) (*run, error) {
 	start := time.Now()
-	p := &player{cfg: cfg, w: cfg.Workload, pr: pr,
-		res: ModeResult{Mode: mode, PerRequestCost: make([]float64, len(cfg.Workload.Requests)),
-			causes: make([]cause, len(cfg.Workload.Requests)), extent: make([]int, len(cfg.Workload.Requests))},
-		routed: make([]int, len(cfg.Workload.Requests)), prefetchedTo: map[int]int{}, extent: map[int]int{},
-		loaded: map[int]loadedRange{},
-		served: make([]servedInfo, len(cfg.Workload.Requests))}
+	p := &player{cfg: cfg, w: cfg.Workload, pr: pr, res: ModeResult{Mode: mode},
+		prefetchedTo: map[int]int{}, extent: map[int]int{}, loaded: map[int]loadedRange{}, out: map[int]reqOut{}}
 	var h hooks
 	var err error
 	switch mode {
@@ -258,7 +282,8 @@ func startRun(ctx context.Context, cfg Config, pr *prompts, mode Mode, pol *Poli
 	return &run{p: p, h: h, start: start, elapsed: time.Since(start)}, nil
 }
 
-// finish summarises a run that played every event.
+// finish summarises a run that played every event. Requests not yet
+// forgotten are put in the per-request arrays (all of them for Run).
 func (r *run) finish() ModeResult {
 	p := r.p
 	r.h.finish(&p.res)
@@ -266,10 +291,18 @@ func (r *run) finish() ModeResult {
 		p.res.WastedPrefetchBlocks += int64(l.n)
 	}
 	p.aheadFinish()
-	for i, n := range p.extent {
-		p.res.extent[i] = n
+	if len(p.out) > 0 {
+		n := len(p.w.Requests)
+		p.res.PerRequestCost, p.res.causes, p.res.extent = make([]float64, n), make([]cause, n), make([]int, n)
+		p.res.served = make([]servedInfo, n)
+		for i, o := range p.out {
+			p.res.PerRequestCost[i], p.res.causes[i], p.res.served[i] = o.cost, o.why, o.served
+		}
+		for i, n := range p.extent {
+			p.res.extent[i] = n
+		}
 	}
-	p.res.served, p.res.prefetchedTo = p.served, p.prefetchedTo
+	p.res.prefetchedTo = p.prefetchedTo
 	p.summarise()
 	p.res.Elapsed = r.elapsed
 	return p.res
@@ -295,7 +328,7 @@ func (p *player) play(ctx context.Context, h hooks, from, to int) error {
 		case workload.KindRequest:
 			err = p.arrive(ctx, h, i) // arrival.go
 		case workload.KindResponse:
-			err = h.response(ctx, i, p.routed[i])
+			err = h.response(ctx, i, p.out[i].routed)
 		}
 		if err != nil {
 			return fmt.Errorf("%s of request %d at %v: %w", ev.Kind, i, ev.At, err)
@@ -326,23 +359,21 @@ func (p *player) serve(ctx context.Context, h hooks, i int) (int, error) {
 	} else {
 		p.res.Pinned++
 	}
-	p.served[i].held = p.cl.Workers[wk].Cache.Prefix(pr.Seq)
-	p.served[i].pinLapsed = p.pinLapsed(i)
+	si := servedInfo{held: p.cl.Workers[wk].Cache.Prefix(pr.Seq), pinLapsed: p.pinLapsed(i)}
 	out, err := p.cl.Serve(wk, pr, r.InputLength, p.w.Service.PrefillTime(r.InputLength), r.ResponseAt)
 	if err != nil {
 		return 0, err
 	}
-	p.routed[i] = wk
 	p.res.Requests++
 	p.res.PromptTokens += int64(r.InputLength)
 	p.res.DeviceHitTokens += int64(out.DeviceTokens)
 	p.res.L3HitTokens += int64(out.L3Tokens)
 	p.res.RecomputedTokens += int64(out.RecomputedTokens)
 	p.res.UnreadyTokens += int64(out.UnreadyTokens)
-	p.served[i].unready = out.UnreadyTokens / p.w.BlockSize
-	p.served[i].dev, p.served[i].l3 = out.DeviceTokens/p.w.BlockSize, out.L3Tokens/p.w.BlockSize
-	p.res.causes[i] = p.classify(i, wk)
-	p.res.PerRequestCost[i] = float64(out.RecomputedTokens) + p.cfg.Alpha*float64(out.L3Tokens)
+	si.unready = out.UnreadyTokens / p.w.BlockSize
+	si.dev, si.l3 = out.DeviceTokens/p.w.BlockSize, out.L3Tokens/p.w.BlockSize
+	p.out[i] = reqOut{cost: float64(out.RecomputedTokens) + p.cfg.Alpha*float64(out.L3Tokens), routed: wk,
+		why: p.classify(i, wk, si), served: si}
 	p.aheadServed(wk, pr, out.DeviceTokens/p.w.BlockSize)
 	if l, ok := p.loaded[i]; ok {
 		// A prefetched block is used when the turn found it ready on the

@@ -21,6 +21,9 @@ type Simulation struct {
 	Policies []ModeResult
 	// HeldPrompts is the most hashed prompts held at once.
 	HeldPrompts int
+	// HeldResults is the most requests one run held results of at once
+	// (served, not yet folded into the sums), at the end of a stretch.
+	HeldResults int
 }
 
 // simulateStretch is how many events Simulate plays of every run before
@@ -61,6 +64,13 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 	if err != nil {
 		return s, err
 	}
+	// The bound first, over its tape: the runs' per-request results are
+	// then folded as they come, against the bound's per-request hits.
+	var boundHits []int
+	if s.Bound, boundHits, err = boundMode(cfg, pr); err != nil {
+		return s, err
+	}
+	s.Bound.PerRequestCost = nil
 	// The runs share only the workload and the hashed prompts. They go
 	// side by side, as many at once as there are CPUs, a stretch of
 	// events at a time, so that a prompt can be dropped once every run
@@ -77,14 +87,19 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 	for i := range policies {
 		jobs = append(jobs, &job{mode: Mode(policies[i].Name), pol: &policies[i], out: &s.Policies[i]})
 	}
-	for _, j := range jobs {
+	ends := sessionEnds(w)
+	runs := make([]*run, len(jobs))
+	for k, j := range jobs {
 		r, err := startRun(ctx, cfg, pr, j.mode, j.pol)
 		if err != nil {
 			return s, fmt.Errorf("value: %s run: %w", j.mode, err)
 		}
 		defer r.h.close()
-		j.r = r
+		r.p.sessionEnds = ends
+		j.r, runs[k] = r, r
 	}
+	f := newFolder(w, runs, boundHits, cfg.TimePoints)
+	boundHits = nil
 	errs := make([]error, len(jobs))
 	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
 	for from := 0; from < len(w.Events); from += simulateStretch {
@@ -116,23 +131,26 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 				pr.release(ev.Request)
 			}
 		}
+		for _, r := range runs {
+			s.HeldResults = max(s.HeldResults, len(r.p.out))
+		}
+		f.playedAll(w.Events[from:to])
 	}
-	for _, j := range jobs {
+	f.finish()
+	for k, j := range jobs {
 		*j.out = j.r.finish()
+		j.out.SavingOverTime = f.over[k].points()
+		if k > 0 {
+			j.out.Lost = f.lost[k]
+		}
 	}
-	var boundHits []int
-	if s.Bound, boundHits, err = boundMode(cfg, pr); err != nil {
-		return s, err
-	}
-	announced := func(i int) bool { return w.Requests[i].HasWakeup }
+	s.Bound.SavingOverTime = f.boundOver.points()
 	s.NoHints.Saving = 0
 	s.Oracle.Saving = s.NoHints.Cost - s.Oracle.Cost
 	s.Bound.Saving = s.NoHints.Cost - s.Bound.Cost
-	s.Oracle.Lost = lostSavings(s.Oracle, s.Bound, s.NoHints, boundHits, announced)
 	for i := range s.Policies {
 		m := &s.Policies[i]
 		m.Saving = s.NoHints.Cost - m.Cost
-		m.Lost = lostSavings(*m, s.Bound, s.NoHints, boundHits, announced)
 	}
 	for _, m := range append([]ModeResult{s.NoHints, s.Oracle}, s.Policies...) {
 		if m.Cost < s.Bound.Cost-1e-6*max(1, s.Bound.Cost) {

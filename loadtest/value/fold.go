@@ -1,0 +1,162 @@
+package value
+
+import (
+	"time"
+
+	"github.com/hintstream/hintstream/loadtest/workload"
+)
+
+// SavingPoint is a run's saving against the no-hints run over the
+// requests that came by At (from the first request).
+type SavingPoint struct {
+	At     time.Duration
+	Saving float64
+}
+
+// overTime folds per-request savings, in request order, into n even
+// steps of the workload's time: the same sums, to the bit, as adding
+// them up from per-request arrays, without holding the arrays.
+type overTime struct {
+	first, span time.Duration
+	k           int
+	sum         float64
+	out         []SavingPoint
+}
+
+func newOverTime(w *workload.Workload, n int) *overTime {
+	if n <= 0 || len(w.Requests) == 0 {
+		return nil
+	}
+	first, last := w.Requests[0].At, w.Requests[len(w.Requests)-1].At
+	return &overTime{first: first, span: max(last-first, time.Millisecond), out: make([]SavingPoint, n)}
+}
+
+func (o *overTime) until(k int) time.Duration {
+	return o.first + time.Duration(float64(o.span)*float64(k+1)/float64(len(o.out)))
+}
+
+// add adds the saving of the next request, which came at at. A request
+// past the last step's end (rounding) is not counted.
+func (o *overTime) add(at time.Duration, saving float64) {
+	if o == nil {
+		return
+	}
+	for o.k < len(o.out) && at > o.until(o.k) {
+		o.out[o.k] = SavingPoint{At: o.until(o.k) - o.first, Saving: o.sum}
+		o.k++
+	}
+	if o.k < len(o.out) {
+		o.sum += saving
+	}
+}
+
+// points closes the remaining steps and returns the series.
+func (o *overTime) points() []SavingPoint {
+	if o == nil {
+		return nil
+	}
+	for ; o.k < len(o.out); o.k++ {
+		o.out[o.k] = SavingPoint{At: o.until(o.k) - o.first, Saving: o.sum}
+	}
+	return o.out
+}
+
+// bitset is a set of request indexes, a bit each.
+type bitset []uint64
+
+func newBitset(n int) *bitset {
+	b := make(bitset, (n+63)/64)
+	return &b
+}
+
+func (b *bitset) set(i int)      { (*b)[i/64] |= 1 << (i % 64) }
+func (b *bitset) has(i int) bool { return (*b)[i/64]&(1<<(i%64)) != 0 }
+
+// sessionEnds marks each conversation's last request: no later request
+// can look up the conversation's records.
+func sessionEnds(w *workload.Workload) *bitset {
+	last := map[string]int{}
+	for i := range w.Requests {
+		last[w.Requests[i].Session] = i
+	}
+	b := newBitset(len(w.Requests))
+	for _, i := range last {
+		b.set(i)
+	}
+	return b
+}
+
+// folder turns each request's results, once every run has played all of
+// its events, into running sums (lost savings, saving over time), in
+// request order, and makes the runs forget the request: what is held is
+// the requests between the oldest unfinished one and the newest played,
+// not the trace.
+type folder struct {
+	w *workload.Workload
+	// boundHits are the leading blocks each request finds under the
+	// clairvoyant bound, computed before the runs.
+	boundHits []int32
+	runs      []*run
+	lost      []Lost // per run; the first run's (no hints) is not reported
+	over      []*overTime
+	boundOver *overTime
+	played    map[int]uint8 // events played of requests not yet folded
+	next      int           // every request before it is folded
+}
+
+func newFolder(w *workload.Workload, runs []*run, boundHits []int, timePoints int) *folder {
+	f := &folder{w: w, runs: runs, lost: make([]Lost, len(runs)), over: make([]*overTime, len(runs)),
+		boundOver: newOverTime(w, timePoints), played: map[int]uint8{}, boundHits: make([]int32, len(boundHits))}
+	for i, h := range boundHits {
+		f.boundHits[i] = int32(h)
+	}
+	for k := range runs {
+		f.over[k] = newOverTime(w, timePoints)
+	}
+	return f
+}
+
+// events is how many events request i has: its request and response,
+// and its wake-up if it has one.
+func (f *folder) events(i int) uint8 {
+	if f.w.Requests[i].HasWakeup {
+		return 3
+	}
+	return 2
+}
+
+// played notes events every run has played, and folds the requests they
+// finish.
+func (f *folder) playedAll(evs []workload.Event) {
+	for _, ev := range evs {
+		f.played[ev.Request]++
+	}
+	for f.next < len(f.w.Requests) && f.played[f.next] >= f.events(f.next) {
+		f.fold(f.next)
+	}
+}
+
+// finish folds every request left (all of them have played by now).
+func (f *folder) finish() {
+	for f.next < len(f.w.Requests) {
+		f.fold(f.next)
+	}
+}
+
+func (f *folder) fold(i int) {
+	r := &f.w.Requests[i]
+	none := f.runs[0].p.out[i].cost
+	hit := int64(min(int(f.boundHits[i])*f.w.BlockSize, r.InputLength))
+	bound := float64(int64(r.InputLength) - hit)
+	for k, rn := range f.runs {
+		o := rn.p.out[i]
+		if k > 0 {
+			f.lost[k].add(o.cost, none, bound, o.why, rn.p.extent[i], int(f.boundHits[i]), r.HasWakeup)
+		}
+		f.over[k].add(r.At, none-o.cost)
+		rn.forget(i)
+	}
+	f.boundOver.add(r.At, none-bound)
+	delete(f.played, i)
+	f.next = i + 1
+}
