@@ -24,6 +24,19 @@ func unannounced(w *workload.Workload) {
 	}
 }
 
+// unannouncedSessions are 40 sessions of 6 to 10 turns, most after a
+// tool call of a steady 20 s, that nothing announces.
+func unannouncedSessions(t *testing.T) *workload.Workload {
+	t.Helper()
+	w, err := workload.Generate(workload.SyntheticConfig{Seed: 3, Sessions: 40, MinTurns: 6, MaxTurns: 10,
+		ToolCallProb: 0.9, ToolTime: 20 * time.Second, ToolTimeSigma: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unannounced(w)
+	return w
+}
+
 // Sessions whose turns nothing announces, most after a tool call of a
 // steady time: the in-process engine with header-free prefetches (the
 // whatif policy) prefetches some turns before they come, the harness
@@ -31,12 +44,7 @@ func unannounced(w *workload.Workload) {
 // accounting keeps the waste within the budget (--max-prefetch-waste 1
 // plus the warm-up allowance).
 func TestHeaderFreePrefetchInProcess(t *testing.T) {
-	w, err := workload.Generate(workload.SyntheticConfig{Seed: 3, Sessions: 40, MinTurns: 6, MaxTurns: 10,
-		ToolCallProb: 0.9, ToolTime: 20 * time.Second, ToolTimeSigma: 0.1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	unannounced(w)
+	w := unannouncedSessions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// Small devices: a context does not stay on its worker between turns.
@@ -78,12 +86,7 @@ func TestHeaderFreePrefetchInProcess(t *testing.T) {
 // (2,877 blocks against 875), which let its budget send 5.5 × the used
 // bytes in waste.
 func TestHarnessMeasuresHeaderFreeUseAsLive(t *testing.T) {
-	w, err := workload.Generate(workload.SyntheticConfig{Seed: 3, Sessions: 40, MinTurns: 6, MaxTurns: 10,
-		ToolCallProb: 0.9, ToolTime: 20 * time.Second, ToolTimeSigma: 0.1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	unannounced(w)
+	w := unannouncedSessions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cfg := Config{Workload: w, TransferTime: true, DeviceBlocks: 48, L3Blocks: 4096}
