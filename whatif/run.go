@@ -28,6 +28,10 @@ type Source struct {
 	// Observed is the cluster's own device hits on these requests (a
 	// stream window; nil for a trace).
 	Observed *Observed
+	// IDs, when set, reads record i's block ids back from the source
+	// (TraceRead.IDs): Run then keeps none after linking the turns, and
+	// the play reads each request's when it comes (value.Config.IDs).
+	IDs func(i int) ([]uint64, error)
 }
 
 // Options configure Run.
@@ -62,14 +66,26 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 		o.TimePoints = DefaultTimePoints
 	}
 	start := time.Now()
+	reusable := ReusableShare(src.Records, o.Cluster.BlockSize)
 	w, err := workload.FromRecords(src.Records, workload.TraceOptions{BlockSize: o.Cluster.BlockSize, Model: src.Model})
 	if err != nil {
 		return nil, err
 	}
+	// The workload holds what the play needs of the records (their ids
+	// too, until the last point's play drops each once played); this
+	// copy of the list would keep every record to the end.
+	src.Records = nil
+	if src.IDs != nil {
+		// Read back from the source as the play needs them (one point at
+		// a time, a stretch of events at a time).
+		for i := range w.Requests {
+			w.Requests[i].HashIDs = nil
+		}
+	}
 	stats := w.Stats()
 	rep := &Report{Source: src.Name, Requests: stats.Requests, Conversations: stats.Sessions, NextTurns: stats.NextTurns,
 		PromptTokens: stats.PromptTokens, DurationS: stats.Duration.Seconds(), Skipped: src.Skipped,
-		Reusable: Num(ReusableShare(src.Records, o.Cluster.BlockSize)), Cluster: o.Cluster, Sweep: o.Sweep,
+		Reusable: Num(reusable), Cluster: o.Cluster, Sweep: o.Sweep,
 		Observed: src.Observed}
 	if src.FirstSkipped != nil {
 		rep.FirstSkipped = src.FirstSkipped.Error()
@@ -92,7 +108,7 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 	for k, c := range points {
 		cfg := value.Config{Workload: w, Workers: c.Workers, DeviceBlocks: c.DeviceBlocks, L3Blocks: c.L3Pages(),
 			Alpha: c.Alpha, TransferTime: c.L3Bandwidth > 0, KVBytesPerToken: c.KVBytesPerToken, L3Bandwidth: c.L3Bandwidth,
-			Logger: o.Logger, Progress: bar.add, TimePoints: o.TimePoints}
+			Logger: o.Logger, Progress: bar.add, TimePoints: o.TimePoints, IDs: src.IDs}
 		s, err := value.Simulate(ctx, cfg, o.Policies)
 		if err != nil {
 			return nil, err

@@ -118,6 +118,15 @@ type TraceRead struct {
 	// first of them.
 	Skipped      int
 	FirstSkipped *LineError
+	// lines are where each record's line is in the trace (IDs).
+	lines []lineRef
+}
+
+// lineRef is where a record's line is in the trace: its first byte, its
+// length (without the line break) and how many ids it holds.
+type lineRef struct {
+	at      int64
+	n, nIDs int32
 }
 
 // ReadTrace reads a Mooncake-format trace, one JSON object a line
@@ -128,6 +137,15 @@ func ReadTrace(r io.Reader, blockSize int, skipBad bool) (TraceRead, error) {
 	var out TraceRead
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<20), maxLine)
+	// Where each line starts, for reading its ids back (IDs).
+	var pos, lineAt int64
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		adv, tok, err := bufio.ScanLines(data, atEOF)
+		if adv > 0 {
+			lineAt, pos = pos, pos+int64(adv)
+		}
+		return adv, tok, err
+	})
 	var last int64
 	for line := 1; sc.Scan(); line++ {
 		b := bytes.TrimSpace(sc.Bytes())
@@ -154,6 +172,7 @@ func ReadTrace(r io.Reader, blockSize int, skipBad bool) (TraceRead, error) {
 		// the whole run, so keep exactly what it holds.
 		rec.HashIDs = slices.Clip(append(make([]uint64, 0, len(rec.HashIDs)), rec.HashIDs...))
 		out.Records = append(out.Records, rec)
+		out.lines = append(out.lines, lineRef{at: lineAt, n: int32(len(sc.Bytes())), nIDs: int32(len(rec.HashIDs))})
 	}
 	if err := sc.Err(); err != nil {
 		return out, fmt.Errorf("whatif: reading trace: %w", err)
@@ -166,3 +185,27 @@ func ReadTrace(r io.Reader, blockSize int, skipBad bool) (TraceRead, error) {
 
 // ErrNoRequests: the source holds nothing to play.
 var ErrNoRequests = errors.New("whatif: no requests")
+
+// IDs reads record i's block ids back from the trace ReadTrace read, r
+// being the same file: for a play that holds the ids of the requests in
+// flight only (Source.IDs). It fails if the line no longer decodes to as
+// many ids. Not for concurrent use.
+func (t *TraceRead) IDs(r io.ReaderAt, blockSize int) func(i int) ([]uint64, error) {
+	lines := t.lines
+	var buf []byte
+	return func(i int) ([]uint64, error) {
+		if i < 0 || i >= len(lines) {
+			return nil, fmt.Errorf("whatif: trace record %d of %d", i, len(lines))
+		}
+		l := lines[i]
+		buf = slices.Grow(buf[:0], int(l.n))[:l.n]
+		if _, err := r.ReadAt(buf, l.at); err != nil {
+			return nil, fmt.Errorf("whatif: reading trace record %d back: %w", i, err)
+		}
+		rec, err := DecodeLine(bytes.TrimSpace(buf), blockSize)
+		if err != nil || len(rec.HashIDs) != int(l.nIDs) {
+			return nil, fmt.Errorf("whatif: trace record %d read back differs (the file changed?): %v", i, err)
+		}
+		return slices.Clip(rec.HashIDs), nil
+	}
+}

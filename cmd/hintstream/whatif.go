@@ -137,12 +137,14 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		if err != nil {
 			return err
 		}
+		// Open to the end: the play reads each request's ids back.
+		defer f.Close()
 		tr, err := whatif.ReadTrace(f, c.BlockSize, *skipBad)
-		f.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", *trace, err)
 		}
-		src = whatif.Source{Name: *trace, Records: tr.Records, Skipped: tr.Skipped, FirstSkipped: tr.FirstSkipped}
+		src = whatif.Source{Name: *trace, Records: tr.Records, Skipped: tr.Skipped, FirstSkipped: tr.FirstSkipped,
+			IDs: tr.IDs(f, c.BlockSize)}
 	}
 	o.Cluster = c
 	if isTerminal(stderr) {

@@ -186,7 +186,14 @@ func boundMode(cfg Config, pr *prompts) (ModeResult, []int, error) {
 	n := len(w.Requests)
 	blocks := make([]int32, n)
 	for i := range w.Requests {
+		held := w.Requests[i].HashIDs != nil
+		if err := loadIDs(cfg, i); err != nil {
+			return ModeResult{}, nil, err
+		}
 		seq := kvevents.PromptHashes(w.PromptTokens(i), w.BlockSize)
+		if !held {
+			w.Requests[i].HashIDs = nil
+		}
 		blocks[i] = int32(len(seq))
 		if err := t.add(i, seq); err != nil {
 			return ModeResult{}, nil, err

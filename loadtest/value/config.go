@@ -100,6 +100,15 @@ type Config struct {
 	// TimePoints is how many even steps of the workload's time Simulate's
 	// saving-over-time series (ModeResult.SavingOverTime) has; 0: none.
 	TimePoints int
+	// IDs, when set, reads request i's block ids back from where the
+	// workload came from (a trace file): the workload's requests then hold
+	// none (HashIDs nil), and Simulate sets a request's ids just before
+	// they are needed (the bound's pass; its first event, or its previous
+	// turn's response, which takes its output from them) and drops them
+	// once every run has played its response. Memory then holds the ids of
+	// the requests in flight, not the trace's. Simulate calls it from one
+	// goroutine at a time.
+	IDs func(i int) ([]uint64, error)
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -124,6 +124,12 @@ func (p *prompts) prompt(i int, withTokens bool) (*sim.Prompt, error) {
 	if ok && !withTokens {
 		return &sim.Prompt{Seq: hp.seq, Keys: hp.keys}, nil
 	}
+	if r := &p.w.Requests[i]; r.HashIDs == nil && r.InputLength > 0 {
+		// Config.IDs's ids are set before a request's events and
+		// dropped after its response: asked outside them is a bug, not
+		// a prompt to play empty.
+		return nil, fmt.Errorf("value: request %d's block ids are not loaded", i)
+	}
 	tokens := p.w.PromptTokens(i)
 	if !ok {
 		// Hashed outside the lock: two runs may both hash a prompt, to

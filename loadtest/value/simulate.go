@@ -104,6 +104,9 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
 	for from := 0; from < len(w.Events); from += simulateStretch {
 		to := min(from+simulateStretch, len(w.Events))
+		if err := loadStretchIDs(cfg, w.Events[from:to]); err != nil {
+			return s, err
+		}
 		var wg sync.WaitGroup
 		for k, j := range jobs {
 			wg.Add(1)
@@ -129,6 +132,9 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 		for _, ev := range w.Events[from:to] {
 			if ev.Kind == workload.KindResponse {
 				pr.release(ev.Request)
+				if cfg.IDs != nil {
+					w.Requests[ev.Request].HashIDs = nil
+				}
 			}
 		}
 		for _, r := range runs {
@@ -158,4 +164,43 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 		}
 	}
 	return s, nil
+}
+
+// loadIDs sets request i's block ids from cfg.IDs when they are not
+// held; the caller drops them (HashIDs nil) once done.
+func loadIDs(cfg Config, i int) error {
+	r := &cfg.Workload.Requests[i]
+	if cfg.IDs == nil || r.HashIDs != nil {
+		return nil
+	}
+	ids, err := cfg.IDs(i)
+	if err != nil {
+		return fmt.Errorf("value: request %d's block ids: %w", i, err)
+	}
+	if len(ids)*cfg.Workload.BlockSize < r.InputLength {
+		return fmt.Errorf("value: request %d's block ids: %d ids cannot hold its %d tokens (its source changed?)", i, len(ids), r.InputLength)
+	}
+	r.HashIDs = ids
+	return nil
+}
+
+// loadStretchIDs sets the ids of every request a stretch of events
+// needs: a wake-up's or request's own, and at a response the next
+// turn's (the response's output tokens are taken from its prompt).
+func loadStretchIDs(cfg Config, evs []workload.Event) error {
+	if cfg.IDs == nil {
+		return nil
+	}
+	for _, ev := range evs {
+		i := ev.Request
+		if ev.Kind == workload.KindResponse {
+			if i = cfg.Workload.Requests[i].Next; i < 0 {
+				continue
+			}
+		}
+		if err := loadIDs(cfg, i); err != nil {
+			return err
+		}
+	}
+	return nil
 }
