@@ -36,7 +36,11 @@ func TestPinRevisionsInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	natstest.Eventually(t, 10*time.Second, func() bool { return r.Counters().Received.Value() == 6 }, "6 messages")
+	// Received counts a message before the handler has it: wait until
+	// each of the six was either handed over or dropped as stale.
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		return r.Counters().Received.Value() == 6 && uint64(len(c.hints()))+r.Counters().Stale.Value() == 6
+	}, "6 messages handled or dropped")
 	var applied []uint64
 	final := map[string]int64{}
 	for _, h := range c.hints() {
