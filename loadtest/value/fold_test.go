@@ -2,6 +2,7 @@ package value
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,18 +27,6 @@ func refOverTime(w *workload.Workload, none, run []float64, n int) []SavingPoint
 		out[k] = SavingPoint{At: until - first, Saving: sum}
 	}
 	return out
-}
-
-func equalPoints(a, b []SavingPoint) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Simulate folds each request's results into running sums as soon as
@@ -105,7 +94,7 @@ func TestFoldedResultsEqualPerRequestArrays(t *testing.T) {
 			t.Fatalf("%s: per-request arrays: alone %d, Simulate %d (want all, none)", c.name,
 				len(none.PerRequestCost), len(s.NoHints.PerRequestCost))
 		}
-		if got, want := s.Bound.SavingOverTime, refOverTime(c.w, none.PerRequestCost, bound.PerRequestCost, points); !equalPoints(got, want) {
+		if got, want := s.Bound.SavingOverTime, refOverTime(c.w, none.PerRequestCost, bound.PerRequestCost, points); !slices.Equal(got, want) {
 			t.Fatalf("%s: bound's saving over time\n got %v\nwant %v", c.name, got, want)
 		}
 		announced := func(i int) bool { return c.w.Requests[i].HasWakeup }
@@ -123,7 +112,7 @@ func TestFoldedResultsEqualPerRequestArrays(t *testing.T) {
 			if want := lostSavings(alone, bound, none, hits, announced); want != got.Lost {
 				t.Fatalf("%s, %s: folded lost savings\n got %+v\nwant %+v", c.name, mode, got.Lost, want)
 			}
-			if want := refOverTime(c.w, none.PerRequestCost, alone.PerRequestCost, points); !equalPoints(got.SavingOverTime, want) {
+			if want := refOverTime(c.w, none.PerRequestCost, alone.PerRequestCost, points); !slices.Equal(got.SavingOverTime, want) {
 				t.Fatalf("%s, %s: saving over time\n got %v\nwant %v", c.name, mode, got.SavingOverTime, want)
 			}
 			causes := 0

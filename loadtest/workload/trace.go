@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -181,7 +182,7 @@ func findPrev(w *Workload, byFull map[uint64][]int, hasNext []bool, keys []uint6
 		fork := -1
 		for k := len(cands) - 1; k >= 0; k-- {
 			e := &w.Requests[cands[k]]
-			if e.InputLength/w.BlockSize != l || !equalIDs(e.HashIDs[:l], r.HashIDs[:l]) {
+			if e.InputLength/w.BlockSize != l || !slices.Equal(e.HashIDs[:l], r.HashIDs[:l]) {
 				continue // a key collision
 			}
 			if r.InputLength < e.InputLength+e.OutputLength {
@@ -213,18 +214,6 @@ func prefixKeys(ids []uint64) []uint64 {
 		out[i] = k
 	}
 	return out
-}
-
-func equalIDs(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func trimSpace(b []byte) []byte {
