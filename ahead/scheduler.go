@@ -272,8 +272,15 @@ func (s *Scheduler) Due(at time.Time) []Prefetch {
 		}
 		p := *e.plan
 		e.plan = nil
-		if !at.Before(p.Expires) || (!e.context && !e.answered) {
-			continue // run out, or its turn's response not seen yet
+		if !at.Before(p.Expires) {
+			// Its window ran out before anyone asked (a member far
+			// behind its events): as late as a turn that came first.
+			s.st.Late++
+			s.m.Skipped.Inc("late")
+			continue
+		}
+		if !e.context && !e.answered {
+			continue // its turn's response not seen yet: the trial's
 		}
 		if !s.trial.open(s.cfg.MaxWaste, float64(p.Bytes)) {
 			s.st.Trial++

@@ -321,3 +321,20 @@ func TestResponseBeforeItsTurn(t *testing.T) {
 		t.Fatalf("anchor %v: moved back to the turn", a.Sub(t0))
 	}
 }
+
+// A plan whose window ran out before anything asked for it (a member far
+// behind its events) is counted late, not dropped without a word.
+func TestPlanRunOutIsCountedLate(t *testing.T) {
+	s, f := newTest(t, Config{L3Bandwidth: 1e9, KVBytesPerToken: 1e6})
+	last := play(s, "a", t0, 30*time.Second, 8)
+	before := s.Stats().Late
+	if due := s.Due(last.Add(time.Hour)); len(due) != 0 {
+		t.Fatalf("sent %+v an hour after its window", due)
+	}
+	if got := s.Stats().Late; got != before+1 {
+		t.Fatalf("late %d, want %d: the run-out plan was not counted", got, before+1)
+	}
+	if got := f.Ahead.Skipped.Value("late"); got != before+1 {
+		t.Fatalf("hintstream_ahead_skipped_total{reason=late} %d, want %d", got, before+1)
+	}
+}
