@@ -188,21 +188,7 @@ func clairvoyantTape(r *tapeReader, n int, blocks func(i int) int, at func(i int
 				}
 			}
 		}
-		for len(kept) > capacity {
-			it := heap.Pop(h).(item)
-			if nu, ok := kept[it.page]; ok && nu == it.next {
-				delete(kept, it.page)
-			}
-		}
-		// Entries of pages re-used or dropped since are skipped when
-		// popped; without a pop they would pile up with the trace.
-		if h.Len() > 2*len(kept)+1024 {
-			*h = (*h)[:0]
-			for b, nu := range kept {
-				*h = append(*h, item{page: b, next: nu})
-			}
-			heap.Init(h)
-		}
+		evictFarthest(kept, h, capacity)
 		i = j
 	}
 	return hits, nil
@@ -254,20 +240,28 @@ func beladyTape(r *tapeReader, n int, blocks func(i int) int, at func(i int) int
 				heap.Push(h, item{page: e.block, next: e.next})
 			}
 		}
-		for len(kept) > capacity {
-			it := heap.Pop(h).(item)
-			if nu, ok := kept[it.page]; ok && nu == it.next {
-				delete(kept, it.page)
-			}
-		}
-		if h.Len() > 2*len(kept)+1024 {
-			*h = (*h)[:0]
-			for b, nu := range kept {
-				*h = append(*h, item{page: b, next: nu})
-			}
-			heap.Init(h)
-		}
+		evictFarthest(kept, h, capacity)
 		i = j
 	}
 	return hits, nil
+}
+
+// evictFarthest drops the kept pages whose next use is farthest until
+// capacity holds them. Heap entries of pages re-used or dropped since are
+// skipped when popped; without a pop they would pile up with the trace,
+// so the heap is rebuilt from kept once they outnumber it.
+func evictFarthest(kept map[uint64]int32, h *farthest, capacity int) {
+	for len(kept) > capacity {
+		it := heap.Pop(h).(item)
+		if nu, ok := kept[it.page]; ok && nu == it.next {
+			delete(kept, it.page)
+		}
+	}
+	if h.Len() > 2*len(kept)+1024 {
+		*h = (*h)[:0]
+		for b, nu := range kept {
+			*h = append(*h, item{page: b, next: nu})
+		}
+		heap.Init(h)
+	}
 }
