@@ -94,8 +94,12 @@ type Workload struct {
 	BlockSize int
 	// Service is the model that timed the responses.
 	Service  ServiceModel
+	// Requests and Events are the workload when built in memory; read
+	// it through Len, Req, NumEvents and EventRange (access.go), which
+	// also serve one kept on disk (Spool).
 	Requests []Request
 	Events   []Event
+	back     backing
 }
 
 // ServiceModel gives a request's response time. It does not queue: see
@@ -152,7 +156,7 @@ func appendBlock(dst []uint32, h uint64, blockSize, n int) []uint32 {
 
 // PromptTokens returns request i's prompt.
 func (w *Workload) PromptTokens(i int) []uint32 {
-	r := &w.Requests[i]
+	r := w.Req(i)
 	out := make([]uint32, 0, r.InputLength)
 	for b, h := range r.HashIDs {
 		n := min(w.BlockSize, r.InputLength-b*w.BlockSize)
@@ -167,7 +171,7 @@ func (w *Workload) PromptTokens(i int) []uint32 {
 // promptRange is request i's prompt tokens [from, to), to ≤ its length:
 // PromptTokens(i)[from:to] without making the whole prompt.
 func (w *Workload) promptRange(i, from, to int) []uint32 {
-	r := &w.Requests[i]
+	r := w.Req(i)
 	out := make([]uint32, 0, to-from)
 	for t := from; t < to; t++ {
 		b, j := t/w.BlockSize, t%w.BlockSize
@@ -180,8 +184,8 @@ func (w *Workload) promptRange(i, from, to int) []uint32 {
 // those positions when it has one (the next turn holds them), else tokens
 // of a block id of its own.
 func (w *Workload) OutputTokens(i int) []uint32 {
-	r := &w.Requests[i]
-	if r.Next >= 0 && w.Requests[r.Next].InputLength >= r.InputLength+r.OutputLength {
+	r := w.Req(i)
+	if r.Next >= 0 && w.Req(r.Next).InputLength >= r.InputLength+r.OutputLength {
 		return w.promptRange(r.Next, r.InputLength, r.InputLength+r.OutputLength)
 	}
 	out := make([]uint32, 0, r.OutputLength)
@@ -208,7 +212,7 @@ func (w *Workload) RequestEvent(i int, epoch time.Time, announceToolTime bool) *
 // RequestEventTokens is RequestEvent with its prompt's tokens made
 // already (PromptTokens(i)).
 func (w *Workload) RequestEventTokens(i int, epoch time.Time, announceToolTime bool, tokens []uint32) *schemas.RequestEvent {
-	r := &w.Requests[i]
+	r := w.Req(i)
 	ev := &schemas.RequestEvent{RequestID: r.ID, SessionID: r.Session, Model: w.Model,
 		TokenIDs: tokens, ReceivedAtMs: ms(epoch, r.At)}
 	if announceToolTime && r.ToolCall {
@@ -224,7 +228,7 @@ func (w *Workload) WakeupEvent(i int, epoch time.Time) *schemas.RequestEvent {
 
 // WakeupEventTokens is WakeupEvent with its prompt's tokens made already.
 func (w *Workload) WakeupEventTokens(i int, epoch time.Time, tokens []uint32) *schemas.RequestEvent {
-	r := &w.Requests[i]
+	r := w.Req(i)
 	return &schemas.RequestEvent{RequestID: w.WakeupID(i), SessionID: r.Session, Model: w.Model,
 		TokenIDs: tokens, ReceivedAtMs: ms(epoch, r.WakeupAt),
 		Headers: map[string]string{engine.HeaderWakeup: "1"}}
@@ -233,7 +237,7 @@ func (w *Workload) WakeupEventTokens(i int, epoch time.Time, tokens []uint32) *s
 // ResponseEvent is request i's response from workerID, completed at
 // epoch+ResponseAt.
 func (w *Workload) ResponseEvent(i int, workerID uint64, epoch time.Time) *schemas.ResponseEvent {
-	r := &w.Requests[i]
+	r := w.Req(i)
 	ev := &schemas.ResponseEvent{RequestID: r.ID, SessionID: r.Session, Model: w.Model, WorkerID: workerID,
 		FinishReason: "stop", OutputTokenIDs: w.OutputTokens(i), CompletedAtMs: ms(epoch, r.ResponseAt)}
 	if r.ToolCall {
@@ -253,9 +257,9 @@ type Stats struct {
 // Stats counts the workload's requests, sessions and hints' triggers.
 func (w *Workload) Stats() Stats {
 	var s Stats
-	s.Requests = len(w.Requests)
-	for i := range w.Requests {
-		r := &w.Requests[i]
+	s.Requests = w.Len()
+	for i := range s.Requests {
+		r := w.Req(i)
 		s.PromptTokens += int64(r.InputLength)
 		if r.Prev < 0 {
 			s.Sessions++
@@ -269,8 +273,9 @@ func (w *Workload) Stats() Stats {
 			s.ToolCalls++
 		}
 	}
-	if n := len(w.Events); n > 0 {
-		s.Duration = w.Events[n-1].At - w.Events[0].At
+	if n := w.NumEvents(); n > 0 {
+		first := w.EventRange(0, 1)[0].At
+		s.Duration = w.EventRange(n-1, n)[0].At - first
 	}
 	return s
 }
