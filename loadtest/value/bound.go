@@ -183,16 +183,16 @@ func boundMode(cfg Config, pr *prompts) (ModeResult, []int, error) {
 		return ModeResult{}, nil, err
 	}
 	defer t.close()
-	n := len(w.Requests)
+	n := w.Len()
 	blocks := make([]int32, n)
-	for i := range w.Requests {
-		held := w.Requests[i].HashIDs != nil
+	for i := range w.Len() {
+		held := w.Req(i).HashIDs != nil
 		if err := loadIDs(cfg, i); err != nil {
 			return ModeResult{}, nil, err
 		}
 		seq := kvevents.PromptHashes(w.PromptTokens(i), w.BlockSize)
 		if !held {
-			w.Requests[i].HashIDs = nil
+			dropIDs(cfg, i)
 		}
 		blocks[i] = int32(len(seq))
 		if err := t.add(i, seq); err != nil {
@@ -204,14 +204,14 @@ func boundMode(cfg Config, pr *prompts) (ModeResult, []int, error) {
 		return ModeResult{}, nil, err
 	}
 	hits, err := clairvoyantTape(rd, n, func(i int) int { return int(blocks[i]) },
-		func(i int) int64 { return int64(w.Requests[i].At) }, cfg.Workers*cfg.DeviceBlocks+cfg.L3Blocks)
+		func(i int) int64 { return int64(w.Req(i).At) }, cfg.Workers*cfg.DeviceBlocks+cfg.L3Blocks)
 	if err != nil {
 		return ModeResult{}, nil, err
 	}
 	res := ModeResult{Mode: ModeBound, PrefetchAccuracy: math.NaN(), PinsHonoured: math.NaN()}
 	res.PerRequestCost = make([]float64, n)
-	for i := range w.Requests {
-		r := &w.Requests[i]
+	for i := range w.Len() {
+		r := w.Req(i)
 		hit := int64(min(hits[i]*w.BlockSize, r.InputLength))
 		res.Requests++
 		res.PromptTokens += int64(r.InputLength)

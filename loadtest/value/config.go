@@ -112,7 +112,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	if c.Workload == nil || len(c.Workload.Requests) == 0 {
+	if c.Workload == nil || c.Workload.Len() == 0 {
 		return c, fmt.Errorf("%w: no workload", ErrConfig)
 	}
 	if c.Workers <= 0 {

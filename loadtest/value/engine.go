@@ -137,7 +137,7 @@ func (h *engineRun) RecordAffinity(session string, rec schemas.AffinityRecord) {
 // later turn can read it.
 func (h *engineRun) forget(i int) {
 	if h.p.sessionEnds != nil && h.p.sessionEnds.has(i) {
-		delete(h.aff, h.p.w.Requests[i].Session)
+		delete(h.aff, h.p.w.Req(i).Session)
 	}
 }
 
@@ -187,7 +187,7 @@ func (h *engineRun) preferred(_ context.Context, i int) (int, bool, error) {
 	if !h.pol.Affinity {
 		return 0, false, nil
 	}
-	r := &h.p.w.Requests[i]
+	r := h.p.w.Req(i)
 	rec, ok := h.aff[r.Session]
 	// A header-free prefetch's record holds until it expires, on the
 	// simulated clock it was stamped with.
@@ -220,7 +220,7 @@ func (h *engineRun) request(ctx context.Context, i int) error {
 
 func (h *engineRun) response(ctx context.Context, i, worker int) error {
 	h.tick(ctx)
-	r := &h.p.w.Requests[i]
+	r := h.p.w.Req(i)
 	ev := h.p.w.ResponseEvent(i, h.p.cl.Workers[worker].Record.WorkerID, h.epoch)
 	out := h.eng.OnResponse(ctx, h.delivery(), ev)
 	if out.Verdict == engine.Reject || out.Verdict == engine.Retry {
@@ -281,7 +281,7 @@ func (h *engineRun) apply(endpoint string, raw actions.Hint) {
 			continue
 		}
 		i, err := strconv.Atoi(strings.TrimPrefix(pf.RequestID, "wake-"))
-		if err != nil || i < 0 || i >= len(h.p.w.Requests) {
+		if err != nil || i < 0 || i >= h.p.w.Len() {
 			res.BadHints++
 			continue
 		}

@@ -24,10 +24,10 @@ type overTime struct {
 }
 
 func newOverTime(w *workload.Workload, n int) *overTime {
-	if n <= 0 || len(w.Requests) == 0 {
+	if n <= 0 || w.Len() == 0 {
 		return nil
 	}
-	first, last := w.Requests[0].At, w.Requests[len(w.Requests)-1].At
+	first, last := w.Req(0).At, w.Req(w.Len()-1).At
 	return &overTime{first: first, span: max(last-first, time.Millisecond), out: make([]SavingPoint, n)}
 }
 
@@ -76,10 +76,10 @@ func (b *bitset) has(i int) bool { return (*b)[i/64]&(1<<(i%64)) != 0 }
 // can look up the conversation's records.
 func sessionEnds(w *workload.Workload) *bitset {
 	last := map[string]int{}
-	for i := range w.Requests {
-		last[w.Requests[i].Session] = i
+	for i := range w.Len() {
+		last[w.Req(i).Session] = i
 	}
-	b := newBitset(len(w.Requests))
+	b := newBitset(w.Len())
 	for _, i := range last {
 		b.set(i)
 	}
@@ -119,7 +119,7 @@ func newFolder(w *workload.Workload, runs []*run, boundHits []int, timePoints in
 // events is how many events request i has: its request and response,
 // and its wake-up if it has one.
 func (f *folder) events(i int) uint8 {
-	if f.w.Requests[i].HasWakeup {
+	if f.w.Req(i).HasWakeup {
 		return 3
 	}
 	return 2
@@ -131,20 +131,20 @@ func (f *folder) playedAll(evs []workload.Event) {
 	for _, ev := range evs {
 		f.played[ev.Request]++
 	}
-	for f.next < len(f.w.Requests) && f.played[f.next] >= f.events(f.next) {
+	for f.next < f.w.Len() && f.played[f.next] >= f.events(f.next) {
 		f.fold(f.next)
 	}
 }
 
 // finish folds every request left (all of them have played by now).
 func (f *folder) finish() {
-	for f.next < len(f.w.Requests) {
+	for f.next < f.w.Len() {
 		f.fold(f.next)
 	}
 }
 
 func (f *folder) fold(i int) {
-	r := &f.w.Requests[i]
+	r := f.w.Req(i)
 	none := f.runs[0].p.out[i].cost
 	hit := int64(min(int(f.boundHits[i])*f.w.BlockSize, r.InputLength))
 	bound := float64(int64(r.InputLength) - hit)

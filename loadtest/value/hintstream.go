@@ -139,7 +139,7 @@ func (h *hintstreamRun) preferred(ctx context.Context, i int) (int, bool, error)
 	if h.aff == nil {
 		return 0, false, nil
 	}
-	r := &h.p.w.Requests[i]
+	r := h.p.w.Req(i)
 	if !r.HasWakeup {
 		return h.aheadPreferred(ctx, i)
 	}
@@ -328,7 +328,7 @@ func (h *hintstreamRun) apply(hint sim.Hint) {
 			continue
 		}
 		i, err := strconv.Atoi(strings.TrimPrefix(pf.RequestID, "wake-"))
-		if err != nil || i < 0 || i >= len(h.p.w.Requests) {
+		if err != nil || i < 0 || i >= h.p.w.Len() {
 			res.BadHints++
 			continue
 		}
@@ -420,7 +420,7 @@ func (h *hintstreamRun) aheadPreferred(ctx context.Context, i int) (int, bool, e
 	if h.aheadAff == nil {
 		return 0, false, nil
 	}
-	pref, err := h.aheadAff.PreferredWorker(ctx, h.p.w.Requests[i].Session)
+	pref, err := h.aheadAff.PreferredWorker(ctx, h.p.w.Req(i).Session)
 	if errors.Is(err, client.ErrNoPreference) || (err == nil && !isAhead(pref.RequestID)) {
 		return 0, false, nil
 	}

@@ -103,7 +103,7 @@ func (l *Lost) add(c, none, bound float64, why cause, extent, boundHits int, ann
 func (p *player) classify(i, wk int, si servedInfo) cause {
 	to, ok := p.prefetchedTo[i]
 	switch {
-	case !p.w.Requests[i].HasWakeup || !ok:
+	case !p.w.Req(i).HasWakeup || !ok:
 		return causeNoWakeup
 	case to != wk:
 		return causeWrongWorker

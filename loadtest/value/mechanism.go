@@ -38,18 +38,18 @@ type Mechanism struct {
 func mechanism(cfg Config, pr *prompts, run ModeResult, boundHits []int) Mechanism {
 	var m Mechanism
 	w := cfg.Workload
-	n := len(w.Requests)
+	n := w.Len()
 	if len(run.served) != n || len(boundHits) != n {
 		return m
 	}
 	seqs := make([][]uint64, n)
 	at := make([]int64, n)
-	for i := range w.Requests {
+	for i := range w.Len() {
 		p, err := pr.get(i)
 		if err != nil {
 			return Mechanism{}
 		}
-		seqs[i], at[i] = p.Seq, int64(w.Requests[i].At)
+		seqs[i], at[i] = p.Seq, int64(w.Req(i).At)
 	}
 	kept := make([][]bool, n)
 	for i := range kept {
@@ -58,7 +58,7 @@ func mechanism(cfg Config, pr *prompts, run ModeResult, boundHits []int) Mechani
 	beladyHits(seqs, at, cfg.Workers*cfg.DeviceBlocks+cfg.L3Blocks, func(int, int) bool { return true },
 		func(i, k int) { kept[i][k] = true })
 	a, bs := cfg.Alpha, float64(w.BlockSize)
-	for i := range w.Requests {
+	for i := range w.Len() {
 		si := run.served[i]
 		wrong := run.causes[i] == causeWrongWorker
 		for k := range seqs[i] {
@@ -94,7 +94,7 @@ func mechanism(cfg Config, pr *prompts, run ModeResult, boundHits []int) Mechani
 			switch {
 			case wrong:
 				m.WrongWorker += place * bs
-			case w.Requests[i].HasWakeup:
+			case w.Req(i).HasWakeup:
 				m.Placement += place * bs
 			default:
 				m.NoSignal += place * bs

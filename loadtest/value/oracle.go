@@ -36,11 +36,11 @@ func (o *oracle) preferred(_ context.Context, i int) (int, bool, error) {
 func (o *oracle) request(context.Context, int) error { return nil }
 
 func (o *oracle) response(_ context.Context, i, _ int) error {
-	r := &o.p.w.Requests[i]
+	r := o.p.w.Req(i)
 	if !r.ToolCall {
 		return nil
 	}
-	next := &o.p.w.Requests[r.Next]
+	next := o.p.w.Req(r.Next)
 	ttl := next.At - o.p.cl.Now()
 	if ttl <= 0 {
 		return nil

@@ -116,14 +116,14 @@ func reachableMode(cfg Config, pr *prompts) (ModeResult, error) {
 	// The bound keeps L3 itself; the cluster's only models devices and
 	// routing, so its L3 holds every page.
 	cc.L3Blocks = 1
-	for i := range w.Requests {
-		cc.L3Blocks += len(w.Requests[i].HashIDs)
+	for i := range w.Len() {
+		cc.L3Blocks += len(w.Req(i).HashIDs)
 	}
 	cl, err := sim.NewCluster(cc)
 	if err != nil {
 		return ModeResult{}, err
 	}
-	n := len(w.Requests)
+	n := w.Len()
 	dev := make([]int32, n)
 	// The requests' blocks go onto a tape on disk with their next uses
 	// (tape.go): memory holds a map of distinct blocks, not the trace's.
@@ -134,7 +134,7 @@ func reachableMode(cfg Config, pr *prompts) (ModeResult, error) {
 	defer t.close()
 	blocks := make([]int32, n)
 	added := 0
-	for _, ev := range w.Events {
+	for _, ev := range w.EventRange(0, w.NumEvents()) {
 		cl.Advance(ev.At)
 		if ev.Kind != workload.KindRequest {
 			continue
@@ -143,7 +143,7 @@ func reachableMode(cfg Config, pr *prompts) (ModeResult, error) {
 		if i != added {
 			return ModeResult{}, fmt.Errorf("value: reachable bound: request %d played before request %d", i, added)
 		}
-		r := &w.Requests[i]
+		r := w.Req(i)
 		p, err := pr.get(i)
 		if err != nil {
 			return ModeResult{}, err
@@ -163,7 +163,7 @@ func reachableMode(cfg Config, pr *prompts) (ModeResult, error) {
 		added++
 	}
 	count := func(i int) int { return int(blocks[i]) }
-	at := func(i int) int64 { return int64(w.Requests[i].At) }
+	at := func(i int) int64 { return int64(w.Req(i).At) }
 	offDevice := func(i, k int) bool { return k >= int(dev[i]) }
 	rd, err := t.rewind()
 	if err != nil {
@@ -176,15 +176,15 @@ func reachableMode(cfg Config, pr *prompts) (ModeResult, error) {
 	if rd, err = t.rewind(); err != nil {
 		return ModeResult{}, err
 	}
-	announced, err := beladyTape(rd, n, count, at, cfg.L3Blocks, func(i, k int) bool { return k >= int(dev[i]) && w.Requests[i].HasWakeup })
+	announced, err := beladyTape(rd, n, count, at, cfg.L3Blocks, func(i, k int) bool { return k >= int(dev[i]) && w.Req(i).HasWakeup })
 	if err != nil {
 		return ModeResult{}, err
 	}
 	res := ModeResult{Mode: ModeReachable, PrefetchAccuracy: math.NaN(), PinsHonoured: math.NaN(),
 		PerRequestCost: make([]float64, n)}
 	bs := float64(w.BlockSize)
-	for i := range w.Requests {
-		r := &w.Requests[i]
+	for i := range w.Len() {
+		r := w.Req(i)
 		devTok := int64(min(int(dev[i])*w.BlockSize, r.InputLength))
 		res.Requests++
 		res.PromptTokens += int64(r.InputLength)

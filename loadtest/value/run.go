@@ -31,7 +31,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		mode Mode
 		out  *ModeResult
 	}{{ModeNoHints, &res.NoHints}, {ModeOracle, &res.Oracle}, {ModeHintstream, &res.Hintstream}} {
-		cfg.Logger.Info("value: run", "mode", m.mode, "requests", len(w.Requests))
+		cfg.Logger.Info("value: run", "mode", m.mode, "requests", w.Len())
 		r, err := runMode(ctx, cfg, pr, m.mode, nil)
 		if err != nil {
 			return res, fmt.Errorf("value: %s run: %w", m.mode, err)
@@ -58,7 +58,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			res.ReachableBeaten = append(res.ReachableBeaten, m.Mode)
 		}
 	}
-	announced := func(i int) bool { return w.Requests[i].HasWakeup }
+	announced := func(i int) bool { return w.Req(i).HasWakeup }
 	res.Hintstream.Lost = lostSavings(res.Hintstream, res.Bound, res.NoHints, boundHits, announced)
 	res.Oracle.Lost = lostSavings(res.Oracle, res.Bound, res.NoHints, boundHits, announced)
 	// The bound's cost has no L3 term and is a whole number of tokens; a
@@ -124,7 +124,7 @@ func (p *prompts) prompt(i int, withTokens bool) (*sim.Prompt, error) {
 	if ok && !withTokens {
 		return &sim.Prompt{Seq: hp.seq, Keys: hp.keys}, nil
 	}
-	if r := &p.w.Requests[i]; r.HashIDs == nil && r.InputLength > 0 {
+	if r := p.w.Req(i); r.HashIDs == nil && r.InputLength > 0 {
 		// Config.IDs's ids are set before a request's events and
 		// dropped after its response: asked outside them is a bug, not
 		// a prompt to play empty.
@@ -244,7 +244,7 @@ func runMode(ctx context.Context, cfg Config, pr *prompts, mode Mode, pol *Polic
 		return ModeResult{Mode: mode}, err
 	}
 	defer r.h.close()
-	if err := r.p.play(ctx, r.h, 0, len(r.p.w.Events)); err != nil {
+	if err := r.p.play(ctx, r.h, 0, r.p.w.EventRange(0, r.p.w.NumEvents())); err != nil {
 		return r.p.res, err
 	}
 	r.elapsed = time.Since(r.start)
@@ -298,7 +298,7 @@ func (r *run) finish() ModeResult {
 	}
 	p.aheadFinish()
 	if len(p.out) > 0 {
-		n := len(p.w.Requests)
+		n := p.w.Len()
 		p.res.PerRequestCost, p.res.causes, p.res.extent = make([]float64, n), make([]cause, n), make([]int, n)
 		p.res.served = make([]servedInfo, n)
 		for i, o := range p.out {
@@ -314,10 +314,12 @@ func (r *run) finish() ModeResult {
 	return p.res
 }
 
-// play plays events [from, to).
-func (p *player) play(ctx context.Context, h hooks, from, to int) error {
+// play plays evs, the workload's events from from on. The caller reads
+// them (EventRange): runs side by side share one stretch.
+func (p *player) play(ctx context.Context, h hooks, from int, evs []workload.Event) error {
+	to := from + len(evs)
 	for k := from; k < to; k++ {
-		ev := p.w.Events[k]
+		ev := evs[k-from]
 		if p.cfg.Progress != nil && k%1024 == 1023 {
 			p.cfg.Progress(1024)
 		}
@@ -340,8 +342,8 @@ func (p *player) play(ctx context.Context, h hooks, from, to int) error {
 			return fmt.Errorf("%s of request %d at %v: %w", ev.Kind, i, ev.At, err)
 		}
 	}
-	if p.cfg.Progress != nil && to == len(p.w.Events) {
-		p.cfg.Progress(len(p.w.Events) % 1024)
+	if p.cfg.Progress != nil && to == p.w.NumEvents() {
+		p.cfg.Progress(p.w.NumEvents() % 1024)
 	}
 	return nil
 }
@@ -349,7 +351,7 @@ func (p *player) play(ctx context.Context, h hooks, from, to int) error {
 // serve routes request i with the router model, or to the worker it is
 // pinned to, and runs it.
 func (p *player) serve(ctx context.Context, h hooks, i int) (int, error) {
-	r := &p.w.Requests[i]
+	r := p.w.Req(i)
 	pr, err := p.prompt(i)
 	if err != nil {
 		return 0, err
@@ -419,11 +421,11 @@ func (p *player) prefetch(i, wk int, pr *sim.Prompt) error {
 // slot, "request:<id>", or the oracle's, "session:<id>") and the pin had
 // run out by now.
 func (p *player) pinLapsed(i int) bool {
-	r := &p.w.Requests[i]
+	r := p.w.Req(i)
 	if r.Prev < 0 {
 		return false
 	}
-	for _, slot := range []string{"request:" + p.w.Requests[r.Prev].ID, "session:" + r.Session} {
+	for _, slot := range []string{"request:" + p.w.Req(r.Prev).ID, "session:" + r.Session} {
 		if until, ok := p.cl.L3.SlotUntil(slot); ok {
 			return until <= p.cl.Now()
 		}

@@ -102,9 +102,13 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 	boundHits = nil
 	errs := make([]error, len(jobs))
 	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
-	for from := 0; from < len(w.Events); from += simulateStretch {
-		to := min(from+simulateStretch, len(w.Events))
-		if err := loadStretchIDs(cfg, w.Events[from:to]); err != nil {
+	for from := 0; from < w.NumEvents(); from += simulateStretch {
+		to := min(from+simulateStretch, w.NumEvents())
+		evs := w.EventRange(from, to)
+		if err := w.Err(); err != nil {
+			return s, fmt.Errorf("value: reading the workload back: %w", err)
+		}
+		if err := loadStretchIDs(cfg, evs); err != nil {
 			return s, err
 		}
 		var wg sync.WaitGroup
@@ -115,7 +119,7 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 				defer wg.Done()
 				defer func() { <-sem }()
 				t := time.Now()
-				if err := j.r.p.play(ctx, j.r.h, from, to); err != nil {
+				if err := j.r.p.play(ctx, j.r.h, from, evs); err != nil {
 					errs[k] = fmt.Errorf("value: %s run: %w", j.mode, err)
 				}
 				j.r.elapsed += time.Since(t)
@@ -129,18 +133,19 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 			return s, err
 		}
 		s.HeldPrompts = max(s.HeldPrompts, pr.size())
-		for _, ev := range w.Events[from:to] {
+		if err := w.Err(); err != nil {
+			return s, fmt.Errorf("value: reading the workload back: %w", err)
+		}
+		for _, ev := range evs {
 			if ev.Kind == workload.KindResponse {
 				pr.release(ev.Request)
-				if cfg.IDs != nil {
-					w.Requests[ev.Request].HashIDs = nil
-				}
+				dropIDs(cfg, ev.Request)
 			}
 		}
 		for _, r := range runs {
 			s.HeldResults = max(s.HeldResults, len(r.p.out))
 		}
-		f.playedAll(w.Events[from:to])
+		f.playedAll(evs)
 	}
 	f.finish()
 	for k, j := range jobs {
@@ -167,12 +172,14 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 }
 
 // loadIDs sets request i's block ids from cfg.IDs when they are not
-// held; the caller drops them (HashIDs nil) once done.
+// held, and holds the request (a workload kept on disk would lose them
+// otherwise); the caller drops them (dropIDs) once done.
 func loadIDs(cfg Config, i int) error {
-	r := &cfg.Workload.Requests[i]
-	if cfg.IDs == nil || r.HashIDs != nil {
+	if cfg.IDs == nil || cfg.Workload.Req(i).HashIDs != nil {
 		return nil
 	}
+	cfg.Workload.Hold(i)
+	r := cfg.Workload.Req(i)
 	ids, err := cfg.IDs(i)
 	if err != nil {
 		return fmt.Errorf("value: request %d's block ids: %w", i, err)
@@ -182,6 +189,15 @@ func loadIDs(cfg Config, i int) error {
 	}
 	r.HashIDs = ids
 	return nil
+}
+
+// dropIDs drops the block ids loadIDs set, and the hold.
+func dropIDs(cfg Config, i int) {
+	if cfg.IDs == nil {
+		return
+	}
+	cfg.Workload.Req(i).HashIDs = nil
+	cfg.Workload.Release(i)
 }
 
 // loadStretchIDs sets the ids of every request a stretch of events
@@ -194,7 +210,7 @@ func loadStretchIDs(cfg Config, evs []workload.Event) error {
 	for _, ev := range evs {
 		i := ev.Request
 		if ev.Kind == workload.KindResponse {
-			if i = cfg.Workload.Requests[i].Next; i < 0 {
+			if i = cfg.Workload.Req(i).Next; i < 0 {
 				continue
 			}
 		}

@@ -93,7 +93,7 @@ type Workload struct {
 	Model     string
 	BlockSize int
 	// Service is the model that timed the responses.
-	Service  ServiceModel
+	Service ServiceModel
 	// Requests and Events are the workload when built in memory; read
 	// it through Len, Req, NumEvents and EventRange (access.go), which
 	// also serve one kept on disk (Spool).
