@@ -53,3 +53,28 @@ func (m *MemSlots) Take(_ context.Context, session, keep string) (PinRecord, uin
 	m.rev++
 	return r, m.rev, true, nil
 }
+
+// Prune drops the records of pins that expired before beforeMs and
+// returns how many it dropped. An expired pin is neither renewed nor
+// released (Pins checks the expiry first), so a long replay or what-if
+// run that prunes now and then holds the sessions of the recent past,
+// not every session that ended on a pin.
+func (m *MemSlots) Prune(beforeMs int64) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for s, r := range m.slots {
+		if r.ExpiresAtMs < beforeMs {
+			delete(m.slots, s)
+			n++
+		}
+	}
+	return n
+}
+
+// Len is the number of sessions with a pin record.
+func (m *MemSlots) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.slots)
+}

@@ -9,7 +9,11 @@ import "time"
 // recently used): a soft pin is a strong preference, not a reservation,
 // and each such eviction is counted as a broken pin. Pins are per slot: a
 // newer pin of a slot replaces it, TTL 0 releases it, and a pin lapses at
-// now+TTL on the simulated clock. Not safe for concurrent use.
+// now+TTL on the simulated clock. A slot whose pin lapsed more than
+// DefaultForgetLapsed ago is forgotten (SlotUntil no longer finds it,
+// and a release or a new pin of it is not counted lapsed), so that a
+// long play holds the slots of the recent past, not of the whole trace.
+// Not safe for concurrent use.
 type L3Store struct {
 	cap        int
 	m          map[string]*page
@@ -55,6 +59,12 @@ type L3Stats struct {
 	// pin already lapsed: it ran out before whatever ended it.
 	PinsLapsed int64
 }
+
+// DefaultForgetLapsed is how long after its pin lapsed a slot is still
+// known: an hour, four times the longest tool call the traces here hold
+// and far beyond the few seconds between a pin's lapse and the turn it
+// was for, which is what "pin lapsed" explains.
+const DefaultForgetLapsed = time.Hour
 
 // NewL3Store returns an empty store of capacity pages (at least 1).
 func NewL3Store(capacity int) *L3Store {
@@ -204,7 +214,7 @@ func (s *L3Store) Pin(slotName string, keys []string, ttl, now time.Duration) {
 	}
 	s.slots[slotName] = sl
 	s.sincePrune++
-	if s.sincePrune >= max(len(s.slots), 1024) && !s.noPrune {
+	if s.sincePrune >= max(len(s.slots)/2, 1024) && !s.noPrune {
 		s.pruneLapsed(now)
 	}
 }
@@ -214,12 +224,19 @@ func (s *L3Store) Pin(slotName string, keys []string, ttl, now time.Duration) {
 // is until > now, and now only grows), but its keys would otherwise be
 // held until the slot is pinned again or released, which for a
 // conversation's last turn is never. The slot itself stays, keyless, for
-// SlotUntil and the lapsed count at its release. Amortised over the pins
-// since the last prune, it costs O(1) a pin.
+// SlotUntil and the lapsed count at its release, until it has been
+// lapsed for DefaultForgetLapsed. Amortised over the pins since the last
+// prune, it costs O(1) a pin.
 func (s *L3Store) pruneLapsed(now time.Duration) {
 	s.sincePrune = 0
 	for name, sl := range s.slots {
-		if sl.until > now || sl.keys == nil {
+		if sl.until > now {
+			continue
+		}
+		if sl.until+DefaultForgetLapsed <= now {
+			delete(s.slots, name)
+		}
+		if sl.keys == nil {
 			continue
 		}
 		for _, k := range sl.keys {

@@ -78,3 +78,41 @@ func TestPruningLapsedPinsChangesNothing(t *testing.T) {
 		t.Fatalf("the sequence does not exercise lapses and evictions: %+v", st)
 	}
 }
+
+// TestLapsedSlotsForgottenAfterTheirMemory pins a new slot every second
+// for five simulated hours, each for a minute and never released (a
+// conversation's last pin): the store must keep knowing a slot for
+// DefaultForgetLapsed after its lapse, then forget it, so it holds about
+// an hour of slots, not five; a live pin's slot is never forgotten.
+func TestLapsedSlotsForgottenAfterTheirMemory(t *testing.T) {
+	s := NewL3Store(16)
+	s.Put([]string{"a", "b"}, 0)
+	s.Pin("live", []string{"a"}, 24*time.Hour, 0)
+	const steps = 5 * 3600
+	most := 0
+	for k := range steps {
+		now := time.Duration(k) * time.Second
+		s.Pin("request:"+strconv.Itoa(k), []string{"b"}, time.Minute, now)
+		most = max(most, len(s.slots))
+		if k >= 3600 {
+			// Lapsed 59 minutes ago: still known, as lapsed.
+			old := k - 3600 + 60
+			if until, ok := s.SlotUntil("request:" + strconv.Itoa(old)); !ok || until > now {
+				t.Fatalf("at %v: slot %d lapsed %v ago not known as lapsed (%v, %v)", now, old, now-until, until, ok)
+			}
+		}
+	}
+	if _, ok := s.SlotUntil("request:0"); ok {
+		t.Fatal("a slot lapsed over four hours ago is still known")
+	}
+	if until, ok := s.SlotUntil("live"); !ok || until != 24*time.Hour {
+		t.Fatalf("the live pin's slot: %v %v", until, ok)
+	}
+	// An hour and a minute of slots, plus up to one prune's worth.
+	if limit := 2*(3600+60) + 1024; most > limit {
+		t.Fatalf("held %d slots at most over %d pins, want ≤ %d", most, steps, limit)
+	}
+	if !s.Pinned("a", time.Duration(steps)*time.Second) {
+		t.Fatal("the live pin was dropped")
+	}
+}

@@ -70,7 +70,9 @@ type engineRun struct {
 	chosen   map[int]int
 	aff      map[string]schemas.AffinityRecord
 	reqs     *memRequests
+	slots    *hpins.MemSlots
 	worker   map[string]int // hint endpoint → worker index
+	forgets  int            // requests forgotten, to prune now and then
 }
 
 func startEngine(p *player, pol Policy) (*engineRun, error) {
@@ -93,7 +95,8 @@ func startEngine(p *player, pol Policy) (*engineRun, error) {
 	deps := engine.EngineDeps{Index: ix, Workers: p.cl.Router, Sender: h, Counters: h.counters, Log: p.cfg.Logger,
 		Clock: h.now}
 	if !pol.NoPins {
-		deps.Pins = &hpins.Deps{Endpoint: enginePinEndpoint, Index: h.reqs, Slots: hpins.NewMemSlots(), Workers: recordLookup(p.cl.Records())}
+		h.slots = hpins.NewMemSlots()
+		deps.Pins = &hpins.Deps{Endpoint: enginePinEndpoint, Index: h.reqs, Slots: h.slots, Workers: recordLookup(p.cl.Records())}
 	}
 	if pol.Affinity {
 		deps.Affinity = h
@@ -134,12 +137,33 @@ type sentHint struct {
 func (h *engineRun) RecordAffinity(session string, rec schemas.AffinityRecord) { h.aff[session] = rec }
 
 // forget drops the session's affinity record after its last turn: no
-// later turn can read it.
+// later turn can read it. Now and then it also drops what outlived its
+// use: pin slot records past their pin plus the linger, as the
+// hintstream_pins bucket's TTL does (pins.DefaultSlotLinger), and
+// affinity records (header-free ones are written after a session's last
+// turn too) expired for sim.DefaultForgetLapsed; so a long play holds
+// the recent sessions, not every one.
 func (h *engineRun) forget(i int) {
 	if h.p.sessionEnds != nil && h.p.sessionEnds.has(i) {
 		delete(h.aff, h.p.w.Req(i).Session)
 	}
+	if h.forgets++; h.forgets%forgetPruneEvery != 0 {
+		return
+	}
+	now := h.now()
+	if h.slots != nil {
+		h.slots.Prune(now.Add(-hpins.DefaultSlotLinger).UnixMilli())
+	}
+	for s, rec := range h.aff {
+		if rec.ExpiresAtMs < now.Add(-sim.DefaultForgetLapsed).UnixMilli() {
+			delete(h.aff, s)
+		}
+	}
 }
+
+// forgetPruneEvery is how many forgotten requests apart forget prunes:
+// the prune walks every record, so this keeps it O(1) a request.
+const forgetPruneEvery = 1024
 
 func (h *engineRun) delivery() engine.Delivery {
 	h.seq++
