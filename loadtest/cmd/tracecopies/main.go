@@ -3,7 +3,11 @@
 // --gap after the previous one ends, and each with its hash_ids moved
 // past every id of the copies before it, so no block is shared between
 // copies (a copy's conversations and shared prefixes stay within it).
-// --limit cuts the result at that many requests (0: all).
+// --limit cuts the result at that many requests (0: all). With
+// --same-ids every copy keeps the original ids instead: the trace grows
+// and its set of distinct blocks does not (each copy's prompts are
+// submitted again), which tells memory that grows with the trace from
+// memory that grows with an index of its blocks.
 //
 // It is how the 12,031-request wall-time figure in loadtest/RESULTS.md
 // was made from the 3,993-request synthetic trace (three copies and the
@@ -35,14 +39,15 @@ func main() {
 	copies := flag.Int("copies", 3, "copies, played one after another")
 	limit := flag.Int("limit", 0, "stop after this many requests (0: all)")
 	gap := flag.Int64("gap-ms", 1000, "time from a copy's last request to the next copy's first")
+	sameIDs := flag.Bool("same-ids", false, "keep every copy's hash_ids as the original's (no new distinct blocks)")
 	flag.Parse()
-	if err := run(*in, *out, *copies, *limit, *gap); err != nil {
+	if err := run(*in, *out, *copies, *limit, *gap, *sameIDs); err != nil {
 		fmt.Fprintln(os.Stderr, "tracecopies:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in, out string, copies, limit int, gap int64) error {
+func run(in, out string, copies, limit int, gap int64, sameIDs bool) error {
 	if in == "" || copies < 1 || gap < 0 {
 		return fmt.Errorf("need --in, --copies >= 1 and --gap-ms >= 0")
 	}
@@ -58,6 +63,10 @@ func run(in, out string, copies, limit int, gap int64) error {
 		for _, id := range l.HashIDs {
 			maxID = max(maxID, id)
 		}
+	}
+	shift := maxID + 1
+	if sameIDs {
+		shift = 0
 	}
 	first, last := lines[0].Timestamp, lines[len(lines)-1].Timestamp
 	span := last - first + gap
@@ -81,7 +90,7 @@ func run(in, out string, copies, limit int, gap int64) error {
 			l.Timestamp += int64(c) * span
 			ids := make([]uint64, len(l.HashIDs))
 			for i, id := range l.HashIDs {
-				ids[i] = id + uint64(c)*(maxID+1)
+				ids[i] = id + uint64(c)*shift
 			}
 			l.HashIDs = ids
 			if err := enc.Encode(l); err != nil {
