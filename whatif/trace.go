@@ -135,52 +135,88 @@ type lineRef struct {
 // *LineError, unless skipBad, which counts it and goes on.
 func ReadTrace(r io.Reader, blockSize int, skipBad bool) (TraceRead, error) {
 	var out TraceRead
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), maxLine)
-	// Where each line starts, for reading its ids back (IDs).
-	var pos, lineAt int64
-	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
-		adv, tok, err := bufio.ScanLines(data, atEOF)
-		if adv > 0 {
-			lineAt, pos = pos, pos+int64(adv)
-		}
-		return adv, tok, err
-	})
-	var last int64
-	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		rec, err := DecodeLine(b, blockSize)
-		if err == nil && rec.Timestamp < last {
-			err = fmt.Errorf("timestamp %d before the previous line's %d (a trace is in time order)", rec.Timestamp, last)
+	sc := newTraceScanner(r, blockSize, skipBad)
+	for {
+		rec, err := sc.next()
+		if err == io.EOF {
+			break
 		}
 		if err != nil {
-			le := &LineError{Line: line, Reason: err.Error()}
-			if !skipBad {
-				return out, le
-			}
-			out.Skipped++
-			if out.FirstSkipped == nil {
-				out.FirstSkipped = le
-			}
-			continue
+			return out, err
 		}
-		last = rec.Timestamp
 		// The decoder grows the ids by doubling; the trace is held for
 		// the whole run, so keep exactly what it holds.
 		rec.HashIDs = slices.Clip(append(make([]uint64, 0, len(rec.HashIDs)), rec.HashIDs...))
 		out.Records = append(out.Records, rec)
-		out.lines = append(out.lines, lineRef{at: lineAt, n: int32(len(sc.Bytes())), nIDs: int32(len(rec.HashIDs))})
+		out.lines = append(out.lines, lineRef{at: rec.Source.At, n: rec.Source.Len, nIDs: rec.Source.IDs})
 	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("whatif: reading trace: %w", err)
-	}
+	out.Skipped, out.FirstSkipped = sc.skipped, sc.firstSkipped
 	if len(out.Records) == 0 {
 		return out, fmt.Errorf("%w: no usable request in the trace (%d bad lines skipped)", ErrNoRequests, out.Skipped)
 	}
 	return out, nil
+}
+
+// traceScanner yields a trace's good lines one at a time, each with
+// where it is in the file (Record.Source), counting the bad ones it
+// passes over (skipBad) or failing on the first.
+type traceScanner struct {
+	sc           *bufio.Scanner
+	blockSize    int
+	skipBad      bool
+	line         int
+	last         int64
+	pos, lineAt  int64
+	skipped      int
+	firstSkipped *LineError
+}
+
+func newTraceScanner(r io.Reader, blockSize int, skipBad bool) *traceScanner {
+	t := &traceScanner{sc: bufio.NewScanner(r), blockSize: blockSize, skipBad: skipBad}
+	t.sc.Buffer(make([]byte, 0, 1<<20), maxLine)
+	// Where each line starts, for reading its ids back (IDs).
+	t.sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		adv, tok, err := bufio.ScanLines(data, atEOF)
+		if adv > 0 {
+			t.lineAt, t.pos = t.pos, t.pos+int64(adv)
+		}
+		return adv, tok, err
+	})
+	return t
+}
+
+// next returns the next good line's record, io.EOF after the last, or
+// the first bad line's *LineError (not with skipBad).
+func (t *traceScanner) next() (workload.Record, error) {
+	for t.sc.Scan() {
+		t.line++
+		b := bytes.TrimSpace(t.sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		rec, err := DecodeLine(b, t.blockSize)
+		if err == nil && rec.Timestamp < t.last {
+			err = fmt.Errorf("timestamp %d before the previous line's %d (a trace is in time order)", rec.Timestamp, t.last)
+		}
+		if err != nil {
+			le := &LineError{Line: t.line, Reason: err.Error()}
+			if !t.skipBad {
+				return workload.Record{}, le
+			}
+			t.skipped++
+			if t.firstSkipped == nil {
+				t.firstSkipped = le
+			}
+			continue
+		}
+		t.last = rec.Timestamp
+		rec.Source = workload.SourceRef{At: t.lineAt, Len: int32(len(t.sc.Bytes())), IDs: int32(len(rec.HashIDs))}
+		return rec, nil
+	}
+	if err := t.sc.Err(); err != nil {
+		return workload.Record{}, fmt.Errorf("whatif: reading trace: %w", err)
+	}
+	return workload.Record{}, io.EOF
 }
 
 // ErrNoRequests: the source holds nothing to play.

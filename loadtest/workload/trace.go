@@ -104,6 +104,8 @@ type Record struct {
 	InputLength, OutputLength int
 	HashIDs                   []uint64
 	Session                   string
+	// Source is where the record came from (whatif: its trace line).
+	Source SourceRef
 }
 
 // FromRecords builds a workload from trace records in time order (the
