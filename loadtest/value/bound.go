@@ -2,6 +2,7 @@ package value
 
 import (
 	"container/heap"
+	"fmt"
 	"math"
 
 	"github.com/hintstream/hintstream/kvevents"
@@ -174,51 +175,100 @@ func (f *farthest) Pop() any {
 // It also returns the blocks it keeps for each request.
 func boundMode(cfg Config, pr *prompts) (ModeResult, []int, error) {
 	w := cfg.Workload
-	// The blocks' sequence hashes only (a worker's, as the runs see
-	// them): the L3 keys are not needed, and hashing them would hold
-	// every prompt's. The next uses go through a tape on disk (tape.go):
-	// memory holds one entry per distinct block, not one per occurrence.
-	t, err := newTape("")
+	hits := make([]int, w.Len())
+	res, err := boundPlay(cfg, func(i, n int) error { hits[i] = n; return nil })
+	if err != nil {
+		return res, nil, err
+	}
+	res.PerRequestCost = make([]float64, w.Len())
+	for i := range w.Len() {
+		r := w.Req(i)
+		res.PerRequestCost[i] = float64(r.InputLength - min(hits[i]*w.BlockSize, r.InputLength))
+	}
+	return res, hits, nil
+}
+
+// boundSpill plays the bound as boundMode does, keeping each request's
+// blocks in a spill (read back once, in request order) instead of in
+// memory: for a play whose memory must not grow with the trace. The
+// result has no per-request costs.
+func boundSpill(cfg Config) (ModeResult, *int32Spill, error) {
+	sp, err := newInt32Spill(cfg.TempDir, "bound-hits")
 	if err != nil {
 		return ModeResult{}, nil, err
 	}
+	res, err := boundPlay(cfg, func(_, n int) error { return sp.add(int32(n)) })
+	if err == nil {
+		err = sp.rewind()
+	}
+	if err != nil {
+		sp.close()
+		return res, nil, err
+	}
+	return res, sp, nil
+}
+
+// boundPlay computes the bound and hands each request's kept leading
+// blocks to hit, in request order.
+func boundPlay(cfg Config, hit func(i, blocks int) error) (ModeResult, error) {
+	w := cfg.Workload
+	// The blocks' sequence hashes only (a worker's, as the runs see
+	// them): the L3 keys are not needed, and hashing them would hold
+	// every prompt's. The next uses go through a tape on disk (tape.go):
+	// memory holds one entry per distinct block, not one per occurrence;
+	// each request's block count goes to a spill, read back in order.
+	t, err := newTape(cfg.TempDir)
+	if err != nil {
+		return ModeResult{}, err
+	}
 	defer t.close()
+	counts, err := newInt32Spill(cfg.TempDir, "bound-blocks")
+	if err != nil {
+		return ModeResult{}, err
+	}
+	defer counts.close()
 	n := w.Len()
-	blocks := make([]int32, n)
-	for i := range w.Len() {
+	for i := range n {
 		held := w.Req(i).HashIDs != nil
 		if err := loadIDs(cfg, i); err != nil {
-			return ModeResult{}, nil, err
+			return ModeResult{}, err
 		}
 		seq := kvevents.PromptHashes(w.PromptTokens(i), w.BlockSize)
 		if !held {
 			dropIDs(cfg, i)
 		}
-		blocks[i] = int32(len(seq))
+		if err := counts.add(int32(len(seq))); err != nil {
+			return ModeResult{}, err
+		}
 		if err := t.add(i, seq); err != nil {
-			return ModeResult{}, nil, err
+			return ModeResult{}, err
 		}
 	}
 	rd, err := t.rewind()
 	if err != nil {
-		return ModeResult{}, nil, err
+		return ModeResult{}, err
 	}
-	hits, err := clairvoyantTape(rd, n, func(i int) int { return int(blocks[i]) },
-		func(i int) int64 { return int64(w.Req(i).At) }, cfg.Workers*cfg.DeviceBlocks+cfg.L3Blocks)
-	if err != nil {
-		return ModeResult{}, nil, err
+	if err := counts.rewind(); err != nil {
+		return ModeResult{}, err
 	}
 	res := ModeResult{Mode: ModeBound, PrefetchAccuracy: math.NaN(), PinsHonoured: math.NaN()}
-	res.PerRequestCost = make([]float64, n)
-	for i := range w.Len() {
-		r := w.Req(i)
-		hit := int64(min(hits[i]*w.BlockSize, r.InputLength))
-		res.Requests++
-		res.PromptTokens += int64(r.InputLength)
-		res.DeviceHitTokens += hit
-		res.RecomputedTokens += int64(r.InputLength) - hit
-		res.PerRequestCost[i] = float64(int64(r.InputLength) - hit)
+	blocks := func(int) (int, error) { n, err := counts.next(); return int(n), err }
+	err = clairvoyantTape(rd, n, blocks, func(i int) int64 { return int64(w.Req(i).At) }, cfg.Workers*cfg.DeviceBlocks+cfg.L3Blocks,
+		func(i, hits int) error {
+			r := w.Req(i)
+			got := int64(min(hits*w.BlockSize, r.InputLength))
+			res.Requests++
+			res.PromptTokens += int64(r.InputLength)
+			res.DeviceHitTokens += got
+			res.RecomputedTokens += int64(r.InputLength) - got
+			return hit(i, hits)
+		})
+	if err != nil {
+		return ModeResult{}, err
+	}
+	if err := w.Err(); err != nil {
+		return ModeResult{}, fmt.Errorf("value: reading the workload back: %w", err)
 	}
 	res.Cost = float64(res.RecomputedTokens)
-	return res, hits, nil
+	return res, nil
 }

@@ -109,6 +109,9 @@ type Config struct {
 	// the requests in flight, not the trace's. Simulate calls it from one
 	// goroutine at a time.
 	IDs func(i int) ([]uint64, error)
+	// TempDir is where the bound's tape and spills go while they are
+	// used ("": the system's temporary directory).
+	TempDir string
 }
 
 func (c Config) withDefaults() (Config, error) {

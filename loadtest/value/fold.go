@@ -93,10 +93,12 @@ func sessionEnds(w *workload.Workload) *bitset {
 // not the trace.
 type folder struct {
 	w *workload.Workload
-	// boundHits are the leading blocks each request finds under the
-	// clairvoyant bound, computed before the runs.
-	boundHits []int32
-	runs      []*run
+	// boundHit gives the leading blocks each request finds under the
+	// clairvoyant bound, computed before the runs; asked once a request,
+	// in request order (a spill read back). err is its first failure.
+	boundHit func(i int) (int32, error)
+	err      error
+	runs     []*run
 	lost      []Lost // per run; the first run's (no hints) is not reported
 	over      []*overTime
 	boundOver *overTime
@@ -104,12 +106,9 @@ type folder struct {
 	next      int           // every request before it is folded
 }
 
-func newFolder(w *workload.Workload, runs []*run, boundHits []int, timePoints int) *folder {
+func newFolder(w *workload.Workload, runs []*run, boundHit func(i int) (int32, error), timePoints int) *folder {
 	f := &folder{w: w, runs: runs, lost: make([]Lost, len(runs)), over: make([]*overTime, len(runs)),
-		boundOver: newOverTime(w, timePoints), played: map[int]uint8{}, boundHits: make([]int32, len(boundHits))}
-	for i, h := range boundHits {
-		f.boundHits[i] = int32(h)
-	}
+		boundOver: newOverTime(w, timePoints), played: map[int]uint8{}, boundHit: boundHit}
 	for k := range runs {
 		f.over[k] = newOverTime(w, timePoints)
 	}
@@ -146,12 +145,16 @@ func (f *folder) finish() {
 func (f *folder) fold(i int) {
 	r := f.w.Req(i)
 	none := f.runs[0].p.out[i].cost
-	hit := int64(min(int(f.boundHits[i])*f.w.BlockSize, r.InputLength))
+	bh, err := f.boundHit(i)
+	if err != nil && f.err == nil {
+		f.err = err
+	}
+	hit := int64(min(int(bh)*f.w.BlockSize, r.InputLength))
 	bound := float64(int64(r.InputLength) - hit)
 	for k, rn := range f.runs {
 		o := rn.p.out[i]
 		if k > 0 {
-			f.lost[k].add(o.cost, none, bound, o.why, rn.p.extent[i], int(f.boundHits[i]), r.HasWakeup)
+			f.lost[k].add(o.cost, none, bound, o.why, rn.p.extent[i], int(bh), r.HasWakeup)
 		}
 		f.over[k].add(r.At, none-o.cost)
 		rn.forget(i)

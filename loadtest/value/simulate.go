@@ -66,11 +66,11 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 	}
 	// The bound first, over its tape: the runs' per-request results are
 	// then folded as they come, against the bound's per-request hits.
-	var boundHits []int
-	if s.Bound, boundHits, err = boundMode(cfg, pr); err != nil {
+	var boundHits *int32Spill
+	if s.Bound, boundHits, err = boundSpill(cfg); err != nil {
 		return s, err
 	}
-	s.Bound.PerRequestCost = nil
+	defer boundHits.close()
 	// The runs share only the workload and the hashed prompts. They go
 	// side by side, as many at once as there are CPUs, a stretch of
 	// events at a time, so that a prompt can be dropped once every run
@@ -98,8 +98,7 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 		r.p.sessionEnds = ends
 		j.r, runs[k] = r, r
 	}
-	f := newFolder(w, runs, boundHits, cfg.TimePoints)
-	boundHits = nil
+	f := newFolder(w, runs, func(int) (int32, error) { return boundHits.next() }, cfg.TimePoints)
 	errs := make([]error, len(jobs))
 	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
 	for from := 0; from < w.NumEvents(); from += simulateStretch {
@@ -146,8 +145,14 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 			s.HeldResults = max(s.HeldResults, len(r.p.out))
 		}
 		f.playedAll(evs)
+		if f.err != nil {
+			return s, f.err
+		}
 	}
 	f.finish()
+	if f.err != nil {
+		return s, f.err
+	}
 	for k, j := range jobs {
 		*j.out = j.r.finish()
 		j.out.SavingOverTime = f.over[k].points()

@@ -145,10 +145,11 @@ func (r *tapeReader) read(dst []tapeEntry, n int) ([]tapeEntry, error) {
 }
 
 // clairvoyantTape is clairvoyantFlat over a rewound tape of n requests:
-// blocks(i) is how many blocks request i added, at(i) its time. It holds
-// one instant's requests, the kept pages and their heap.
-func clairvoyantTape(r *tapeReader, n int, blocks func(i int) int, at func(i int) int64, capacity int) ([]int, error) {
-	hits := make([]int, n)
+// blocks(i) is how many blocks request i added (asked once each, in
+// order), at(i) its time; it hands each request's hits to hit, in
+// order. It holds one instant's requests, the kept pages and their heap.
+func clairvoyantTape(r *tapeReader, n int, blocks func(i int) (int, error), at func(i int) int64, capacity int, hit func(i, hits int) error) error {
+	var hits []int
 	kept := map[uint64]int32{}
 	h := &farthest{}
 	var inst [][]tapeEntry
@@ -159,17 +160,22 @@ func clairvoyantTape(r *tapeReader, n int, blocks func(i int) int, at func(i int
 		}
 		inst = inst[:0]
 		for r2 := i; r2 < j; r2++ {
-			seq, err := r.read(nil, blocks(r2))
+			nb, err := blocks(r2)
 			if err != nil {
-				return nil, err
+				return err
+			}
+			seq, err := r.read(nil, nb)
+			if err != nil {
+				return err
 			}
 			inst = append(inst, seq)
 		}
 		produced := map[uint64]bool{}
+		hits = append(hits[:0], make([]int, len(inst))...)
 		for k, seq := range inst {
 			for _, e := range seq {
 				if _, ok := kept[e.block]; ok || produced[e.block] {
-					hits[i+k]++
+					hits[k]++
 				}
 			}
 			for _, e := range seq {
@@ -189,9 +195,14 @@ func clairvoyantTape(r *tapeReader, n int, blocks func(i int) int, at func(i int
 			}
 		}
 		evictFarthest(kept, h, capacity)
+		for k, n := range hits {
+			if err := hit(i+k, n); err != nil {
+				return err
+			}
+		}
 		i = j
 	}
-	return hits, nil
+	return nil
 }
 
 // beladyTape is beladyHits (reachable.go) over a rewound tape of n

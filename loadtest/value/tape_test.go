@@ -32,10 +32,23 @@ func viaTape(t *testing.T, seqs [][]uint64, at []int64, capacity, tail int, must
 	if err != nil {
 		t.Fatal(err)
 	}
-	hits, err := clairvoyantTape(rd, len(seqs), func(i int) int { return len(seqs[i]) },
-		func(i int) int64 { return at[i] }, capacity)
+	hits := make([]int, len(seqs))
+	next := 0
+	err = clairvoyantTape(rd, len(seqs), func(i int) (int, error) {
+		if i != next {
+			t.Fatalf("blocks asked of request %d, want %d (in order, once each)", i, next)
+		}
+		next++
+		return len(seqs[i]), nil
+	}, func(i int) int64 { return at[i] }, capacity, func(i, n int) error {
+		hits[i] = n
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if next != len(seqs) {
+		t.Fatalf("blocks asked of %d requests of %d", next, len(seqs))
 	}
 	return hits
 }
