@@ -96,9 +96,9 @@ type folder struct {
 	// boundHit gives the leading blocks each request finds under the
 	// clairvoyant bound, computed before the runs; asked once a request,
 	// in request order (a spill read back). err is its first failure.
-	boundHit func(i int) (int32, error)
-	err      error
-	runs     []*run
+	boundHit  func(i int) (int32, error)
+	err       error
+	runs      []*run
 	lost      []Lost // per run; the first run's (no hints) is not reported
 	over      []*overTime
 	boundOver *overTime
