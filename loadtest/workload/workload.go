@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/hintstream/hintstream/engine"
@@ -93,13 +94,17 @@ type Workload struct {
 	Model     string
 	BlockSize int
 	// Service is the model that timed the responses.
-	Service  ServiceModel
+	Service ServiceModel
 	// Requests and Events are the workload when built in memory; read
 	// it through Len, Req, NumEvents and EventRange (access.go), which
 	// also serve one kept on disk (Spool).
 	Requests []Request
 	Events   []Event
 	back     backing
+	// lastBits ([]uint64) marks each conversation's last request of a
+	// workload in memory, made on SessionLast's first call. An
+	// atomic.Value, not a sync.Once: a Workload may be copied.
+	lastBits atomic.Value
 }
 
 // ServiceModel gives a request's response time. It does not queue: see
