@@ -36,7 +36,13 @@ type SourceRef struct {
 // Where FromRecords compares ids to tell a shared prefix from a key
 // collision, Spool compares a second, independent 64-bit key of the
 // prefix: only a collision of both keys could make them differ.
-func Spool(next func() (Record, error), o TraceOptions, dir string) (w *Workload, err error) {
+func Spool(next func() (Record, error), o TraceOptions, dir string) (*Workload, error) {
+	return spoolWith(next, o, dir, appendPrefixKeys)
+}
+
+// spoolWith is Spool with the linker's first prefix key made by keys1
+// (a test makes every key collide).
+func spoolWith(next func() (Record, error), o TraceOptions, dir string, keys1 func(dst, ids []uint64) []uint64) (w *Workload, err error) {
 	o = o.withDefaults()
 	if dir == "" {
 		dir = os.TempDir()
@@ -59,7 +65,7 @@ func Spool(next func() (Record, error), o TraceOptions, dir string) (w *Workload
 	if s.evs, err = os.Create(filepath.Join(tmp, "events")); err != nil {
 		return nil, fmt.Errorf("workload: spool: %w", err)
 	}
-	if err = s.link(next, o.BlockSize); err != nil {
+	if err = s.link(next, o.BlockSize, keys1); err != nil {
 		return nil, err
 	}
 	if err = s.finish(o.Service, o.WakeupLead); err != nil {

@@ -16,8 +16,8 @@ import (
 // what the link changes in earlier requests: the previous turn's Next
 // (its first continuation only) and the conversation's latest request,
 // kept on its first one.
-func (s *spool) link(next func() (Record, error), blockSize int) error {
-	l := linker{s: s, bs: int64(blockSize), byFull: map[uint64]int64{}, bySession: map[string]int64{}}
+func (s *spool) link(next func() (Record, error), blockSize int, keys1 func(dst, ids []uint64) []uint64) error {
+	l := linker{s: s, bs: int64(blockSize), byFull: map[uint64]int64{}, bySession: map[string]int64{}, keyFunc: keys1}
 	for k := 0; ; k++ {
 		rec, err := next()
 		if errors.Is(err, io.EOF) {
@@ -46,8 +46,9 @@ type linker struct {
 	byFull    map[uint64]int64
 	bySession map[string]int64
 	last      int64
-	// keys1 and keys2 are the record's prefix keys (prefixKeys and
-	// appendPrefixKeys2), reused.
+	// keys1 and keys2 are the record's prefix keys (keyFunc, which is
+	// appendPrefixKeys, and appendPrefixKeys2), reused.
+	keyFunc      func(dst, ids []uint64) []uint64
 	keys1, keys2 []uint64
 	cand         spoolRec // the candidate findPrev read last
 }
@@ -63,7 +64,7 @@ func (l *linker) add(k int, rec *Record) error {
 	i := int64(k)
 	r := spoolRec{at: int64(time.Duration(rec.Timestamp) * time.Millisecond), in: int64(rec.InputLength),
 		out: int64(rec.OutputLength), prev: -1, next: -1, chainPrev: -1, root: i, last: i, src: rec.Source}
-	l.keys1 = appendPrefixKeys(l.keys1[:0], rec.HashIDs)
+	l.keys1 = l.keyFunc(l.keys1[:0], rec.HashIDs)
 	l.keys2 = appendPrefixKeys2(l.keys2[:0], rec.HashIDs)
 	prev, fork, err := l.findPrev(&r)
 	if err != nil {

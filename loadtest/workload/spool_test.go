@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -73,6 +74,9 @@ func sameWorkload(t testing.TB, mem, sp *Workload) {
 				t.Fatalf("event %d: spooled %+v, in memory %+v", k, got[k], mem.Events[k])
 			}
 		}
+	}
+	if sp.Links() != mem.Links() {
+		t.Fatalf("links: spooled %+v, in memory %+v", sp.Links(), mem.Links())
 	}
 	if sp.Stats() != mem.Stats() {
 		t.Fatalf("stats: spooled %+v, in memory %+v", sp.Stats(), mem.Stats())
@@ -142,6 +146,11 @@ func randomRecords(rng *rand.Rand, n, bs int) []Record {
 func TestSpoolMatchesFromRecords(t *testing.T) {
 	leads := []time.Duration{0, -time.Second, time.Millisecond, 500 * time.Millisecond, 3 * time.Second}
 	services := []ServiceModel{{}, {PrefillTokensPerSec: 50, DecodePerToken: 30 * time.Millisecond}}
+	empty, err := FromRecords(nil, TraceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameWorkload(t, empty, spoolOf(t, nil, TraceOptions{}))
 	for seed := range uint64(120) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		bs := 1 + rng.IntN(6)
@@ -166,6 +175,37 @@ func TestSpoolMatchesFromRecords(t *testing.T) {
 			if s.Links == 0 || s.Forks == 0 {
 				t.Fatalf("the records must have links and forks: %+v", s)
 			}
+		}
+	}
+}
+
+// Were every first key to collide, the second one alone tells the
+// prefixes apart, as FromRecords' ids do.
+func TestSpoolTellsCollidingKeysApart(t *testing.T) {
+	collide := func(dst, ids []uint64) []uint64 {
+		for range ids {
+			dst = append(dst, 42)
+		}
+		return dst
+	}
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		recs := randomRecords(rng, 150, 4)
+		o := TraceOptions{BlockSize: 4}
+		mem, err := FromRecords(recs, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, err := spoolWith(recordsOf(recs), o, t.TempDir(), collide)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameWorkload(t, mem, sp)
+		if sp.back.(*spool).peak.prefixes != 1 {
+			t.Fatalf("every prefix must share one key, %d keys", sp.back.(*spool).peak.prefixes)
+		}
+		if err := sp.Close(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
@@ -444,19 +484,31 @@ func TestSpoolConcurrentReads(t *testing.T) {
 func FuzzSpoolMatchesFromRecords(f *testing.F) {
 	f.Add([]byte{0, 9, 2, 0, 0, 1, 11, 3, 1, 0, 0, 13, 0, 2, 1})
 	f.Add([]byte{3, 8, 1, 9, 0, 0, 8, 1, 8, 3, 2, 16, 0, 5, 9})
+	f.Add([]byte{1, 8, 1, 0, 3, 255, 8, 1, 0, 3})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		const bs = 4
 		var recs []Record
 		var ts int64
 		for ; len(b) >= 5 && len(recs) < 200; b = b[5:] {
-			ts += int64(b[0]%5) - 1 // now and then earlier: rejected
-			rec := Record{Timestamp: ts, InputLength: int(b[1] % 24), OutputLength: int(b[2]%9) - 1}
+			// A byte of 255 makes the record invalid: earlier, a
+			// negative output, an id short.
+			ts += int64(b[0] % 4)
+			if b[0] == 255 {
+				ts--
+			}
+			rec := Record{Timestamp: ts, InputLength: int(b[1] % 24), OutputLength: int(b[2] % 9)}
+			if b[2] == 255 {
+				rec.OutputLength = -1
+			}
 			need := (rec.InputLength + bs - 1) / bs
+			if b[4] == 255 {
+				need = max(need-1, 0)
+			}
 			if p := int(b[3]); p < len(recs) && b[3]%2 == 0 {
 				prev := recs[len(recs)-1-p]
 				rec.HashIDs = slices.Clone(prev.HashIDs[:min(len(prev.HashIDs), prev.InputLength/bs, need)])
 			}
-			for id := uint64(b[3] % 4); len(rec.HashIDs) < need-int(b[4]%7/6); id++ {
+			for id := uint64(b[3] % 4); len(rec.HashIDs) < need; id++ {
 				rec.HashIDs = append(rec.HashIDs, id)
 			}
 			if b[4]%3 == 0 {
@@ -500,4 +552,85 @@ func TestSpoolRecordRoundTrip(t *testing.T) {
 	if k1, k2 := prefixKeys([]uint64{1, 2}), appendPrefixKeys2(nil, []uint64{1, 2}); k1[1] == k2[1] || len(k2) != 2 {
 		t.Fatal("the second key must be another function")
 	}
+}
+
+// copiesOf yields n records: back-to-back copies of recs, each later in
+// time and with ids past every id of the copies before it (as
+// loadtest/cmd/tracecopies makes a long trace), made one at a time so
+// that nothing but recs is held.
+func copiesOf(recs []Record, n int) func() (Record, error) {
+	var maxID uint64
+	for _, r := range recs {
+		for _, id := range r.HashIDs {
+			maxID = max(maxID, id)
+		}
+	}
+	span := recs[len(recs)-1].Timestamp - recs[0].Timestamp + 1000
+	k := 0
+	return func() (Record, error) {
+		if k == n {
+			return Record{}, io.EOF
+		}
+		c, r := k/len(recs), recs[k%len(recs)]
+		k++
+		ids := make([]uint64, len(r.HashIDs))
+		for j, id := range r.HashIDs {
+			ids[j] = id + uint64(c)*(maxID+1)
+		}
+		r.HashIDs, r.Timestamp = ids, r.Timestamp+int64(c)*span
+		return r, nil
+	}
+}
+
+// liveHeap is the heap in use after a collection.
+func liveHeap() int64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
+// BenchmarkBuild100k builds a 100,000-request workload from copies of
+// the synthetic trace in memory (FromRecords, the records collected
+// first as ReadTrace does) and on disk (Spool, the records streamed),
+// reporting the heap each keeps live per request once built:
+//
+//	go test -run '^$' -bench Build100k -benchtime 3x -count 3 ./loadtest/workload/
+func BenchmarkBuild100k(b *testing.B) {
+	const n = 100_000
+	recs := traceRecords(b, filepath.Join(testvectors.Dir(b), "..", "data", "mooncake_synthetic_trace.jsonl"))
+	b.Run("FromRecords", func(b *testing.B) {
+		var live int64
+		for b.Loop() {
+			before := liveHeap()
+			next := copiesOf(recs, n)
+			var all []Record
+			for r, err := next(); err == nil; r, err = next() {
+				all = append(all, r)
+			}
+			w, err := FromRecords(all, TraceOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			all = nil
+			live = liveHeap() - before
+			runtime.KeepAlive(w)
+		}
+		b.ReportMetric(float64(live)/n, "live-B/req")
+	})
+	b.Run("Spool", func(b *testing.B) {
+		var live int64
+		for b.Loop() {
+			before := liveHeap()
+			w, err := Spool(copiesOf(recs, n), TraceOptions{}, b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			live = liveHeap() - before
+			if err := w.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(live)/n, "live-B/req")
+	})
 }
