@@ -97,9 +97,9 @@ type spool struct {
 	evBuf []byte
 	evOut []Event
 
-	// peak is what building held in memory at most (spool_test.go
-	// checks it stays bounded).
-	peak spoolPeak
+	// stats are what building held in memory at most and how much it
+	// read back (spool_test.go checks they stay bounded).
+	stats spoolStats
 }
 
 type heldRequest struct {
@@ -107,9 +107,12 @@ type heldRequest struct {
 	holds int
 }
 
-// spoolPeak is the most entries building held at once.
-type spoolPeak struct {
+// spoolStats are the most entries building held at once (prefix keys,
+// named sessions, events waiting for their place) and the candidate
+// previous turns the linker read back.
+type spoolStats struct {
 	prefixes, sessions, pending int
+	candidates                  int64
 }
 
 // fail records the first error reading back met; later reads return

@@ -17,7 +17,7 @@ import (
 // (its first continuation only) and the conversation's latest request,
 // kept on its first one.
 func (s *spool) link(next func() (Record, error), blockSize int, keys1 func(dst, ids []uint64) []uint64) error {
-	l := linker{s: s, bs: int64(blockSize), byFull: map[uint64]int64{}, bySession: map[string]int64{}, keyFunc: keys1}
+	l := linker{s: s, bs: int64(blockSize), byFull: map[uint64]*prefixEntry{}, bySession: map[string]int64{}, keyFunc: keys1}
 	for k := 0; ; k++ {
 		rec, err := next()
 		if errors.Is(err, io.EOF) {
@@ -30,8 +30,8 @@ func (s *spool) link(next func() (Record, error), blockSize int, keys1 func(dst,
 			return err
 		}
 		s.n++
-		s.peak.prefixes = max(s.peak.prefixes, len(l.byFull))
-		s.peak.sessions = max(s.peak.sessions, len(l.bySession))
+		s.stats.prefixes = max(s.stats.prefixes, len(l.byFull))
+		s.stats.sessions = max(s.stats.sessions, len(l.bySession))
 	}
 }
 
@@ -41,9 +41,9 @@ func (s *spool) link(next func() (Record, error), blockSize int, keys1 func(dst,
 type linker struct {
 	s  *spool
 	bs int64
-	// byFull maps a full-block prefix's key to the latest request with
-	// that prefix; earlier ones are chained through spoolRec.chainPrev.
-	byFull    map[uint64]int64
+	// byFull maps a full-block prefix's key to its requests: the latest,
+	// earlier ones chained through spoolRec.chainPrev.
+	byFull    map[uint64]*prefixEntry
 	bySession map[string]int64
 	last      int64
 	// keys1 and keys2 are the record's prefix keys (keyFunc, which is
@@ -51,6 +51,20 @@ type linker struct {
 	keyFunc      func(dst, ids []uint64) []uint64
 	keys1, keys2 []uint64
 	cand         spoolRec // the candidate findPrev read last
+}
+
+// prefixEntry is what the linker keeps per distinct full-block prefix
+// key. free and minNeed let findPrev skip a chain, or stop early, where
+// reading every candidate could only lead to the same answer: without
+// them a prompt sent again and again (or a turn forked again and again)
+// would read back every earlier copy each time.
+type prefixEntry struct {
+	latest int64
+	// free counts the chain's requests with no next turn yet.
+	free int64
+	// minNeed is the least input+output of the chain's requests: a
+	// request with less input follows none of them.
+	minNeed int64
 }
 
 func (l *linker) add(k int, rec *Record) error {
@@ -86,6 +100,9 @@ func (l *linker) add(k int, rec *Record) error {
 			if err := l.s.patch(prev, offNext, i); err != nil {
 				return err
 			}
+			if p.in/l.bs > 0 {
+				l.byFull[p.key1].free--
+			}
 		}
 		r.root, r.turn = p.root, p.turn+1
 		if err := l.s.patch(r.root, offLast, i); err != nil {
@@ -93,12 +110,15 @@ func (l *linker) add(k int, rec *Record) error {
 		}
 	}
 	if full := r.in / l.bs; full > 0 {
-		key := l.keys1[full-1]
-		if c, ok := l.byFull[key]; ok {
-			r.chainPrev = c
+		r.key1, r.key2 = l.keys1[full-1], l.keys2[full-1]
+		e, ok := l.byFull[r.key1]
+		if !ok {
+			e = &prefixEntry{latest: -1, minNeed: r.in + r.out}
+			l.byFull[r.key1] = e
 		}
-		r.key2 = l.keys2[full-1]
-		l.byFull[key] = i
+		r.chainPrev, e.latest = e.latest, i
+		e.free++
+		e.minNeed = min(e.minNeed, r.in+r.out)
 	}
 	return l.s.writeRec(i, &r)
 }
@@ -110,11 +130,15 @@ func (l *linker) add(k int, rec *Record) error {
 func (l *linker) findPrev(r *spoolRec) (prev int64, fork bool, err error) {
 	for n := len(l.keys1); n >= MinLinkBlocks; n-- {
 		forkOf := int64(-1)
-		c, ok := l.byFull[l.keys1[n-1]]
-		for ; ok && c >= 0; c = l.cand.chainPrev {
+		p, ok := l.byFull[l.keys1[n-1]]
+		if !ok || r.in < p.minNeed {
+			continue // no request with this prefix is short enough
+		}
+		for c := p.latest; c >= 0; c = l.cand.chainPrev {
 			if err := l.s.readRec(c, &l.cand); err != nil {
 				return -1, false, err
 			}
+			l.s.stats.candidates++
 			e := &l.cand
 			if e.in/l.bs != int64(n) || e.key2 != l.keys2[n-1] {
 				continue // a key collision
@@ -127,6 +151,9 @@ func (l *linker) findPrev(r *spoolRec) (prev int64, fork bool, err error) {
 			}
 			if forkOf < 0 {
 				forkOf = c
+				if p.free == 0 {
+					break // none has no next turn: the latest is the one
+				}
 			}
 		}
 		if forkOf >= 0 {
@@ -186,7 +213,7 @@ func (s *spool) finish(svc ServiceModel, lead time.Duration) error {
 		if r.hasWakeup {
 			heap.Push(&pend, Event{At: time.Duration(r.wakeupAt), Kind: KindWakeup, Request: int(i)})
 		}
-		s.peak.pending = max(s.peak.pending, len(pend))
+		s.stats.pending = max(s.stats.pending, len(pend))
 		// A later request j has every event at or after At_j − lead ≥
 		// At_i − lead (a response is never before its request, a wake-up
 		// never more than lead before it), so what is strictly earlier

@@ -22,6 +22,9 @@ type spoolRec struct {
 	// when both keys match (only a 128-bit collision could link what
 	// FromRecords, comparing ids, would not).
 	key2 uint64
+	// key1 is the full-block prefix's first key (the linker's map key),
+	// so that linking a request as this one's next turn finds its entry.
+	key1 uint64
 	// root is the conversation's first request (Session "s-<root>");
 	// last, kept on the root only, is the conversation's latest request.
 	root, last, turn               int64
@@ -49,7 +52,8 @@ const (
 	offSrcLen   = 112
 	offSrcIDs   = 116
 	offFlags    = 120
-	recSize     = 128
+	offKey1     = 128
+	recSize     = 136
 )
 
 const (
@@ -82,14 +86,15 @@ func (r *spoolRec) encode(b *[recSize]byte) {
 	if r.hasWakeup {
 		fl |= flagHasWakeup
 	}
-	clear(b[offFlags:])
+	clear(b[offFlags:offKey1])
 	b[offFlags] = fl
+	le.PutUint64(b[offKey1:], r.key1)
 }
 
 func (r *spoolRec) decode(b *[recSize]byte) {
 	i := func(off int) int64 { return int64(le.Uint64(b[off:])) }
 	*r = spoolRec{at: i(offAt), in: i(offIn), out: i(offOut), prev: i(offPrev), next: i(offNext),
-		chainPrev: i(offChain), key2: le.Uint64(b[offKey2:]), root: i(offRoot), last: i(offLast),
+		chainPrev: i(offChain), key2: le.Uint64(b[offKey2:]), key1: le.Uint64(b[offKey1:]), root: i(offRoot), last: i(offLast),
 		turn: i(offTurn), responseAt: i(offResponse), wakeupAt: i(offWakeup), toolTime: i(offToolTime),
 		src:  SourceRef{At: i(offSrcAt), Len: int32(le.Uint32(b[offSrcLen:])), IDs: int32(le.Uint32(b[offSrcIDs:]))},
 		fork: b[offFlags]&flagFork != 0, toolCall: b[offFlags]&flagToolCall != 0,

@@ -201,8 +201,8 @@ func TestSpoolTellsCollidingKeysApart(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameWorkload(t, mem, sp)
-		if sp.back.(*spool).peak.prefixes != 1 {
-			t.Fatalf("every prefix must share one key, %d keys", sp.back.(*spool).peak.prefixes)
+		if sp.back.(*spool).stats.prefixes != 1 {
+			t.Fatalf("every prefix must share one key, %d keys", sp.back.(*spool).stats.prefixes)
 		}
 		if err := sp.Close(); err != nil {
 			t.Fatal(err)
@@ -299,11 +299,13 @@ func fewPrompts(n, nPrompts, nSessions int) []Record {
 // the number of requests: the linker's prefixes, the named sessions and
 // the pending events peak alike for 5,000 and 50,000 requests.
 func TestSpoolMemoryDoesNotGrowWithRequests(t *testing.T) {
-	peaks := map[int]spoolPeak{}
+	peaks := map[int]spoolStats{}
 	for _, n := range []int{5000, 50000} {
 		w := spoolOf(t, fewPrompts(n, 8, 4), TraceOptions{})
 		s := w.back.(*spool)
-		peaks[n] = s.peak
+		peak := s.stats
+		peak.candidates = 0 // the total grows, of course
+		peaks[n] = peak
 		st := w.Stats()
 		if st.Requests != n || st.NextTurns < n-8-4 {
 			t.Fatalf("%d requests: %+v (re-submissions must be linked)", n, st)
@@ -311,8 +313,8 @@ func TestSpoolMemoryDoesNotGrowWithRequests(t *testing.T) {
 		// The prompts' three-block prefixes are the only full-block
 		// keys; the pending events are those within the 1 s lead (100
 		// requests' worth) and the responses in flight.
-		if s.peak.prefixes > 8 || s.peak.sessions > 4 || s.peak.pending > 3*(100+10) {
-			t.Fatalf("%d requests: peak %+v", n, s.peak)
+		if s.stats.prefixes > 8 || s.stats.sessions > 4 || s.stats.pending > 3*(100+10) {
+			t.Fatalf("%d requests: peak %+v", n, s.stats)
 		}
 		for i := range 100 {
 			w.Hold(i)
@@ -328,6 +330,52 @@ func TestSpoolMemoryDoesNotGrowWithRequests(t *testing.T) {
 	}
 	if peaks[5000] != peaks[50000] {
 		t.Fatalf("peaks grow with the requests: %+v for 5,000, %+v for 50,000", peaks[5000], peaks[50000])
+	}
+}
+
+// repeats is n records, 10 ms apart, in the shapes that make linking
+// read every earlier candidate unless it skips what cannot be the
+// answer: one prompt sent again with an output (so no copy holds
+// another); a prompt sent again with no output, each copy continued by
+// another request before the next copy comes (so the next copy forks
+// the latest, every earlier one being taken); and a prompt sent again
+// with no output (each the next turn of the last).
+func repeats(n int) []Record {
+	recs := make([]Record, n)
+	for k := range recs {
+		r := Record{Timestamp: int64(k) * 10}
+		switch k % 4 {
+		case 0:
+			r.InputLength, r.OutputLength, r.HashIDs = 2*DefaultBlockSize, 9, []uint64{1, 2}
+		case 1:
+			r.InputLength, r.HashIDs = 2*DefaultBlockSize, []uint64{3, 4}
+		case 2:
+			r.InputLength, r.OutputLength, r.HashIDs = 3*DefaultBlockSize, 1, []uint64{3, 4, uint64(10 + k)}
+		case 3:
+			r.InputLength, r.HashIDs = 2*DefaultBlockSize, []uint64{5, 6}
+		}
+		recs[k] = r
+	}
+	return recs
+}
+
+// Linking reads back a bounded number of candidates per request even
+// where every request has a long chain of them.
+func TestSpoolLinkingReadsFewCandidates(t *testing.T) {
+	small := repeats(3000)
+	mem, err := FromRecords(small, TraceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := spoolOf(t, small, TraceOptions{})
+	sameWorkload(t, mem, sp)
+	if l := mem.Links(); l.Forks < 700 || l.Links < 2200 {
+		t.Fatalf("links %+v: the records must fork and chain", l)
+	}
+	const n = 6000
+	w := spoolOf(t, repeats(n), TraceOptions{})
+	if c := w.back.(*spool).stats.candidates; c > 2*n {
+		t.Fatalf("%d candidates read for %d requests", c, n)
 	}
 }
 
@@ -532,7 +580,7 @@ func FuzzSpoolMatchesFromRecords(f *testing.F) {
 
 // The spool's records give back what was put in them.
 func TestSpoolRecordRoundTrip(t *testing.T) {
-	r := spoolRec{at: 1, in: 2, out: 3, prev: -1, next: 5, chainPrev: 6, key2: 1<<63 + 7, root: 8, last: 9, turn: 10,
+	r := spoolRec{at: 1, in: 2, out: 3, prev: -1, next: 5, chainPrev: 6, key2: 1<<63 + 7, key1: 1<<62 + 17, root: 8, last: 9, turn: 10,
 		responseAt: 11, wakeupAt: 12, toolTime: 13, src: SourceRef{At: 14, Len: -15, IDs: 16}, toolCall: true, hasWakeup: true}
 	var b [recSize]byte
 	for _, fork := range []bool{false, true} {
