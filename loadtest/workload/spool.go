@@ -23,7 +23,7 @@ type SourceRef struct {
 // Spool builds the workload FromRecords would build from the records next
 // yields (io.EOF ends them; any other error is returned), keeping it on
 // disk in a temporary directory under dir ("" = os.TempDir()), removed by
-// Close.
+// Close. As in FromRecords, o.Skip and o.Limit are not applied.
 //
 // Memory holds nothing per request: the linker keeps, per distinct
 // full-block prefix, only the latest request with it (older ones are
