@@ -100,8 +100,8 @@ func (l *linker) add(k int, rec *Record) error {
 			if err := l.s.patch(prev, offNext, i); err != nil {
 				return err
 			}
-			if p.in/l.bs > 0 {
-				l.byFull[p.key1].free--
+			if e := l.byFull[p.key1]; e != nil && p.in/l.bs > 0 {
+				e.free--
 			}
 		}
 		r.root, r.turn = p.root, p.turn+1
