@@ -55,7 +55,7 @@ FUZZTIME ?= 20s
 # Minimizing a new input can outlast a short -fuzztime (default 60s) and
 # end the run with "context deadline exceeded": keep it short.
 FUZZMINTIME ?= 2s
-FUZZPKGS := ./schemas/ ./kvevents/ ./kvevents/index/ ./bridge/ ./streams/ ./registry/ ./eventplane/ ./receiver/ ./engine/ ./consumers/ ./service/ ./agentevents/ ./agents/ ./whatif/ ./retention/
+FUZZPKGS := ./schemas/ ./kvevents/ ./kvevents/index/ ./bridge/ ./streams/ ./registry/ ./eventplane/ ./receiver/ ./engine/ ./consumers/ ./service/ ./agentevents/ ./agents/ ./whatif/ ./retention/ ./loadtest/workload/
 fuzz: deps
 	@GO="$(GO)" FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME) ./scripts/fuzz.sh $(FUZZPKGS)
 

@@ -53,4 +53,12 @@
 // DecodePerToken (default 20 ms); a turn's response is never later than
 // its next turn. Times are fixed by the workload, not by any cache, so the
 // runs being compared see the same timeline.
+//
+// # Long traces
+//
+// Spool builds the workload FromRecords builds, record by record, into
+// files: memory keeps one entry per distinct prefix and named session,
+// not per request. It is read through the same methods (Len, Req,
+// EventRange), a request's ids read again from its source (Source) and
+// set on it while it is held (Hold).
 package workload

@@ -29,8 +29,8 @@ func (w *Workload) Links() LinkStats {
 	var s LinkStats
 	var gaps []time.Duration
 	var shared []float64
-	for i := range w.Requests {
-		r := &w.Requests[i]
+	for i := range w.Len() {
+		r := w.Req(i)
 		if r.Prev < 0 {
 			continue
 		}
@@ -38,7 +38,7 @@ func (w *Workload) Links() LinkStats {
 		if r.Fork {
 			s.Forks++
 		}
-		p := &w.Requests[r.Prev]
+		p := w.Req(r.Prev)
 		gaps = append(gaps, r.At-p.ResponseAt)
 		if full := r.InputLength / w.BlockSize; full > 0 {
 			shared = append(shared, float64(p.InputLength/w.BlockSize)/float64(full))

@@ -104,7 +104,8 @@ type Record struct {
 	InputLength, OutputLength int
 	HashIDs                   []uint64
 	Session                   string
-	// Source is where the record came from (whatif: its trace line).
+	// Source is where the record came from; a spooled workload keeps it
+	// (Workload.Source) in place of HashIDs.
 	Source SourceRef
 }
 
@@ -125,6 +126,9 @@ func FromRecords(recs []Record, o TraceOptions) (*Workload, error) {
 	for k, rec := range recs {
 		if rec.Timestamp < last {
 			return nil, fmt.Errorf("%w: record %d: timestamp %d before the previous %d", ErrInvalid, k, rec.Timestamp, last)
+		}
+		if err := checkRecord(k, &rec, o.BlockSize); err != nil {
+			return nil, err
 		}
 		last = rec.Timestamp
 		req := Request{At: time.Duration(rec.Timestamp) * time.Millisecond, InputLength: rec.InputLength,
@@ -208,14 +212,31 @@ func findPrev(w *Workload, byFull map[uint64][]int, hasNext []bool, keys []uint6
 // first l); equal prefixes give equal keys, and candidates are checked
 // id by id, so collisions cost time, not correctness.
 func prefixKeys(ids []uint64) []uint64 {
-	out := make([]uint64, len(ids))
+	return appendPrefixKeys(make([]uint64, 0, len(ids)), ids)
+}
+
+// appendPrefixKeys appends prefixKeys(ids) to dst.
+func appendPrefixKeys(dst, ids []uint64) []uint64 {
 	var k uint64 = 0x9e3779b97f4a7c15
-	for i, id := range ids {
+	for _, id := range ids {
 		k ^= id + 0x9e3779b97f4a7c15 + k<<6 + k>>2
 		k *= 0xbf58476d1ce4e5b9
-		out[i] = k
+		dst = append(dst, k)
 	}
-	return out
+	return dst
+}
+
+// checkRecord rejects record k when its lengths are negative (a response
+// would come before its request) or its ids cannot hold its full blocks
+// (the link would have no key to file it under).
+func checkRecord(k int, rec *Record, blockSize int) error {
+	switch {
+	case rec.InputLength < 0 || rec.OutputLength < 0:
+		return fmt.Errorf("%w: record %d: negative length", ErrInvalid, k)
+	case len(rec.HashIDs) < rec.InputLength/blockSize:
+		return fmt.Errorf("%w: record %d: %d hash_ids cannot hold %d tokens", ErrInvalid, k, len(rec.HashIDs), rec.InputLength)
+	}
+	return nil
 }
 
 func trimSpace(b []byte) []byte {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/hintstream/hintstream/engine"
@@ -100,6 +101,10 @@ type Workload struct {
 	Requests []Request
 	Events   []Event
 	back     backing
+	// lastBits ([]uint64) marks each conversation's last request of a
+	// workload in memory, made on SessionLast's first call. An
+	// atomic.Value, not a sync.Once: a Workload may be copied.
+	lastBits atomic.Value
 }
 
 // ServiceModel gives a request's response time. It does not queue: see
