@@ -32,6 +32,12 @@ type Source struct {
 	// (TraceRead.IDs): Run then keeps none after linking the turns, and
 	// the play reads each request's when it comes (value.Config.IDs).
 	IDs func(i int) ([]uint64, error)
+	// Workload, when set, is the traffic already built from the source
+	// (SpoolTrace: kept on disk, read back as the play goes), with
+	// Reusable its reusable share; Records is then not used. The caller
+	// closes it.
+	Workload *workload.Workload
+	Reusable float64
 }
 
 // Options configure Run.
@@ -46,6 +52,9 @@ type Options struct {
 	Logger   *slog.Logger
 	// TimePoints of the saving-over-time series; default DefaultTimePoints.
 	TimePoints int
+	// TempDir is where the bound's tape and per-request spills go while
+	// the play uses them ("": the system's temporary directory).
+	TempDir string
 }
 
 // Run plays src on the cluster model (at each sweep point): without
@@ -53,7 +62,7 @@ type Options struct {
 // simulated clock, with the next-turn oracle, and computes the
 // clairvoyant bound.
 func Run(ctx context.Context, src Source, o Options) (*Report, error) {
-	if len(src.Records) == 0 {
+	if len(src.Records) == 0 && (src.Workload == nil || src.Workload.Len() == 0) {
 		return nil, fmt.Errorf("%w: %s holds no request", ErrNoRequests, src.Name)
 	}
 	if err := o.Cluster.Validate(); err != nil {
@@ -66,20 +75,23 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 		o.TimePoints = DefaultTimePoints
 	}
 	start := time.Now()
-	reusable := ReusableShare(src.Records, o.Cluster.BlockSize)
-	w, err := workload.FromRecords(src.Records, workload.TraceOptions{BlockSize: o.Cluster.BlockSize, Model: src.Model})
-	if err != nil {
-		return nil, err
-	}
-	// The workload holds what the play needs of the records (their ids
-	// too, until the last point's play drops each once played); this
-	// copy of the list would keep every record to the end.
-	src.Records = nil
-	if src.IDs != nil {
-		// Read back from the source as the play needs them (one point at
-		// a time, a stretch of events at a time).
-		for i := range w.Requests {
-			w.Requests[i].HashIDs = nil
+	w, reusable := src.Workload, src.Reusable
+	if w == nil {
+		reusable = ReusableShare(src.Records, o.Cluster.BlockSize)
+		var err error
+		if w, err = workload.FromRecords(src.Records, workload.TraceOptions{BlockSize: o.Cluster.BlockSize, Model: src.Model}); err != nil {
+			return nil, err
+		}
+		// The workload holds what the play needs of the records (their
+		// ids too, until the last point's play drops each once played);
+		// this copy of the list would keep every record to the end.
+		src.Records = nil
+		if src.IDs != nil {
+			// Read back from the source as the play needs them (one
+			// point at a time, a stretch of events at a time).
+			for i := range w.Requests {
+				w.Requests[i].HashIDs = nil
+			}
 		}
 	}
 	stats := w.Stats()
@@ -104,11 +116,11 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	bar := newProgress(o.Progress, len(points)*(len(o.Policies)+2)*len(w.Events))
+	bar := newProgress(o.Progress, len(points)*(len(o.Policies)+2)*w.NumEvents())
 	for k, c := range points {
 		cfg := value.Config{Workload: w, Workers: c.Workers, DeviceBlocks: c.DeviceBlocks, L3Blocks: c.L3Pages(),
 			Alpha: c.Alpha, TransferTime: c.L3Bandwidth > 0, KVBytesPerToken: c.KVBytesPerToken, L3Bandwidth: c.L3Bandwidth,
-			Logger: o.Logger, Progress: bar.add, TimePoints: o.TimePoints, IDs: src.IDs}
+			Logger: o.Logger, Progress: bar.add, TimePoints: o.TimePoints, IDs: src.IDs, TempDir: o.TempDir}
 		s, err := value.Simulate(ctx, cfg, o.Policies)
 		if err != nil {
 			return nil, err
@@ -126,27 +138,45 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 // ids an earlier request held (Mooncake's "Cache Ratio"). Memory is the
 // set of distinct ids.
 func ReusableShare(recs []workload.Record, blockSize int) float64 {
-	seen := map[uint64]struct{}{}
-	var reused, total int64
+	c := newReuseCounter(blockSize)
 	for _, r := range recs {
-		total += int64(r.InputLength)
-		full := min(r.InputLength/blockSize, len(r.HashIDs))
-		k := 0
-		for k < full {
-			if _, ok := seen[r.HashIDs[k]]; !ok {
-				break
-			}
-			k++
-		}
-		reused += int64(k * blockSize)
-		for _, h := range r.HashIDs {
-			seen[h] = struct{}{}
-		}
+		c.add(r)
 	}
-	if total == 0 {
+	return c.share()
+}
+
+// reuseCounter counts ReusableShare one record at a time.
+type reuseCounter struct {
+	blockSize     int
+	seen          map[uint64]struct{}
+	reused, total int64
+}
+
+func newReuseCounter(blockSize int) *reuseCounter {
+	return &reuseCounter{blockSize: blockSize, seen: map[uint64]struct{}{}}
+}
+
+func (c *reuseCounter) add(r workload.Record) {
+	c.total += int64(r.InputLength)
+	full := min(r.InputLength/c.blockSize, len(r.HashIDs))
+	k := 0
+	for k < full {
+		if _, ok := c.seen[r.HashIDs[k]]; !ok {
+			break
+		}
+		k++
+	}
+	c.reused += int64(k * c.blockSize)
+	for _, h := range r.HashIDs {
+		c.seen[h] = struct{}{}
+	}
+}
+
+func (c *reuseCounter) share() float64 {
+	if c.total == 0 {
 		return math.NaN()
 	}
-	return float64(reused) / float64(total)
+	return float64(c.reused) / float64(c.total)
 }
 
 // point summarises one sweep point's simulation.

@@ -118,15 +118,10 @@ type TraceRead struct {
 	// first of them.
 	Skipped      int
 	FirstSkipped *LineError
-	// lines are where each record's line is in the trace (IDs).
-	lines []lineRef
-}
-
-// lineRef is where a record's line is in the trace: its first byte, its
-// length (without the line break) and how many ids it holds.
-type lineRef struct {
-	at      int64
-	n, nIDs int32
+	// lines are where each record's line is in the trace (IDs): its
+	// first byte, its length (without the line break) and how many ids
+	// it holds.
+	lines []workload.SourceRef
 }
 
 // ReadTrace reads a Mooncake-format trace, one JSON object a line
@@ -148,7 +143,7 @@ func ReadTrace(r io.Reader, blockSize int, skipBad bool) (TraceRead, error) {
 		// the whole run, so keep exactly what it holds.
 		rec.HashIDs = slices.Clip(append(make([]uint64, 0, len(rec.HashIDs)), rec.HashIDs...))
 		out.Records = append(out.Records, rec)
-		out.lines = append(out.lines, lineRef{at: rec.Source.At, n: rec.Source.Len, nIDs: rec.Source.IDs})
+		out.lines = append(out.lines, rec.Source)
 	}
 	out.Skipped, out.FirstSkipped = sc.skipped, sc.firstSkipped
 	if len(out.Records) == 0 {
@@ -233,15 +228,10 @@ func (t *TraceRead) IDs(r io.ReaderAt, blockSize int) func(i int) ([]uint64, err
 		if i < 0 || i >= len(lines) {
 			return nil, fmt.Errorf("whatif: trace record %d of %d", i, len(lines))
 		}
-		l := lines[i]
-		buf = slices.Grow(buf[:0], int(l.n))[:l.n]
-		if _, err := r.ReadAt(buf, l.at); err != nil {
-			return nil, fmt.Errorf("whatif: reading trace record %d back: %w", i, err)
+		ids, err := readIDs(r, lines[i], blockSize, &buf)
+		if err != nil {
+			return nil, fmt.Errorf("whatif: trace record %d: %w", i, err)
 		}
-		rec, err := DecodeLine(bytes.TrimSpace(buf), blockSize)
-		if err != nil || len(rec.HashIDs) != int(l.nIDs) {
-			return nil, fmt.Errorf("whatif: trace record %d read back differs (the file changed?): %v", i, err)
-		}
-		return slices.Clip(rec.HashIDs), nil
+		return ids, nil
 	}
 }

@@ -45,6 +45,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		blockSize   = fs.Int("block-size", dc.BlockSize, "tokens per hash_ids block (--trace; --from-streams reads it from the registry)")
 		sweep       = fs.String("sweep", "", "run at each point of one dimension: l3=1GiB,4GiB,16GiB | device=512,1024 | bandwidth=10GB/s,25GB/s")
 		skipBad     = fs.Bool("skip-bad", false, "count bad lines or events and go on (default: stop at the first, naming it)")
+		spoolDir    = fs.String("spool-dir", "", "where the run keeps what it reads back as it plays (the trace's requests and events, the bound's tape; removed at the end); default $TMPDIR or /tmp")
 		asJSON      = fs.Bool("json", false, "write the report as JSON to stdout instead of tables")
 		reportDir   = fs.String("report", "", "write an HTML report with SVG charts to this directory (index.html)")
 		logFormat   = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
@@ -139,14 +140,16 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 		// Open to the end: the play reads each request's ids back.
 		defer f.Close()
-		tr, err := whatif.ReadTrace(f, c.BlockSize, *skipBad)
-		if err != nil {
+		// Kept on disk and read back as the play goes: memory follows
+		// the trace's distinct blocks, not its length.
+		if src, err = whatif.SpoolTrace(f, c.BlockSize, *skipBad, *spoolDir); err != nil {
 			return fmt.Errorf("%s: %w", *trace, err)
 		}
-		src = whatif.Source{Name: *trace, Records: tr.Records, Skipped: tr.Skipped, FirstSkipped: tr.FirstSkipped,
-			IDs: tr.IDs(f, c.BlockSize)}
+		defer src.Workload.Close()
+		src.Name = *trace
 	}
 	o.Cluster = c
+	o.TempDir = *spoolDir
 	if isTerminal(stderr) {
 		o.Progress = stderr
 	}

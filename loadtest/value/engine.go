@@ -144,7 +144,7 @@ func (h *engineRun) RecordAffinity(session string, rec schemas.AffinityRecord) {
 // turn too) expired for sim.DefaultForgetLapsed; so a long play holds
 // the recent sessions, not every one.
 func (h *engineRun) forget(i int) {
-	if h.p.sessionEnds != nil && h.p.sessionEnds.has(i) {
+	if h.p.forgetSessions && h.p.w.SessionLast(i) {
 		delete(h.aff, h.p.w.Req(i).Session)
 	}
 	if h.forgets++; h.forgets%forgetPruneEvery != 0 {

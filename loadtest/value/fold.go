@@ -61,31 +61,6 @@ func (o *overTime) points() []SavingPoint {
 	return o.out
 }
 
-// bitset is a set of request indexes, a bit each.
-type bitset []uint64
-
-func newBitset(n int) *bitset {
-	b := make(bitset, (n+63)/64)
-	return &b
-}
-
-func (b *bitset) set(i int)      { (*b)[i/64] |= 1 << (i % 64) }
-func (b *bitset) has(i int) bool { return (*b)[i/64]&(1<<(i%64)) != 0 }
-
-// sessionEnds marks each conversation's last request: no later request
-// can look up the conversation's records.
-func sessionEnds(w *workload.Workload) *bitset {
-	last := map[string]int{}
-	for i := range w.Len() {
-		last[w.Req(i).Session] = i
-	}
-	b := newBitset(w.Len())
-	for _, i := range last {
-		b.set(i)
-	}
-	return b
-}
-
 // folder turns each request's results, once every run has played all of
 // its events, into running sums (lost savings, saving over time), in
 // request order, and makes the runs forget the request: what is held is

@@ -197,9 +197,9 @@ type player struct {
 	// request hook and serve (arrival.go).
 	arriving    *sim.Prompt
 	arrivingReq int
-	// sessionEnds marks each conversation's last turn (Simulate), after
-	// which hooks may drop the conversation's records.
-	sessionEnds *bitset
+	// forgetSessions says hooks may drop a conversation's records after
+	// its last turn (Workload.SessionLast) is folded (Simulate).
+	forgetSessions bool
 	// ahead are header-free prefetches' blocks not yet used (ahead.go).
 	ahead []aheadLoad
 }

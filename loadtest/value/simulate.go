@@ -87,7 +87,6 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 	for i := range policies {
 		jobs = append(jobs, &job{mode: Mode(policies[i].Name), pol: &policies[i], out: &s.Policies[i]})
 	}
-	ends := sessionEnds(w)
 	runs := make([]*run, len(jobs))
 	for k, j := range jobs {
 		r, err := startRun(ctx, cfg, pr, j.mode, j.pol)
@@ -95,7 +94,7 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 			return s, fmt.Errorf("value: %s run: %w", j.mode, err)
 		}
 		defer r.h.close()
-		r.p.sessionEnds = ends
+		r.p.forgetSessions = true
 		j.r, runs[k] = r, r
 	}
 	f := newFolder(w, runs, func(int) (int32, error) { return boundHits.next() }, cfg.TimePoints)
