@@ -2,7 +2,11 @@ package whatif
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -107,5 +111,85 @@ func TestPeakHeapPerRequest(t *testing.T) {
 	}
 	if held := repLarge.Points[0].HeldPrompts; held <= 0 || held > 4*n/4 {
 		t.Errorf("%d prompts held at once of %d requests, want some and at most a quarter", held, 4*n)
+	}
+}
+
+// repeatedTrace writes the synthetic trace's first n requests, then
+// copies-1 more copies of them shifted in time with the same ids (as
+// tracecopies --same-ids): a longer trace with no new distinct block.
+func repeatedTrace(t *testing.T, n, copies int) string {
+	t.Helper()
+	f, err := os.Open(tracePath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ReadTrace(f, DefaultBlockSize, false)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := tr.Records[:n]
+	span := recs[n-1].Timestamp - recs[0].Timestamp + 1000
+	var b strings.Builder
+	for c := range copies {
+		for _, r := range recs {
+			ids, _ := json.Marshal(r.HashIDs)
+			fmt.Fprintf(&b, `{"timestamp": %d, "input_length": %d, "output_length": %d, "hash_ids": %s}`+"\n",
+				r.Timestamp+int64(c)*span, r.InputLength, r.OutputLength, ids)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "repeated.jsonl")
+	if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestSpooledPeakHeapDoesNotGrowWithTheTrace plays a trace spooled to
+// disk (what `whatif --trace` does) that repeats its first n requests 2
+// and 6 times with the same ids, so its index (distinct blocks and
+// prefixes) is the same and only its length grows: the peak live heap
+// may grow by at most maxBytesPerRequest per added request (the
+// in-memory play of TestPeakHeapPerRequest grows by 2–5 KiB). Two
+// copies, not one, are the base: the first copy fills the caches
+// (bounded by their capacity and the distinct blocks), which is growth
+// with the index, not with the trace.
+func TestSpooledPeakHeapDoesNotGrowWithTheTrace(t *testing.T) {
+	const (
+		n                  = 400
+		maxBytesPerRequest = 256
+	)
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	play := func(copies int) uint64 {
+		p := repeatedTrace(t, n, copies)
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		var rep *Report
+		peak := peakHeap(t, func() {
+			src, err := SpoolTrace(f, DefaultBlockSize, false, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Workload.Close()
+			rep, err = Run(context.Background(), src, Options{Cluster: DefaultCluster(), Policies: value.Policies()[:1]})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+		if rep.Requests != n*copies {
+			t.Fatalf("played %d requests, want %d", rep.Requests, n*copies)
+		}
+		return peak
+	}
+	small, large := play(2), play(6)
+	perRequest := (float64(large) - float64(small)) / float64(4*n)
+	t.Logf("peak live heap: %d requests %.2f MiB, %d requests %.2f MiB: %.0f bytes per added request",
+		2*n, float64(small)/(1<<20), 6*n, float64(large)/(1<<20), perRequest)
+	if perRequest > maxBytesPerRequest {
+		t.Errorf("the spooled play's peak heap grows %.0f bytes per request on a trace whose index does not grow, want ≤ %d",
+			perRequest, maxBytesPerRequest)
 	}
 }
