@@ -1,0 +1,242 @@
+package evictstudy
+
+import (
+	"math/bits"
+	"math/rand/v2"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/internal/testvectors"
+	"github.com/hintstream/hintstream/loadtest/workload"
+	"github.com/hintstream/hintstream/sim"
+)
+
+// randomWorkload returns n requests whose prompts continue, fork or cut
+// short earlier ones and add fresh blocks, over ids below ids (so a
+// fresh block id can recur under another prefix), one second apart.
+func randomWorkload(rng *rand.Rand, n, ids, maxBlocks int) *workload.Workload {
+	const bs = 4
+	w := &workload.Workload{BlockSize: bs}
+	for i := range n {
+		var h []uint64
+		if i > 0 && rng.IntN(4) > 0 {
+			prev := w.Requests[rng.IntN(i)].HashIDs
+			h = append(h, prev[:rng.IntN(len(prev)+1)]...)
+		}
+		for range 1 + rng.IntN(maxBlocks) {
+			h = append(h, uint64(rng.IntN(ids)))
+		}
+		h = h[:min(len(h), maxBlocks)]
+		// Sometimes the last block is partial: it is no page.
+		length := len(h)*bs - rng.IntN(2)*(bs-1)
+		w.Requests = append(w.Requests, workload.Request{Index: i, At: time.Duration(i) * time.Second, InputLength: length, HashIDs: h})
+	}
+	return w
+}
+
+func mustAccesses(t *testing.T, w *workload.Workload) *Accesses {
+	t.Helper()
+	a, err := FromWorkload(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// The study's LRU is the harness's store: sim.L3Store, looked up as
+// sim.Cluster.Serve looks it up (the resident run from the first page,
+// touched) and written through with Put, hits the same pages request by
+// request.
+func TestLRUMatchesSimL3Store(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 200 {
+		a := mustAccesses(t, randomWorkload(rng, 40, 6, 8))
+		capacity := 1 + rng.IntN(12)
+		lru := NewLRU(a, capacity)
+		store := sim.NewL3Store(capacity)
+		for i, acc := range a.List {
+			keys := make([]string, len(acc.Keys))
+			for j, k := range acc.Keys {
+				keys[j] = strconv.Itoa(int(k))
+			}
+			want := store.Run(keys, 0)
+			store.Touch(keys[:want])
+			store.Put(keys, acc.At)
+			got := 0
+			for _, k := range acc.Keys {
+				if !lru.Contains(k) {
+					break
+				}
+				got++
+			}
+			lru.Write(acc.At, acc.Keys)
+			if got != want {
+				t.Fatalf("trial %d, request %d (capacity %d): LRU hits %d pages, sim.L3Store %d", trial, i, capacity, got, want)
+			}
+			for _, k := range acc.Keys {
+				if lru.Contains(k) != store.Contains(strconv.Itoa(int(k))) {
+					t.Fatalf("trial %d, request %d: page %d resident in one store only", trial, i, k)
+				}
+			}
+		}
+		if lru.Len() != store.Len() {
+			t.Fatalf("trial %d: LRU holds %d pages, sim.L3Store %d", trial, lru.Len(), store.Len())
+		}
+	}
+}
+
+// optimum is the most prefix hits any store of capacity pages can have on
+// a, by exhaustive search over the sets it may hold after each request
+// (a subset of what it held and the prompt's pages).
+func optimum(a *Accesses, capacity int) int64 {
+	if a.Keys > 16 {
+		panic("optimum: too many pages")
+	}
+	best := map[uint32]int64{0: 0}
+	for _, acc := range a.List {
+		var prompt uint32
+		for _, k := range acc.Keys {
+			prompt |= 1 << k
+		}
+		next := map[uint32]int64{}
+		for held, hits := range best {
+			n := int64(0)
+			for _, k := range acc.Keys {
+				if held&(1<<k) == 0 {
+					break
+				}
+				n++
+			}
+			pool := held | prompt
+			for sub := pool; ; sub = (sub - 1) & pool {
+				if bits.OnesCount32(sub) <= capacity {
+					if v, ok := next[sub]; !ok || hits+n > v {
+						next[sub] = hits + n
+					}
+				}
+				if sub == 0 {
+					break
+				}
+			}
+		}
+		best = next
+	}
+	var m int64
+	for _, v := range best {
+		m = max(m, v)
+	}
+	return m
+}
+
+// Belady is the optimum, found exhaustively on small workloads, so it
+// bounds every policy, admission filters included.
+func TestBeladyIsTheOptimum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	checked := 0
+	for checked < 150 {
+		a := mustAccesses(t, randomWorkload(rng, 8, 3, 4))
+		if a.Keys > 12 {
+			continue
+		}
+		checked++
+		for capacity := 1; capacity <= 4; capacity++ {
+			want := optimum(a, capacity)
+			if got := Replay(a, NewBelady(a, capacity), "Belady").HitPages; got != want {
+				t.Fatalf("capacity %d, %d pages: Belady hits %d pages, the optimum %d", capacity, a.Keys, got, want)
+			}
+		}
+	}
+}
+
+// No policy beats Belady, hits fewer than none, or holds more than its
+// capacity.
+func TestNoPolicyBeatsBelady(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 100 {
+		a := mustAccesses(t, randomWorkload(rng, 120, 20, 10))
+		for _, capacity := range []int{1, 2, 5, 13, 40} {
+			res, err := Run(a, capacity, Makers())
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkBounded(t, "trial "+strconv.Itoa(trial), capacity, res)
+		}
+	}
+}
+
+func checkBounded(t *testing.T, what string, capacity int, res []Result) {
+	t.Helper()
+	var bel int64 = -1
+	for _, r := range res {
+		if r.Name == NameBelady {
+			bel = r.HitPages
+		}
+	}
+	if bel < 0 {
+		t.Fatal("no Belady result")
+	}
+	for _, r := range res {
+		if r.HitPages < 0 || r.HitPages > bel {
+			t.Errorf("%s, capacity %d: %s hits %d pages, Belady %d", what, capacity, r.Name, r.HitPages, bel)
+		}
+		if r.MaxLen > capacity {
+			t.Errorf("%s: %s held %d pages, capacity %d", what, r.Name, r.MaxLen, capacity)
+		}
+	}
+}
+
+func TestRunRejectsAZeroCapacity(t *testing.T) {
+	a := mustAccesses(t, randomWorkload(rand.New(rand.NewPCG(7, 8)), 3, 3, 3))
+	if _, err := Run(a, 0, Makers()); err == nil {
+		t.Fatal("capacity 0 accepted")
+	}
+	if _, err := FromWorkload(&workload.Workload{}); err == nil {
+		t.Fatal("block size 0 accepted")
+	}
+}
+
+// On both workloads the harness plays, at every capacity studied, the
+// policies stay within Belady and at least none, Belady within an
+// unbounded store, and the study's LRU hits what sim.L3Store does.
+func TestStudyOnTheHarnessWorkloads(t *testing.T) {
+	trace, err := workload.LoadTrace(filepath.Join(testvectors.Dir(t), "..", "data", "mooncake_synthetic_trace.jsonl"), workload.TraceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syn, err := workload.Generate(workload.SyntheticConfig{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range map[string]*workload.Workload{"trace": trace, "synthetic sessions": syn} {
+		a := mustAccesses(t, w)
+		caps := []int{DefaultCapacity / 4, DefaultCapacity, 4 * DefaultCapacity}
+		st, err := RunStudy(name, a, caps, Makers())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range st.Columns {
+			checkBounded(t, name, c.Capacity, c.Results)
+			if bel := st.Get(i, NameBelady); bel > st.ReusableTokens {
+				t.Errorf("%s: Belady hits %d tokens, more than an unbounded store's %d", name, bel, st.ReusableTokens)
+			}
+		}
+		store := sim.NewL3Store(DefaultCapacity)
+		var hits int64
+		for _, acc := range a.List {
+			keys := make([]string, len(acc.Keys))
+			for j, k := range acc.Keys {
+				keys[j] = strconv.Itoa(int(k))
+			}
+			n := store.Run(keys, 0)
+			store.Touch(keys[:n])
+			store.Put(keys, acc.At)
+			hits += int64(n)
+		}
+		if got := st.Get(1, NameLRU); got != hits*int64(a.BlockSize) {
+			t.Errorf("%s: the study's LRU hits %d tokens, sim.L3Store %d", name, got, hits*int64(a.BlockSize))
+		}
+		t.Logf("\n%s", st.Markdown())
+	}
+}

@@ -1,0 +1,142 @@
+package evictstudy
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hintstream/hintstream/sim"
+)
+
+// DefaultCapacity is the harness's L3 in pages (sim.DefaultL3Blocks,
+// which loadtest/value and whatif take as their default).
+const DefaultCapacity = sim.DefaultL3Blocks
+
+// DefaultScales are the capacities studied, as multiples of
+// DefaultCapacity.
+var DefaultScales = []float64{0.25, 1, 4}
+
+// Names of the two reference policies in Makers.
+const (
+	NameLRU    = "LRU (today)"
+	NameBelady = "Belady (clairvoyant)"
+)
+
+// Makers returns the policies of the study: the two references, then
+// the online ones with their published defaults.
+func Makers() []Maker {
+	return []Maker{
+		{NameLRU, NewLRU},
+		{NameBelady, NewBelady},
+		{"ARC", NewARC},
+		{"2Q", NewTwoQ},
+		{"SLRU (80% protected)", NewSLRU},
+		{"S3-FIFO (to main after 2 uses)", NewS3FIFO(DefaultS3Threshold)},
+		{"S3-FIFO (to main after 1 use)", NewS3FIFO(1)},
+		{"LFU, half-life 1 min", NewLFUDecay(time.Minute)},
+		{"LFU, half-life 10 min", NewLFUDecay(10 * time.Minute)},
+		{"TinyLFU admission + LRU", NewTinyLFU},
+		{"W-TinyLFU", NewWTinyLFU},
+	}
+}
+
+// Column is one capacity's replay of every policy.
+type Column struct {
+	Capacity int
+	Results  []Result
+}
+
+// Study is one workload's replay at several capacities.
+type Study struct {
+	Name string
+	// Requests and Pages are the requests and full pages written; Unique
+	// the distinct pages, and Reusable the pages an unbounded store would
+	// hit.
+	Requests              int
+	Pages, Unique         int64
+	ReusableTokens        int64
+	Columns               []Column
+	capacityNames, makers []string
+}
+
+// RunStudy replays a under makers at each capacity.
+func RunStudy(name string, a *Accesses, capacities []int, makers []Maker) (*Study, error) {
+	s := &Study{Name: name, Requests: len(a.List), Unique: int64(a.Keys)}
+	for _, acc := range a.List {
+		s.Pages += int64(len(acc.Keys))
+	}
+	s.ReusableTokens = Replay(a, NewBelady(a, max(a.Keys, 1)), "unbounded").HitTokens
+	for _, m := range makers {
+		s.makers = append(s.makers, m.Name)
+	}
+	for _, c := range capacities {
+		res, err := Run(a, c, makers)
+		if err != nil {
+			return nil, err
+		}
+		s.Columns = append(s.Columns, Column{Capacity: c, Results: res})
+	}
+	return s, nil
+}
+
+// Get returns the hit tokens of policy name at column i (-1 if absent).
+func (s *Study) Get(i int, name string) int64 {
+	for _, r := range s.Columns[i].Results {
+		if r.Name == name {
+			return r.HitTokens
+		}
+	}
+	return -1
+}
+
+// GapShare is policy name's share of the Belady − LRU gap at column i.
+func (s *Study) GapShare(i int, name string) float64 {
+	lru, bel := s.Get(i, NameLRU), s.Get(i, NameBelady)
+	if bel <= lru {
+		return 0
+	}
+	return float64(s.Get(i, name)-lru) / float64(bel-lru)
+}
+
+// Markdown renders the study: per capacity, each policy's hit tokens and
+// its share of the Belady − LRU gap.
+func (s *Study) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s**: %d requests, %s full pages written (%s distinct); an unbounded store would hit %s tokens.\n\n",
+		s.Name, s.Requests, group(s.Pages), group(s.Unique), group(s.ReusableTokens))
+	b.WriteString("| policy |")
+	for _, c := range s.Columns {
+		fmt.Fprintf(&b, " %s pages: hit tokens | of gap |", group(int64(c.Capacity)))
+	}
+	b.WriteString("\n|---|")
+	for range s.Columns {
+		b.WriteString("---:|---:|")
+	}
+	b.WriteString("\n")
+	for _, name := range s.makers {
+		fmt.Fprintf(&b, "| %s |", name)
+		for i := range s.Columns {
+			fmt.Fprintf(&b, " %s | %.1f%% |", group(s.Get(i, name)), 100*s.GapShare(i, name))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// group writes n with thousands separators.
+func group(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}
