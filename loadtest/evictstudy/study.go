@@ -18,10 +18,15 @@ var ErrInvalid = errors.New("evictstudy: invalid")
 type Key = int32
 
 // Access is one request as the store sees it: when, and the keys of the
-// prompt's full pages in prompt order.
+// prompt's full pages in prompt order. Request, Session and Next say
+// which request of the workload it is, its conversation, and the
+// request that continues it (-1 if none): what a hint could announce.
 type Access struct {
-	At   time.Duration
-	Keys []Key
+	At      time.Duration
+	Keys    []Key
+	Request int
+	Session string
+	Next    int
 }
 
 // Accesses is a workload's requests at the store, in time order.
@@ -29,9 +34,11 @@ type Accesses struct {
 	BlockSize int
 	List      []Access
 	// Keys is the number of distinct pages; Depth[k] is page k's index in
-	// its prompts (0 for a prompt's first page).
-	Keys  int
-	Depth []int32
+	// its prompts (0 for a prompt's first page) and Parent[k] the page
+	// before it (-1 for a first page).
+	Keys   int
+	Depth  []int32
+	Parent []Key
 }
 
 // FromWorkload maps w's requests to page accesses: the full blocks of
@@ -59,11 +66,12 @@ func FromWorkload(w *workload.Workload) (*Accesses, error) {
 				k = Key(len(a.Depth))
 				ids[e] = k
 				a.Depth = append(a.Depth, int32(j))
+				a.Parent = append(a.Parent, parent)
 			}
 			keys[j] = k
 			parent = k
 		}
-		a.List = append(a.List, Access{At: r.At, Keys: keys})
+		a.List = append(a.List, Access{At: r.At, Keys: keys, Request: i, Session: r.Session, Next: r.Next})
 	}
 	if err := w.Err(); err != nil {
 		return nil, err

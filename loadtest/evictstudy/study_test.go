@@ -21,9 +21,17 @@ func randomWorkload(rng *rand.Rand, n, ids, maxBlocks int) *workload.Workload {
 	w := &workload.Workload{BlockSize: bs}
 	for i := range n {
 		var h []uint64
+		session := "s-" + strconv.Itoa(i)
 		if i > 0 && rng.IntN(4) > 0 {
-			prev := w.Requests[rng.IntN(i)].HashIDs
-			h = append(h, prev[:rng.IntN(len(prev)+1)]...)
+			// A continuation is the earlier request's next turn (if it has
+			// none yet) or a fork, in its conversation.
+			j := rng.IntN(i)
+			prev := &w.Requests[j]
+			h = append(h, prev.HashIDs[:rng.IntN(len(prev.HashIDs)+1)]...)
+			session = prev.Session
+			if prev.Next < 0 {
+				prev.Next = i
+			}
 		}
 		for range 1 + rng.IntN(maxBlocks) {
 			h = append(h, uint64(rng.IntN(ids)))
@@ -31,7 +39,8 @@ func randomWorkload(rng *rand.Rand, n, ids, maxBlocks int) *workload.Workload {
 		h = h[:min(len(h), maxBlocks)]
 		// Sometimes the last block is partial: it is no page.
 		length := len(h)*bs - rng.IntN(2)*(bs-1)
-		w.Requests = append(w.Requests, workload.Request{Index: i, At: time.Duration(i) * time.Second, InputLength: length, HashIDs: h})
+		w.Requests = append(w.Requests, workload.Request{Index: i, At: time.Duration(i) * time.Second, InputLength: length,
+			HashIDs: h, Prev: -1, Next: -1, Session: session})
 	}
 	return w
 }
@@ -238,5 +247,78 @@ func TestStudyOnTheHarnessWorkloads(t *testing.T) {
 			t.Errorf("%s: the study's LRU hits %d tokens, sim.L3Store %d", name, got, hits*int64(a.BlockSize))
 		}
 		t.Logf("\n%s", st.Markdown())
+	}
+}
+
+// Belady's extra hits over LRU, counted by earlier uses and by reuser,
+// add up to the difference of their hits; every later use has one
+// reuser.
+func TestProfileAddsUp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for range 20 {
+		a := mustAccesses(t, randomWorkload(rng, 150, 20, 10))
+		capacity := 1 + rng.IntN(30)
+		pr := NewProfile(a, capacity, 3)
+		lru := Replay(a, NewLRU(a, capacity), "").HitPages
+		bel := Replay(a, NewBelady(a, capacity), "").HitPages
+		var diff, reused, byReuser, lruHits, belHits int64
+		for _, r := range pr.Rows {
+			diff += r.BeladyOnly - r.LRUOnly
+			reused += r.Reused
+		}
+		for _, r := range pr.ByReuser {
+			byReuser += r.Reuses
+			lruHits += r.LRUHits
+			belHits += r.BeladyHits
+		}
+		if diff != bel-lru || lruHits != lru || belHits != bel || byReuser != reused {
+			t.Fatalf("capacity %d: Belady-only − LRU-only %d, Belady − LRU %d; hits by reuser %d/%d, replays %d/%d; reuses %d by reuser, %d by use",
+				capacity, diff, bel-lru, lruHits, belHits, lru, bel, byReuser, reused)
+		}
+	}
+}
+
+// A pin held for an announced next turn keeps its pages through traffic
+// that LRU would evict them for; online session pins, which cannot tell
+// which prompts have a next turn, spend the budget on those that do not.
+func TestNextTurnPinsKeepAPromptForItsTurn(t *testing.T) {
+	req := func(i int, at time.Duration, session string, next int, ids ...uint64) workload.Request {
+		return workload.Request{Index: i, At: at * time.Second, InputLength: len(ids), HashIDs: ids, Session: session, Prev: -1, Next: next}
+	}
+	// Conversation x has turns at 0, 10, 20 and 30 s; between them other
+	// conversations write four or five pages.
+	w := &workload.Workload{BlockSize: 1, Requests: []workload.Request{
+		req(0, 0, "x", 4, 1),
+		req(1, 1, "y", -1, 2),
+		req(2, 2, "z", -1, 3),
+		req(3, 3, "u", -1, 10, 11, 12),
+		req(4, 10, "x", 8, 1, 4),
+		req(5, 11, "a", -1, 20, 21),
+		req(6, 12, "b", -1, 22, 23),
+		req(7, 13, "c", -1, 24),
+		req(8, 20, "x", 12, 1, 4, 5, 6),
+		req(9, 21, "d", -1, 30, 31),
+		req(10, 22, "e", -1, 32, 33),
+		req(11, 23, "f", -1, 34),
+		req(12, 30, "x", -1, 1, 4, 5, 6, 9),
+	}}
+	a := mustAccesses(t, w)
+	hits := func(m func(*Accesses, int) Policy) int64 { return Replay(a, m(a, 4), "").HitPages }
+	if got := hits(NewLRU); got != 0 {
+		t.Fatalf("LRU of 4 pages hit %d: the test needs it to lose every turn", got)
+	}
+	// Two pages may be pinned: x's first page for its 10 s turn (1 hit),
+	// its two pages for the 20 s turn (2), and two of its four for the
+	// 30 s turn (2).
+	if got := hits(NewNextTurnPins(0.5)); got != 1+2+2 {
+		t.Fatalf("oracle next-turn pins hit %d pages, want 5", got)
+	}
+	// Online, y's page takes the second pin for a minute, so only x's
+	// first page stays for each of its turns.
+	if got := hits(NewSessionPins(0.5)); got != 1+1+1 {
+		t.Fatalf("session pins hit %d pages, want 3", got)
+	}
+	if got := hits(NewSessionPins(0)); got != 0 {
+		t.Fatalf("session pins without a budget hit %d pages, LRU 0", got)
 	}
 }

@@ -20,6 +20,8 @@ var DefaultScales = []float64{0.25, 1, 4}
 const (
 	NameLRU    = "LRU (today)"
 	NameBelady = "Belady (clairvoyant)"
+	// NameNextTurnPins is not online either: see NextTurnPins.
+	NameNextTurnPins = "LRU + oracle next-turn pins (50%)"
 )
 
 // Makers returns the policies of the study: the two references, then
@@ -37,6 +39,9 @@ func Makers() []Maker {
 		{"LFU, half-life 10 min", NewLFUDecay(10 * time.Minute)},
 		{"TinyLFU admission + LRU", NewTinyLFU},
 		{"W-TinyLFU", NewWTinyLFU},
+		{"LHD (hit density by uses and age)", NewLHD},
+		{"LRU + session pins (50%, learned p90 gap)", NewSessionPins(DefaultPinShare)},
+		{NameNextTurnPins, NewNextTurnPins(DefaultPinShare)},
 	}
 }
 
@@ -98,25 +103,39 @@ func (s *Study) GapShare(i int, name string) float64 {
 	return float64(s.Get(i, name)-lru) / float64(bel-lru)
 }
 
-// Markdown renders the study: per capacity, each policy's hit tokens and
-// its share of the Belady − LRU gap.
+// MinGapShare is the smallest Belady − LRU gap, as a share of LRU's
+// hits, that Markdown divides by: below it a policy's share of the gap
+// says nothing (LRU is already all but optimal) and is shown as "–".
+const MinGapShare = 0.005
+
+// Markdown renders the study: per capacity, each policy's hit tokens,
+// their change from LRU's and its share of the Belady − LRU gap.
 func (s *Study) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**%s**: %d requests, %s full pages written (%s distinct); an unbounded store would hit %s tokens.\n\n",
 		s.Name, s.Requests, group(s.Pages), group(s.Unique), group(s.ReusableTokens))
 	b.WriteString("| policy |")
 	for _, c := range s.Columns {
-		fmt.Fprintf(&b, " %s pages: hit tokens | of gap |", group(int64(c.Capacity)))
+		fmt.Fprintf(&b, " %s pages: hit tokens | vs LRU | of gap |", group(int64(c.Capacity)))
 	}
 	b.WriteString("\n|---|")
 	for range s.Columns {
-		b.WriteString("---:|---:|")
+		b.WriteString("---:|---:|---:|")
 	}
 	b.WriteString("\n")
 	for _, name := range s.makers {
 		fmt.Fprintf(&b, "| %s |", name)
 		for i := range s.Columns {
-			fmt.Fprintf(&b, " %s | %.1f%% |", group(s.Get(i, name)), 100*s.GapShare(i, name))
+			lru, bel, got := s.Get(i, NameLRU), s.Get(i, NameBelady), s.Get(i, name)
+			gap := "–"
+			if float64(bel-lru) >= MinGapShare*float64(lru) {
+				gap = fmt.Sprintf("%.1f%%", 100*s.GapShare(i, name))
+			}
+			vs := 0.0
+			if lru > 0 {
+				vs = float64(got-lru) / float64(lru)
+			}
+			fmt.Fprintf(&b, " %s | %+.1f%% | %s |", group(got), 100*vs, gap)
 		}
 		b.WriteString("\n")
 	}

@@ -7,13 +7,16 @@
 //	    --trace ../shared/data/mooncake_synthetic_trace.jsonl [--trace /tmp/trace12k.jsonl]
 //
 // The synthetic sessions (workload.Generate, seed 1: the harness's
-// HINTSTREAM_VALUE_SYNTHETIC workload) are always played.
+// HINTSTREAM_VALUE_SYNTHETIC workload) are always played; --sessions N
+// also plays N of them, for a store under pressure. Each workload's table
+// is followed by its reuse profile at the 1× capacity.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/hintstream/hintstream/loadtest/evictstudy"
@@ -30,14 +33,28 @@ func main() {
 	flag.Var(&traces, "trace", "a Mooncake-format trace to play (repeatable)")
 	capacity := flag.Int("capacity", evictstudy.DefaultCapacity, "the 1× L3 capacity, in pages")
 	seed := flag.Uint64("seed", 1, "seed of the synthetic sessions")
+	var sessions counts
+	flag.Var(&sessions, "sessions", "also play this many synthetic sessions (repeatable; the harness plays the default, 50)")
 	flag.Parse()
-	if err := run(traces, *capacity, *seed); err != nil {
+	if err := run(traces, sessions, *capacity, *seed); err != nil {
 		fmt.Fprintln(os.Stderr, "evictstudy:", err)
 		os.Exit(1)
 	}
 }
 
-func run(traces []string, capacity int, seed uint64) error {
+type counts []int
+
+func (c *counts) String() string { return fmt.Sprint(*c) }
+func (c *counts) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return fmt.Errorf("sessions %q: want a positive count", v)
+	}
+	*c = append(*c, n)
+	return nil
+}
+
+func run(traces []string, sessions []int, capacity int, seed uint64) error {
 	type named struct {
 		name string
 		w    *workload.Workload
@@ -55,6 +72,13 @@ func run(traces []string, capacity int, seed uint64) error {
 		return err
 	}
 	ws = append(ws, named{fmt.Sprintf("synthetic sessions (seed %d)", seed), syn})
+	for _, n := range sessions {
+		w, err := workload.Generate(workload.SyntheticConfig{Seed: seed, Sessions: n})
+		if err != nil {
+			return err
+		}
+		ws = append(ws, named{fmt.Sprintf("synthetic sessions (seed %d, %d sessions)", seed, n), w})
+	}
 	var caps []int
 	for _, s := range evictstudy.DefaultScales {
 		caps = append(caps, max(int(s*float64(capacity)), 1))
@@ -69,6 +93,7 @@ func run(traces []string, capacity int, seed uint64) error {
 			return err
 		}
 		fmt.Println(st.Markdown())
+		fmt.Println(evictstudy.NewProfile(a, capacity, 4).Markdown())
 	}
 	return nil
 }
