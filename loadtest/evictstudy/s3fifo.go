@@ -30,10 +30,16 @@ type S3FIFO struct {
 // NewS3FIFO returns a maker of S3-FIFO stores moving pages from S to M
 // after threshold uses.
 func NewS3FIFO(threshold int) func(a *Accesses, capacity int) Policy {
+	return NewS3FIFOSized(DefaultS3SmallShare, threshold)
+}
+
+// NewS3FIFOSized is NewS3FIFO with a small FIFO of smallShare of the
+// store.
+func NewS3FIFOSized(smallShare float64, threshold int) func(a *Accesses, capacity int) Policy {
 	return func(a *Accesses, capacity int) Policy {
 		ar := newArena(a.Keys)
 		c := max(capacity, 1)
-		return &S3FIFO{cap: c, smallCap: max(int(DefaultS3SmallShare*float64(c)), 1),
+		return &S3FIFO{cap: c, smallCap: min(max(int(smallShare*float64(c)), 1), c),
 			ghostCap: max(int(DefaultS3GhostShare*float64(c)), 1), threshold: uint8(max(threshold, 1)),
 			s: ar.list(0), m: ar.list(1), g: ar.list(2), freq: make([]uint8, a.Keys)}
 	}

@@ -17,10 +17,16 @@ type SLRU struct {
 }
 
 // NewSLRU returns an empty SLRU store of capacity pages.
-func NewSLRU(a *Accesses, capacity int) Policy {
-	ar := newArena(a.Keys)
-	c := max(capacity, 1)
-	return &SLRU{cap: c, protCap: max(int(DefaultProtectedShare*float64(c)), 1), prob: ar.list(0), prot: ar.list(1)}
+func NewSLRU(a *Accesses, capacity int) Policy { return NewSLRUSized(DefaultProtectedShare)(a, capacity) }
+
+// NewSLRUSized returns a maker of SLRU stores whose protected segment
+// holds share of the store.
+func NewSLRUSized(share float64) func(a *Accesses, capacity int) Policy {
+	return func(a *Accesses, capacity int) Policy {
+		ar := newArena(a.Keys)
+		c := max(capacity, 1)
+		return &SLRU{cap: c, protCap: max(int(share*float64(c)), 1), prob: ar.list(0), prot: ar.list(1)}
+	}
 }
 
 func (p *SLRU) Contains(k Key) bool { return p.prob.has(k) || p.prot.has(k) }

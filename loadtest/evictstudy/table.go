@@ -40,9 +40,35 @@ func Makers() []Maker {
 		{"TinyLFU admission + LRU", NewTinyLFU},
 		{"W-TinyLFU", NewWTinyLFU},
 		{"LHD (hit density by uses and age)", NewLHD},
+		{"expected next use (own mean gap)", NewNextUse},
 		{"LRU + session pins (50%, learned p90 gap)", NewSessionPins(DefaultPinShare)},
 		{NameNextTurnPins, NewNextTurnPins(DefaultPinShare)},
 	}
+}
+
+// SweepMakers returns variants of the tunable online policies over a
+// range of their constants. Choosing the best of them on the workload it
+// is measured on fits the constants to that workload, so the best of the
+// sweep is an optimistic bound on what the family could reach, not a
+// candidate.
+func SweepMakers() []Maker {
+	ms := []Maker{{NameLRU, NewLRU}, {NameBelady, NewBelady}}
+	for _, sh := range []float64{0.05, 0.1, 0.2, 0.3, 0.5} {
+		for _, th := range []int{1, 2} {
+			ms = append(ms, Maker{fmt.Sprintf("S3-FIFO, small %.0f%%, to main after %d", 100*sh, th), NewS3FIFOSized(sh, th)})
+		}
+	}
+	for _, sh := range []float64{0.2, 0.35, 0.5, 0.65, 0.8, 0.9} {
+		ms = append(ms, Maker{fmt.Sprintf("SLRU, %.0f%% protected", 100*sh), NewSLRUSized(sh)})
+	}
+	for _, hl := range []time.Duration{10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 3 * time.Minute, 5 * time.Minute} {
+		ms = append(ms, Maker{fmt.Sprintf("LFU, half-life %v", hl), NewLFUDecay(hl)})
+	}
+	for _, sh := range []float64{0.25, 0.5, 0.75, 0.9} {
+		ms = append(ms, Maker{fmt.Sprintf("LRU + session pins (%.0f%%)", 100*sh), NewSessionPins(sh)})
+		ms = append(ms, Maker{fmt.Sprintf("LRU + oracle next-turn pins (%.0f%%)", 100*sh), NewNextTurnPins(sh)})
+	}
+	return ms
 }
 
 // Column is one capacity's replay of every policy.

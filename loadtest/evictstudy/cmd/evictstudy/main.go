@@ -9,7 +9,8 @@
 // The synthetic sessions (workload.Generate, seed 1: the harness's
 // HINTSTREAM_VALUE_SYNTHETIC workload) are always played; --sessions N
 // also plays N of them, for a store under pressure. Each workload's table
-// is followed by its reuse profile at the 1× capacity.
+// is followed by its reuse profile at the 1× capacity. --sweep plays the
+// tunable policies over a range of their constants instead.
 package main
 
 import (
@@ -33,10 +34,15 @@ func main() {
 	flag.Var(&traces, "trace", "a Mooncake-format trace to play (repeatable)")
 	capacity := flag.Int("capacity", evictstudy.DefaultCapacity, "the 1× L3 capacity, in pages")
 	seed := flag.Uint64("seed", 1, "seed of the synthetic sessions")
+	sweep := flag.Bool("sweep", false, "play the tunable policies over a range of their constants instead (evictstudy.SweepMakers)")
 	var sessions counts
 	flag.Var(&sessions, "sessions", "also play this many synthetic sessions (repeatable; the harness plays the default, 50)")
 	flag.Parse()
-	if err := run(traces, sessions, *capacity, *seed); err != nil {
+	makers := evictstudy.Makers()
+	if *sweep {
+		makers = evictstudy.SweepMakers()
+	}
+	if err := run(traces, sessions, *capacity, *seed, makers); err != nil {
 		fmt.Fprintln(os.Stderr, "evictstudy:", err)
 		os.Exit(1)
 	}
@@ -54,7 +60,7 @@ func (c *counts) Set(v string) error {
 	return nil
 }
 
-func run(traces []string, sessions []int, capacity int, seed uint64) error {
+func run(traces []string, sessions []int, capacity int, seed uint64, makers []evictstudy.Maker) error {
 	type named struct {
 		name string
 		w    *workload.Workload
@@ -88,7 +94,7 @@ func run(traces []string, sessions []int, capacity int, seed uint64) error {
 		if err != nil {
 			return err
 		}
-		st, err := evictstudy.RunStudy(n.name, a, caps, evictstudy.Makers())
+		st, err := evictstudy.RunStudy(n.name, a, caps, makers)
 		if err != nil {
 			return err
 		}
