@@ -17,7 +17,9 @@ type SLRU struct {
 }
 
 // NewSLRU returns an empty SLRU store of capacity pages.
-func NewSLRU(a *Accesses, capacity int) Policy { return NewSLRUSized(DefaultProtectedShare)(a, capacity) }
+func NewSLRU(a *Accesses, capacity int) Policy {
+	return NewSLRUSized(DefaultProtectedShare)(a, capacity)
+}
 
 // NewSLRUSized returns a maker of SLRU stores whose protected segment
 // holds share of the store.
