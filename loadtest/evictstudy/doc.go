@@ -18,6 +18,9 @@
 // can have more prefix hits than it has per-page hits: it is an upper
 // bound for every policy here, admission filters included.
 //
-// Every other policy sees only the past. The study is offline: it says
-// what an eviction order could gain, not how hintstream would reach it.
+// Every other policy sees only the past, except the oracle next-turn
+// pins (NextTurnPins), which bound what pinning announced next turns
+// could add. The study is offline: it says what an eviction order could
+// gain, not how hintstream would reach it. Command evictstudy prints the
+// tables; RESULTS.md holds them and what they show.
 package evictstudy
