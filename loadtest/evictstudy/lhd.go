@@ -14,7 +14,7 @@ import (
 // about lhdEvery ÷ (1 − lhdDecay) accesses). Eviction takes the lowest
 // density among lhdSamples leaves drawn at random.
 const (
-	lhdClasses   = 5
+	lhdClasses   = 6
 	lhdPerOctave = 4
 	lhdBuckets   = 16 * lhdPerOctave // up to 2^16 s
 	lhdEvery     = 1024
@@ -33,6 +33,12 @@ const (
 type LHD struct {
 	s       *leafStore
 	uses    []int32 // every page's uses so far, resident or not
+	// branches, when set, counts the distinct pages seen continuing
+	// each page, and a page continued two ways or more is classed apart
+	// (by uses 1, 2, 3+): a shared prefix, as a system prompt or a
+	// document that several conversations extend.
+	branches []int32
+	parent   []Key
 	hits    [lhdClasses][lhdBuckets]float64
 	evicts  [lhdClasses][lhdBuckets]float64
 	density [lhdClasses][lhdBuckets]float64
@@ -40,8 +46,22 @@ type LHD struct {
 	keys    []Key
 }
 
-// NewLHD returns an empty LHD store of capacity pages.
+// NewLHD returns an empty LHD store of capacity pages, classing pages by
+// their uses (1 to 5+).
 func NewLHD(a *Accesses, capacity int) Policy {
+	return newLHD(a, capacity)
+}
+
+// NewLHDBranches returns an empty LHD store of capacity pages, classing
+// pages by their uses (1, 2, 3+) and by whether they were seen continued
+// two ways or more.
+func NewLHDBranches(a *Accesses, capacity int) Policy {
+	p := newLHD(a, capacity)
+	p.branches, p.parent = make([]int32, a.Keys), a.Parent
+	return p
+}
+
+func newLHD(a *Accesses, capacity int) *LHD {
 	p := &LHD{s: newLeafStore(a, capacity, lhdSamples), uses: make([]int32, a.Keys)}
 	// Before anything is learned, density falls with age alone: LRU.
 	for c := range p.density {
@@ -71,7 +91,16 @@ func lhdAge(b int) float64 {
 	return math.Exp2(float64(b-1) / lhdPerOctave)
 }
 
-func (p *LHD) class(k Key) int { return min(int(p.uses[k]), lhdClasses-1) }
+func (p *LHD) class(k Key) int {
+	if p.branches == nil {
+		return min(int(p.uses[k]), lhdClasses-1)
+	}
+	c := min(int(p.uses[k]), 3) - 1 // a resident page was used at least once
+	if p.branches[k] >= 2 {
+		c += 3
+	}
+	return max(c, 0)
+}
 
 func (p *LHD) Write(now time.Duration, keys []Key) {
 	// Mark the request's pages first, so that none of them is the victim
@@ -79,6 +108,11 @@ func (p *LHD) Write(now time.Duration, keys []Key) {
 	for _, k := range keys {
 		if p.s.Contains(k) {
 			p.hits[p.class(k)][lhdBucket(now-p.s.last[k])]++
+		}
+		if p.branches != nil && p.uses[k] == 0 {
+			if par := p.parent[k]; par != nilKey {
+				p.branches[par]++
+			}
 		}
 		p.uses[k]++
 		p.s.last[k] = now

@@ -40,6 +40,7 @@ func Makers() []Maker {
 		{"TinyLFU admission + LRU", NewTinyLFU},
 		{"W-TinyLFU", NewWTinyLFU},
 		{"LHD (hit density by uses and age)", NewLHD},
+		{"LHD (by uses, branching and age)", NewLHDBranches},
 		{"expected next use (own mean gap)", NewNextUse},
 		{"LRU + session pins (50%, learned p90 gap)", NewSessionPins(DefaultPinShare)},
 		{NameNextTurnPins, NewNextTurnPins(DefaultPinShare)},
