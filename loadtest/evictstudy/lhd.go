@@ -31,19 +31,19 @@ const (
 // predict reuse in this traffic rather than fixing the order (LRU: by
 // age alone; LFU: by count).
 type LHD struct {
-	s       *leafStore
-	uses    []int32 // every page's uses so far, resident or not
+	s    *leafStore
+	uses []int32 // every page's uses so far, resident or not
 	// branches, when set, counts the distinct pages seen continuing
 	// each page, and a page continued two ways or more is classed apart
 	// (by uses 1, 2, 3+): a shared prefix, as a system prompt or a
 	// document that several conversations extend.
 	branches []int32
 	parent   []Key
-	hits    [lhdClasses][lhdBuckets]float64
-	evicts  [lhdClasses][lhdBuckets]float64
-	density [lhdClasses][lhdBuckets]float64
-	since   int
-	keys    []Key
+	hits     [lhdClasses][lhdBuckets]float64
+	evicts   [lhdClasses][lhdBuckets]float64
+	density  [lhdClasses][lhdBuckets]float64
+	since    int
+	keys     []Key
 }
 
 // NewLHD returns an empty LHD store of capacity pages, classing pages by
