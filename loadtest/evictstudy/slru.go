@@ -41,11 +41,7 @@ func (p *SLRU) Write(_ time.Duration, keys []Key) {
 		case p.prot.has(k):
 			p.prot.moveFront(k)
 		case p.prob.has(k):
-			p.prob.remove(k)
-			p.prot.pushFront(k)
-			if p.prot.n > p.protCap {
-				p.prob.pushFront(p.prot.popBack())
-			}
+			promote(p.prob, p.prot, p.protCap, k)
 		default:
 			if p.Len() >= p.cap {
 				if p.prob.n > 0 {
@@ -110,4 +106,16 @@ func (p *TwoQ) reclaim() {
 		return
 	}
 	p.am.popBack()
+}
+
+// promote moves k, a reuse in the probationary segment, to the front of
+// the protected one; the protected segment's least recent page goes back
+// to probation's front when it overflows protCap (SLRU, and W-TinyLFU's
+// main segment).
+func promote(prob, prot *list, protCap int, k Key) {
+	prob.remove(k)
+	prot.pushFront(k)
+	if prot.n > protCap {
+		prob.pushFront(prot.popBack())
+	}
 }

@@ -131,11 +131,7 @@ func (p *WTinyLFU) Write(_ time.Duration, keys []Key) {
 		case p.prot.has(k):
 			p.prot.moveFront(k)
 		case p.prob.has(k):
-			p.prob.remove(k)
-			p.prot.pushFront(k)
-			if p.prot.n > p.protCap {
-				p.prob.pushFront(p.prot.popBack())
-			}
+			promote(p.prob, p.prot, p.protCap, k)
 		default:
 			p.win.pushFront(k)
 			if p.win.n > p.winCap {
