@@ -29,8 +29,8 @@ type Source struct {
 	// stream window; nil for a trace).
 	Observed *Observed
 	// IDs, when set, reads record i's block ids back from the source
-	// (TraceRead.IDs): Run then keeps none after linking the turns, and
-	// the play reads each request's when it comes (value.Config.IDs).
+	// (SpoolTrace sets it): Run then keeps none after linking the turns,
+	// and the play reads each request's when it comes (value.Config.IDs).
 	IDs func(i int) ([]uint64, error)
 	// Workload, when set, is the traffic already built from the source
 	// (SpoolTrace: kept on disk, read back as the play goes), with

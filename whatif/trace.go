@@ -118,10 +118,6 @@ type TraceRead struct {
 	// first of them.
 	Skipped      int
 	FirstSkipped *LineError
-	// lines are where each record's line is in the trace (IDs): its
-	// first byte, its length (without the line break) and how many ids
-	// it holds.
-	lines []workload.SourceRef
 }
 
 // ReadTrace reads a Mooncake-format trace, one JSON object a line
@@ -143,7 +139,6 @@ func ReadTrace(r io.Reader, blockSize int, skipBad bool) (TraceRead, error) {
 		// the whole run, so keep exactly what it holds.
 		rec.HashIDs = slices.Clip(append(make([]uint64, 0, len(rec.HashIDs)), rec.HashIDs...))
 		out.Records = append(out.Records, rec)
-		out.lines = append(out.lines, rec.Source)
 	}
 	out.Skipped, out.FirstSkipped = sc.skipped, sc.firstSkipped
 	if len(out.Records) == 0 {
@@ -216,22 +211,3 @@ func (t *traceScanner) next() (workload.Record, error) {
 
 // ErrNoRequests: the source holds nothing to play.
 var ErrNoRequests = errors.New("whatif: no requests")
-
-// IDs reads record i's block ids back from the trace ReadTrace read, r
-// being the same file: for a play that holds the ids of the requests in
-// flight only (Source.IDs). It fails if the line no longer decodes to as
-// many ids. Not for concurrent use.
-func (t *TraceRead) IDs(r io.ReaderAt, blockSize int) func(i int) ([]uint64, error) {
-	lines := t.lines
-	var buf []byte
-	return func(i int) ([]uint64, error) {
-		if i < 0 || i >= len(lines) {
-			return nil, fmt.Errorf("whatif: trace record %d of %d", i, len(lines))
-		}
-		ids, err := readIDs(r, lines[i], blockSize, &buf)
-		if err != nil {
-			return nil, fmt.Errorf("whatif: trace record %d: %w", i, err)
-		}
-		return ids, nil
-	}
-}

@@ -1,0 +1,88 @@
+package whatif
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// untimedJSON is a report's --json without its wall times.
+func untimedJSON(t *testing.T, r *Report) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(b.Bytes(), &v); err != nil {
+		t.Fatal(err)
+	}
+	var strip func(any) any
+	strip = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			delete(x, "elapsed_s")
+			delete(x, "requests_per_s")
+			for k, e := range x {
+				x[k] = strip(e)
+			}
+		case []any:
+			for k, e := range x {
+				x[k] = strip(e)
+			}
+		}
+		return v
+	}
+	out, err := json.Marshal(strip(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// sliceOfTrace writes n lines of the synthetic trace from line 1,201 to a file,
+// with CRLF line ends on every third, blank and indented lines and a bad
+// line among them, and returns its path.
+func sliceOfTrace(t *testing.T, n int) string {
+	t.Helper()
+	f, err := os.Open(tracePath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out bytes.Buffer
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, maxLine)
+	for k := -1200; k < n && sc.Scan(); k++ {
+		if k < 0 {
+			continue
+		}
+		switch k % 7 {
+		case 2:
+			out.WriteString("\n   ")
+		case 5:
+			out.WriteString(`{"timestamp": "bad"}` + "\n")
+		}
+		out.Write(sc.Bytes())
+		if k%3 == 0 {
+			out.WriteString("\r")
+		}
+		out.WriteString("\n")
+	}
+	p := filepath.Join(t.TempDir(), "trace.jsonl")
+	if err := os.WriteFile(p, out.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func mustReopen(t *testing.T, f *os.File) *os.File {
+	t.Helper()
+	if _, err := f.Seek(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
