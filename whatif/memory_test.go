@@ -83,15 +83,7 @@ func TestPeakHeapPerRequest(t *testing.T) {
 		n                  = 700
 		maxBytesPerRequest = 6 << 10
 	)
-	f, err := os.Open(tracePath(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := ReadTrace(f, DefaultBlockSize, false)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := readSyntheticTrace(t)
 	if len(tr.Records) < 4*n {
 		t.Fatalf("trace has %d records, want %d", len(tr.Records), 4*n)
 	}
@@ -128,16 +120,7 @@ func TestPeakHeapPerRequest(t *testing.T) {
 // trace with no new distinct block.
 func repeatedTrace(t *testing.T, n, copies int, gapMs int64) string {
 	t.Helper()
-	f, err := os.Open(tracePath(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := ReadTrace(f, DefaultBlockSize, false)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs := tr.Records[:n]
+	recs := readSyntheticTrace(t).Records[:n]
 	span := recs[n-1].Timestamp - recs[0].Timestamp + gapMs
 	var b strings.Builder
 	for c := range copies {
@@ -217,4 +200,19 @@ func TestSpooledPeakHeapDoesNotGrowWithTheTrace(t *testing.T) {
 		t.Errorf("the spooled play's live heap grows %.0f bytes per request on a trace whose index does not grow, want ≤ %d",
 			perRequest, maxBytesPerRequest)
 	}
+}
+
+// readSyntheticTrace reads the synthetic trace whole, ids held.
+func readSyntheticTrace(t *testing.T) TraceRead {
+	t.Helper()
+	f, err := os.Open(tracePath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr, err := ReadTrace(f, DefaultBlockSize, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
 }
