@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/agentevents"
-	"github.com/hintstream/hintstream/loadtest/workload"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // TestPredictedLeadTime measures how far ahead of tool_end the predicted

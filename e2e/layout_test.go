@@ -31,3 +31,31 @@ func TestDecisionsLinkNoZeroMQ(t *testing.T) {
 		t.Fatalf("actions/zmqsend should link pebbe/zmq4: %v\n%s", err, out)
 	}
 }
+
+// The shipped binary links no test harness: not the load tests (which
+// import the simulator, never the other way round) and not the test
+// vectors' finder. The check can fail: the load-test command does link
+// loadtest/ packages.
+func TestBinaryLinksNoTestHarness(t *testing.T) {
+	harness := func(d string) bool {
+		const m = "github.com/hintstream/hintstream/"
+		return strings.HasPrefix(d, m+"loadtest") || d == m+"internal/testvectors"
+	}
+	out, err := exec.Command("go", "list", "-deps", "../cmd/hintstream").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 20 {
+		t.Fatalf("go list -deps ../cmd/hintstream listed only %d packages", len(deps))
+	}
+	for _, d := range deps {
+		if harness(d) {
+			t.Fatalf("cmd/hintstream depends on %s", d)
+		}
+	}
+	out, err = exec.Command("go", "list", "-deps", "../loadtest/cmd/loadtest").CombinedOutput()
+	if err != nil || !harness("github.com/hintstream/hintstream/loadtest/value") || !strings.Contains(string(out), "github.com/hintstream/hintstream/loadtest/value") {
+		t.Fatalf("loadtest/cmd/loadtest should link loadtest/value: %v\n%s", err, out)
+	}
+}

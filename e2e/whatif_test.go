@@ -45,7 +45,7 @@ func whatif(t *testing.T, args ...string) (stdout, stderr string, code int) {
 // inserted before line at (1-based), to a file.
 func traceHead(t *testing.T, n, at int, extra ...string) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(testvectors.Dir(t), "..", "data", "mooncake_synthetic_trace.jsonl"))
+	f, err := os.Open(testvectors.TracePath(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/loadtest/value"
+	"github.com/hintstream/hintstream/whatif/simulate"
 )
 
 // peakHeap runs f while sampling the live heap (as the last GC marked
@@ -74,7 +74,7 @@ func liveHeap(t *testing.T, f func()) []uint64 {
 // bound's map of distinct blocks (its next uses are on a tape on disk)
 // and its per-request hit counts; the runs' per-request results are
 // folded into sums once every run has played the request
-// (value.TestSimulateHoldsResultsOfRequestsInFlightOnly holds that
+// (simulate.TestSimulateHoldsResultsOfRequestsInFlightOnly holds that
 // exactly). Measured here: 2.1–4.8 KiB per request (noisy at this size:
 // the bound's in-memory tape tail, fixed at 4 MiB, is still filling at
 // 2,800 requests).
@@ -94,7 +94,7 @@ func TestPeakHeapPerRequest(t *testing.T) {
 		var err error
 		peak := peakHeap(t, func() {
 			rep, err = Run(context.Background(), Source{Name: "synthetic", Records: tr.Records[:k]},
-				Options{Cluster: DefaultCluster(), Policies: value.Policies()[:1]})
+				Options{Cluster: DefaultCluster(), Policies: simulate.Policies()[:1]})
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -177,7 +177,7 @@ func TestSpooledPeakHeapDoesNotGrowWithTheTrace(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer src.Workload.Close()
-			rep, err = Run(context.Background(), src, Options{Cluster: DefaultCluster(), Policies: value.Policies()[:1]})
+			rep, err = Run(context.Background(), src, Options{Cluster: DefaultCluster(), Policies: simulate.Policies()[:1]})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/client"
-	"github.com/hintstream/hintstream/loadtest/workload"
 	"github.com/hintstream/hintstream/schemas"
-	"github.com/hintstream/hintstream/sim"
 	"github.com/hintstream/hintstream/streams"
+	"github.com/hintstream/hintstream/whatif/cluster"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // waitPast waits, on the clock, until the wall time is past ms (stream
@@ -39,8 +39,8 @@ func TestObservedDeviceHitsFromKVEvents(t *testing.T) {
 	js := bus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := sim.NewCluster(sim.Config{Workers: 2, DeviceBlocks: 3, L3Blocks: 16, BlockSize: 512,
-		Sink: &sim.JetStreamSink{Ctx: ctx, JS: js}})
+	cl, err := cluster.NewCluster(cluster.Config{Workers: 2, DeviceBlocks: 3, L3Blocks: 16, BlockSize: 512,
+		Sink: &cluster.JetStreamSink{Ctx: ctx, JS: js}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hintstream/hintstream/loadtest/value"
-	"github.com/hintstream/hintstream/loadtest/workload"
-	"github.com/hintstream/hintstream/sim"
+	"github.com/hintstream/hintstream/whatif/cluster"
+	"github.com/hintstream/hintstream/whatif/simulate"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // ErrInvalidOption marks an unusable option.
@@ -18,15 +18,15 @@ var ErrInvalidOption = errors.New("whatif: invalid option")
 // Defaults of the cluster model: the hint-value harness's, so that both
 // answer the same question by default.
 const (
-	DefaultWorkers         = sim.DefaultWorkers           // 4
-	DefaultDeviceBlocks    = value.DefaultDeviceBlocks    // per worker: 1,024 blocks
-	DefaultKVBytesPerToken = value.DefaultKVBytesPerToken // 128 KiB: an 8B model
-	DefaultL3Bandwidth     = value.DefaultL3Bandwidth     // 25 GB/s
-	DefaultAlpha           = value.DefaultAlpha           // 0.25
-	DefaultBlockSize       = workload.DefaultBlockSize    // 512 tokens (Mooncake's hash_ids)
-	// DefaultL3Bytes is value.DefaultL3Blocks (6,144) pages of
+	DefaultWorkers         = cluster.DefaultWorkers          // 4
+	DefaultDeviceBlocks    = simulate.DefaultDeviceBlocks    // per worker: 1,024 blocks
+	DefaultKVBytesPerToken = simulate.DefaultKVBytesPerToken // 128 KiB: an 8B model
+	DefaultL3Bandwidth     = simulate.DefaultL3Bandwidth     // 25 GB/s
+	DefaultAlpha           = simulate.DefaultAlpha           // 0.25
+	DefaultBlockSize       = workload.DefaultBlockSize       // 512 tokens (Mooncake's hash_ids)
+	// DefaultL3Bytes is simulate.DefaultL3Blocks (6,144) pages of
 	// DefaultBlockSize tokens at DefaultKVBytesPerToken: 384 GiB.
-	DefaultL3Bytes = int64(value.DefaultL3Blocks) * DefaultBlockSize * DefaultKVBytesPerToken
+	DefaultL3Bytes = int64(simulate.DefaultL3Blocks) * DefaultBlockSize * DefaultKVBytesPerToken
 )
 
 // Cluster is the simulated cluster: sizes, link and costs.

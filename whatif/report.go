@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/hintstream/hintstream/loadtest/value"
+	"github.com/hintstream/hintstream/whatif/simulate"
 )
 
 // Num is a ratio: NaN (nothing to divide by) is written as JSON null.
@@ -89,9 +89,9 @@ type RunResult struct {
 
 	// Lost is the saving missed against the bound, by cause (policies
 	// and the oracle).
-	Lost           *value.Lost `json:"lost,omitempty"`
-	SavingOverTime []TimePoint `json:"saving_over_time,omitempty"`
-	ElapsedS       float64     `json:"elapsed_s"`
+	Lost           *simulate.Lost `json:"lost,omitempty"`
+	SavingOverTime []TimePoint    `json:"saving_over_time,omitempty"`
+	ElapsedS       float64        `json:"elapsed_s"`
 }
 
 // TimePoint is the saving accumulated by AtS seconds into the trace.
@@ -131,7 +131,7 @@ func tokens(v float64) string {
 }
 
 // Text writes the terminal tables: per point the runs, the lost savings
-// of each policy and, with a sweep, the saving against the swept value.
+// of each policy and, with a sweep, the saving against the swept simulate.
 func (r *Report) Text(w io.Writer) error {
 	fmt.Fprintf(w, "%s: %d requests (%d conversations, %d next turns), %s prompt tokens over %.0f s",
 		r.Source, r.Requests, r.Conversations, r.NextTurns, tokens(float64(r.PromptTokens)), r.DurationS)

@@ -8,8 +8,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/hintstream/hintstream/loadtest/value"
-	"github.com/hintstream/hintstream/loadtest/workload"
+	"github.com/hintstream/hintstream/whatif/simulate"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // DefaultTimePoints is how many points the saving-over-time series has.
@@ -30,7 +30,7 @@ type Source struct {
 	Observed *Observed
 	// IDs, when set, reads record i's block ids back from the source
 	// (SpoolTrace sets it): Run then keeps none after linking the turns,
-	// and the play reads each request's when it comes (value.Config.IDs).
+	// and the play reads each request's when it comes (simulate.Config.IDs).
 	IDs func(i int) ([]uint64, error)
 	// Workload, when set, is the traffic already built from the source
 	// (SpoolTrace: kept on disk, read back as the play goes), with
@@ -43,8 +43,8 @@ type Source struct {
 // Options configure Run.
 type Options struct {
 	Cluster Cluster
-	// Policies to run; nil: every policy hintstream has (value.Policies).
-	Policies []value.Policy
+	// Policies to run; nil: every policy hintstream has (simulate.Policies).
+	Policies []simulate.Policy
 	// Sweep, when set, runs every policy at each of its points.
 	Sweep *Sweep
 	// Progress, when set, gets a progress bar with an ETA (a terminal).
@@ -69,7 +69,7 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 		return nil, err
 	}
 	if o.Policies == nil {
-		o.Policies = value.Policies()
+		o.Policies = simulate.Policies()
 	}
 	if o.TimePoints <= 0 {
 		o.TimePoints = DefaultTimePoints
@@ -118,10 +118,10 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 	}
 	bar := newProgress(o.Progress, len(points)*(len(o.Policies)+2)*w.NumEvents())
 	for k, c := range points {
-		cfg := value.Config{Workload: w, Workers: c.Workers, DeviceBlocks: c.DeviceBlocks, L3Blocks: c.L3Pages(),
+		cfg := simulate.Config{Workload: w, Workers: c.Workers, DeviceBlocks: c.DeviceBlocks, L3Blocks: c.L3Pages(),
 			Alpha: c.Alpha, TransferTime: c.L3Bandwidth > 0, KVBytesPerToken: c.KVBytesPerToken, L3Bandwidth: c.L3Bandwidth,
 			Logger: o.Logger, Progress: bar.add, TimePoints: o.TimePoints, IDs: src.IDs, TempDir: o.TempDir}
-		s, err := value.Simulate(ctx, cfg, o.Policies)
+		s, err := simulate.Simulate(ctx, cfg, o.Policies)
 		if err != nil {
 			return nil, err
 		}
@@ -180,10 +180,10 @@ func (c *reuseCounter) share() float64 {
 }
 
 // point summarises one sweep point's simulation.
-func point(label string, c Cluster, s value.Simulation) Point {
+func point(label string, c Cluster, s simulate.Simulation) Point {
 	p := Point{Label: label, Cluster: c, L3Pages: c.L3Pages(), HeldPrompts: s.HeldPrompts}
 	bytesPerBlock := float64(c.BlockSize) * float64(c.KVBytesPerToken)
-	add := func(kind string, m value.ModeResult, lost bool) {
+	add := func(kind string, m simulate.ModeResult, lost bool) {
 		r := RunResult{Name: string(m.Mode), Kind: kind, Cost: m.Cost, Saving: m.Saving,
 			SavingShare: Num(ratio(m.Saving, float64(m.PromptTokens))), OfBound: Num(ratio(m.Saving, s.Bound.Saving)),
 			OfOracle: Num(ratio(m.Saving, s.Oracle.Saving)), DeviceHitTokens: m.DeviceHitTokens, L3HitTokens: m.L3HitTokens,

@@ -8,7 +8,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/hintstream/hintstream/loadtest/workload"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // SpoolTrace reads the Mooncake-format trace in f as ReadTrace does (the

@@ -9,10 +9,10 @@ import (
 
 	"github.com/hintstream/hintstream/engine"
 	"github.com/hintstream/hintstream/kvevents"
-	"github.com/hintstream/hintstream/loadtest/workload"
 	"github.com/hintstream/hintstream/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
+	"github.com/hintstream/hintstream/whatif/workload"
 	"github.com/nats-io/nats.go/jetstream"
 )
 

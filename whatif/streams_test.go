@@ -10,10 +10,10 @@ import (
 
 	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/internal/natsembed"
-	"github.com/hintstream/hintstream/loadtest/workload"
 	"github.com/hintstream/hintstream/registry"
-	"github.com/hintstream/hintstream/sim"
 	"github.com/hintstream/hintstream/streams"
+	"github.com/hintstream/hintstream/whatif/cluster"
+	"github.com/hintstream/hintstream/whatif/workload"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -40,7 +40,7 @@ func bus(t *testing.T) jetstream.JetStream {
 	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet(), streams.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := sim.NewCluster(sim.Config{Endpoints: []string{"tcp://127.0.0.1:5571", "tcp://127.0.0.1:5572",
+	cl, err := cluster.NewCluster(cluster.Config{Endpoints: []string{"tcp://127.0.0.1:5571", "tcp://127.0.0.1:5572",
 		"tcp://127.0.0.1:5573", "tcp://127.0.0.1:5574"}})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"io"
 	"slices"
 
-	"github.com/hintstream/hintstream/loadtest/workload"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // ErrBadLine marks a trace line that cannot be used; the error is a

@@ -3,7 +3,6 @@ package whatif
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,7 +12,7 @@ import (
 // tracePath is the Mooncake FAST'25 synthetic trace in shared/data.
 func tracePath(tb testing.TB) string {
 	tb.Helper()
-	p := filepath.Join(testvectors.Dir(tb), "..", "data", "mooncake_synthetic_trace.jsonl")
+	p := testvectors.TracePath(tb)
 	if _, err := os.Stat(p); err != nil {
 		tb.Fatalf("Mooncake trace: %v", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hintstream/hintstream/loadtest/workload"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // ErrInvalid marks an unusable study input.

@@ -3,14 +3,13 @@ package evictstudy
 import (
 	"math/bits"
 	"math/rand/v2"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/hintstream/hintstream/internal/testvectors"
-	"github.com/hintstream/hintstream/loadtest/workload"
-	"github.com/hintstream/hintstream/sim"
+	"github.com/hintstream/hintstream/whatif/cluster"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // randomWorkload returns n requests whose prompts continue, fork or cut
@@ -54,8 +53,8 @@ func mustAccesses(t *testing.T, w *workload.Workload) *Accesses {
 	return a
 }
 
-// The study's LRU is the harness's store: sim.L3Store, looked up as
-// sim.Cluster.Serve looks it up (the resident run from the first page,
+// The study's LRU is the harness's store: cluster.L3Store, looked up as
+// cluster.Cluster.Serve looks it up (the resident run from the first page,
 // touched) and written through with Put, hits the same pages request by
 // request.
 func TestLRUMatchesSimL3Store(t *testing.T) {
@@ -64,7 +63,7 @@ func TestLRUMatchesSimL3Store(t *testing.T) {
 		a := mustAccesses(t, randomWorkload(rng, 40, 6, 8))
 		capacity := 1 + rng.IntN(12)
 		lru := NewLRU(a, capacity)
-		store := sim.NewL3Store(capacity)
+		store := cluster.NewL3Store(capacity)
 		for i, acc := range a.List {
 			keys := make([]string, len(acc.Keys))
 			for j, k := range acc.Keys {
@@ -82,7 +81,7 @@ func TestLRUMatchesSimL3Store(t *testing.T) {
 			}
 			lru.Write(acc.At, acc.Keys)
 			if got != want {
-				t.Fatalf("trial %d, request %d (capacity %d): LRU hits %d pages, sim.L3Store %d", trial, i, capacity, got, want)
+				t.Fatalf("trial %d, request %d (capacity %d): LRU hits %d pages, cluster.L3Store %d", trial, i, capacity, got, want)
 			}
 			for _, k := range acc.Keys {
 				if lru.Contains(k) != store.Contains(strconv.Itoa(int(k))) {
@@ -91,7 +90,7 @@ func TestLRUMatchesSimL3Store(t *testing.T) {
 			}
 		}
 		if lru.Len() != store.Len() {
-			t.Fatalf("trial %d: LRU holds %d pages, sim.L3Store %d", trial, lru.Len(), store.Len())
+			t.Fatalf("trial %d: LRU holds %d pages, cluster.L3Store %d", trial, lru.Len(), store.Len())
 		}
 	}
 }
@@ -208,9 +207,9 @@ func TestRunRejectsAZeroCapacity(t *testing.T) {
 
 // On both workloads the harness plays, at every capacity studied, the
 // policies stay within Belady and at least none, Belady within an
-// unbounded store, and the study's LRU hits what sim.L3Store does.
+// unbounded store, and the study's LRU hits what cluster.L3Store does.
 func TestStudyOnTheHarnessWorkloads(t *testing.T) {
-	trace, err := workload.LoadTrace(filepath.Join(testvectors.Dir(t), "..", "data", "mooncake_synthetic_trace.jsonl"), workload.TraceOptions{})
+	trace, err := workload.LoadTrace(testvectors.TracePath(t), workload.TraceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +230,7 @@ func TestStudyOnTheHarnessWorkloads(t *testing.T) {
 				t.Errorf("%s: Belady hits %d tokens, more than an unbounded store's %d", name, bel, st.ReusableTokens)
 			}
 		}
-		store := sim.NewL3Store(DefaultCapacity)
+		store := cluster.NewL3Store(DefaultCapacity)
 		var hits int64
 		for _, acc := range a.List {
 			keys := make([]string, len(acc.Keys))
@@ -244,7 +243,7 @@ func TestStudyOnTheHarnessWorkloads(t *testing.T) {
 			hits += int64(n)
 		}
 		if got := st.Get(1, NameLRU); got != hits*int64(a.BlockSize) {
-			t.Errorf("%s: the study's LRU hits %d tokens, sim.L3Store %d", name, got, hits*int64(a.BlockSize))
+			t.Errorf("%s: the study's LRU hits %d tokens, cluster.L3Store %d", name, got, hits*int64(a.BlockSize))
 		}
 		t.Logf("\n%s", st.Markdown())
 	}

@@ -5,12 +5,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hintstream/hintstream/sim"
+	"github.com/hintstream/hintstream/whatif/cluster"
 )
 
-// DefaultCapacity is the harness's L3 in pages (sim.DefaultL3Blocks,
+// DefaultCapacity is the harness's L3 in pages (cluster.DefaultL3Blocks,
 // which loadtest/value and whatif take as their default).
-const DefaultCapacity = sim.DefaultL3Blocks
+const DefaultCapacity = cluster.DefaultL3Blocks
 
 // DefaultScales are the capacities studied, as multiples of
 // DefaultCapacity.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/loadtest/workload"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // forkedWorkload: sessions whose turns follow their responses within a

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/loadtest/workload"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // TestAffinityCloselySpacedTurns (issue 26, finding 9): turns closer

@@ -12,8 +12,9 @@ import (
 	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/internal/natsembed"
 	"github.com/hintstream/hintstream/service"
-	"github.com/hintstream/hintstream/sim"
 	"github.com/hintstream/hintstream/streams"
+	"github.com/hintstream/hintstream/whatif/cluster"
+	"github.com/hintstream/hintstream/whatif/simulate"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,14 +35,15 @@ const epochLead = 24 * time.Hour
 // hintstreamRun is the hintstream mode: a real instance on an embedded
 // JetStream server, fed by the simulation, sending real hints over ZMQ.
 type hintstreamRun struct {
-	p     *player
+	p     *simulate.Player
+	cfg   simulate.Config
 	srv   *server.Server
 	dir   string
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	pub   *client.Publisher // the frontend's publisher, as a real cluster would use
 	svc   *service.Service
-	ep    *sim.Endpoints
+	ep    *cluster.Endpoints
 	epoch time.Time
 	// reqPub and respPub count events published; applied envelopes taken
 	// from the sockets.
@@ -57,12 +59,13 @@ type hintstreamRun struct {
 	aheadRecorded uint64
 }
 
-func startHintstream(ctx context.Context, p *player) (_ *hintstreamRun, err error) {
-	h := &hintstreamRun{p: p, epoch: time.Now().Add(epochLead).Truncate(time.Millisecond),
+func startHintstream(ctx context.Context, p *simulate.Player) (_ simulate.Hooks, err error) {
+	cfg := p.Config()
+	h := &hintstreamRun{p: p, cfg: cfg, epoch: time.Now().Add(epochLead).Truncate(time.Millisecond),
 		seen: map[string]bool{}, chosen: map[int]int{}}
 	defer func() {
 		if err != nil {
-			h.close()
+			h.Close()
 		}
 	}()
 	if h.dir, err = os.MkdirTemp("", "hintstream-value-"); err != nil {
@@ -81,15 +84,17 @@ func startHintstream(ctx context.Context, p *player) (_ *hintstreamRun, err erro
 	if h.pub, err = client.NewPublisher(h.js, client.WithFormat(client.Msgpack)); err != nil {
 		return nil, err
 	}
-	if h.ep, err = sim.Listen(p.cfg.Workers); err != nil {
+	if h.ep, err = cluster.Listen(cfg.Workers); err != nil {
 		return nil, err
 	}
-	cc := clusterConfig(p.cfg)
+	cc := p.ClusterConfig()
 	cc.Endpoints = h.ep.WorkerEndpoints()
-	cc.Sink = &sim.JetStreamSink{Ctx: ctx, JS: h.js}
-	if p.cl, err = sim.NewCluster(cc); err != nil {
+	cc.Sink = &cluster.JetStreamSink{Ctx: ctx, JS: h.js}
+	cl, err := cluster.NewCluster(cc)
+	if err != nil {
 		return nil, err
 	}
+	p.SetCluster(cl)
 	// Memory streams: this bus lives for one run, and disk would only
 	// slow it down.
 	st := streams.DefaultSet()
@@ -97,33 +102,30 @@ func startHintstream(ctx context.Context, p *player) (_ *hintstreamRun, err erro
 		c.Storage = jetstream.MemoryStorage
 	}
 	scfg := service.Config{NATSURL: h.srv.ClientURL(), PinEndpoint: h.ep.PinEndpoint(), Streams: st,
-		SnapshotInterval: -1, Logger: p.cfg.Logger, NoAffinity: !p.cfg.Affinity}
-	if p.cfg.Planner {
-		scfg.Retention = plannerConfig(p.cfg) // planner.go
+		SnapshotInterval: -1, Logger: cfg.Logger, NoAffinity: !cfg.Affinity}
+	if cfg.Planner {
+		scfg.Retention = simulate.PlannerConfig(cfg) // planner.go
 	}
-	if p.cfg.Ahead {
-		scfg.Ahead = aheadConfig(p.cfg) // ahead.go
-	}
-	if p.cfg.Service != nil {
-		p.cfg.Service(&scfg)
+	if cfg.Ahead {
+		scfg.Ahead = simulate.AheadConfig(cfg) // ahead.go
 	}
 	h.svc = service.New(scfg)
 	if err = h.svc.Start(ctx); err != nil {
 		return nil, err
 	}
-	if err = p.cl.Register(ctx, h.js, scfg.RegistryBucket); err != nil {
+	if err = cl.Register(ctx, h.js, scfg.RegistryBucket); err != nil {
 		return nil, err
 	}
-	if err = h.until(ctx, func() bool { return len(h.svc.Registry().Workers()) == p.cfg.Workers }, "workers registered"); err != nil {
+	if err = h.until(ctx, func() bool { return len(h.svc.Registry().Workers()) == cfg.Workers }, "workers registered"); err != nil {
 		return h, err
 	}
-	if p.cfg.Affinity {
+	if cfg.Affinity {
 		h.aff, err = client.OpenAffinity(ctx, h.js, scfg.AffinityBucket)
 	}
-	if err == nil && p.cfg.Affinity && p.cfg.Ahead {
+	if err == nil && cfg.Affinity && cfg.Ahead {
 		// Header-free prefetches expire on the events' (simulated) clock.
 		h.aheadAff, err = client.OpenAffinity(ctx, h.js, scfg.AffinityBucket,
-			client.WithAffinityClock(func() time.Time { return h.epoch.Add(h.p.cl.Now()) }))
+			client.WithAffinityClock(func() time.Time { return h.epoch.Add(h.p.Cluster().Now()) }))
 	}
 	return h, err
 }
@@ -135,25 +137,25 @@ func startHintstream(ctx context.Context, p *player) (_ *hintstreamRun, err erro
 // far slower than simulated time, so it cannot tell an old record from a
 // fresh one (a wake-up precedes its turn by at most its lead, 1 s, well
 // inside the 2 s prefetch TTL).
-func (h *hintstreamRun) preferred(ctx context.Context, i int) (int, bool, error) {
+func (h *hintstreamRun) Preferred(ctx context.Context, i int) (int, bool, error) {
 	if h.aff == nil {
 		return 0, false, nil
 	}
-	r := h.p.w.Req(i)
+	r := h.p.Workload().Req(i)
 	if !r.HasWakeup {
 		return h.aheadPreferred(ctx, i)
 	}
 	// By the turn's own wake-up: when a session's turns are closer than
 	// the wake-up lead, its next wake-up has already replaced the record,
 	// and the turn's is among the record's recent entries.
-	pref, err := h.aff.PreferredWorkerFor(ctx, r.Session, h.p.w.WakeupID(i))
+	pref, err := h.aff.PreferredWorkerFor(ctx, r.Session, h.p.Workload().WakeupID(i))
 	if errors.Is(err, client.ErrNoPreference) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, err
 	}
-	for k, wk := range h.p.cl.Workers {
+	for k, wk := range h.p.Cluster().Workers {
 		if wk.Record.WorkerID == pref.WorkerID {
 			return k, true, nil
 		}
@@ -161,46 +163,46 @@ func (h *hintstreamRun) preferred(ctx context.Context, i int) (int, bool, error)
 	return 0, false, nil
 }
 
-func (h *hintstreamRun) wakeup(ctx context.Context, i int) error {
+func (h *hintstreamRun) Wakeup(ctx context.Context, i int) error {
 	// hintstream decides from the bus: give it the loads of this moment
 	// and let it apply every KV event so far, as a live instance would
 	// have within the wake-up's lead time.
-	if err := h.p.cl.PublishLoads(); err != nil {
+	if err := h.p.Cluster().PublishLoads(); err != nil {
 		return err
 	}
 	if err := h.svc.WaitCaughtUp(ctx); err != nil {
 		return err
 	}
-	pr, err := h.p.pr.get(i)
+	pr, err := h.p.Prompt(i)
 	if err != nil {
 		return err
 	}
-	if h.chosen[i], _, err = h.p.cl.Route(pr); err != nil {
+	if h.chosen[i], _, err = h.p.Cluster().Route(pr); err != nil {
 		return err
 	}
 	h.reqPub++
-	return h.publish(ctx, h.pub.PublishRequest(ctx, h.p.w.WakeupEvent(i, h.epoch)))
+	return h.publish(ctx, h.pub.PublishRequest(ctx, h.p.Workload().WakeupEvent(i, h.epoch)))
 }
 
 // request publishes request i as it arrives (arrival.go), once hintstream
 // has applied every KV event before it: live, those precede the turn by
 // more than the bus's latency, and the turn's own come after it.
-func (h *hintstreamRun) request(ctx context.Context, i int) error {
+func (h *hintstreamRun) Request(ctx context.Context, i int) error {
 	if err := h.svc.WaitCaughtUp(ctx); err != nil {
 		return err
 	}
-	pr, err := h.p.prompt(i)
+	pr, err := h.p.Arriving(i)
 	if err != nil {
 		return err
 	}
 	h.reqPub++
-	return h.publish(ctx, h.pub.PublishRequest(ctx, h.p.w.RequestEventTokens(i, h.epoch, h.p.cfg.AnnounceToolTime, pr.Tokens)))
+	return h.publish(ctx, h.pub.PublishRequest(ctx, h.p.Workload().RequestEventTokens(i, h.epoch, h.cfg.AnnounceToolTime, pr.Tokens)))
 }
 
-func (h *hintstreamRun) response(ctx context.Context, i, worker int) error {
+func (h *hintstreamRun) Response(ctx context.Context, i, worker int) error {
 	h.respPub++
-	wid := h.p.cl.Workers[worker].Record.WorkerID
-	return h.publish(ctx, h.pub.PublishResponse(ctx, h.p.w.ResponseEvent(i, wid, h.epoch)))
+	wid := h.p.Cluster().Workers[worker].Record.WorkerID
+	return h.publish(ctx, h.pub.PublishResponse(ctx, h.p.Workload().ResponseEvent(i, wid, h.epoch)))
 }
 
 // publish waits for the event just handed to the publisher (err is that
@@ -260,7 +262,7 @@ func (h *hintstreamRun) settled() bool {
 	h.last = [3]uint64{sent, dropped, want}
 	// ...and every one sent has been applied, and every queued
 	// prefetch's affinity record is written (or dropped).
-	if h.p.cfg.Affinity && c.AffinityWritten.Value()+c.AffinityDropped.Value("queue_full")+
+	if h.cfg.Affinity && c.AffinityWritten.Value()+c.AffinityDropped.Value("queue_full")+
 		c.AffinityDropped.Value("error")+c.AffinitySkipped.Value("no_session") < c.HintsPrefetchQueued.Value()+h.aheadRecorded {
 		return false
 	}
@@ -275,14 +277,14 @@ func (h *hintstreamRun) settled() bool {
 // until polls cond, waking early when a hint arrives, for at most the
 // configured HintTimeout.
 func (h *hintstreamRun) until(ctx context.Context, cond func() bool, what string) error {
-	deadline := time.Now().Add(h.p.cfg.HintTimeout)
+	deadline := time.Now().Add(h.cfg.HintTimeout)
 	wait := 20 * time.Microsecond
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("waiting for %s: not done within %v (published %d requests, %d responses; applied %d hints; senders sent %d, dropped %d of %d handed to them; counters %v)",
-				what, h.p.cfg.HintTimeout, h.reqPub, h.respPub, h.applied, h.last[0], h.last[1], h.last[2], h.svc.Counters.Summary())
+				what, h.cfg.HintTimeout, h.reqPub, h.respPub, h.applied, h.last[0], h.last[1], h.last[2], h.svc.Counters.Summary())
 		}
 		t.Reset(wait)
 		select {
@@ -299,12 +301,12 @@ func (h *hintstreamRun) until(ctx context.Context, cond func() bool, what string
 
 // apply does what a worker scheduler (prefetch) or the Mooncake master
 // (pin) does with a hint, at the current simulated time.
-func (h *hintstreamRun) apply(hint sim.Hint) {
+func (h *hintstreamRun) apply(hint cluster.Hint) {
 	h.applied++
-	res := &h.p.res
+	res := h.p.Result()
 	if hint.Err != nil {
 		res.BadHints++
-		h.p.cfg.Logger.Warn("value: undecodable hint", "err", hint.Err)
+		h.cfg.Logger.Warn("value: undecodable hint", "err", hint.Err)
 		return
 	}
 	if h.seen[hint.MessageID] {
@@ -312,13 +314,13 @@ func (h *hintstreamRun) apply(hint sim.Hint) {
 		return
 	}
 	h.seen[hint.MessageID] = true
-	now := h.p.cl.Now()
+	now := h.p.Cluster().Now()
 	for _, pf := range hint.Prefetches {
-		if hint.Socket == sim.PinSocket {
+		if hint.Socket == cluster.PinSocket {
 			res.BadHints++
 			continue
 		}
-		if isAhead(pf.RequestID) {
+		if simulate.IsAhead(pf.RequestID) {
 			h.applyAhead(hint.Socket, pf.SessionID, pf.TokenIDs, pf.ExpiresAtMs)
 			continue
 		}
@@ -328,17 +330,17 @@ func (h *hintstreamRun) apply(hint sim.Hint) {
 			continue
 		}
 		i, err := strconv.Atoi(strings.TrimPrefix(pf.RequestID, "wake-"))
-		if err != nil || i < 0 || i >= h.p.w.Len() {
+		if err != nil || i < 0 || i >= h.p.Workload().Len() {
 			res.BadHints++
 			continue
 		}
-		pr, err := h.p.cl.Prompt(pf.TokenIDs)
+		pr, err := h.p.Cluster().Prompt(pf.TokenIDs)
 		if err == nil {
-			err = h.p.prefetch(i, hint.Socket, pr)
+			err = h.p.Prefetch(i, hint.Socket, pr)
 		}
 		if err != nil {
 			res.BadHints++
-			h.p.cfg.Logger.Warn("value: prefetch not applied", "request_id", pf.RequestID, "err", err)
+			h.cfg.Logger.Warn("value: prefetch not applied", "request_id", pf.RequestID, "err", err)
 			continue
 		}
 		if c, ok := h.chosen[i]; ok && c == hint.Socket {
@@ -346,11 +348,11 @@ func (h *hintstreamRun) apply(hint sim.Hint) {
 		}
 	}
 	for _, pin := range hint.Pins {
-		if hint.Socket != sim.PinSocket {
+		if hint.Socket != cluster.PinSocket {
 			res.BadHints++
 			continue
 		}
-		h.p.cl.L3.Pin(pin.Slot, pin.Keys, time.Duration(pin.TTLMs)*time.Millisecond, now)
+		h.p.Cluster().L3.Pin(pin.Slot, pin.Keys, time.Duration(pin.TTLMs)*time.Millisecond, now)
 		if pin.TTLMs > 0 {
 			res.Pins++
 		} else {
@@ -359,7 +361,7 @@ func (h *hintstreamRun) apply(hint sim.Hint) {
 	}
 }
 
-func (h *hintstreamRun) finish(res *ModeResult) {
+func (h *hintstreamRun) Finish(res *simulate.ModeResult) {
 	c := h.svc.Counters
 	res.Counters = c.Summary()
 	// A renewal is a pin of a slot already pinned: the L3 store cannot
@@ -370,7 +372,7 @@ func (h *hintstreamRun) finish(res *ModeResult) {
 	res.Ahead.UsedBytes, res.Ahead.WastedBytes = c.Ahead.UsedBytes.Value(), c.Ahead.WastedBytes.Total()
 }
 
-func (h *hintstreamRun) close() {
+func (h *hintstreamRun) Close() {
 	if h.svc != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		h.svc.Stop(ctx)
@@ -395,22 +397,22 @@ func (h *hintstreamRun) close() {
 // events' clock (the scheduler runs on it), so it is judged against the
 // simulated time.
 func (h *hintstreamRun) applyAhead(wk int, session string, tokens []uint32, expiresMs int64) {
-	res := &h.p.res
-	if session != "" && h.p.cfg.Affinity {
+	res := h.p.Result()
+	if session != "" && h.cfg.Affinity {
 		h.aheadRecorded++ // the sender wrote its record once ZMQ took it
 	}
 	expires := time.UnixMilli(expiresMs).Sub(h.epoch)
-	if expires <= h.p.cl.Now() {
+	if expires <= h.p.Cluster().Now() {
 		res.ExpiredPrefetches++
 		return
 	}
-	pr, err := h.p.cl.Prompt(tokens)
+	pr, err := h.p.Cluster().Prompt(tokens)
 	if err == nil {
-		err = h.p.aheadPrefetch(wk, pr, expires)
+		err = h.p.AheadPrefetch(wk, pr, expires)
 	}
 	if err != nil {
 		res.BadHints++
-		h.p.cfg.Logger.Warn("value: header-free prefetch not applied", "err", err)
+		h.cfg.Logger.Warn("value: header-free prefetch not applied", "err", err)
 	}
 }
 
@@ -420,14 +422,14 @@ func (h *hintstreamRun) aheadPreferred(ctx context.Context, i int) (int, bool, e
 	if h.aheadAff == nil {
 		return 0, false, nil
 	}
-	pref, err := h.aheadAff.PreferredWorker(ctx, h.p.w.Req(i).Session)
-	if errors.Is(err, client.ErrNoPreference) || (err == nil && !isAhead(pref.RequestID)) {
+	pref, err := h.aheadAff.PreferredWorker(ctx, h.p.Workload().Req(i).Session)
+	if errors.Is(err, client.ErrNoPreference) || (err == nil && !simulate.IsAhead(pref.RequestID)) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, err
 	}
-	for k, wk := range h.p.cl.Workers {
+	for k, wk := range h.p.Cluster().Workers {
 		if wk.Record.WorkerID == pref.WorkerID {
 			return k, true, nil
 		}

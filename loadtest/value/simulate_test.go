@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/loadtest/workload"
+	"github.com/hintstream/hintstream/whatif/simulate"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // The in-process engine on the simulated clock (Simulate) and the real
@@ -26,7 +27,7 @@ func TestSimulateAgreesWithTheRealService(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sim, err := Simulate(ctx, cfg, []Policy{{Name: "today", Affinity: affinity}})
+		sim, err := simulate.Simulate(ctx, cfg, []simulate.Policy{{Name: "today", Affinity: affinity}})
 		if err != nil {
 			t.Fatal(err)
 		}

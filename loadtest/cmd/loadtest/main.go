@@ -42,7 +42,8 @@ import (
 
 	"github.com/hintstream/hintstream/loadtest/speed"
 	"github.com/hintstream/hintstream/loadtest/value"
-	"github.com/hintstream/hintstream/loadtest/workload"
+	"github.com/hintstream/hintstream/whatif/simulate"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 type options struct {
@@ -77,8 +78,8 @@ func main() {
 	fs.StringVar(&o.applyShards, "apply-shards", "1,2", "after the ingestion rounds, 3 more rounds of the Dynamo JSON with hintstream's --kv-apply-shards at each of these (comma-separated; empty: none)")
 	fs.BoolVar(&o.skipValue, "skip-value", false, "leave out the hint-value simulations")
 	fs.BoolVar(&o.skipSpeed, "skip-speed", false, "leave out the latency and ingestion runs")
-	fs.IntVar(&o.kvBytesPerToken, "kv-bytes-per-token", value.DefaultKVBytesPerToken, "KV bytes per token for L3 → device transfer time (default: an 8B model)")
-	fs.Float64Var(&o.l3Bandwidth, "l3-bandwidth", value.DefaultL3Bandwidth/1e9, "L3 → device link bandwidth in GB/s, for transfer time")
+	fs.IntVar(&o.kvBytesPerToken, "kv-bytes-per-token", simulate.DefaultKVBytesPerToken, "KV bytes per token for L3 → device transfer time (default: an 8B model)")
+	fs.Float64Var(&o.l3Bandwidth, "l3-bandwidth", simulate.DefaultL3Bandwidth/1e9, "L3 → device link bandwidth in GB/s, for transfer time")
 	_ = fs.Parse(os.Args[1:])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -105,7 +106,7 @@ type results struct {
 	shards     []shardRun         // the --apply-shards passes
 	// trace and synthetic are the value runs, one per variant (see
 	// variants); the headline is affinity and transfer time on.
-	trace, synthetic   []value.Result
+	trace, synthetic   []simulate.Result
 	valueWall          [2]time.Duration
 	haveSpeed, haveVal bool
 	command            string
@@ -262,7 +263,7 @@ func turnsNote(slice, gap time.Duration) string {
 	return fmt.Sprintf(", side by side in turns of %v", slice)
 }
 
-// shardRounds are the ingestion rounds of each --apply-shards value.
+// shardRounds are the ingestion rounds of each --apply-shards simulate.
 const shardRounds = 3
 
 // shardRun is the Dynamo JSON ingestion with one --kv-apply-shards.
@@ -304,7 +305,7 @@ func runValue(ctx context.Context, o options, progress io.Writer, r *results) er
 	for k, wl := range []struct {
 		name string
 		w    *workload.Workload
-		out  *[]value.Result
+		out  *[]simulate.Result
 	}{{"trace " + filepath.Base(o.trace), w, &r.trace}, {"synthetic sessions", sw, &r.synthetic}} {
 		start := time.Now()
 		for _, v := range variants {

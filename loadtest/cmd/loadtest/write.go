@@ -10,7 +10,7 @@ import (
 
 	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/loadtest/report"
-	"github.com/hintstream/hintstream/loadtest/value"
+	"github.com/hintstream/hintstream/whatif/simulate"
 )
 
 // The targets (the speed ratios' are in rounds.go; the 2 ms
@@ -248,7 +248,7 @@ func speedRows(r results) [][]string {
 	return rows
 }
 
-func hintValue(heading, file string, runs []value.Result, wall time.Duration) report.Section {
+func hintValue(heading, file string, runs []simulate.Result, wall time.Duration) report.Section {
 	if len(runs) == 0 {
 		return report.Section{Heading: heading, Markdown: "not run"}
 	}
@@ -267,7 +267,7 @@ func hintValue(heading, file string, runs []value.Result, wall time.Duration) re
 	fmt.Fprintf(&b, "\nAll %d variants (each no hints, next-turn oracle and hintstream) took %v.\n", len(runs), wall.Round(time.Second))
 	fmt.Fprintf(&b, "\n### Affinity and transfer time on\n\n%s", v.Markdown())
 	fmt.Fprintf(&b, "\n### Affinity off, transfer time on\n\n%s", runs[1].Hintstream.Lost.Markdown("hintstream"))
-	modes := []value.ModeResult{v.NoHints, v.Hintstream, v.Oracle, v.Bound}
+	modes := []simulate.ModeResult{v.NoHints, v.Hintstream, v.Oracle, v.Bound}
 	var groups []string
 	dev, l3, rec := report.BarSeries{Label: "device hit"}, report.BarSeries{Label: "L3 hit"}, report.BarSeries{Label: "recomputed"}
 	for _, m := range modes {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hintstream/hintstream/loadtest/hdr"
 	"github.com/hintstream/hintstream/loadtest/speed"
-	"github.com/hintstream/hintstream/loadtest/value"
+	"github.com/hintstream/hintstream/whatif/simulate"
 )
 
 func latencyOf(p99 time.Duration, n int) speed.LatencyResult {
@@ -157,18 +157,18 @@ func TestReportNeedsSomething(t *testing.T) {
 // valueRuns are the four variants of a value run whose hintstream gets
 // ofBound of the bound's saving and accuracy off and on without and with
 // affinity.
-func valueRuns(ofBound, off, on float64) []value.Result {
-	var out []value.Result
+func valueRuns(ofBound, off, on float64) []simulate.Result {
+	var out []simulate.Result
 	for _, v := range variants {
 		acc := off
 		if v.affinity {
 			acc = on
 		}
-		out = append(out, value.Result{OfBound: ofBound, Affinity: v.affinity, TransferTime: v.transfer,
-			NoHints:    value.ModeResult{Mode: value.ModeNoHints, Cost: 10},
-			Hintstream: value.ModeResult{Mode: value.ModeHintstream, PrefetchAccuracy: acc},
-			Oracle:     value.ModeResult{Mode: value.ModeOracle, Saving: 3},
-			Bound:      value.ModeResult{Mode: value.ModeBound, Saving: 5}})
+		out = append(out, simulate.Result{OfBound: ofBound, Affinity: v.affinity, TransferTime: v.transfer,
+			NoHints:    simulate.ModeResult{Mode: simulate.ModeNoHints, Cost: 10},
+			Hintstream: simulate.ModeResult{Mode: simulate.ModeHintstream, PrefetchAccuracy: acc},
+			Oracle:     simulate.ModeResult{Mode: simulate.ModeOracle, Saving: 3},
+			Bound:      simulate.ModeResult{Mode: simulate.ModeBound, Saving: 5}})
 	}
 	return out
 }

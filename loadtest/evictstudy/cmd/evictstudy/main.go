@@ -21,7 +21,7 @@ import (
 	"strings"
 
 	"github.com/hintstream/hintstream/loadtest/evictstudy"
-	"github.com/hintstream/hintstream/loadtest/workload"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 type paths []string

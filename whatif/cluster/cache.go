@@ -1,0 +1,144 @@
+package cluster
+
+// DeviceCache is one worker's device KV cache: at most Cap blocks, keyed
+// by Dynamo sequence hash, least recently used evicted first. A prompt's
+// blocks are touched last-to-first, so a block is always more recent than
+// every block after it in any prompt that holds it: eviction takes leaves
+// before their prefixes, as vLLM's free queue and SGLang's radix tree do,
+// and what a worker holds of a prompt is always a prefix.
+// Not safe for concurrent use.
+type DeviceCache struct {
+	cap        int
+	m          map[uint64]*entry
+	head, tail *entry // head is the most recent
+	evictions  int64
+}
+
+type entry struct {
+	h          uint64
+	prev, next *entry
+}
+
+// NewDeviceCache returns an empty cache of capacity blocks (at least 1).
+func NewDeviceCache(capacity int) *DeviceCache {
+	return &DeviceCache{cap: max(capacity, 1), m: make(map[uint64]*entry, max(capacity, 1))}
+}
+
+// Cap is the capacity in blocks; Len the blocks held.
+func (c *DeviceCache) Cap() int { return c.cap }
+func (c *DeviceCache) Len() int { return len(c.m) }
+
+// Evictions counts blocks evicted so far.
+func (c *DeviceCache) Evictions() int64 { return c.evictions }
+
+// Contains reports whether block h is held (without touching it).
+func (c *DeviceCache) Contains(h uint64) bool { _, ok := c.m[h]; return ok }
+
+// Prefix returns how many leading blocks of seq are held.
+func (c *DeviceCache) Prefix(seq []uint64) int {
+	for i, h := range seq {
+		if _, ok := c.m[h]; !ok {
+			return i
+		}
+	}
+	return len(seq)
+}
+
+// Run is a range of newly stored blocks of a prompt: seq[Start:End].
+type Run struct{ Start, End int }
+
+// Admission is what Admit did.
+type Admission struct {
+	// Hit is the number of leading blocks that were already held.
+	Hit int
+	// Stored lists the newly stored blocks, in runs of consecutive ones.
+	Stored []Run
+	// Evicted lists the blocks evicted to make room, oldest first.
+	Evicted []uint64
+}
+
+// Admit makes the first min(len(seq), Cap) blocks of seq resident and the
+// most recent (seq[0] most of all), evicting the least recently used
+// other blocks for room.
+func (c *DeviceCache) Admit(seq []uint64) Admission {
+	seq = seq[:min(len(seq), c.cap)]
+	a := Admission{Hit: c.Prefix(seq)}
+	// Held blocks first, so that making room never evicts one of them.
+	fresh := 0
+	for i := len(seq) - 1; i >= 0; i-- {
+		if e, ok := c.m[seq[i]]; ok {
+			c.moveFront(e)
+		} else {
+			fresh++
+		}
+	}
+	for len(c.m)+fresh > c.cap {
+		e := c.tail
+		c.unlink(e)
+		delete(c.m, e.h)
+		a.Evicted = append(a.Evicted, e.h)
+		c.evictions++
+	}
+	for i := len(seq) - 1; i >= 0; i-- {
+		if e, ok := c.m[seq[i]]; ok {
+			c.moveFront(e)
+			continue
+		}
+		e := &entry{h: seq[i]}
+		c.m[seq[i]] = e
+		c.pushFront(e)
+		if n := len(a.Stored); n > 0 && a.Stored[n-1].Start == i+1 {
+			a.Stored[n-1].Start = i
+		} else {
+			a.Stored = append(a.Stored, Run{Start: i, End: i + 1})
+		}
+	}
+	// Runs were found last-to-first; report them in prompt order.
+	for i, j := 0, len(a.Stored)-1; i < j; i, j = i+1, j-1 {
+		a.Stored[i], a.Stored[j] = a.Stored[j], a.Stored[i]
+	}
+	return a
+}
+
+// Order returns the held blocks, most recent first (for tests and
+// inspection).
+func (c *DeviceCache) Order() []uint64 {
+	out := make([]uint64, 0, len(c.m))
+	for e := c.head; e != nil; e = e.next {
+		out = append(out, e.h)
+	}
+	return out
+}
+
+func (c *DeviceCache) pushFront(e *entry) {
+	e.prev, e.next = nil, c.head
+	if c.head != nil {
+		c.head.prev = e
+	}
+	c.head = e
+	if c.tail == nil {
+		c.tail = e
+	}
+}
+
+func (c *DeviceCache) unlink(e *entry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		c.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		c.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
+}
+
+func (c *DeviceCache) moveFront(e *entry) {
+	if c.head == e {
+		return
+	}
+	c.unlink(e)
+	c.pushFront(e)
+}
