@@ -1,0 +1,207 @@
+package adapter
+
+// Hostile input on the adapter (issue 35): what a sender can put on the
+// hint socket and what an engine can answer. Each test drives a real
+// PULL socket through a real ZeroMQ PUSH and a Go engine stand-in on
+// 127.0.0.1 (net/http/httptest), and prints a FIGURE line for
+// docs/reliability.md.
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/internal/natstest"
+	zmq "github.com/pebbe/zmq4"
+)
+
+// hostileEngine is an engine stand-in whose answer the test picks. It
+// counts requests and the most it saw at once.
+type hostileEngine struct {
+	*httptest.Server
+	calls, inflight, maxInflight atomic.Int64
+	bodyBytes                    atomic.Int64 // request body bytes read, all calls
+	release                      chan struct{}
+	releaseOnce                  sync.Once
+}
+
+func newHostileEngine(t *testing.T, answer func(w http.ResponseWriter, r *http.Request, e *hostileEngine)) *hostileEngine {
+	t.Helper()
+	e := &hostileEngine{release: make(chan struct{})}
+	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.calls.Add(1)
+		n := e.inflight.Add(1)
+		defer e.inflight.Add(-1)
+		for {
+			m := e.maxInflight.Load()
+			if n <= m || e.maxInflight.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		b, _ := io.Copy(io.Discard, r.Body)
+		e.bodyBytes.Add(b)
+		answer(w, r, e)
+	}))
+	// Release before Close: Close waits for handlers still blocked.
+	t.Cleanup(func() { e.unblock(); e.Close() })
+	return e
+}
+
+func (e *hostileEngine) unblock() { e.releaseOnce.Do(func() { close(e.release) }) }
+
+func answerOK(w http.ResponseWriter, _ *http.Request, _ *hostileEngine) {
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprint(w, `{"text":"x","meta_info":{}}`)
+}
+
+// answerHang holds the call until the client gives up or the test ends.
+func answerHang(_ http.ResponseWriter, r *http.Request, e *hostileEngine) {
+	select {
+	case <-r.Context().Done():
+	case <-e.release:
+	}
+}
+
+// pusher is a raw PUSH socket connected to ep: it sends any bytes,
+// valid or not.
+func pusher(t *testing.T, ep string) *zmq.Socket {
+	t.Helper()
+	s, err := zmq.NewSocket(zmq.PUSH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetLinger(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetSndtimeo(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Connect(ep); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func prefetchBytes(t *testing.T, p actions.Prefetch) []byte {
+	t.Helper()
+	if p.ExpiresAt.IsZero() {
+		p.ExpiresAt = time.Now().Add(20 * time.Second)
+	}
+	b, _, err := actions.EncodePrefetch(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func push(t *testing.T, s *zmq.Socket, frames ...[]byte) {
+	t.Helper()
+	parts := make([]any, len(frames))
+	for i, f := range frames {
+		parts[i] = f
+	}
+	if _, err := s.SendMessage(parts...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lines collects log output, safe for the adapter's goroutines.
+type lines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lines) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func (l *lines) count(msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.buf.String(), "msg=\""+msg+"\"")
+}
+
+func heapInuse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// TestHostileFramesOnHintSocket: malformed and multipart frames, a
+// message id sent 1,000 times, hints already expired and hints for
+// another worker are each counted by reason and cost no engine call;
+// the valid hint after them is still called.
+func TestHostileFramesOnHintSocket(t *testing.T) {
+	e := newHostileEngine(t, answerOK)
+	logs := &lines{}
+	a := run(t, Config{Engine: EngineSGLang, EngineURL: e.URL, WorkerID: 7}, WithLogger(logs.logger()))
+	s := pusher(t, a.Endpoint())
+	malformed := [][]byte{
+		{}, {0xc1}, []byte("not msgpack at all"), {0x81, 0xa1, 'a'}, // empty, never-used byte, text, truncated map
+		{0xdf, 0xff, 0xff, 0xff, 0xff}, // a map claiming 2^32-1 entries in 5 bytes
+		{0xdd, 0x7f, 0xff, 0xff, 0xff}, // an array claiming 2^31 elements
+		prefetchBytes(t, actions.Prefetch{RequestID: "cut", TokenIDs: tokens(64)})[:40],             // cut short
+		append(prefetchBytes(t, actions.Prefetch{RequestID: "trail", TokenIDs: tokens(8)}), 0x00),   // trailing byte
+		[]byte(`{"protocol_version":"0.1","message_id":"json","actions":[]}`),                         // JSON, not msgpack
+	}
+	for _, m := range malformed {
+		push(t, s, m)
+	}
+	// Multipart: the receiver reads each part as a message of its own.
+	push(t, s, []byte{0xc1}, []byte("second part"))
+	const dups = 1000
+	dup := prefetchBytes(t, actions.Prefetch{RequestID: "dup", TokenIDs: tokens(16), WorkerID: 7})
+	for range dups {
+		push(t, s, dup)
+	}
+	push(t, s, prefetchBytes(t, actions.Prefetch{RequestID: "expired", TokenIDs: tokens(8), ExpiresAt: time.Now().Add(-time.Second)}))
+	push(t, s, prefetchBytes(t, actions.Prefetch{RequestID: "expired-1970", TokenIDs: tokens(8), ExpiresAt: time.UnixMilli(1)}))
+	push(t, s, prefetchBytes(t, actions.Prefetch{RequestID: "other", TokenIDs: tokens(8), WorkerID: 9}))
+	push(t, s, prefetchBytes(t, actions.Prefetch{RequestID: "last", TokenIDs: tokens(8), WorkerID: 7}))
+	sent := uint64(len(malformed) + 2 + dups + 4)
+	rc := a.ReceiverCounters()
+	// "last" is sent after the rest and called after them: once it is,
+	// every outcome is counted.
+	natstest.Eventually(t, 10*time.Second, func() bool { return rc.Received.Value() == sent && value(a.Counters().Calls, "kv.prefetch") >= 2 },
+		"every frame read, the valid hints called")
+	natstest.Eventually(t, 5*time.Second, func() bool { return uint64(e.calls.Load()) == value(a.Counters().Calls, "kv.prefetch") }, "calls settled")
+	if got, want := rc.Invalid.Value(), uint64(len(malformed)+2); got != want {
+		t.Errorf("invalid %d, want %d", got, want)
+	}
+	if got := rc.Duplicate.Value(); got != dups-1 {
+		t.Errorf("duplicates %d, want %d", got, dups-1)
+	}
+	if got := rc.Expired.Value(); got != 2 {
+		t.Errorf("expired %d, want 2", got)
+	}
+	if got := rc.OtherWorker.Value(); got != 1 {
+		t.Errorf("other_worker %d, want 1", got)
+	}
+	if got := e.calls.Load(); got != 2 {
+		t.Errorf("engine saw %d calls, want 2 (dup once, last)", got)
+	}
+	// 11 invalid: logged at the 1st, 2nd, 4th and 8th.
+	if got := logs.count("hint rejected"); got != 4 {
+		t.Errorf("%d 'hint rejected' lines for %d invalid, want 4", got, rc.Invalid.Value())
+	}
+	t.Logf("FIGURE hostile frames: %d frames read; %d invalid (%d log lines), %d duplicates, %d expired, %d other_worker; %d engine calls",
+		rc.Received.Value(), rc.Invalid.Value(), logs.count("hint rejected"), rc.Duplicate.Value(), rc.Expired.Value(), rc.OtherWorker.Value(), e.calls.Load())
+}
