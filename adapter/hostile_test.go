@@ -22,6 +22,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/internal/natstest"
+	"github.com/hintstream/hintstream/metrics"
 	zmq "github.com/pebbe/zmq4"
 )
 
@@ -204,4 +205,141 @@ func TestHostileFramesOnHintSocket(t *testing.T) {
 	}
 	t.Logf("FIGURE hostile frames: %d frames read; %d invalid (%d log lines), %d duplicates, %d expired, %d other_worker; %d engine calls",
 		rc.Received.Value(), rc.Invalid.Value(), logs.count("hint rejected"), rc.Duplicate.Value(), rc.Expired.Value(), rc.OtherWorker.Value(), e.calls.Load())
+}
+
+// TestHostileEngineAnswers: an engine that hangs, redirects, refuses,
+// fails or streams an endless body costs at most one call slot for a
+// bounded time, is counted by reason, is never retried past the hint's
+// expiry, and never sends the prompt to another host.
+func TestHostileEngineAnswers(t *testing.T) {
+	t.Run("hang", func(t *testing.T) {
+		e := newHostileEngine(t, answerHang)
+		a := run(t, Config{Engine: EngineSGLang, EngineURL: e.URL, MaxInflight: 1, QueueSize: 4, CallTimeout: 300 * time.Millisecond})
+		s := pusher(t, a.Endpoint())
+		start := time.Now()
+		push(t, s, prefetchBytes(t, actions.Prefetch{RequestID: "hang-0", TokenIDs: tokens(8)}))
+		natstest.Eventually(t, 5*time.Second, func() bool { return e.inflight.Load() == 1 }, "the call hangs")
+		// While the only slot hangs, the socket keeps draining.
+		const more = 100
+		for i := range more {
+			push(t, s, prefetchBytes(t, actions.Prefetch{RequestID: fmt.Sprintf("hang-%d", i+1), TokenIDs: tokens(8)}))
+		}
+		natstest.Eventually(t, 2*time.Second, func() bool { return a.ReceiverCounters().Received.Value() == more+1 }, "all read while the call hangs")
+		read := time.Since(start)
+		c := a.Counters()
+		natstest.Eventually(t, 10*time.Second, func() bool { return value(c.Failed, metrics.AdapterFailTimeout) >= 1 }, "the hung call timed out")
+		took := time.Since(start)
+		if c.Retries.Value() != 0 {
+			t.Fatalf("a timed-out call was retried %d times", c.Retries.Value())
+		}
+		if full := value(c.Dropped, metrics.AdapterDropQueueFull); value(c.Accepted, "kv.prefetch")+full != more+1 || full == 0 {
+			t.Fatalf("accepted %d + queue_full %d, want %d", value(c.Accepted, "kv.prefetch"), full, more+1)
+		}
+		t.Logf("FIGURE engine hangs: %d hints read in %v while the one slot hung; first timeout after %v (call timeout 300ms), 0 retries; %d queue_full",
+			more+1, read.Round(time.Millisecond), took.Round(time.Millisecond), value(c.Dropped, metrics.AdapterDropQueueFull))
+	})
+
+	t.Run("redirect", func(t *testing.T) {
+		other := newHostileEngine(t, answerOK)
+		e := newHostileEngine(t, func(w http.ResponseWriter, r *http.Request, _ *hostileEngine) {
+			switch r.URL.Path {
+			case "/generate":
+				http.Redirect(w, r, other.URL+"/generate", http.StatusTemporaryRedirect)
+			case "/here":
+				answerOK(w, r, nil)
+			}
+		})
+		a := run(t, Config{Engine: EngineSGLang, EngineURL: e.URL})
+		s := pusher(t, a.Endpoint())
+		push(t, s, prefetchBytes(t, actions.Prefetch{RequestID: "redir", TokenIDs: tokens(8)}))
+		c := a.Counters()
+		natstest.Eventually(t, 5*time.Second, func() bool { return value(c.Failed, metrics.AdapterFailRedirected) == 1 }, "redirect refused")
+		if n := other.calls.Load(); n != 0 {
+			t.Fatalf("the other host got %d calls", n)
+		}
+		if c.Retries.Value() != 0 {
+			t.Fatal("a redirected call was retried")
+		}
+		// A redirect on the engine's own host is followed.
+		same := newHostileEngine(t, func(w http.ResponseWriter, r *http.Request, _ *hostileEngine) {
+			if r.URL.Path == "/generate" {
+				http.Redirect(w, r, "/here", http.StatusTemporaryRedirect)
+				return
+			}
+			answerOK(w, r, nil)
+		})
+		b := run(t, Config{Engine: EngineSGLang, EngineURL: same.URL})
+		push(t, pusher(t, b.Endpoint()), prefetchBytes(t, actions.Prefetch{RequestID: "redir-same", TokenIDs: tokens(8)}))
+		natstest.Eventually(t, 5*time.Second, func() bool { return value(b.Counters().Calls, "kv.prefetch") == 1 }, "same-host redirect followed")
+		t.Logf("FIGURE engine redirects off host: 0 calls reached the other host, 1 counted redirected, 0 retries; a same-host 307 followed (%d calls)", same.calls.Load())
+	})
+
+	t.Run("4xx and 5xx", func(t *testing.T) {
+		var mu sync.Mutex
+		var lastStart time.Time
+		e := newHostileEngine(t, func(w http.ResponseWriter, r *http.Request, _ *hostileEngine) {
+			mu.Lock()
+			lastStart = time.Now()
+			mu.Unlock()
+			w.WriteHeader(http.StatusServiceUnavailable)
+		})
+		a := run(t, Config{Engine: EngineSGLang, EngineURL: e.URL, RetryDelay: 10 * time.Millisecond})
+		s := pusher(t, a.Endpoint())
+		expires := time.Now().Add(400 * time.Millisecond)
+		push(t, s, prefetchBytes(t, actions.Prefetch{RequestID: "5xx", TokenIDs: tokens(8), ExpiresAt: expires}))
+		c := a.Counters()
+		natstest.Eventually(t, 5*time.Second, func() bool { return value(c.Dropped, metrics.AdapterDropExpired) == 1 }, "given up at expiry")
+		mu.Lock()
+		late := lastStart.Sub(expires)
+		mu.Unlock()
+		if late > 0 {
+			t.Fatalf("an attempt started %v after the hint expired", late)
+		}
+		attempts := value(c.Failed, metrics.AdapterFailServerError)
+		if attempts < 2 || c.Retries.Value() != attempts-1 {
+			t.Fatalf("server_error %d, retries %d", attempts, c.Retries.Value())
+		}
+		for _, code := range []int{400, 404, 413, 422, 429} {
+			e4 := newHostileEngine(t, func(w http.ResponseWriter, _ *http.Request, _ *hostileEngine) {
+				http.Error(w, strings.Repeat("no ", 10_000), code) // a long body: only 512 bytes logged
+			})
+			b := run(t, Config{Engine: EngineSGLang, EngineURL: e4.URL, RetryDelay: 10 * time.Millisecond})
+			push(t, pusher(t, b.Endpoint()), prefetchBytes(t, actions.Prefetch{RequestID: "4xx", TokenIDs: tokens(8)}))
+			natstest.Eventually(t, 5*time.Second, func() bool { return value(b.Counters().Failed, metrics.AdapterFailRefused) == 1 }, "%d refused", code)
+			if n := e4.calls.Load(); n != 1 || b.Counters().Retries.Value() != 0 {
+				t.Fatalf("%d: %d calls, %d retries: a refusal was retried", code, n, b.Counters().Retries.Value())
+			}
+		}
+		t.Logf("FIGURE engine 4xx/5xx: 503 tried %d times within a 400 ms expiry, last attempt %v before it, then dropped expired; 400/404/413/422/429 each 1 call, counted refused, 0 retries",
+			attempts, (-late).Round(time.Millisecond))
+	})
+
+	t.Run("endless body", func(t *testing.T) {
+		var written atomic.Int64
+		e := newHostileEngine(t, func(w http.ResponseWriter, r *http.Request, e *hostileEngine) {
+			w.WriteHeader(http.StatusOK)
+			chunk := make([]byte, 32<<10)
+			for r.Context().Err() == nil {
+				n, err := w.Write(chunk)
+				written.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+		})
+		a := run(t, Config{Engine: EngineSGLang, EngineURL: e.URL, MaxInflight: 1, CallTimeout: 3 * time.Second})
+		s := pusher(t, a.Endpoint())
+		start := time.Now()
+		push(t, s, prefetchBytes(t, actions.Prefetch{RequestID: "endless", TokenIDs: tokens(8)}))
+		c := a.Counters()
+		natstest.Eventually(t, 10*time.Second, func() bool {
+			return value(c.Calls, "kv.prefetch")+value(c.Failed, metrics.AdapterFailTimeout) == 1
+		}, "the call ended")
+		took := time.Since(start)
+		if took > time.Second {
+			t.Fatalf("an endless body held the call slot %v (call timeout 3s)", took)
+		}
+		t.Logf("FIGURE engine streams an endless body: call slot freed after %v (call timeout 3s), %d KiB read at most (the rest refused by closing; the engine wrote %d KiB into the socket buffers)",
+			took.Round(time.Millisecond), (maxErrorBody+maxDrainBody)>>10, written.Load()>>10)
+	})
 }
