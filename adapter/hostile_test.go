@@ -10,9 +10,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
@@ -159,9 +159,9 @@ func TestHostileFramesOnHintSocket(t *testing.T) {
 		{}, {0xc1}, []byte("not msgpack at all"), {0x81, 0xa1, 'a'}, // empty, never-used byte, text, truncated map
 		{0xdf, 0xff, 0xff, 0xff, 0xff}, // a map claiming 2^32-1 entries in 5 bytes
 		{0xdd, 0x7f, 0xff, 0xff, 0xff}, // an array claiming 2^31 elements
-		prefetchBytes(t, actions.Prefetch{RequestID: "cut", TokenIDs: tokens(64)})[:40],             // cut short
-		append(prefetchBytes(t, actions.Prefetch{RequestID: "trail", TokenIDs: tokens(8)}), 0x00),   // trailing byte
-		[]byte(`{"protocol_version":"0.1","message_id":"json","actions":[]}`),                         // JSON, not msgpack
+		prefetchBytes(t, actions.Prefetch{RequestID: "cut", TokenIDs: tokens(64)})[:40],           // cut short
+		append(prefetchBytes(t, actions.Prefetch{RequestID: "trail", TokenIDs: tokens(8)}), 0x00), // trailing byte
+		[]byte(`{"protocol_version":"0.1","message_id":"json","actions":[]}`),                     // JSON, not msgpack
 	}
 	for _, m := range malformed {
 		push(t, s, m)
@@ -237,6 +237,37 @@ func TestHostileEngineAnswers(t *testing.T) {
 		}
 		t.Logf("FIGURE engine hangs: %d hints read in %v while the one slot hung; first timeout after %v (call timeout 300ms), 0 retries; %d queue_full",
 			more+1, read.Round(time.Millisecond), took.Round(time.Millisecond), value(c.Dropped, metrics.AdapterDropQueueFull))
+	})
+
+	t.Run("flood of 10x max-inflight", func(t *testing.T) {
+		e := newHostileEngine(t, func(w http.ResponseWriter, r *http.Request, e *hostileEngine) {
+			answerHang(w, r, e)
+			answerOK(w, r, e)
+		})
+		const inflight, queue = 4, 16
+		a := run(t, Config{Engine: EngineSGLang, EngineURL: e.URL, MaxInflight: inflight, QueueSize: queue})
+		s := pusher(t, a.Endpoint())
+		c := a.Counters()
+		const n = 10 * inflight
+		start := time.Now()
+		for i := range n {
+			push(t, s, prefetchBytes(t, actions.Prefetch{RequestID: fmt.Sprintf("flood-%d", i), TokenIDs: tokens(32)}))
+		}
+		natstest.Eventually(t, 2*time.Second, func() bool {
+			return value(c.Accepted, "kv.prefetch")+value(c.Dropped, metrics.AdapterDropQueueFull) == n
+		}, "every hint read and judged while the engine holds the calls")
+		read := time.Since(start)
+		acc, full := value(c.Accepted, "kv.prefetch"), value(c.Dropped, metrics.AdapterDropQueueFull)
+		if acc != inflight+queue || full != n-inflight-queue {
+			t.Fatalf("accepted %d, queue_full %d; want %d and %d", acc, full, inflight+queue, n-inflight-queue)
+		}
+		e.unblock()
+		natstest.Eventually(t, 10*time.Second, func() bool { return value(c.Calls, "kv.prefetch") == acc }, "every accepted hint called")
+		if m := e.maxInflight.Load(); m > inflight {
+			t.Fatalf("engine saw %d calls at once, cap %d", m, inflight)
+		}
+		t.Logf("FIGURE flood of %d hints at --max-inflight %d, --queue-size %d: all read in %v; %d called (at most %d at once), %d dropped queue_full",
+			n, inflight, queue, read.Round(time.Millisecond), acc, e.maxInflight.Load(), full)
 	})
 
 	t.Run("redirect", func(t *testing.T) {
@@ -342,4 +373,79 @@ func TestHostileEngineAnswers(t *testing.T) {
 		t.Logf("FIGURE engine streams an endless body: call slot freed after %v (call timeout 3s), %d KiB read at most (the rest refused by closing; the engine wrote %d KiB into the socket buffers)",
 			took.Round(time.Millisecond), (maxErrorBody+maxDrainBody)>>10, written.Load()>>10)
 	})
+}
+
+// TestHostileSizes: a 10^6-token prompt is carried out; 12 of them at
+// an engine that hangs hold at most QueueTokens of ids in the heap, not
+// 12 x 4 MB; a message over MaxMessageBytes is refused by ZeroMQ before
+// it is allocated, and the socket goes on.
+func TestHostileSizes(t *testing.T) {
+	const million = 1_000_000
+	big := tokens(million)
+	t.Run("one 10^6-token prompt", func(t *testing.T) {
+		e := newHostileEngine(t, answerOK)
+		a := run(t, Config{Engine: EngineSGLang, EngineURL: e.URL})
+		msg := prefetchBytes(t, actions.Prefetch{RequestID: "million", TokenIDs: big})
+		start := time.Now()
+		push(t, pusher(t, a.Endpoint()), msg)
+		natstest.Eventually(t, 10*time.Second, func() bool { return value(a.Counters().Calls, "kv.prefetch") == 1 }, "the million-token call")
+		t.Logf("FIGURE 10^6-token prompt: a %.1f MB message, called in %v with a %.1f MB body",
+			float64(len(msg))/1e6, time.Since(start).Round(time.Millisecond), float64(e.bodyBytes.Load())/1e6)
+	})
+
+	t.Run("12 of them at a hung engine", func(t *testing.T) {
+		e := newHostileEngine(t, answerHang)
+		const n = 12 // > the 8 QueueTokens holds; kept small for -race
+		a := run(t, Config{Engine: EngineSGLang, EngineURL: e.URL, MaxInflight: 1})
+		s := pusher(t, a.Endpoint())
+		c := a.Counters()
+		before := heapInuse()
+		for i := range n { // each message is garbage once sent: only the adapter's copies stay
+			push(t, s, prefetchBytes(t, actions.Prefetch{RequestID: fmt.Sprintf("big-%d", i), TokenIDs: big}))
+		}
+		natstest.Eventually(t, 20*time.Second, func() bool {
+			return value(c.Accepted, "kv.prefetch")+value(c.Dropped, metrics.AdapterDropQueueFull) == n
+		}, "all read and judged")
+		natstest.Eventually(t, 5*time.Second, func() bool { return e.inflight.Load() == 1 }, "one call hangs")
+		grown := int64(heapInuse()) - int64(before)
+		acc, full := value(c.Accepted, "kv.prefetch"), value(c.Dropped, metrics.AdapterDropQueueFull)
+		// Held: QueueTokens of ids (4 B each, 32 MiB) and the call's
+		// JSON body (~8 B a token here, 7.8 MB).
+		const bound = 48 << 20
+		if acc+full != n || acc > DefaultQueueTokens/million || grown > bound {
+			t.Fatalf("accepted %d, queue_full %d, heap grew %d MiB (bound %d MiB)", acc, full, grown>>20, bound>>20)
+		}
+		e.unblock()
+		t.Logf("FIGURE 12 x 10^6-token prompts, engine hung: %d queued (QueueTokens %d), %d dropped queue_full; heap +%d MiB (bound %d MiB)",
+			acc, DefaultQueueTokens, full, grown>>20, bound>>20)
+	})
+
+	t.Run("message over MaxMessageBytes", func(t *testing.T) {
+		e := newHostileEngine(t, answerOK)
+		a := run(t, Config{Engine: EngineSGLang, EngineURL: e.URL, MaxMessageBytes: 1 << 20})
+		s := pusher(t, a.Endpoint())
+		huge := make([]byte, 64<<20) // 64 MiB of zeros
+		before := totalAlloc()
+		push(t, s, huge)
+		push(t, pusher(t, a.Endpoint()), prefetchBytes(t, actions.Prefetch{RequestID: "beside-huge", TokenIDs: tokens(8)}))
+		natstest.Eventually(t, 10*time.Second, func() bool { return value(a.Counters().Calls, "kv.prefetch") == 1 }, "a hint from another sender")
+		// One sender's messages arrive in order: once the hint sent after
+		// the huge one on the same socket (after its reconnect) is called,
+		// the huge one was refused or read.
+		push(t, s, prefetchBytes(t, actions.Prefetch{RequestID: "after-huge", TokenIDs: tokens(8)}))
+		natstest.Eventually(t, 10*time.Second, func() bool { return value(a.Counters().Calls, "kv.prefetch") == 2 }, "the hint after it")
+		alloc := totalAlloc() - before
+		rc := a.ReceiverCounters()
+		if rc.Received.Value() != 2 || alloc > 16<<20 {
+			t.Fatalf("received %d (want the 2 valid ones), %d MiB allocated", rc.Received.Value(), alloc>>20)
+		}
+		t.Logf("FIGURE 64 MiB message, --max-message-bytes 1 MiB: its sender disconnected, %d messages read (the valid ones), %d MiB allocated meanwhile",
+			rc.Received.Value(), alloc>>20)
+	})
+}
+
+func totalAlloc() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.TotalAlloc
 }
