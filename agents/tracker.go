@@ -115,7 +115,7 @@ type Tracker struct {
 	slru      *list.List
 	sessByReq map[string]*session
 	// store shares programs' turns with the group (shared.go); nil: none.
-	store ContextStore
+	store   ContextStore
 	evicted Evictions
 }
 
