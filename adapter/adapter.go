@@ -45,8 +45,24 @@ const (
 	// and no retry starts past the hint's expiry.
 	DefaultRetryDelay = 50 * time.Millisecond
 	maxRetryDelay     = time.Second
+	// DefaultQueueTokens bounds the prompt tokens held by hints queued
+	// or in flight: 8 Mi tokens, 32 MiB of ids. Counting hints alone
+	// (DefaultQueueSize) let 256 queued million-token prompts hold 1 GiB.
+	DefaultQueueTokens = 8 << 20
+	// DefaultMaxMessageBytes is the largest hint message read off the
+	// socket (ZMQ_MAXMSGSIZE; a larger one disconnects its sender): a
+	// prefetch of hintstream's most tokens (1 Mi, schemas.DefaultLimits)
+	// takes at most 5 MiB of msgpack.
+	DefaultMaxMessageBytes = 8 << 20
 	// maxErrorBody is how much of a refusal's body is logged.
 	maxErrorBody = 512
+	// maxDrainBody is how much more of an answer is read so the
+	// connection can be reused; past it the connection is closed, so an
+	// engine streaming an endless body costs 64 KiB, not the call slot
+	// until CallTimeout.
+	maxDrainBody = 64 << 10
+	// maxRedirects bounds the same-host redirects followed.
+	maxRedirects = 3
 )
 
 // ErrInvalidOption is wrapped by every configuration error.
@@ -84,6 +100,15 @@ type Config struct {
 	CurveSecretKey string
 	// RetryDelay is the first retry wait (DefaultRetryDelay).
 	RetryDelay time.Duration
+	// WorkerID, when set, drops prefetches whose worker_id names another
+	// worker (receiver other_worker): an endpoint listed by two records,
+	// or reused by a new worker, would otherwise warm another's prompts.
+	WorkerID uint64
+	// QueueTokens bounds the prompt tokens of hints queued or in flight
+	// (DefaultQueueTokens); past it a hint is dropped (queue_full).
+	QueueTokens int
+	// MaxMessageBytes bounds one hint message (DefaultMaxMessageBytes).
+	MaxMessageBytes int
 }
 
 func (c *Config) defaults() {
@@ -108,6 +133,12 @@ func (c *Config) defaults() {
 	if c.RetryDelay == 0 {
 		c.RetryDelay = DefaultRetryDelay
 	}
+	if c.QueueTokens == 0 {
+		c.QueueTokens = DefaultQueueTokens
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
 }
 
 func (c *Config) validate() error {
@@ -126,6 +157,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: prefetch value %d, want >= 1", ErrInvalidOption, c.PrefetchValue)
 	case c.DedupWindow < 1:
 		return fmt.Errorf("%w: dedup window %d, want >= 1", ErrInvalidOption, c.DedupWindow)
+	case c.QueueTokens < 1:
+		return fmt.Errorf("%w: queue tokens %d, want >= 1", ErrInvalidOption, c.QueueTokens)
+	case c.MaxMessageBytes < 1:
+		return fmt.Errorf("%w: max message bytes %d, want >= 1", ErrInvalidOption, c.MaxMessageBytes)
 	}
 	u, err := url.Parse(c.EngineURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -200,6 +235,7 @@ type Adapter struct {
 	log      *slog.Logger
 	now      func() time.Time
 	queue    chan job
+	tokens   atomic.Int64 // prompt tokens of the jobs queued or in flight (QueueTokens)
 	revs     *revisions
 	base     string
 	running  atomic.Bool // Run is receiving (/readyz)
@@ -220,7 +256,7 @@ func New(cfg Config, opts ...Option) (*Adapter, error) {
 		}
 	}
 	if a.client == nil {
-		a.client = &http.Client{Transport: &http.Transport{
+		a.client = &http.Client{CheckRedirect: sameHostRedirects, Transport: &http.Transport{
 			Proxy:               nil, // the engine is beside the adapter, never behind a proxy
 			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 			MaxIdleConnsPerHost: cfg.MaxInflight,
@@ -229,7 +265,10 @@ func New(cfg Config, opts ...Option) (*Adapter, error) {
 	}
 	a.queue = make(chan job, cfg.QueueSize)
 	ropts := []receiver.Option{receiver.WithDedupWindow(cfg.DedupWindow), receiver.WithLogger(a.log),
-		receiver.WithClock(func() time.Time { return a.now() })}
+		receiver.WithClock(func() time.Time { return a.now() }), receiver.WithMaxMessageSize(cfg.MaxMessageBytes)}
+	if cfg.WorkerID != 0 {
+		ropts = append(ropts, receiver.WithWorkerID(cfg.WorkerID))
+	}
 	if cfg.CurveSecretKey != "" {
 		ropts = append(ropts, receiver.WithCurveServer(cfg.CurveSecretKey))
 	}
@@ -277,7 +316,8 @@ func (a *Adapter) Run(ctx context.Context) error {
 	wg.Wait()
 	for {
 		select {
-		case <-a.queue:
+		case j := <-a.queue:
+			a.tokens.Add(-int64(len(j.w.tokens)))
 			a.counters.Dropped.Inc(metrics.AdapterDropClosed)
 		default:
 			return err
@@ -333,10 +373,17 @@ func (a *Adapter) handle(_ context.Context, h receiver.Hint) {
 			return
 		}
 	}
+	n := int64(len(j.w.tokens))
+	if a.tokens.Add(n) > int64(a.cfg.QueueTokens) {
+		a.tokens.Add(-n)
+		a.counters.Dropped.Inc(metrics.AdapterDropQueueFull)
+		return
+	}
 	select {
 	case a.queue <- j:
 		a.counters.Accepted.Inc(j.action)
 	default:
+		a.tokens.Add(-n)
 		a.counters.Dropped.Inc(metrics.AdapterDropQueueFull)
 	}
 }
@@ -348,6 +395,7 @@ func (a *Adapter) work(ctx context.Context) {
 			return
 		case j := <-a.queue:
 			a.execute(ctx, j)
+			a.tokens.Add(-int64(len(j.w.tokens)))
 		}
 	}
 }
@@ -420,9 +468,9 @@ func (a *Adapter) post(ctx context.Context, j job, c call) (reason string, retry
 		a.log.Debug("engine unreachable", "engine", a.cfg.Engine, "message_id", j.w.msgID, "err", err)
 		return metrics.AdapterFailUnreachable, true
 	}
-	defer resp.Body.Close()
+	defer resp.Body.Close() // unread past maxDrainBody: the connection is closed, not reused
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	_, _ = io.Copy(io.Discard, resp.Body) // lets the connection be reused
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrainBody)) // lets the connection be reused
 	a.counters.CallTimes.Observe(time.Since(start).Seconds())
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
@@ -432,8 +480,31 @@ func (a *Adapter) post(ctx context.Context, j job, c call) (reason string, retry
 	case resp.StatusCode >= 500:
 		a.log.Debug("engine error", "engine", a.cfg.Engine, "message_id", j.w.msgID, "status", resp.StatusCode)
 		return metrics.AdapterFailServerError, true
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		// Only a redirect sameHostRedirects refused ends here.
+		a.log.Warn("engine redirect not followed", "engine", a.cfg.Engine, "message_id", j.w.msgID,
+			"status", resp.StatusCode, "location", truncate(resp.Header.Get("Location"), maxErrorBody))
+		return metrics.AdapterFailRedirected, false
 	}
 	a.log.Warn("engine refused warm-up", "engine", a.cfg.Engine, "message_id", j.w.msgID,
 		"status", resp.StatusCode, "body", string(bytes.ToValidUTF8(head, nil)))
 	return metrics.AdapterFailRefused, false
+}
+
+// sameHostRedirects follows a redirect only to the engine's own scheme,
+// host and port: the warm-up carries a prompt, and an engine answering
+// 307 to elsewhere would have the adapter post it there. A refused
+// redirect is returned as the 3xx answer (counted redirected).
+func sameHostRedirects(req *http.Request, via []*http.Request) error {
+	if orig := via[0].URL; len(via) > maxRedirects || req.URL.Host != orig.Host || req.URL.Scheme != orig.Scheme {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		s = s[:n]
+	}
+	return strings.ToValidUTF8(s, "")
 }

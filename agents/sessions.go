@@ -42,6 +42,7 @@ func (t *Tracker) session(key string) *session {
 	}
 	if len(t.sessions) >= t.cfg.MaxPrograms {
 		t.forgetSession(t.slru.Back().Value.(*session))
+		t.evicted.Sessions++
 	}
 	s := &session{key: key}
 	s.elem = t.slru.PushFront(s)

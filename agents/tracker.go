@@ -115,7 +115,22 @@ type Tracker struct {
 	slru      *list.List
 	sessByReq map[string]*session
 	// store shares programs' turns with the group (shared.go); nil: none.
-	store ContextStore
+	store   ContextStore
+	evicted Evictions
+}
+
+// Evictions count what the bounded tables forgot to stay in bounds.
+type Evictions struct {
+	Programs uint64 // least recently seen programs past MaxPrograms
+	Sessions uint64 // sessions with engine hints pending, past MaxPrograms
+	Early    uint64 // responses waiting for their request, past maxEarly
+}
+
+// Evicted returns the evictions so far.
+func (t *Tracker) Evicted() Evictions {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.evicted
 }
 
 // New returns a Tracker of cfg (DefaultConfig for zero fields is the
@@ -195,6 +210,7 @@ func (t *Tracker) program(key, workflowType string) *program {
 	if len(t.programs) >= t.cfg.MaxPrograms {
 		old := t.lru.Back().Value.(*program)
 		t.forget(old)
+		t.evicted.Programs++
 	}
 	p := &program{key: key, workflowType: workflowType}
 	p.elem = t.lru.PushFront(p)
@@ -294,6 +310,7 @@ func (t *Tracker) ObserveResponse(resp *schemas.ResponseEvent) {
 		}
 		if p == nil || p.reqID != resp.RequestID {
 			if len(t.early) >= maxEarly {
+				t.evicted.Early += uint64(len(t.early))
 				clear(t.early)
 			}
 			t.early[resp.RequestID] = resp
@@ -450,12 +467,12 @@ func (t *Tracker) toolStart(ctx context.Context, rec *agentevents.Record, class 
 	}
 	t.mu.Unlock()
 	if pinResp == nil {
-		t.Tick()
+		t.fireDue(p)
 		return
 	}
 	// The pin reads the request index (a store round trip): not under mu.
 	if !t.h.PinContext(ctx, pinResp) {
-		t.Tick()
+		t.fireDue(p)
 		return
 	}
 	ttl := t.h.PinTTL(class)
@@ -470,7 +487,32 @@ func (t *Tracker) toolStart(ctx context.Context, rec *agentevents.Record, class 
 			ToolClass: class, WorkerID: p.workerID, DpRank: p.dpRank, Tokens: tokens, SentAt: now, Expires: now.Add(ttl)}}
 	}
 	t.mu.Unlock()
-	t.Tick() // a prediction already due fires now
+	t.fireDue(p) // a prediction already due fires now
+}
+
+// fireDue fires p's predicted prefetch if it is due. A tool_start used to
+// run all of Tick, a sweep of every program and session: at 4,096
+// programs, a harness's burst of tool_starts cost O(programs) each; the
+// sweep is Run's, on its clock.
+func (t *Tracker) fireDue(p *program) {
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.programs[p.key] == p {
+		t.fire(p, now)
+	}
+}
+
+// fire fires p's prediction when due. Under t.mu.
+func (t *Tracker) fire(p *program, now time.Time) {
+	if pr := p.pred; pr != nil && !pr.fired && !now.Before(pr.fireAt) {
+		pr.fired, pr.firedAt = true, now
+		if sent, ok := t.prefetch(p, KindPredictedPrefetch, pr.toolClass, pr.toolCallID); ok {
+			pr.expires = sent.Expires
+		} else {
+			pr.expires = now
+		}
+	}
 }
 
 func (t *Tracker) toolEnd(rec *agentevents.Record, class string) {
@@ -521,14 +563,7 @@ func (t *Tracker) Tick() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, p := range t.programs {
-		if pr := p.pred; pr != nil && !pr.fired && !now.Before(pr.fireAt) {
-			pr.fired, pr.firedAt = true, now
-			if sent, ok := t.prefetch(p, KindPredictedPrefetch, pr.toolClass, pr.toolCallID); ok {
-				pr.expires = sent.Expires
-			} else {
-				pr.expires = now
-			}
-		}
+		t.fire(p, now)
 		if pf := p.prefetch; pf != nil && pf.turnAt.IsZero() && now.After(pf.rec.Expires) {
 			t.decide(pf, OutcomeExpired)
 			p.prefetch = nil

@@ -14,6 +14,7 @@ const (
 	AdapterFailServerError = "server_error" // 5xx: retried until the hint expires
 	AdapterFailUnreachable = "unreachable"  // no connection: retried until the hint expires
 	AdapterFailTimeout     = "timeout"      // no answer within the call timeout: not retried (the engine is busy)
+	AdapterFailRedirected  = "redirected"   // a 3xx to another host (or past 3 hops): not followed, never retried
 )
 
 // Adapter are the counters of `hintstream adapter` (package adapter): the
@@ -38,7 +39,7 @@ func NewAdapter() *Adapter {
 		AdapterDropExpired, AdapterDropQueueFull, AdapterDropUnsupported, AdapterDropNoModel, AdapterDropClosed)
 	a.Calls = b.vec("hintstream_adapter_engine_calls_total", "action", "Engine calls answered 2xx, by the action they carried out.", "kv.prefetch", "kv.retain")
 	a.Failed = b.vec("hintstream_adapter_engine_failures_total", "reason", "Engine call attempts that failed or were refused, by reason.",
-		AdapterFailRefused, AdapterFailServerError, AdapterFailUnreachable, AdapterFailTimeout)
+		AdapterFailRefused, AdapterFailServerError, AdapterFailUnreachable, AdapterFailTimeout, AdapterFailRedirected)
 	a.Retries = b.counter("hintstream_adapter_engine_retries_total", "Engine calls tried again after a server error or no connection, before the hint expired.")
 	a.CallTimes = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "hintstream_adapter_engine_call_seconds",

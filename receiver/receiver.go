@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,6 +51,7 @@ type options struct {
 	counters    *metrics.Receiver
 	log         *slog.Logger
 	workerID    uint64 // worker_filter.go; 0: every worker's
+	maxMsg      int    // maxsize.go; 0: no limit
 }
 
 // WithDedupWindow sets how many recent message ids are remembered
@@ -133,6 +135,7 @@ type Receiver struct {
 	seen     *window
 	revs     *slotRevisions
 	close    sync.Once
+	invalid  atomic.Uint64 // messages refused, for the log's rate
 }
 
 // New binds a PULL socket at bind ("tcp://127.0.0.1:*" picks a free
@@ -177,6 +180,11 @@ func configure(sock *zmq.Socket, o options) error {
 	}
 	if err := sock.SetRcvtimeo(pollInterval); err != nil {
 		return fmt.Errorf("receiver: receive timeout: %w", err)
+	}
+	if o.maxMsg > 0 {
+		if err := sock.SetMaxmsgsize(int64(o.maxMsg)); err != nil {
+			return fmt.Errorf("receiver: max message size: %w", err)
+		}
 	}
 	if o.curveSecret != "" {
 		if err := sock.SetCurveServer(1); err != nil {
@@ -227,7 +235,11 @@ func (r *Receiver) Handle(ctx context.Context, b []byte) {
 	env, err := Decode(b)
 	if err != nil {
 		c.Invalid.Inc()
-		r.o.log.Warn("hint rejected", "endpoint", r.endpoint, "err", err)
+		// A line per bad message would let a flood of them flood the log:
+		// the 1st, 2nd, 4th, 8th, ... are logged, with the count.
+		if n := r.invalid.Add(1); n&(n-1) == 0 {
+			r.o.log.Warn("hint rejected", "endpoint", r.endpoint, "err", err, "invalid_total", n)
+		}
 		return
 	}
 	if !r.seen.add(env.MessageID) {
