@@ -124,6 +124,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: neither a budget nor a store capacity", ErrInvalidOption)
 	case c.Capacity < 0:
 		return fmt.Errorf("%w: capacity %d bytes", ErrInvalidOption, c.Capacity)
+	case c.Budget > MaxBytes || c.Capacity > MaxBytes:
+		return fmt.Errorf("%w: budget %d, capacity %d bytes (at most %d)", ErrInvalidOption, c.Budget, c.Capacity, int64(MaxBytes))
+	case c.KVBytesPerToken > MaxKVBytesPerToken:
+		return fmt.Errorf("%w: %d KV bytes per token (at most %d)", ErrInvalidOption, c.KVBytesPerToken, MaxKVBytesPerToken)
 	case !(c.BudgetShare > 0 && c.BudgetShare <= 1):
 		return fmt.Errorf("%w: budget share %v (want (0, 1])", ErrInvalidOption, c.BudgetShare)
 	case c.KVBytesPerToken < 0:
