@@ -1,6 +1,7 @@
 package retention
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -24,11 +25,40 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 // BudgetSet reports whether a budget was given (the planner is on).
 func (c *Config) BudgetSet() bool { return c.Budget > 0 || c.BudgetShare > 0 }
 
-// CheckShare refuses a budget given as a share without a capacity to
-// take it of: it would silently be a share of nothing.
-func (c *Config) CheckShare() error {
-	if c.Budget == 0 && c.BudgetShare > 0 && c.Capacity <= 0 {
+// MaxBytes bounds --l3-pin-budget and --l3-capacity: 1 EiB, far past
+// any store, and far enough below 2⁶³ that the planner's sums of page
+// bytes, and a share of the capacity converted from float64, cannot
+// overflow (before, --l3-capacity 9223372036854775807 with a share
+// made the budget negative: nothing pinned, nothing said).
+const MaxBytes = 1 << 60
+
+// MaxKVBytesPerToken bounds --kv-bytes-per-token for the planner: 1 GiB,
+// thousands of times a large model's, so that a page's bytes (tokens ×
+// this) cannot overflow.
+const MaxKVBytesPerToken = 1 << 30
+
+// CheckFlags refuses, naming the flag, a budget the planner cannot keep
+// to: a share without a capacity to take it of (it would silently be a
+// share of nothing), a negative capacity, a budget or capacity past
+// MaxBytes, a byte budget larger than the capacity given, or
+// KV bytes per token past MaxKVBytesPerToken. A budget of 0 or below
+// is refused by the flag itself.
+func (c *Config) CheckFlags() error {
+	switch {
+	case c.Capacity < 0:
+		return fmt.Errorf("%w: --l3-capacity %d is negative", ErrInvalidOption, c.Capacity)
+	case c.Capacity > MaxBytes:
+		return fmt.Errorf("%w: --l3-capacity %d is more than %d bytes (1 EiB)", ErrInvalidOption, c.Capacity, int64(MaxBytes))
+	case c.Budget > MaxBytes:
+		return fmt.Errorf("%w: --l3-pin-budget %d is more than %d bytes (1 EiB)", ErrInvalidOption, c.Budget, int64(MaxBytes))
+	case c.Budget > 0 && c.Capacity > 0 && c.Budget > c.Capacity:
+		return fmt.Errorf("%w: --l3-pin-budget %d is more than --l3-capacity %d: the planner would pin more than the store holds", ErrInvalidOption, c.Budget, c.Capacity)
+	case c.Budget == 0 && c.BudgetShare > 0 && c.Capacity <= 0:
 		return fmt.Errorf("%w: --l3-pin-budget %g%% is a share: --l3-capacity must be set", ErrInvalidOption, c.BudgetShare*100)
+	case c.Budget == 0 && c.BudgetShare > 0 && c.BudgetBytes() < 1:
+		return fmt.Errorf("%w: --l3-pin-budget %g%% of --l3-capacity %d is less than a byte", ErrInvalidOption, c.BudgetShare*100, c.Capacity)
+	case c.KVBytesPerToken > MaxKVBytesPerToken:
+		return fmt.Errorf("%w: --kv-bytes-per-token %d is more than %d (1 GiB)", ErrInvalidOption, c.KVBytesPerToken, MaxKVBytesPerToken)
 	}
 	return nil
 }
@@ -61,8 +91,14 @@ func (b budgetFlag) Set(s string) error {
 		return nil
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v <= 0 {
+	switch {
+	case errors.Is(err, strconv.ErrRange) || v > MaxBytes:
+		return fmt.Errorf("%q: more than %d bytes (1 EiB)", s, int64(MaxBytes))
+	case err != nil || v < 0:
 		return bad
+	case v == 0:
+		// Zero would be a planner that pins nothing, which is no planner.
+		return fmt.Errorf("%q: a budget of 0 pins nothing; leave the flag unset to turn the retention planner off", s)
 	}
 	b.c.Budget, b.c.BudgetShare = v, 0
 	return nil

@@ -38,6 +38,11 @@ type Leadership struct {
 	Leading bool   `json:"leading"`
 	// Since is when this member last took the lock or saw it change hands.
 	Since time.Time `json:"since"`
+	// Term is the lock's KV revision at which this member took it (0
+	// when it does not lead). The bucket's revisions only grow, so a
+	// later leader's term is above every earlier one's: it orders the
+	// leaders' pins (service: the pins' revisions).
+	Term uint64 `json:"term,omitempty"`
 }
 
 // ElectorConfig configures an Elector.
@@ -162,6 +167,9 @@ func (e *Elector) State() Leadership {
 	defer e.mu.Unlock()
 	s := e.state
 	s.Leading = s.Leading && time.Now().Before(e.leaseEnd)
+	if !s.Leading {
+		s.Term = 0
+	}
 	return s
 }
 
@@ -212,13 +220,13 @@ func (e *Elector) step(ctx context.Context) {
 			e.set(func() { e.rev, e.leaseEnd = next, start.Add(e.cfg.TTL) })
 		case errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists):
 			e.cfg.Logger.Warn("retention planner lock lost", "member", e.cfg.Member, "err", err)
-			e.set(func() { e.state.Leading, e.state.Leader, e.state.Since = false, "", time.Now() })
+			e.set(func() { e.state.Leading, e.state.Leader, e.state.Since, e.state.Term = false, "", time.Now(), 0 })
 			e.look(octx)
 		default:
 			// The lease still holds until leaseEnd; Leading says so.
 			e.cfg.Logger.Warn("retention planner lock not renewed", "member", e.cfg.Member, "err", err)
 			if !time.Now().Before(e.lease()) {
-				e.set(func() { e.state.Leading, e.state.Since = false, time.Now() })
+				e.set(func() { e.state.Leading, e.state.Since, e.state.Term = false, time.Now(), 0 })
 			}
 		}
 		return
@@ -229,7 +237,7 @@ func (e *Elector) step(ctx context.Context) {
 		e.cfg.Logger.Info("retention planner lock taken: this member plans for the group", "member", e.cfg.Member)
 		e.set(func() {
 			e.rev, e.leaseEnd = next, start.Add(e.cfg.TTL)
-			e.state.Leading, e.state.Leader, e.state.Since = true, e.cfg.Member, time.Now()
+			e.state.Leading, e.state.Leader, e.state.Since, e.state.Term = true, e.cfg.Member, time.Now(), next
 		})
 	case errors.Is(err, jetstream.ErrKeyExists):
 		e.look(octx)
@@ -288,5 +296,5 @@ func (e *Elector) stepDown() {
 	} else {
 		e.cfg.Logger.Info("retention planner lock released", "member", e.cfg.Member)
 	}
-	e.set(func() { e.state.Leading, e.state.Leader, e.state.Since = false, "", time.Now() })
+	e.set(func() { e.state.Leading, e.state.Leader, e.state.Since, e.state.Term = false, "", time.Now(), 0 })
 }

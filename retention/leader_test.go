@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -333,7 +334,7 @@ func TestTakeoverPinsAtOnceAndReleasesOthers(t *testing.T) {
 	if again := p.Plan(t0.Add(time.Second)); again != nil {
 		t.Fatal("planned twice within the interval")
 	}
-	p.Takeover(false)
+	p.Takeover(false, 0)
 	fresh := p.Plan(p.Latest())
 	if len(fresh) != len(shadow) {
 		t.Fatalf("takeover plan has %d actions, the shadow plan %d", len(fresh), len(shadow))
@@ -343,7 +344,7 @@ func TestTakeoverPinsAtOnceAndReleasesOthers(t *testing.T) {
 			t.Fatalf("lone takeover: %s of %s", a.Kind, a.Slot)
 		}
 	}
-	p.Takeover(true)
+	p.Takeover(true, 0)
 	all := p.Plan(p.Latest())
 	var renew, release int
 	for _, a := range all {
@@ -413,4 +414,48 @@ func FuzzDecodeBatch(f *testing.F) {
 			t.Fatalf("re-decode: %v", err)
 		}
 	})
+}
+
+// Two leaders in turn, with the same observations and so the same plan
+// numbers: every pin of the later term has a revision above every pin of
+// the earlier, and its own trigger (so its own message id); a planner
+// that leads no group sends revision 0 (unordered), as before.
+func TestTakeoverRevisionsOrderLeaders(t *testing.T) {
+	feed := func(p *Planner) {
+		for i := range 3 {
+			p.Request(t0.Add(time.Duration(i)*time.Second), "s"+strconv.Itoa(i), keys("k"+strconv.Itoa(i), 6), 512)
+		}
+	}
+	lone, old, next := planner(t, 100), planner(t, 100), planner(t, 100)
+	for _, p := range []*Planner{lone, old, next} {
+		feed(p)
+	}
+	for _, a := range lone.Plan(lone.Latest()) {
+		if a.Revision != 0 {
+			t.Fatalf("a planner outside a group ordered %s: revision %d", a.Slot, a.Revision)
+		}
+	}
+	old.Takeover(false, 5)
+	next.Takeover(true, 9)
+	a, b := old.Plan(old.Latest()), next.Plan(next.Latest())
+	if len(a) == 0 || len(b) <= len(a) {
+		t.Fatalf("plans of %d and %d actions", len(a), len(b))
+	}
+	triggers := map[string]bool{}
+	var top uint64
+	for i, p := range a {
+		if p.Revision>>32 != 5 || (i > 0 && p.Revision <= a[i-1].Revision) {
+			t.Fatalf("old leader's pin %d: revision %#x", i, p.Revision)
+		}
+		top = max(top, p.Revision)
+		triggers[p.Trigger] = true
+	}
+	for i, p := range b {
+		if p.Revision <= top || (i > 0 && p.Revision <= b[i-1].Revision) {
+			t.Fatalf("new leader's %s of %s: revision %#x, the old leader's top %#x", p.Kind, p.Slot, p.Revision, top)
+		}
+		if triggers[p.Trigger] {
+			t.Fatalf("both leaders sent trigger %s", p.Trigger)
+		}
+	}
 }

@@ -124,6 +124,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: neither a budget nor a store capacity", ErrInvalidOption)
 	case c.Capacity < 0:
 		return fmt.Errorf("%w: capacity %d bytes", ErrInvalidOption, c.Capacity)
+	case c.Budget > MaxBytes || c.Capacity > MaxBytes:
+		return fmt.Errorf("%w: budget %d, capacity %d bytes (at most %d)", ErrInvalidOption, c.Budget, c.Capacity, int64(MaxBytes))
+	case c.KVBytesPerToken > MaxKVBytesPerToken:
+		return fmt.Errorf("%w: %d KV bytes per token (at most %d)", ErrInvalidOption, c.KVBytesPerToken, MaxKVBytesPerToken)
 	case !(c.BudgetShare > 0 && c.BudgetShare <= 1):
 		return fmt.Errorf("%w: budget share %v (want (0, 1])", ErrInvalidOption, c.BudgetShare)
 	case c.KVBytesPerToken < 0:
@@ -182,6 +186,11 @@ type Pin struct {
 	// Kind is "pin" (a new slot), "renew" (a slot pinned again) or
 	// "release".
 	Kind string
+	// Revision orders the pins of a group's leaders (kv.pin's revision):
+	// the leader's term (the lock revision it took the lock at) in the
+	// high 32 bits, the pin's number since its takeover in the low. 0
+	// when the planner leads no group (a lone planner does not order).
+	Revision uint64
 }
 
 // Pinned is a page the last plan pinned, for inspection.
@@ -258,6 +267,10 @@ type Planner struct {
 	toolRet   share // tool calls followed by a turn within headroom × their time
 	lastPlan  time.Time
 	planNo    uint64
+	// term is the leadership term given at Takeover (0: no group), seq
+	// the pins numbered since: both make Pin.Revision, under mu, so two
+	// plans made at once are numbered in the order they were made.
+	term, seq uint64
 	slots     map[string]slotState
 	pinned    []Pinned
 	stats     Stats
@@ -494,6 +507,12 @@ func (p *Planner) Plan(now time.Time) []Pin {
 	}
 	var out []Pin
 	trigger := "retain-plan-" + strconv.FormatUint(p.planNo, 10)
+	if p.term > 0 {
+		// Another leader numbers its plans alike: the term keeps their
+		// message ids apart, or a receiver would drop the new leader's
+		// plan N as the old one's duplicate.
+		trigger += "@" + strconv.FormatUint(p.term, 10)
+	}
 	names := make([]string, 0, len(groups))
 	for slot := range groups {
 		names = append(names, slot)
@@ -537,6 +556,12 @@ func (p *Planner) Plan(now time.Time) []Pin {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Pin) int { return cmp.Compare(a.Slot, b.Slot) })
+	if p.term > 0 {
+		for i := range out {
+			p.seq++
+			out[i].Revision = p.term<<32 + p.seq
+		}
+	}
 	p.stats.PinnedPages, p.stats.PinnedBytes, p.stats.Budget = len(p.pinned), used, budget
 	p.stats.ExpectedSavedPerPlan = expected
 	return out

@@ -34,10 +34,14 @@ func (p *Planner) SetGroup(state func() Leadership) {
 // later, pins every slot it wants. With releaseOthers (another member led
 // before), that plan also releases every other slot of the namespace,
 // which the previous leader may hold; without, what this member never
-// sent is left alone, as a single member's planner does.
-func (p *Planner) Takeover(releaseOthers bool) {
+// sent is left alone, as a single member's planner does. term is the
+// lock revision the member took the lock at (Leadership.Term): the plans'
+// pins carry revisions above every earlier leader's (Pin.Revision), and
+// message ids of their own.
+func (p *Planner) Takeover(releaseOthers bool, term uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.term, p.seq = term, 0
 	clear(p.slots)
 	p.lastPlan = time.Time{}
 	if !releaseOthers {

@@ -68,10 +68,10 @@ func (c *Config) applyPlannerFlags(f *runFlags) error {
 // --kv-bytes-per-token, and with --retention-group its group.
 func (c *Config) applyRetentionFlags(f *runFlags) error {
 	rc := f.retention
-	if err := rc.CheckShare(); err != nil {
+	rc.KVBytesPerToken = f.agents.KVBytesPerToken
+	if err := rc.CheckFlags(); err != nil {
 		return err
 	}
-	rc.KVBytesPerToken = f.agents.KVBytesPerToken
 	if err := rc.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("retention planner: %w", err)
 	}

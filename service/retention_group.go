@@ -115,10 +115,10 @@ func (o *retentionObserver) leadership(l retention.Leadership) {
 		return
 	}
 	released := o.group.SawOther()
-	o.planner.Takeover(released)
+	o.planner.Takeover(released, l.Term)
 	st := o.planner.Stats()
 	o.log.Info("retention planner leads the group: planning from the estimates it has seen",
-		"member", l.Member, "tracked", st.Tracked, "sessions", st.Sessions, "release_others", released)
+		"member", l.Member, "term", l.Term, "tracked", st.Tracked, "sessions", st.Sessions, "release_others", released)
 	if at := o.planner.Latest(); !at.IsZero() {
 		o.plan(at)
 	}

@@ -90,7 +90,7 @@ func (o *retentionObserver) plan(at time.Time) {
 	o.counters.Retention.Plans.Inc()
 	for _, p := range pins {
 		env, err := actions.NewPinEnvelope(actions.Pin{Trigger: p.Trigger, Slot: p.Slot, Keys: p.Keys, TTL: p.TTL,
-			Priority: p.Priority, Tokens: p.Tokens})
+			Priority: p.Priority, Tokens: p.Tokens, Revision: p.Revision})
 		var body []byte
 		if err == nil {
 			body, err = actions.EncodeEnvelope(env)

@@ -55,7 +55,7 @@ func sliceOfTrace(t *testing.T, n int) string {
 	defer f.Close()
 	var out bytes.Buffer
 	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, maxLine)
+	sc.Buffer(nil, maxLineBytes(DefaultBlockSize))
 	for k := -1200; k < n && sc.Scan(); k++ {
 		if k < 0 {
 			continue

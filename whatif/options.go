@@ -29,6 +29,13 @@ const (
 	DefaultL3Bytes = int64(simulate.DefaultL3Blocks) * DefaultBlockSize * DefaultKVBytesPerToken
 )
 
+// MaxKVBytesPerToken bounds Cluster.KVBytesPerToken: 1 GiB, thousands of
+// times a large model's.
+const MaxKVBytesPerToken = 1 << 30
+
+// MaxSweepPoints bounds a sweep: each point plays every policy again.
+const MaxSweepPoints = 64
+
 // Cluster is the simulated cluster: sizes, link and costs.
 type Cluster struct {
 	Workers         int     `json:"workers"`
@@ -51,24 +58,27 @@ func (c Cluster) L3Pages() int {
 	return int(c.L3Bytes / (int64(c.BlockSize) * int64(c.KVBytesPerToken)))
 }
 
-// Validate refuses a cluster that cannot be simulated.
+// Validate refuses a cluster that cannot be simulated, naming the
+// `hintstream whatif` flag of the field.
 func (c Cluster) Validate() error {
 	switch {
 	case c.Workers <= 0:
-		return fmt.Errorf("%w: workers %d (want ≥ 1)", ErrInvalidOption, c.Workers)
+		return fmt.Errorf("%w: --workers %d (want ≥ 1)", ErrInvalidOption, c.Workers)
 	case c.DeviceBlocks <= 0:
-		return fmt.Errorf("%w: device blocks %d (want ≥ 1)", ErrInvalidOption, c.DeviceBlocks)
-	case c.BlockSize <= 0:
-		return fmt.Errorf("%w: block size %d", ErrInvalidOption, c.BlockSize)
-	case c.KVBytesPerToken <= 0:
-		return fmt.Errorf("%w: KV bytes per token %d (want ≥ 1)", ErrInvalidOption, c.KVBytesPerToken)
+		return fmt.Errorf("%w: --device-blocks %d (want ≥ 1)", ErrInvalidOption, c.DeviceBlocks)
+	case c.BlockSize <= 0 || c.BlockSize > MaxTraceTokens:
+		return fmt.Errorf("%w: --block-size %d (want 1 … %d)", ErrInvalidOption, c.BlockSize, MaxTraceTokens)
+	case c.KVBytesPerToken <= 0 || c.KVBytesPerToken > MaxKVBytesPerToken:
+		// Bounded so that a page's bytes (block size × this) cannot
+		// overflow.
+		return fmt.Errorf("%w: --kv-bytes-per-token %d (want 1 … %d)", ErrInvalidOption, c.KVBytesPerToken, MaxKVBytesPerToken)
 	case c.L3Bytes < 0 || c.L3Pages() < 1:
-		return fmt.Errorf("%w: L3 capacity %d bytes holds no page of %d bytes", ErrInvalidOption, c.L3Bytes,
+		return fmt.Errorf("%w: --l3 %d bytes holds no page of %d bytes", ErrInvalidOption, c.L3Bytes,
 			int64(c.BlockSize)*int64(c.KVBytesPerToken))
 	case math.IsNaN(c.L3Bandwidth) || math.IsInf(c.L3Bandwidth, 0) || c.L3Bandwidth < 0:
-		return fmt.Errorf("%w: L3 bandwidth %v", ErrInvalidOption, c.L3Bandwidth)
+		return fmt.Errorf("%w: --l3-bandwidth %v", ErrInvalidOption, c.L3Bandwidth)
 	case math.IsNaN(c.Alpha) || c.Alpha <= 0 || c.Alpha > 1:
-		return fmt.Errorf("%w: alpha %v (want 0 < α ≤ 1)", ErrInvalidOption, c.Alpha)
+		return fmt.Errorf("%w: --alpha %v (want 0 < α ≤ 1)", ErrInvalidOption, c.Alpha)
 	}
 	return nil
 }
@@ -95,6 +105,9 @@ func ParseSweep(s string) (Sweep, error) {
 		return Sweep{}, fmt.Errorf("%w: sweep %q (want DIM=V1,V2,... with DIM l3, device or bandwidth)", ErrInvalidOption, s)
 	}
 	sw := Sweep{Dim: strings.TrimSpace(dim)}
+	if n := strings.Count(list, ",") + 1; n > MaxSweepPoints {
+		return Sweep{}, fmt.Errorf("%w: sweep of %d values (at most %d: each plays every policy again)", ErrInvalidOption, n, MaxSweepPoints)
+	}
 	for _, v := range strings.Split(list, ",") {
 		v = strings.TrimSpace(v)
 		var f float64
@@ -123,6 +136,17 @@ func ParseSweep(s string) (Sweep, error) {
 		sw.Labels = append(sw.Labels, v)
 	}
 	return sw, nil
+}
+
+// Validate checks c at every point of the sweep, naming the first that
+// cannot be simulated, so a bad point is refused before the trace is read.
+func (s Sweep) Validate(c Cluster) error {
+	for i := range s.Values {
+		if err := s.apply(c, i).Validate(); err != nil {
+			return fmt.Errorf("sweep %s value %q: %w", s.Dim, s.Labels[i], err)
+		}
+	}
+	return nil
 }
 
 // apply is c at sweep point i.

@@ -35,8 +35,22 @@ func (e *LineError) Error() string {
 // Unwrap makes a LineError match ErrBadLine.
 func (e *LineError) Unwrap() error { return ErrBadLine }
 
-// maxLine bounds one trace line (a 1M-token prompt's ids fit).
-const maxLine = 64 << 20
+// MaxTraceTokens bounds a trace line's input_length and output_length:
+// hintstream run's own --max-tokens default (schemas.DefaultLimits), so
+// a request the service would refuse is not simulated either. The play
+// costs memory per token: before this bound, a line of 512 million
+// tokens (10⁶ hash_ids) made a two-line run take 16.9 GB and 77 s.
+const MaxTraceTokens = 1 << 20
+
+// maxIDs is the most hash_ids a line of at most MaxTraceTokens tokens in
+// blockSize-token blocks has.
+func maxIDs(blockSize int) int { return (MaxTraceTokens + blockSize - 1) / blockSize }
+
+// maxLineBytes bounds one trace line: maxIDs ids of up to 20 digits with
+// room for spacing, and 64 KiB for the rest (a session_id). The scanner
+// holds one line and the decoder its ids, so this bounds what one line
+// costs before it is judged: 131 KiB at 512-token blocks, 34 MiB at 1.
+func maxLineBytes(blockSize int) int { return (maxIDs(blockSize)+2)*32 + 64<<10 }
 
 // rawLine is one Mooncake trace line as JSON has it; pointers tell a
 // missing field from a zero one.
@@ -90,8 +104,12 @@ func DecodeLine(b []byte, blockSize int) (workload.Record, error) {
 		return rec, fmt.Errorf("negative length (input %d, output %d)", *raw.InputLength, *raw.OutputLength)
 	case *raw.InputLength > int64(len(*raw.HashIDs))*int64(blockSize):
 		return rec, fmt.Errorf("%d hash_ids cannot hold %d tokens in %d-token blocks", len(*raw.HashIDs), *raw.InputLength, blockSize)
-	case *raw.OutputLength > 1<<30:
-		return rec, fmt.Errorf("output_length %d too large", *raw.OutputLength)
+	case *raw.InputLength > MaxTraceTokens || *raw.OutputLength > MaxTraceTokens:
+		return rec, fmt.Errorf("input_length %d, output_length %d: more than %d tokens (whatif.MaxTraceTokens, hintstream run's --max-tokens)",
+			*raw.InputLength, *raw.OutputLength, MaxTraceTokens)
+	case len(*raw.HashIDs) > maxIDs(blockSize):
+		return rec, fmt.Errorf("%d hash_ids: more blocks than %d tokens fill in %d-token blocks (%d; whatif.MaxTraceTokens)",
+			len(*raw.HashIDs), MaxTraceTokens, blockSize, maxIDs(blockSize))
 	}
 	rec = workload.Record{Timestamp: ts, InputLength: int(*raw.InputLength), OutputLength: int(*raw.OutputLength), HashIDs: *raw.HashIDs}
 	if len(raw.SessionID) > 0 && string(raw.SessionID) != "null" {
@@ -163,7 +181,7 @@ type traceScanner struct {
 
 func newTraceScanner(r io.Reader, blockSize int, skipBad bool) *traceScanner {
 	t := &traceScanner{sc: bufio.NewScanner(r), blockSize: blockSize, skipBad: skipBad}
-	t.sc.Buffer(make([]byte, 0, 1<<20), maxLine)
+	t.sc.Buffer(make([]byte, 0, min(1<<20, maxLineBytes(blockSize))), maxLineBytes(blockSize))
 	// Where each line starts, for reading its ids back (IDs).
 	t.sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
 		adv, tok, err := bufio.ScanLines(data, atEOF)
@@ -204,6 +222,12 @@ func (t *traceScanner) next() (workload.Record, error) {
 		return rec, nil
 	}
 	if err := t.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			// The scanner cannot go past it, so not even --skip-bad can.
+			return workload.Record{}, &LineError{Line: t.line + 1, Reason: fmt.Sprintf(
+				"longer than %d bytes (at most %d hash_ids of %d-token blocks, whatif.MaxTraceTokens)",
+				maxLineBytes(t.blockSize), maxIDs(t.blockSize), t.blockSize)}
+		}
 		return workload.Record{}, fmt.Errorf("whatif: reading trace: %w", err)
 	}
 	return workload.Record{}, io.EOF

@@ -1,6 +1,7 @@
 package whatif
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"strings"
@@ -96,7 +97,10 @@ func TestReusableShareOfTheSyntheticTrace(t *testing.T) {
 func FuzzDecodeLine(f *testing.F) {
 	for _, s := range []string{good, `{"timestamp": 1.0, "input_length": 0, "output_length": 0, "hash_ids": [0], "session_id": "x"}`,
 		`{"timestamp": -1}`, `{}`, `null`, `{"timestamp": 1e30, "input_length": 1, "output_length": 1, "hash_ids": [1]}`,
-		`{"timestamp": 1, "input_length": 99999999999, "output_length": 1, "hash_ids": [1]}`} {
+		`{"timestamp": 1, "input_length": 99999999999, "output_length": 1, "hash_ids": [1]}`,
+		`{"timestamp": 1, "input_length": 1048577, "output_length": 1, "hash_ids": ` + idList(2049) + `}`,
+		`{"timestamp": 1, "input_length": 1, "output_length": 1073741824, "hash_ids": [1]}`,
+		`{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": ` + idList(2049) + `}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -105,8 +109,39 @@ func FuzzDecodeLine(f *testing.F) {
 			return
 		}
 		if rec.Timestamp < 0 || rec.InputLength < 0 || rec.OutputLength < 0 || len(rec.HashIDs) == 0 ||
-			rec.InputLength > len(rec.HashIDs)*512 {
+			rec.InputLength > len(rec.HashIDs)*512 || rec.InputLength > MaxTraceTokens || rec.OutputLength > MaxTraceTokens ||
+			len(rec.HashIDs) > maxIDs(512) {
 			t.Fatalf("accepted %q as %+v", b, rec)
+		}
+	})
+}
+
+// FuzzReadTrace: the line reader (scanner, line bound, order check) on
+// any bytes never panics; it either names a line that exists or returns
+// records in time order within the bounds.
+func FuzzReadTrace(f *testing.F) {
+	for _, s := range []string{good + "\r\n" + good, "\n\n", good + "\n" + `{"timestamp": -1}`,
+		`{"timestamp": 9, "input_length": 1, "output_length": 1, "hash_ids": [1]}` + "\n" + good,
+		`{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": ` + idList(6000) + `}`, "\x00\r\r\n{"} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, skipBad bool) {
+		tr, err := ReadTrace(bytes.NewReader(b), 512, skipBad)
+		var le *LineError
+		if errors.As(err, &le) {
+			if le.Line < 1 || le.Line > bytes.Count(b, []byte("\n"))+1 {
+				t.Fatalf("line %d named in %d bytes of %d lines", le.Line, len(b), bytes.Count(b, []byte("\n"))+1)
+			}
+			return
+		}
+		if err != nil {
+			return
+		}
+		for i, r := range tr.Records {
+			if (i > 0 && r.Timestamp < tr.Records[i-1].Timestamp) || r.InputLength > MaxTraceTokens || len(r.HashIDs) > maxIDs(512) {
+				t.Fatalf("record %d: %+v", i, r)
+			}
 		}
 	})
 }

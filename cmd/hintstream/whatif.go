@@ -80,12 +80,28 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if *sweep != "" {
 		sw, err := whatif.ParseSweep(*sweep)
 		if err != nil {
-			return err
+			return fmt.Errorf("--sweep: %w", err)
 		}
 		o.Sweep = &sw
 	}
 	if err := c.Validate(); err != nil {
 		return err
+	}
+	if o.Sweep != nil {
+		if err := o.Sweep.Validate(c); err != nil {
+			return fmt.Errorf("--sweep: %w", err)
+		}
+	}
+	if *trace != "" {
+		if err := checkTraceFile(*trace); err != nil {
+			return err
+		}
+	}
+	if *reportDir != "" {
+		// Found now, not after a run of minutes.
+		if err := checkReportDir(*reportDir); err != nil {
+			return err
+		}
 	}
 	log, err := newLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
@@ -159,11 +175,48 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	if *reportDir != "" {
 		if err := rep.WriteHTML(*reportDir); err != nil {
-			return err
+			return fmt.Errorf("--report %s: %w", *reportDir, err)
 		}
 	}
 	if *asJSON {
 		return rep.WriteJSON(stdout)
 	}
 	return rep.Text(stdout)
+}
+
+// checkTraceFile refuses a --trace that is not a regular file: a
+// directory would fail at the first read with a bare "is a directory",
+// and a pipe cannot be read back as the play goes (SpoolTrace reads each
+// request's ids again from its line).
+func checkTraceFile(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("--trace: %w", err)
+	}
+	switch {
+	case st.IsDir():
+		return fmt.Errorf("--trace %s: %w: is a directory, want a JSONL file", path, errNotRegular)
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("--trace %s: %w (%v): the run reads each line back as it plays", path, errNotRegular, st.Mode().Type())
+	}
+	return nil
+}
+
+var errNotRegular = errors.New("not a regular file")
+
+// checkReportDir makes the --report directory and writes and removes a
+// file in it: as root, permissions do not stop a write, but a path under
+// a regular file (ENOTDIR), a read-only mount (EROFS) or a full disk
+// still do.
+func checkReportDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".hintstream-whatif-*")
+	if err != nil {
+		return fmt.Errorf("--report %s: not writable: %w", dir, err)
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
 }
