@@ -37,7 +37,7 @@ race:
 ## parity: the worker choice against the Python reference of Dynamo's
 ## selector over 10,000 random cases (under -race above it runs 2,000)
 parity: deps
-	$(GO) test -count=1 -run 'TestCostMatchesPythonReference|TestCostVectors|TestDynamoSelectorCases' ./routing/
+	$(GO) test -count=1 -run 'TestCostMatchesPythonReference|TestCostVectors|TestDynamoSelectorCases' ./decide/routing/
 
 ## chart-test: the Helm chart (deploy/helm), rendered and checked by its own
 ## Go module (Helm stays out of the main module; `./...` above skips it)
@@ -55,7 +55,7 @@ FUZZTIME ?= 20s
 # Minimizing a new input can outlast a short -fuzztime (default 60s) and
 # end the run with "context deadline exceeded": keep it short.
 FUZZMINTIME ?= 2s
-FUZZPKGS := ./schemas/ ./kvevents/ ./kvevents/index/ ./bridge/ ./streams/ ./registry/ ./eventplane/ ./receiver/ ./engine/ ./consumers/ ./service/ ./agentevents/ ./agents/ ./whatif/ ./retention/ ./loadtest/workload/
+FUZZPKGS := ./schemas/ ./kvevents/ ./kvevents/index/ ./ingest/bridge/ ./streams/ ./state/registry/ ./ingest/eventplane/ ./emit/receiver/ ./decide/engine/ ./consumers/ ./service/ ./ingest/agentevents/ ./decide/agents/ ./whatif/ ./decide/retention/ ./whatif/workload/
 fuzz: deps
 	@GO="$(GO)" FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME) ./scripts/fuzz.sh $(FUZZPKGS)
 
@@ -84,4 +84,4 @@ loadtest: deps
 reliability: deps
 	@out=$$($(GO) test -race -count=1 -v -run 'Fault' ./e2e/ 2>&1); rc=$$?; \
 	echo "$$out" | grep -E 'FIGURE|^(--- |ok|FAIL)'; exit $$rc
-	$(GO) test -race -count=1 -run 'Hostile|Huge|DeadLetterCopy|TenMillion|DeepNesting|JSONShape|CheckHeaders|Timestamps|LoadTableBounded' ./consumers/ ./schemas/ ./routing/
+	$(GO) test -race -count=1 -run 'Hostile|Huge|DeadLetterCopy|TenMillion|DeepNesting|JSONShape|CheckHeaders|Timestamps|LoadTableBounded' ./consumers/ ./schemas/ ./decide/routing/

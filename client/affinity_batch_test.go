@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/internal/natstest"
-	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/schemas"
 )
 

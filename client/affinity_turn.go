@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go/jetstream"
 )

@@ -11,7 +11,7 @@ import (
 
 	"errors"
 	"github.com/hintstream/hintstream/internal/natstest"
-	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go/jetstream"
 )

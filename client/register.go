@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"

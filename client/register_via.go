@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go"
 )

@@ -6,7 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/observe/metrics"
 )
 
 // DefaultAgentEventsDurable is the durable consumer the members of a

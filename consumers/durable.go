@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hintstream/hintstream/engine"
-	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/decide/engine"
+	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"

@@ -3,7 +3,7 @@ package consumers
 import (
 	"testing"
 
-	"github.com/hintstream/hintstream/engine"
+	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/kvevents/index"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/engine"
+	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"

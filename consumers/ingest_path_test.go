@@ -10,12 +10,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/hintstream/hintstream/engine"
-	"github.com/hintstream/hintstream/eventplane"
+	"github.com/hintstream/hintstream/decide/engine"
+	"github.com/hintstream/hintstream/ingest/eventplane"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
-	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/streams"
 )
 

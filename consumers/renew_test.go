@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/pins"
+	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 )

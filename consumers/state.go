@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/nats-io/nats.go/jetstream"
 )
 

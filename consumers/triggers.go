@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/hintstream/hintstream/engine"
-	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/decide/engine"
+	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/nats-io/nats.go/jetstream"
 )
 

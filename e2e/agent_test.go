@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/agentevents"
+	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/pypeer"
 	"github.com/nats-io/nats.go/jetstream"

@@ -14,7 +14,7 @@ import (
 
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/pypeer"
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -23,7 +23,7 @@ import (
 func dynFrames(t *testing.T, specs []map[string]any) []struct{ Subject, Hex string } {
 	t.Helper()
 	in, _ := json.Marshal(specs)
-	cmd := exec.Command(pypeer.Python(), "../eventplane/testdata/dynamo_frames.py", "frames")
+	cmd := exec.Command(pypeer.Python(), "../ingest/eventplane/testdata/dynamo_frames.py", "frames")
 	cmd.Stdin = bytes.NewReader(in)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/internal/natstest"
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/state/registry"
 )
 
 // TestRegisterSidecarKilled: `hintstream register` keeps worker 5 in

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// nonDefaultDecisions are decision flags (engine.Decisions.RegisterFlags, engine/flags.go)
+// nonDefaultDecisions are decision flags (engine.Decisions.RegisterFlags, decide/engine/flags.go)
 // away from their defaults, given to the live run and to its replay alike.
 var nonDefaultDecisions = []string{
 	"--prefetch-ttl", "7s",

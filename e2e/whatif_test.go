@@ -15,7 +15,7 @@ import (
 
 	"github.com/hintstream/hintstream/internal/natsembed"
 	"github.com/hintstream/hintstream/internal/testvectors"
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/hintstream/hintstream/eventplane"
+	"github.com/hintstream/hintstream/ingest/eventplane"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 )

@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/hintstream/hintstream/eventplane"
+	"github.com/hintstream/hintstream/ingest/eventplane"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -23,7 +23,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(uint8(0), engBatch(engArr{"BlockStored", engArr{1, 2}, nil, engTokens(8, 100), 4, nil}), "", "12")
 	f.Add(uint8(0), engBatch(engArr{"BlockRemoved", engArr{1}, "CPU"}), "application/msgpack", "x")
 	f.Add(uint8(0), []byte{0x85}, "", "")
-	files, _ := filepath.Glob("../eventplane/testdata/kv_*.msgpack")
+	files, _ := filepath.Glob("../ingest/eventplane/testdata/kv_*.msgpack")
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(uint8(2), b, "", "")

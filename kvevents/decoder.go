@@ -3,7 +3,7 @@ package kvevents
 import (
 	"slices"
 
-	"github.com/hintstream/hintstream/eventplane"
+	"github.com/hintstream/hintstream/ingest/eventplane"
 	"github.com/hintstream/hintstream/schemas"
 )
 

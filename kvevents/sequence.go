@@ -3,7 +3,7 @@ package kvevents
 import (
 	"sync"
 
-	"github.com/hintstream/hintstream/eventplane"
+	"github.com/hintstream/hintstream/ingest/eventplane"
 )
 
 // maxPublishersPerPair bounds the publishers remembered per pair: a

@@ -3,7 +3,7 @@ package kvevents
 import (
 	"testing"
 
-	"github.com/hintstream/hintstream/eventplane"
+	"github.com/hintstream/hintstream/ingest/eventplane"
 )
 
 func TestSequencerBound(t *testing.T) {

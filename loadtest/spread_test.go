@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/client"
-	"github.com/hintstream/hintstream/engine"
-	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/decide/engine"
+	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service"
 )

@@ -3,7 +3,7 @@ package observe
 import (
 	"net/http"
 
-	"github.com/hintstream/hintstream/ahead"
+	"github.com/hintstream/hintstream/decide/ahead"
 )
 
 // AheadView answers GET /v1/ahead: the header-free prefetches' totals

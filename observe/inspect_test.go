@@ -13,9 +13,9 @@ import (
 
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
-	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/schemas"
-	"github.com/hintstream/hintstream/tooltime"
+	"github.com/hintstream/hintstream/decide/tooltime"
 )
 
 type staticWorkers []schemas.WorkerRecord

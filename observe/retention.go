@@ -3,7 +3,7 @@ package observe
 import (
 	"net/http"
 
-	"github.com/hintstream/hintstream/retention"
+	"github.com/hintstream/hintstream/decide/retention"
 )
 
 // RetentionTop is how many pinned pages GET /v1/retention lists.

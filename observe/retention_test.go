@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/retention"
+	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/schemas"
 )
 

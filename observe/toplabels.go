@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/hintstream/hintstream/tooltime"
+	"github.com/hintstream/hintstream/decide/tooltime"
 )
 
 // Tool names come from responses, that is from outside: 100,000 distinct

@@ -17,11 +17,11 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/consumers"
-	"github.com/hintstream/hintstream/engine"
+	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/kvevents/index"
-	"github.com/hintstream/hintstream/metrics"
-	"github.com/hintstream/hintstream/pins"
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/observe/metrics"
+	"github.com/hintstream/hintstream/decide/pins"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go/jetstream"
@@ -57,7 +57,7 @@ type Options struct {
 	Models []string
 
 	// Decisions are the live run's: the same struct, the same flags
-	// (engine.Decisions.RegisterFlags, engine/flags.go), the same defaults. Pins are
+	// (engine.Decisions.RegisterFlags, decide/engine/flags.go), the same defaults. Pins are
 	// renewed on the events' clock, as run does on its.
 	engine.Decisions
 }

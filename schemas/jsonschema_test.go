@@ -26,7 +26,7 @@ import (
 	"testing"
 
 	"github.com/hintstream/hintstream/internal/testvectors"
-	"github.com/hintstream/hintstream/receiver"
+	"github.com/hintstream/hintstream/emit/receiver"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tinylib/msgp/msgp"
@@ -211,7 +211,7 @@ func TestJSONSchemasMatchDecoders(t *testing.T) {
 			func(d []byte) error { _, err := schemas.Limits{}.DecodeLoad(d, ""); return err }},
 		{"worker", []string{"FuzzDecodeWorkerRecord"}, examples("worker"),
 			func(d []byte) error { _, err := schemas.Limits{}.DecodeWorkerRecord(d); return err }},
-		{"kv_hints_envelope", []string{"FuzzEnvelopeUnmarshal", "../../receiver/testdata/fuzz/FuzzDecode"}, envelopes, decodeEnv},
+		{"kv_hints_envelope", []string{"FuzzEnvelopeUnmarshal", "../../emit/receiver/testdata/fuzz/FuzzDecode"}, envelopes, decodeEnv},
 	} {
 		t.Run(c.schema, func(t *testing.T) {
 			var inputs [][]byte

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/hintstream/hintstream/client"
-	"github.com/hintstream/hintstream/engine"
+	"github.com/hintstream/hintstream/decide/engine"
 )
 
 // startAffinity opens the affinity bucket and starts its writer, unless

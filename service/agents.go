@@ -5,11 +5,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hintstream/hintstream/agentevents"
-	"github.com/hintstream/hintstream/agents"
+	"github.com/hintstream/hintstream/ingest/agentevents"
+	"github.com/hintstream/hintstream/decide/agents"
 	"github.com/hintstream/hintstream/consumers"
-	"github.com/hintstream/hintstream/engine"
-	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/decide/engine"
+	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/observe"
 	"github.com/hintstream/hintstream/streams"
 )

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/hintstream/hintstream/ahead"
+	"github.com/hintstream/hintstream/decide/ahead"
 )
 
 // DefaultAheadTick is how often the wall clock ticks the header-free

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions/zmqsend"
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/state/registry"
 )
 
 // Cardinality bounds: the socket budget, what the registry

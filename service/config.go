@@ -4,20 +4,20 @@
 package service
 
 import (
-	"github.com/hintstream/hintstream/agents"
+	"github.com/hintstream/hintstream/decide/agents"
 	"io"
 	"log/slog"
 	"time"
 
 	"github.com/hintstream/hintstream/actions/zmqsend"
-	"github.com/hintstream/hintstream/ahead"
+	"github.com/hintstream/hintstream/decide/ahead"
 	"github.com/hintstream/hintstream/consumers"
-	"github.com/hintstream/hintstream/engine"
-	"github.com/hintstream/hintstream/natsconn"
-	"github.com/hintstream/hintstream/registry"
-	"github.com/hintstream/hintstream/retention"
+	"github.com/hintstream/hintstream/decide/engine"
+	"github.com/hintstream/hintstream/service/natsconn"
+	"github.com/hintstream/hintstream/state/registry"
+	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/schemas"
-	"github.com/hintstream/hintstream/snapshots"
+	"github.com/hintstream/hintstream/state/snapshots"
 	"github.com/hintstream/hintstream/streams"
 )
 

@@ -5,10 +5,10 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/hintstream/hintstream/agents"
-	"github.com/hintstream/hintstream/ahead"
-	"github.com/hintstream/hintstream/eventplane"
-	"github.com/hintstream/hintstream/retention"
+	"github.com/hintstream/hintstream/decide/agents"
+	"github.com/hintstream/hintstream/decide/ahead"
+	"github.com/hintstream/hintstream/ingest/eventplane"
+	"github.com/hintstream/hintstream/decide/retention"
 )
 
 // configFlags holds what the flags parse into where a Config field is not
@@ -67,7 +67,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.registerHTTPFlags(fs)       // flags_http.go
 	c.registerClusterFlags(fs)    // flags_cluster.go
 	c.registerPlannerFlags(fs)    // flags_planners.go
-	c.Decisions.RegisterFlags(fs) // engine/flags.go
+	c.Decisions.RegisterFlags(fs) // decide/engine/flags.go
 }
 
 // ApplyFlags checks the values RegisterFlags or RegisterStreamFlags

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/hintstream/hintstream/ahead"
+	"github.com/hintstream/hintstream/decide/ahead"
 	"github.com/hintstream/hintstream/schemas"
 )
 

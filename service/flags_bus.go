@@ -4,7 +4,7 @@ import (
 	"flag"
 
 	"github.com/hintstream/hintstream/internal/cmdline"
-	"github.com/hintstream/hintstream/natsconn"
+	"github.com/hintstream/hintstream/service/natsconn"
 )
 
 // registerBusFlags registers the NATS connection's flags (the URL or the

@@ -5,7 +5,7 @@ import (
 
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/internal/cmdline"
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/state/registry"
 )
 
 // registerConsumerFlags registers the consumer group's flags: the group

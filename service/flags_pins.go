@@ -6,7 +6,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/internal/cmdline"
-	"github.com/hintstream/hintstream/pins"
+	"github.com/hintstream/hintstream/decide/pins"
 )
 
 // registerPinFlags registers the tool-call pins' flags: the Mooncake pin

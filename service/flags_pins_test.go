@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/pins"
+	"github.com/hintstream/hintstream/decide/pins"
 )
 
 // TestPinFlags: the pin caps and slot timings reach the service's

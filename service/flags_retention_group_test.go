@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/retention"
+	"github.com/hintstream/hintstream/decide/retention"
 )
 
 // With the planner on, the group is on by default (a lone member leads at

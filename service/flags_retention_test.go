@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hintstream/hintstream/retention"
+	"github.com/hintstream/hintstream/decide/retention"
 )
 
 func TestRetentionFlags(t *testing.T) {

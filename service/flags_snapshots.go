@@ -3,7 +3,7 @@ package service
 import (
 	"flag"
 
-	"github.com/hintstream/hintstream/snapshots"
+	"github.com/hintstream/hintstream/state/snapshots"
 )
 
 // registerSnapshotFlags registers the index snapshots' flags: how often

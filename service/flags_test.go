@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/hintstream/hintstream/actions/zmqsend"
-	"github.com/hintstream/hintstream/eventplane"
-	"github.com/hintstream/hintstream/natsconn"
-	"github.com/hintstream/hintstream/retention"
+	"github.com/hintstream/hintstream/ingest/eventplane"
+	"github.com/hintstream/hintstream/service/natsconn"
+	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 )

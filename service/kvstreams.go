@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/consumers"
-	"github.com/hintstream/hintstream/snapshots"
+	"github.com/hintstream/hintstream/state/snapshots"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/snapshots"
+	"github.com/hintstream/hintstream/state/snapshots"
 	"github.com/nats-io/nats.go"
 )
 

@@ -4,11 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/hintstream/hintstream/pins"
+	"github.com/hintstream/hintstream/decide/pins"
 )
 
 // startRenewals runs the pins' renewals on their own goroutine, within
-// the --pin-renew-rate budget (pins/renew_async.go), and ticks their
+// the --pin-renew-rate budget (decide/pins/renew_async.go), and ticks their
 // clock every second, so that pins are renewed on time when no event
 // arrives to advance it: the renewal ticker, one part of the service's
 // group (run.go).

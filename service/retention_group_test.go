@@ -17,8 +17,8 @@ import (
 
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/zmqtest"
-	"github.com/hintstream/hintstream/registry"
-	"github.com/hintstream/hintstream/retention"
+	"github.com/hintstream/hintstream/state/registry"
+	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 )

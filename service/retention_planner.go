@@ -6,12 +6,12 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/engine"
-	"github.com/hintstream/hintstream/metrics"
-	"github.com/hintstream/hintstream/pins"
-	"github.com/hintstream/hintstream/retention"
+	"github.com/hintstream/hintstream/decide/engine"
+	"github.com/hintstream/hintstream/observe/metrics"
+	"github.com/hintstream/hintstream/decide/pins"
+	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/schemas"
-	"github.com/hintstream/hintstream/tooltime"
+	"github.com/hintstream/hintstream/decide/tooltime"
 )
 
 // retentionObserver feeds the retention planner from the engine's turns

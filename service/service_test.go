@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/engine"
+	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/internal/natsembed"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"

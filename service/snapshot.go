@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/hintstream/hintstream/snapshots"
+	"github.com/hintstream/hintstream/state/snapshots"
 	"github.com/hintstream/hintstream/streams"
 )
 

@@ -74,7 +74,7 @@ func TestSweepOverL3(t *testing.T) {
 				t.Fatalf("%s: %s lost %+v, %d time points", p.Label, r.Name, r.Lost, len(r.SavingOverTime))
 			}
 		}
-		// 18 next turns on this slice: 14 continuations and 4 forks (loadtest/workload links forks).
+		// 18 next turns on this slice: 14 continuations and 4 forks (whatif/workload links forks).
 		if today := p.Runs[1]; today.Name != "today's" || today.Prefetches != 18 || today.Saving <= 0 {
 			t.Fatalf("%s: today's policy: %+v", p.Label, today)
 		}

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hintstream/hintstream/engine"
+	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/kvevents"
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/hintstream/hintstream/whatif/workload"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/internal/natsembed"
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/hintstream/hintstream/whatif/cluster"
 	"github.com/hintstream/hintstream/whatif/workload"

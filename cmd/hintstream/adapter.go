@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hintstream/hintstream/adapter"
-	"github.com/hintstream/hintstream/receiver"
+	"github.com/hintstream/hintstream/emit/adapter"
+	"github.com/hintstream/hintstream/emit/receiver"
 )
 
 // optInt64 is an int64 flag that may be left unset.

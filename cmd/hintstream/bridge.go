@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hintstream/hintstream/bridge"
+	"github.com/hintstream/hintstream/ingest/bridge"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
 )

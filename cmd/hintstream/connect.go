@@ -4,7 +4,7 @@ import (
 	"flag"
 	"time"
 
-	"github.com/hintstream/hintstream/natsconn"
+	"github.com/hintstream/hintstream/service/natsconn"
 )
 
 // connectTimeoutFlag registers --connect-timeout (natsconn's) on fs for

@@ -13,7 +13,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/actions/zmqsend"
-	"github.com/hintstream/hintstream/adapter"
+	"github.com/hintstream/hintstream/emit/adapter"
 	"github.com/hintstream/hintstream/internal/standin"
 )
 

@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/hintstream/hintstream/retention"
+	"github.com/hintstream/hintstream/decide/retention"
 )
 
 // printRetentionGroup says who plans for the group: this member, or the

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/observe"
-	"github.com/hintstream/hintstream/retention"
+	"github.com/hintstream/hintstream/decide/retention"
 )
 
 // inspect retention names the group's leader, through the JSON that

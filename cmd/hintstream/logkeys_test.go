@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions/zmqsend"
-	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/observe/metrics"
 )
 
 // logKeyRenames are keys the code once used for what the project's keys

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/hintstream/hintstream/natsconn"
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/service/natsconn"
+	"github.com/hintstream/hintstream/state/registry"
 )
 
 // natsConfigCmd prints a nats-server configuration with least privilege

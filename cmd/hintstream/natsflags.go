@@ -3,7 +3,7 @@ package main
 import (
 	"flag"
 
-	"github.com/hintstream/hintstream/natsconn"
+	"github.com/hintstream/hintstream/service/natsconn"
 )
 
 // natsFlags registers the NATS security flags shared by every command

@@ -9,8 +9,8 @@ import (
 	"os"
 
 	"github.com/hintstream/hintstream/client"
-	"github.com/hintstream/hintstream/natsconn"
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/service/natsconn"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go"
 )

@@ -5,7 +5,7 @@ import (
 	"flag"
 	"log/slog"
 
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/service"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"errors"
 
-	"github.com/hintstream/hintstream/receiver"
+	"github.com/hintstream/hintstream/emit/receiver"
 )
 
 // bindList is a repeatable --bind flag.

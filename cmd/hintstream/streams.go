@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hintstream/hintstream/natsconn"
+	"github.com/hintstream/hintstream/service/natsconn"
 	"github.com/hintstream/hintstream/service"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"

@@ -8,8 +8,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/hintstream/hintstream/natsconn"
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/service/natsconn"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/hintstream/hintstream/whatif"
 	"github.com/nats-io/nats.go"

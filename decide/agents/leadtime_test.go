@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/agentevents"
+	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/whatif/workload"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/agentevents"
+	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/schemas"
 )

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/agentevents"
-	"github.com/hintstream/hintstream/engine"
-	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/ingest/agentevents"
+	"github.com/hintstream/hintstream/decide/engine"
+	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/schemas"
 )
 

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/observe/metrics"
 )
 
 // Kinds of prediction (the label of hintstream_ahead_predictions_total).

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/observe/metrics"
 )
 
 var t0 = time.UnixMilli(1 << 40)

@@ -6,8 +6,8 @@ import (
 	"github.com/hintstream/hintstream/internal/metricstest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
-	"github.com/hintstream/hintstream/metrics"
-	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/observe/metrics"
+	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/schemas"
 )
 

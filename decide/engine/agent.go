@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/hintstream/hintstream/pins"
+	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/schemas"
 )
 

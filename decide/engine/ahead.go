@@ -9,7 +9,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/ahead"
+	"github.com/hintstream/hintstream/decide/ahead"
 	"github.com/hintstream/hintstream/schemas"
 )
 

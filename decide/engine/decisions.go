@@ -22,10 +22,10 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/kvevents/index"
-	"github.com/hintstream/hintstream/pins"
-	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/decide/pins"
+	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/schemas"
-	"github.com/hintstream/hintstream/tooltime"
+	"github.com/hintstream/hintstream/decide/tooltime"
 )
 
 // DefaultPinRenewMax is the default Decisions.PinRenewMax: tool calls of
@@ -65,7 +65,7 @@ type Decisions struct {
 	RetainOnWorker bool
 	// PinRenewMax is how long a tool call's pin is renewed while its
 	// session has not come back, counted from the response (see
-	// pins/renew.go). Default DefaultPinRenewMax; negative is refused.
+	// decide/pins/renew.go). Default DefaultPinRenewMax; negative is refused.
 	PinRenewMax time.Duration
 	// NoPinRenewal turns renewals off: pins lapse at their TTL
 	// (--pin-renew-max 0). PinRenewMax is then ignored.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/kvevents/index"
-	"github.com/hintstream/hintstream/routing"
-	"github.com/hintstream/hintstream/tooltime"
+	"github.com/hintstream/hintstream/decide/routing"
+	"github.com/hintstream/hintstream/decide/tooltime"
 )
 
 func TestDecisionsDefaultsAndValidate(t *testing.T) {

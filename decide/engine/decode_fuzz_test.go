@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/hintstream/hintstream/eventplane"
+	"github.com/hintstream/hintstream/ingest/eventplane"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go"

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/ahead"
+	"github.com/hintstream/hintstream/decide/ahead"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
-	"github.com/hintstream/hintstream/metrics"
-	"github.com/hintstream/hintstream/pins"
-	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/observe/metrics"
+	"github.com/hintstream/hintstream/decide/pins"
+	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go"
 )

@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/hintstream/hintstream/kvevents/index"
-	"github.com/hintstream/hintstream/routing"
-	"github.com/hintstream/hintstream/tooltime"
+	"github.com/hintstream/hintstream/decide/routing"
+	"github.com/hintstream/hintstream/decide/tooltime"
 )
 
 // ErrInvalidFlag is wrapped by ApplyFlags' errors about a decision flag's

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/hintstream/hintstream/pins"
+	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/schemas"
 )
 

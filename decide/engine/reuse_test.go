@@ -12,7 +12,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/kvevents/index"
-	"github.com/hintstream/hintstream/pins"
+	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/schemas"
 )
 

@@ -10,8 +10,8 @@ import (
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/internal/natstest"
-	"github.com/hintstream/hintstream/metrics"
-	"github.com/hintstream/hintstream/tooltime"
+	"github.com/hintstream/hintstream/observe/metrics"
+	"github.com/hintstream/hintstream/decide/tooltime"
 )
 
 // fakeClock is a renewal clock the test moves.

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hintstream/hintstream/tooltime"
+	"github.com/hintstream/hintstream/decide/tooltime"
 )
 
 // Which renewals the budget buys. When more pins are due than

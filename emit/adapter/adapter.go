@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hintstream/hintstream/metrics"
-	"github.com/hintstream/hintstream/receiver"
+	"github.com/hintstream/hintstream/observe/metrics"
+	"github.com/hintstream/hintstream/emit/receiver"
 )
 
 // Defaults of Config.

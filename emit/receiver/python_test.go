@@ -25,7 +25,7 @@ type pyReceiver struct {
 
 func startPyReceiver(t *testing.T, extra ...string) *pyReceiver {
 	t.Helper()
-	cmd := exec.Command("/usr/bin/python3", append([]string{"../contrib/python/hintstream_receiver.py",
+	cmd := exec.Command("/usr/bin/python3", append([]string{"../../contrib/python/hintstream_receiver.py",
 		"--bind", "tcp://127.0.0.1:*"}, extra...)...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

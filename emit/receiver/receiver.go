@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/observe/metrics"
 	zmq "github.com/pebbe/zmq4"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/bridge"
+	"github.com/hintstream/hintstream/ingest/bridge"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/pypeer"
 	"github.com/hintstream/hintstream/schemas"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hintstream/hintstream/agentevents"
+	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 	zmq "github.com/pebbe/zmq4"

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hintstream/hintstream/receiver"
+	"github.com/hintstream/hintstream/emit/receiver"
 )
 
 // PinEvent is one kv.pin the simulated Mooncake master got.

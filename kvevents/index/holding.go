@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hintstream/hintstream/kvevents"
-	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/observe/metrics"
 )
 
 // Registered workers first: the index tracks at most 65,536 (worker, dp

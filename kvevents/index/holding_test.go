@@ -6,7 +6,7 @@ import (
 
 	"github.com/hintstream/hintstream/internal/metricstest"
 	"github.com/hintstream/hintstream/kvevents"
-	"github.com/hintstream/hintstream/metrics"
+	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/schemas"
 )
 

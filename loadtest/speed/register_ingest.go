@@ -6,7 +6,7 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go/jetstream"
 )

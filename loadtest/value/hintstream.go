@@ -24,7 +24,7 @@ import (
 // clock. Events carry simulated times (received_at_ms, completed_at_ms),
 // so hintstream learns tool times in simulated time. But it judges a
 // wake-up's freshness on its own wall clock, clamping a received_at_ms
-// from the future to now (engine/requests.go): stamped a day ahead,
+// from the future to now (decide/engine/requests.go): stamped a day ahead,
 // every wake-up is fresh when it arrives however slowly the simulation
 // runs, and expires_at_ms is wall time. The worker checks it against the
 // wall clock when the hint arrives, which is what it bounds in a live

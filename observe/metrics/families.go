@@ -13,10 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/eventplane"
-	"github.com/hintstream/hintstream/registry"
+	"github.com/hintstream/hintstream/ingest/eventplane"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
-	"github.com/hintstream/hintstream/tooltime"
+	"github.com/hintstream/hintstream/decide/tooltime"
 )
 
 // Label values used by several families.

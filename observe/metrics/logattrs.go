@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hintstream/hintstream/tooltime"
+	"github.com/hintstream/hintstream/decide/tooltime"
 )
 
 // LogAttrs are the nonzero counters for run's shutdown line, keyed by

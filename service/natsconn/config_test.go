@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hintstream/hintstream/natsconn"
+	"github.com/hintstream/hintstream/service/natsconn"
 	"github.com/nats-io/nkeys"
 )
 

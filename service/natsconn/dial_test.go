@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/internal/natstest"
-	"github.com/hintstream/hintstream/natsconn"
+	"github.com/hintstream/hintstream/service/natsconn"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hintstream/hintstream/natsconn"
+	"github.com/hintstream/hintstream/service/natsconn"
 )
 
 func TestTLSServerVerifiedByCA(t *testing.T) {

@@ -2,7 +2,7 @@ package cluster
 
 import (
 	"github.com/hintstream/hintstream/kvevents"
-	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/schemas"
 )
 

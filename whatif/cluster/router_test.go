@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/hintstream/hintstream/kvevents"
-	"github.com/hintstream/hintstream/routing"
+	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/schemas"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hintstream/hintstream/ahead"
+	"github.com/hintstream/hintstream/decide/ahead"
 	"github.com/hintstream/hintstream/whatif/cluster"
 )
 

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/ahead"
-	"github.com/hintstream/hintstream/engine"
+	"github.com/hintstream/hintstream/decide/ahead"
+	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/kvevents"
-	"github.com/hintstream/hintstream/metrics"
-	hpins "github.com/hintstream/hintstream/pins"
+	"github.com/hintstream/hintstream/observe/metrics"
+	hpins "github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/whatif/cluster"
 )

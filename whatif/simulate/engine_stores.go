@@ -3,7 +3,7 @@ package simulate
 import (
 	"context"
 
-	hpins "github.com/hintstream/hintstream/pins"
+	hpins "github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/schemas"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/hintstream/hintstream/ahead"
-	"github.com/hintstream/hintstream/retention"
+	"github.com/hintstream/hintstream/decide/ahead"
+	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/whatif/cluster"
 	"github.com/hintstream/hintstream/whatif/workload"
 )

@@ -1,6 +1,6 @@
 package simulate
 
-import "github.com/hintstream/hintstream/retention"
+import "github.com/hintstream/hintstream/decide/retention"
 
 // plannerConfig is the retention planner of a run: the store's capacity
 // is the run's L3 in bytes (pages × tokens × KV bytes per token), the

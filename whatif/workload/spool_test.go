@@ -643,7 +643,7 @@ func liveHeap() int64 {
 // first as ReadTrace does) and on disk (Spool, the records streamed),
 // reporting the heap each keeps live per request once built:
 //
-//	go test -run '^$' -bench Build100k -benchtime 3x -count 3 ./loadtest/workload/
+//	go test -run '^$' -bench Build100k -benchtime 3x -count 3 ./whatif/workload/
 func BenchmarkBuild100k(b *testing.B) {
 	const n = 100_000
 	recs := traceRecords(b, testvectors.TracePath(b))

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hintstream/hintstream/engine"
+	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/schemas"
 )
 

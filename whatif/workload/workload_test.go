@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/engine"
+	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
