@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/hintstream
 export CGO_ENABLED := 1
 
-.PHONY: all deps build run test check vet fmt-check race parity bench fuzz generate docs clean loadtest reliability chart-test
+.PHONY: all deps build run test test-long sim check vet fmt-check race parity bench fuzz generate docs clean loadtest reliability chart-test
 
 all: build
 
@@ -18,9 +18,17 @@ build: deps
 run: build
 	./$(BIN) run --demo --agents $(ARGS)
 
-## test: formatting, vet, every test with the race detector, the full
-## Dynamo parity run, and the Helm chart
-test: deps check race parity chart-test
+## test: formatting, vet, every test with the race detector (simulations
+## at a small size), the simulations at full size without it, the full
+## Dynamo parity run, and the Helm chart: about 8 minutes on 2 cores
+test: deps check race sim parity chart-test
+
+## test-long: what is long by nature (HINTSTREAM_TEST_LONG=1: the 65,536-rank
+## flood, the ingestion run against a nats CLI built from source) and every
+## fuzz target for FUZZTIME; CI runs it after `make test`
+test-long: deps
+	HINTSTREAM_TEST_LONG=1 $(GO) test -race -count=1 -timeout 20m -run 'TestGapsTablesAdmitRegisteredRanks|TestIngestSmallWithNatsBench' ./e2e/ ./loadtest/speed/
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 
 check: fmt-check vet
 
@@ -33,6 +41,11 @@ vet:
 
 race:
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+## sim: the simulation-heavy packages at their full size, without the race
+## detector (under -race above they play a small case; see internal/race)
+sim: deps
+	$(GO) test -count=1 -timeout 20m ./whatif/... ./loadtest/...
 
 ## parity: the worker choice against the Python reference of Dynamo's
 ## selector over 10,000 random cases (under -race above it runs 2,000)

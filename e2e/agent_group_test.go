@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/ingest/agentevents"
-	"github.com/hintstream/hintstream/decide/agents"
 	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/decide/agents"
+	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/pypeer"
-	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/streams"
 )
 

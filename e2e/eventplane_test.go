@@ -14,8 +14,8 @@ import (
 
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/pypeer"
-	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 )
 
 // dynFrames builds event-plane frames with the independent Python builder

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/hintstream/hintstream/internal/longtest"
 	"io"
 	"net/http"
 	"regexp"
@@ -17,8 +18,8 @@ import (
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/observe"
-	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -418,6 +419,7 @@ func TestGapsEventPlanePublishers(t *testing.T) {
 //     load table, worker 1's report of 50,000 decode blocks was refused,
 //     and worker 1 was chosen over the idle worker 2.
 func TestGapsTablesAdmitRegisteredRanks(t *testing.T) {
+	longtest.Require(t, "floods 65,536 ranks of loads and KV events")
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

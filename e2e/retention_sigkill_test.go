@@ -14,10 +14,10 @@ import (
 
 	zmq "github.com/pebbe/zmq4"
 
-	"github.com/hintstream/hintstream/internal/natstest"
-	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/decide/retention"
+	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/streams"
 )
 

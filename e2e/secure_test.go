@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"

@@ -15,8 +15,8 @@ import (
 
 	"github.com/hintstream/hintstream/internal/natsembed"
 	"github.com/hintstream/hintstream/internal/testvectors"
-	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"

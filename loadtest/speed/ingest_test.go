@@ -3,12 +3,14 @@ package speed
 import (
 	"bytes"
 	"context"
+	"github.com/hintstream/hintstream/internal/longtest"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
 func TestIngestSmallWithNatsBench(t *testing.T) {
+	longtest.Require(t, "builds the nats CLI from source on a fresh machine")
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/nats-io/nats.go/jetstream"
 )
 

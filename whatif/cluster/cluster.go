@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/decide/routing"
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 

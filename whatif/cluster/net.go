@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go/jetstream"
 	zmq "github.com/pebbe/zmq4"

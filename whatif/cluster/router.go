@@ -1,8 +1,8 @@
 package cluster
 
 import (
-	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/decide/routing"
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 

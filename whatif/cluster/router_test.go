@@ -3,8 +3,8 @@ package cluster
 import (
 	"testing"
 
-	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/decide/routing"
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 

@@ -10,9 +10,9 @@ import (
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/decide/ahead"
 	"github.com/hintstream/hintstream/decide/engine"
+	hpins "github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/observe/metrics"
-	hpins "github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/whatif/cluster"
 )

@@ -1,0 +1,9 @@
+//go:build !race
+
+// Package race says whether the race detector is on, so that a
+// simulation-heavy test plays a small case under -race (make test's race
+// pass) and its full case without it (make test's sim pass).
+package race
+
+// Enabled is true in a build with -race.
+const Enabled = false
