@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/nats-io/nats.go/jetstream"
 )
 

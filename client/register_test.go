@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/internal/natstest"
-	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/nats-io/nats.go/jetstream"
 )
 

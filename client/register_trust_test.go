@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/internal/natstest"
-	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 )
 
 // TestRegisterKeepsRecordWhileEngineAPIFails: the engine's API fails

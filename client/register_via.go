@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/nats-io/nats.go"
 )
 

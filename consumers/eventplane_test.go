@@ -10,12 +10,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/tinylib/msgp/msgp"
 
+	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/ingest/eventplane"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/observe/metrics"
-	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/schemas"
 )
 

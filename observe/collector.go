@@ -9,13 +9,13 @@ import (
 
 	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/decide/ahead"
+	"github.com/hintstream/hintstream/decide/retention"
+	"github.com/hintstream/hintstream/decide/routing"
+	"github.com/hintstream/hintstream/decide/tooltime"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/observe/metrics"
-	"github.com/hintstream/hintstream/decide/retention"
-	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/schemas"
-	"github.com/hintstream/hintstream/decide/tooltime"
 )
 
 // Sources are what the collector reads on each scrape. Every field may be

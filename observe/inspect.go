@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/decide/routing"
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/decide/routing"
+	"github.com/hintstream/hintstream/decide/tooltime"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
-	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/schemas"
-	"github.com/hintstream/hintstream/decide/tooltime"
 )
 
 type staticWorkers []schemas.WorkerRecord

@@ -18,11 +18,11 @@ import (
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/decide/engine"
+	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/observe/metrics"
-	"github.com/hintstream/hintstream/decide/pins"
-	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go/jetstream"
 )

@@ -11,12 +11,12 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/decide/engine"
-	"github.com/hintstream/hintstream/internal/natstest"
-	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/decide/routing"
-	"github.com/hintstream/hintstream/schemas"
-	"github.com/hintstream/hintstream/streams"
 	"github.com/hintstream/hintstream/decide/tooltime"
+	"github.com/hintstream/hintstream/internal/natstest"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
+	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go/jetstream"
 )
 

@@ -25,8 +25,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hintstream/hintstream/internal/testvectors"
 	"github.com/hintstream/hintstream/emit/receiver"
+	"github.com/hintstream/hintstream/internal/testvectors"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tinylib/msgp/msgp"

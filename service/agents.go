@@ -5,12 +5,12 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hintstream/hintstream/ingest/agentevents"
-	"github.com/hintstream/hintstream/decide/agents"
 	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/decide/agents"
 	"github.com/hintstream/hintstream/decide/engine"
-	"github.com/hintstream/hintstream/observe/metrics"
+	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/observe"
+	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/streams"
 )
 

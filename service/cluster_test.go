@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
-	"github.com/hintstream/hintstream/decide/pins"
-	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/state/snapshots"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go/jetstream"

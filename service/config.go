@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions/zmqsend"
-	"github.com/hintstream/hintstream/decide/ahead"
 	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/decide/ahead"
 	"github.com/hintstream/hintstream/decide/engine"
-	"github.com/hintstream/hintstream/service/natsconn"
-	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/service/natsconn"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/state/snapshots"
 	"github.com/hintstream/hintstream/streams"
 )

@@ -7,8 +7,8 @@ import (
 
 	"github.com/hintstream/hintstream/decide/agents"
 	"github.com/hintstream/hintstream/decide/ahead"
-	"github.com/hintstream/hintstream/ingest/eventplane"
 	"github.com/hintstream/hintstream/decide/retention"
+	"github.com/hintstream/hintstream/ingest/eventplane"
 )
 
 // configFlags holds what the flags parse into where a Config field is not

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/internal/cmdline"
 	"github.com/hintstream/hintstream/decide/pins"
+	"github.com/hintstream/hintstream/internal/cmdline"
 )
 
 // registerPinFlags registers the tool-call pins' flags: the Mooncake pin

@@ -4,8 +4,8 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/decide/agents"
+	"github.com/hintstream/hintstream/ingest/agentevents"
 )
 
 // registerPlannerFlags registers the flags of the parts that plan beyond

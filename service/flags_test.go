@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/hintstream/hintstream/actions/zmqsend"
-	"github.com/hintstream/hintstream/ingest/eventplane"
-	"github.com/hintstream/hintstream/service/natsconn"
 	"github.com/hintstream/hintstream/decide/retention"
+	"github.com/hintstream/hintstream/ingest/eventplane"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/service/natsconn"
 	"github.com/hintstream/hintstream/streams"
 )
 

@@ -15,11 +15,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/zmqtest"
-	"github.com/hintstream/hintstream/state/registry"
-	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/streams"
 )
 

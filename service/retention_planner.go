@@ -7,11 +7,11 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/decide/engine"
-	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/decide/retention"
-	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/decide/tooltime"
+	"github.com/hintstream/hintstream/observe/metrics"
+	"github.com/hintstream/hintstream/schemas"
 )
 
 // retentionObserver feeds the retention planner from the engine's turns

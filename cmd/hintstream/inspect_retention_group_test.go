@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/observe"
 	"github.com/hintstream/hintstream/decide/retention"
+	"github.com/hintstream/hintstream/observe"
 )
 
 // inspect retention names the group's leader, through the JSON that

@@ -9,9 +9,9 @@ import (
 	"os"
 
 	"github.com/hintstream/hintstream/client"
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service/natsconn"
 	"github.com/hintstream/hintstream/state/registry"
-	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go"
 )
 

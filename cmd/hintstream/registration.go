@@ -5,8 +5,8 @@ import (
 	"flag"
 	"log/slog"
 
-	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/service"
+	"github.com/hintstream/hintstream/state/registry"
 )
 
 // registrationFlag registers --registration-prefix: where this member

@@ -13,8 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hintstream/hintstream/service/natsconn"
 	"github.com/hintstream/hintstream/service"
+	"github.com/hintstream/hintstream/service/natsconn"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"

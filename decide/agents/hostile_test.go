@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/decide/engine"
-	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/decide/tooltime"
+	"github.com/hintstream/hintstream/ingest/agentevents"
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go"
 	"github.com/tinylib/msgp/msgp"
 )

@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/zeebo/xxh3"
 
-	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/decide/engine"
+	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 )

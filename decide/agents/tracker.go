@@ -8,11 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/decide/engine"
+	"github.com/hintstream/hintstream/decide/tooltime"
+	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/schemas"
-	"github.com/hintstream/hintstream/decide/tooltime"
 )
 
 // Hinter sends the hints: the decision engine (*engine.Engine).

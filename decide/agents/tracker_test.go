@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/decide/engine"
+	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/schemas"
 )

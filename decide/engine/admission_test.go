@@ -3,11 +3,11 @@ package engine
 import (
 	"testing"
 
+	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/internal/metricstest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/observe/metrics"
-	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/schemas"
 )
 

@@ -21,11 +21,11 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/decide/routing"
-	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/decide/tooltime"
+	"github.com/hintstream/hintstream/kvevents/index"
+	"github.com/hintstream/hintstream/schemas"
 )
 
 // DefaultPinRenewMax is the default Decisions.PinRenewMax: tool calls of

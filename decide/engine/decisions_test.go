@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/decide/tooltime"
+	"github.com/hintstream/hintstream/kvevents/index"
 )
 
 func TestDecisionsDefaultsAndValidate(t *testing.T) {

@@ -9,11 +9,11 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/decide/ahead"
+	"github.com/hintstream/hintstream/decide/pins"
+	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/observe/metrics"
-	"github.com/hintstream/hintstream/decide/pins"
-	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go"
 )

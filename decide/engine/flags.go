@@ -5,9 +5,9 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/decide/tooltime"
+	"github.com/hintstream/hintstream/kvevents/index"
 )
 
 // ErrInvalidFlag is wrapped by ApplyFlags' errors about a decision flag's

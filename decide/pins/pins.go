@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/decide/tooltime"
 	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
-	"github.com/hintstream/hintstream/decide/tooltime"
 )
 
 // HeaderSimToolCall on a request announces a tool call: its response is

@@ -9,9 +9,9 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/actions/zmqsend"
+	"github.com/hintstream/hintstream/decide/tooltime"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/observe/metrics"
-	"github.com/hintstream/hintstream/decide/tooltime"
 )
 
 // fakeClock is a renewal clock the test moves.

@@ -10,10 +10,10 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/actions/zmqsend"
+	"github.com/hintstream/hintstream/decide/tooltime"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/schemas"
-	"github.com/hintstream/hintstream/decide/tooltime"
 )
 
 // TestRenewalBudgetShortKeepsLikelyReturns (issue 26, finding 6): the

@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/emit/receiver"
+	"github.com/hintstream/hintstream/observe/metrics"
 )
 
 // Defaults of Config.

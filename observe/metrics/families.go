@@ -13,10 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/ingest/eventplane"
-	"github.com/hintstream/hintstream/state/registry"
-	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/decide/tooltime"
+	"github.com/hintstream/hintstream/ingest/eventplane"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 )
 
 // Label values used by several families.

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
-	"github.com/hintstream/hintstream/state/registry"
-	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 )
 
 // BenchmarkChoiceVsRegistrySize is issue 19's point 3: the CPU of one
