@@ -27,6 +27,7 @@
 package main
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"flag"
@@ -63,7 +64,7 @@ func main() {
 	fs := flag.NewFlagSet("loadtest", flag.ExitOnError)
 	fs.StringVar(&o.out, "out", "loadtest/out", "report directory (summary.md and charts)")
 	fs.StringVar(&o.results, "results", "", "also write the report as this markdown file, its chart links pointing into --out (e.g. loadtest/RESULTS.md)")
-	fs.StringVar(&o.trace, "trace", "", "Mooncake-format trace (default ../shared/data/mooncake_synthetic_trace.jsonl beside the repo)")
+	fs.StringVar(&o.trace, "trace", "", "Mooncake-format trace (default the synthetic trace in testdata/data)")
 	fs.StringVar(&o.bin, "bin", "bin", "where the binaries and natscli are built")
 	fs.Float64Var(&o.rate, "rate", 2000, "wake-ups per second of the latency runs")
 	// 8 s rounds (16,000 wake-ups each at 2,000/s): a round's p99 is then
@@ -121,7 +122,10 @@ func run(ctx context.Context, o options, progress io.Writer) error {
 		return err
 	}
 	if o.trace == "" {
-		o.trace = filepath.Join(root, "..", "shared", "data", "mooncake_synthetic_trace.jsonl")
+		if o.trace, err = defaultTrace(root); err != nil {
+			return err
+		}
+		defer os.Remove(o.trace)
 	}
 	r := results{started: time.Now(), loadBefore: loadAvg(), command: "go run ./loadtest/cmd/loadtest " + strings.Join(os.Args[1:], " ")}
 	if !o.skipSpeed {
@@ -341,3 +345,31 @@ func loadAvg() string {
 }
 
 var errNothing = errors.New("nothing measured: both --skip-speed and --skip-value")
+
+// defaultTrace gunzips the repository's copy of the Mooncake synthetic
+// trace (testdata/data) into a temporary file: the trace reader reads a
+// plain file back by offset.
+func defaultTrace(root string) (string, error) {
+	in, err := os.Open(filepath.Join(root, "testdata", "data", "mooncake_synthetic_trace.jsonl.gz"))
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	zr, err := gzip.NewReader(in)
+	if err != nil {
+		return "", err
+	}
+	out, err := os.CreateTemp("", "mooncake-trace-*.jsonl")
+	if err != nil {
+		return "", err
+	}
+	if _, err = io.Copy(out, zr); err == nil {
+		err = out.Close()
+	}
+	if err != nil {
+		out.Close()
+		os.Remove(out.Name())
+		return "", err
+	}
+	return out.Name(), nil
+}
