@@ -22,7 +22,7 @@ import (
 // Tests run as root, so "unwritable" is a path under a regular file
 // (ENOTDIR), which no permission bit lets root pass.
 func TestWhatifRefusesBadFlagsBeforeReading(t *testing.T) {
-	trace := filepath.Join(testvectors.Dir(t), "..", "data", "mooncake_synthetic_trace.jsonl")
+	trace := testvectors.TracePath(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "a-file")
 	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {

@@ -54,7 +54,7 @@ func TestSimulateReadingIDsBackEqualsHoldingThem(t *testing.T) {
 	var cases []tc
 	seeds, limit := uint64(4), 1200
 	if race.Enabled { // the full case runs without -race (make test's sim pass)
-		seeds, limit = 2, 700
+		seeds, limit = 2, 1100
 	}
 	for seed := range seeds {
 		w, err := workload.Generate(workload.SyntheticConfig{Seed: seed + 11, Sessions: 30 + int(seed)*10,
