@@ -2,9 +2,11 @@ package service
 
 import (
 	"context"
+	"time"
 )
 
-// snapshotsCover is the highest KV-event sequence that every snapshot of
+// snapshotsCover is the creation time of the KV-event stream as it is
+// now and the highest sequence of it that every snapshot of
 // this member's KV-event stream covers: members serving other models
 // (--models) keep their own snapshots of the same stream, and a purge must
 // not take events one of them still needs. Only snapshots of the stream
@@ -13,10 +15,11 @@ import (
 // written before snapshots named their stream's incarnation holds every
 // purge back until it is replaced (gaps.go). ok is false when there is
 // no such snapshot or the store cannot be listed.
-func (s *Service) snapshotsCover(ctx context.Context) (covered uint64, ok bool) {
+func (s *Service) snapshotsCover(ctx context.Context) (created time.Time, covered uint64, ok bool) {
 	stream, err := s.kvStreamInfo(ctx)
 	if err != nil {
-		return 0, false
+		return time.Time{}, 0, false
 	}
-	return s.snaps.Cover(ctx, stream.Created)
+	covered, ok = s.snaps.Cover(ctx, stream.Created)
+	return stream.Created, covered, ok
 }

@@ -74,13 +74,15 @@ func (s *Service) purgeKVEvents(ctx context.Context) {
 	if s.cfg.KVEventsKeep < 0 || s.purgeOff.Load() {
 		return
 	}
-	covered, ok := s.snapshotsCover(ctx)
+	created, covered, ok := s.snapshotsCover(ctx)
 	if !ok {
 		return
 	}
 	name := s.cfg.Streams.KVEvents.Name
-	p, err := streams.PurgeCovered(ctx, s.js, name, covered, s.cfg.KVEventsKeep, time.Now())
+	p, err := streams.PurgeCovered(ctx, s.js, name, created, covered, s.cfg.KVEventsKeep, time.Now())
 	switch {
+	case errors.Is(err, streams.ErrStreamChanged):
+		s.log.Info("KV-event stream recreated since the snapshot was looked up; purge left to the next round", "stream", name)
 	case errors.Is(err, streams.ErrForeignStream):
 		s.purgeOff.Store(true)
 		s.log.Info("KV-event stream was not created by hintstream: never purged, its own limits bound it", "stream", name)

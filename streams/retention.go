@@ -13,6 +13,12 @@ import (
 // MetadataCreatedBy), so hintstream will not purge it.
 var ErrForeignStream = errors.New("streams: stream not created by hintstream; never purged")
 
+// ErrStreamChanged: the stream's creation time is not the one the caller's
+// snapshot belongs to. The stream was deleted and created again between
+// the caller's look and the purge, and a sequence covered in the old one
+// says nothing of the new one, so nothing is purged.
+var ErrStreamChanged = errors.New("streams: stream recreated since its snapshot; not purged")
+
 // Purged says what PurgeCovered did.
 type Purged struct {
 	// KeptFrom is the first sequence left in the stream (0: nothing purged).
@@ -24,9 +30,15 @@ type Purged struct {
 // PurgeCovered removes from stream name the messages that both a snapshot
 // covers (sequence <= covered) and are older than keep at now, so that the
 // stream holds roughly the last keep of history plus whatever no snapshot
-// covers yet. It refuses, with ErrForeignStream, a stream hintstream did
-// not create. Purging nothing is not an error.
-func PurgeCovered(ctx context.Context, js jetstream.JetStream, name string, covered uint64, keep time.Duration, now time.Time) (Purged, error) {
+// covers yet. created is the creation time of the stream the snapshot
+// covers: a stream created at any other time is refused with
+// ErrStreamChanged. It refuses, with ErrForeignStream, a stream hintstream
+// did not create. Purging nothing is not an error.
+//
+// JetStream has no conditional purge, so a recreation between this
+// function's own look and its purge request (one round trip) is not seen;
+// the consumer's event-id gap check marks the workers stale if it happens.
+func PurgeCovered(ctx context.Context, js jetstream.JetStream, name string, created time.Time, covered uint64, keep time.Duration, now time.Time) (Purged, error) {
 	st, err := js.Stream(ctx, name)
 	if err != nil {
 		return Purged{}, fmt.Errorf("streams: purge %q: %w", name, err)
@@ -34,6 +46,9 @@ func PurgeCovered(ctx context.Context, js jetstream.JetStream, name string, cove
 	info := st.CachedInfo()
 	if !CreatedByHintstream(info) {
 		return Purged{}, fmt.Errorf("%w: %q", ErrForeignStream, name)
+	}
+	if !info.Created.Equal(created) {
+		return Purged{}, fmt.Errorf("%w: %q created %v, snapshot's %v", ErrStreamChanged, name, info.Created, created)
 	}
 	before := info.State
 	if before.Msgs == 0 || covered < before.FirstSeq {
