@@ -27,6 +27,9 @@ type AheadResult struct {
 	Blocks, UsedBlocks, WastedBlocks int64
 	// Hintstream's own accounting (its counters): bytes used and wasted.
 	UsedBytes, WastedBytes uint64
+	// Sessions the trial judged, and Passed those it let prefetch: why a
+	// row with header-free prefetch can equal the row without.
+	Sessions, Passed int
 }
 
 // WasteRatio is WastedBlocks / UsedBlocks.

@@ -82,6 +82,10 @@ type Config struct {
 	// Planner turns hintstream's retention planner on (package
 	// retention), with the budget a share of the L3 store (planner.go).
 	Planner bool
+	// L3PinBudget is the retention planner's budget in bytes of L3
+	// (Policy.Planner, and Planner here); 0: the planner's default share
+	// of the L3 store.
+	L3PinBudget int64
 	// Ahead turns hintstream's header-free prefetches on (package ahead;
 	// ahead.go), with the run's L3 bandwidth and KV bytes per token.
 	Ahead bool
@@ -208,6 +212,11 @@ type ModeResult struct {
 	prefetchedTo map[int]int
 	// Lost is the saving missed against the bound, by cause (hint runs).
 	Lost Lost
+	// Mechanism is the run's lost saving against the clairvoyant bound by
+	// mechanism (Simulate's policy runs; nil elsewhere).
+	Mechanism *Mechanism
+	// PlannerPins counts pins the retention planner applied (Planner).
+	PlannerPins int
 	// SavingOverTime is the saving so far at Config.TimePoints even steps
 	// (Simulate; PerRequestCost is not kept there).
 	SavingOverTime []SavingPoint

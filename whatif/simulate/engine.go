@@ -31,6 +31,15 @@ type Policy struct {
 	Affinity bool
 	// Ahead turns header-free prefetches on (ahead.go).
 	Ahead bool
+	// Planner turns hintstream's retention planner on (package
+	// retention), with Config.L3PinBudget as its budget.
+	Planner bool
+	// L3Eviction is the L3 store's eviction order: "" or L3LRU (what
+	// Mooncake's master does), L3ARC.
+	L3Eviction string
+	// Peer, when set, makes this a peer's policy, not hintstream's: the
+	// decision engine is not run, the peer's own mechanism is (peers.go).
+	Peer *Peer
 }
 
 // Policies are the hint policies hintstream has: today's defaults, each
@@ -44,6 +53,8 @@ func Policies() []Policy {
 		{Name: "no pin renewal", Decisions: engine.Decisions{NoPinRenewal: true}},
 		{Name: "today's + affinity", Affinity: true},
 		{Name: "today's + affinity + header-free prefetch", Affinity: true, Ahead: true},
+		{Name: "planner", Affinity: true, Planner: true},
+		{Name: "planner + header-free prefetch", Affinity: true, Planner: true, Ahead: true},
 	}
 }
 

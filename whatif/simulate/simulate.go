@@ -19,6 +19,9 @@ type Simulation struct {
 	// Policies are the in-process engine's runs, in the order asked
 	// (Mode is the policy's name), each with its lost savings.
 	Policies []ModeResult
+	// Reachable is the hint-reachable bound (reachable.go) on the same
+	// workload and capacities.
+	Reachable ModeResult
 	// HeldPrompts is the most hashed prompts held at once.
 	HeldPrompts int
 	// HeldResults is the most requests one run held results of at once
