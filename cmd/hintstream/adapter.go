@@ -58,6 +58,7 @@ func adapterCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		window      = fs.Int("dedup-window", receiver.DefaultDedupWindow, "recent message ids remembered to drop repeats")
 		workerID    = fs.Uint64("worker-id", 0, "this worker's registry id: prefetches naming another worker are dropped (other_worker); 0: take every worker's")
 		queueTokens = fs.Int("queue-tokens", adapter.DefaultQueueTokens, "prompt tokens of the hints queued or in flight at most (4 bytes each); past it hints are dropped (queue_full)")
+		maxLife     = fs.Duration("max-hint-life", adapter.DefaultMaxHintLife, "a hint expiring later than this after it arrives is acted on as if it expired then (a sender's clock gone wrong would otherwise keep retries going and set a vLLM TTL as long)")
 		maxMsg      = fs.Int("max-message-bytes", adapter.DefaultMaxMessageBytes, "largest hint message read; a sender of a larger one is disconnected by ZeroMQ")
 		curveFile   = fs.String("curve-secret-key-file", env("HINTSTREAM_ADAPTER_CURVE_SECRET_KEY_FILE", ""), "file holding the Z85 CURVE secret key: the socket becomes a CURVE server (env HINTSTREAM_ADAPTER_CURVE_SECRET_KEY_FILE)")
 		httpAddr    = fs.String("http-addr", env("HINTSTREAM_HTTP_ADDR", ""), "serve /metrics, /healthz and /readyz here, e.g. :9091 (env HINTSTREAM_HTTP_ADDR); empty: off")
@@ -85,7 +86,7 @@ func adapterCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	cfg := adapter.Config{Bind: *bind, Engine: *engine, EngineURL: *engineURL, Model: *model,
 		MaxInflight: *maxInflight, QueueSize: *queueSize, CallTimeout: *callTimeout, PrefetchTTL: *prefetchTTL,
 		PrefetchValue: *prefetchVal, EnginePriority: prio.v, DedupWindow: *window, WorkerID: *workerID,
-		QueueTokens: *queueTokens, MaxMessageBytes: *maxMsg}
+		QueueTokens: *queueTokens, MaxMessageBytes: *maxMsg, MaxHintLife: *maxLife}
 	if *curveFile != "" {
 		key, err := os.ReadFile(*curveFile)
 		if err != nil {

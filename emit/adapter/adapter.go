@@ -54,6 +54,13 @@ const (
 	// prefetch of hintstream's most tokens (1 Mi, schemas.DefaultLimits)
 	// takes at most 5 MiB of msgpack.
 	DefaultMaxMessageBytes = 8 << 20
+	// DefaultMaxHintLife bounds how far ahead a hint's expires_at_ms is
+	// believed. hintstream's prefetches expire 2 s after their wake-up and
+	// its retains within 30 s (actions.TTLConfig.Deadline); a deadline
+	// hours away is a sender's clock gone wrong or a hostile one, and
+	// taken at its word it would keep a call slot retrying a failing
+	// engine until then and give vLLM a prefetch TTL of as long.
+	DefaultMaxHintLife = 5 * time.Minute
 	// maxErrorBody is how much of a refusal's body is logged.
 	maxErrorBody = 512
 	// maxDrainBody is how much more of an answer is read so the
@@ -109,6 +116,9 @@ type Config struct {
 	QueueTokens int
 	// MaxMessageBytes bounds one hint message (DefaultMaxMessageBytes).
 	MaxMessageBytes int
+	// MaxHintLife: a hint expiring later than this from its arrival is
+	// acted on as if it expired then (DefaultMaxHintLife).
+	MaxHintLife time.Duration
 }
 
 func (c *Config) defaults() {
@@ -139,6 +149,9 @@ func (c *Config) defaults() {
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if c.MaxHintLife == 0 {
+		c.MaxHintLife = DefaultMaxHintLife
+	}
 }
 
 func (c *Config) validate() error {
@@ -151,7 +164,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: max inflight %d, want >= 1", ErrInvalidOption, c.MaxInflight)
 	case c.QueueSize < 1:
 		return fmt.Errorf("%w: queue size %d, want >= 1", ErrInvalidOption, c.QueueSize)
-	case c.CallTimeout < 0, c.PrefetchTTL < 0, c.RetryDelay < 0:
+	case c.CallTimeout < 0, c.PrefetchTTL < 0, c.RetryDelay < 0, c.MaxHintLife < 0:
 		return fmt.Errorf("%w: negative duration", ErrInvalidOption)
 	case c.PrefetchValue < 1:
 		return fmt.Errorf("%w: prefetch value %d, want >= 1", ErrInvalidOption, c.PrefetchValue)
@@ -338,6 +351,7 @@ func (a *Adapter) handle(_ context.Context, h receiver.Hint) {
 		if p.ExpiresAtMs == 0 { // a prefetch without expiry: bounded by one call
 			j.deadline = now.Add(a.cfg.CallTimeout)
 		}
+		j.deadline = a.believable(j.deadline, now)
 		if a.cfg.Engine == EngineVLLM {
 			j.w.claim = claimID(p.SessionID, p.RequestID)
 			j.w.revision = a.revs.next(j.w.claim, now.UnixMilli())
@@ -357,6 +371,7 @@ func (a *Adapter) handle(_ context.Context, h receiver.Hint) {
 		j = job{action: receiver.ActionRetain, deadline: time.UnixMilli(p.ExpiresAtMs),
 			w: warmUp{tokens: p.TokenIDs, model: p.Model, msgID: h.MessageID, claim: p.ClaimID,
 				revision: p.Revision, value: p.Priority, ttl: float64(p.TTLMs) / 1000}}
+		j.deadline = a.believable(j.deadline, now)
 	default:
 		a.counters.Dropped.Inc(metrics.AdapterDropUnsupported)
 		a.log.Debug("action not for a worker", "action", h.Type, "message_id", h.MessageID)
@@ -386,6 +401,16 @@ func (a *Adapter) handle(_ context.Context, h receiver.Hint) {
 		a.tokens.Add(-n)
 		a.counters.Dropped.Inc(metrics.AdapterDropQueueFull)
 	}
+}
+
+// believable bounds a hint's deadline to MaxHintLife from now, counting
+// the hints it shortens (receiver far_future).
+func (a *Adapter) believable(deadline, now time.Time) time.Time {
+	if limit := now.Add(a.cfg.MaxHintLife); deadline.After(limit) {
+		a.counters.FarFuture.Inc()
+		return limit
+	}
+	return deadline
 }
 
 func (a *Adapter) work(ctx context.Context) {

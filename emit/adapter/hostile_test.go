@@ -8,6 +8,7 @@ package adapter
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -448,4 +449,59 @@ func totalAlloc() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.TotalAlloc
+}
+
+// TestHostileFarFutureExpiry: a prefetch claiming to expire a year from
+// now, to a vLLM engine that answers 503 to everything. The adapter
+// retries it only for MaxHintLife, then drops it as expired, and the
+// set_priority TTL it sent is the configured prefetch TTL, not a year.
+// Before MaxHintLife the retries went on for the year and ttl_seconds
+// was 3.2e7.
+func TestHostileFarFutureExpiry(t *testing.T) {
+	var mu sync.Mutex
+	var ttls []float64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			KVHints struct {
+				Actions []struct {
+					Payload struct {
+						TTLSeconds float64 `json:"ttl_seconds"`
+					} `json:"payload"`
+				} `json:"actions"`
+			} `json:"kv_hints"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err == nil && len(body.KVHints.Actions) == 1 {
+			mu.Lock()
+			ttls = append(ttls, body.KVHints.Actions[0].Payload.TTLSeconds)
+			mu.Unlock()
+		}
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	const life, prefetchTTL = 400 * time.Millisecond, 90 * time.Second
+	a := run(t, Config{Engine: EngineVLLM, EngineURL: srv.URL, Model: model, MaxHintLife: life,
+		PrefetchTTL: prefetchTTL, RetryDelay: 20 * time.Millisecond})
+	s := pusher(t, a.Endpoint())
+	start := time.Now()
+	push(t, s, prefetchBytes(t, actions.Prefetch{RequestID: "far", SessionID: "s", TokenIDs: tokens(8),
+		ExpiresAt: time.Now().AddDate(1, 0, 0)}))
+	c := a.Counters()
+	natstest.Eventually(t, 10*time.Second, func() bool { return value(c.Dropped, metrics.AdapterDropExpired) == 1 },
+		"the far-future prefetch given up within MaxHintLife")
+	took := time.Since(start)
+	if c.FarFuture.Value() != 1 {
+		t.Fatalf("far_future %d, want 1", c.FarFuture.Value())
+	}
+	if c.Retries.Value() == 0 {
+		t.Fatal("no retry of a 503 within MaxHintLife")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, ttl := range ttls {
+		if ttl != prefetchTTL.Seconds() {
+			t.Fatalf("ttl_seconds %v, want the prefetch TTL %v", ttl, prefetchTTL.Seconds())
+		}
+	}
+	t.Logf("FIGURE far-future expiry: given up after %v (max hint life %v), %d retries, ttl_seconds %v",
+		took.Round(time.Millisecond), life, c.Retries.Value(), prefetchTTL.Seconds())
 }

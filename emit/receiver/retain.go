@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/tinylib/msgp/msgp"
 )
@@ -47,7 +48,9 @@ func readRetain(b []byte, at string) (*schemas.RetainPayload, error) {
 			p.DpRank = uint32(n)
 			return rest, err
 		case "ttl_ms":
-			return readInt(v, at+".ttl_ms", 1, math.MaxInt64, &p.TTLMs)
+			// hintstream never sends a pin longer than Mooncake's soft-pin
+			// maximum; a longer one is a hostile or broken sender's.
+			return readInt(v, at+".ttl_ms", 1, actions.MaxPinTTL.Milliseconds(), &p.TTLMs)
 		case "priority":
 			return readInt(v, at+".priority", 1, 100, &p.Priority)
 		case "revision":

@@ -35,6 +35,7 @@ func TestDecodeRetain(t *testing.T) {
 	for name, b := range map[string][]byte{
 		"no ttl":       envelope("kv.retain", retainPayload(func(m map[string]any) { delete(m, "ttl_ms") })),
 		"zero ttl":     envelope("kv.retain", retainPayload(func(m map[string]any) { m["ttl_ms"] = int64(0) })),
+		"ttl past 24h": envelope("kv.retain", retainPayload(func(m map[string]any) { m["ttl_ms"] = actions.MaxPinTTL.Milliseconds() + 1 })),
 		"no expiry":    envelope("kv.retain", retainPayload(func(m map[string]any) { delete(m, "expires_at_ms") })),
 		"empty claim":  envelope("kv.retain", retainPayload(func(m map[string]any) { m["claim_id"] = "" })),
 		"long claim":   envelope("kv.retain", retainPayload(func(m map[string]any) { m["claim_id"] = strings.Repeat("x", 257) })),

@@ -27,6 +27,9 @@ type Adapter struct {
 	Calls     *CounterVec // engine calls that succeeded, by action type
 	Failed    *CounterVec // engine calls that failed, by reason (one count per attempt)
 	Retries   *Counter
+	// FarFuture counts hints whose expires_at_ms lay past the adapter's
+	// MaxHintLife, acted on as if they expired then.
+	FarFuture *Counter
 	CallTimes prometheus.Histogram
 }
 
@@ -41,6 +44,7 @@ func NewAdapter() *Adapter {
 	a.Failed = b.vec("hintstream_adapter_engine_failures_total", "reason", "Engine call attempts that failed or were refused, by reason.",
 		AdapterFailRefused, AdapterFailServerError, AdapterFailUnreachable, AdapterFailTimeout, AdapterFailRedirected)
 	a.Retries = b.counter("hintstream_adapter_engine_retries_total", "Engine calls tried again after a server error or no connection, before the hint expired.")
+	a.FarFuture = b.counter("hintstream_adapter_far_future_total", "Hints whose expires_at_ms lay past --max-hint-life, acted on as if they expired then.")
 	a.CallTimes = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "hintstream_adapter_engine_call_seconds",
 		Help:    "Latency of engine calls that got an answer (any status).",
