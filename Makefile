@@ -44,8 +44,10 @@ race:
 
 ## sim: the simulation-heavy packages at their full size, without the race
 ## detector (under -race above they play a small case; see internal/race)
+# The tests whose case is cut under -race, run again whole without it
+# (scripts/sim-tests.py finds them: they read race.Enabled).
 sim: deps
-	$(GO) test -count=1 -timeout 20m ./whatif/... ./loadtest/...
+	$(GO) test -count=1 -timeout 20m -run '$(shell ./scripts/sim-tests.py)' $(shell ./scripts/sim-tests.py --packages)
 
 ## parity: the worker choice against the Python reference of Dynamo's
 ## selector over 10,000 random cases (under -race above it runs 2,000)

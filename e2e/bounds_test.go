@@ -214,6 +214,7 @@ func TestSocketBudgetJunkEndpointsThenRealWorker(t *testing.T) {
 // hint and leave leave /metrics under 2,000 lines; refused registry
 // records are counted by reason.
 func TestMetricsBoundedUnderToolAndEndpointChurn(t *testing.T) {
+	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	vec := sglangVector(t, "mha-tp2-page16")
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)

@@ -65,6 +65,7 @@ func dynFrames(t *testing.T, specs []map[string]any) []struct{ Subject, Hex stri
 // envelope is dead-lettered with its reason and counted, and a skipped
 // sequence of w202's publisher is an index gap.
 func TestDynamoEventPlane(t *testing.T) {
+	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	srv := natstest.Start(t)
 	nc, js := natstest.Connect(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

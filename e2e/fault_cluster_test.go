@@ -116,6 +116,7 @@ func (p *clusterPublisher) run(ctx context.Context, total, batch int, tick time.
 // acked is hinted, duplicates are counted, both members reconnect to
 // surviving nodes by themselves, and the time to recover is measured.
 func TestFaultClusterLeaderLoss(t *testing.T) {
+	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	const total, batch, tick = 12000, 50, 50 * time.Millisecond
 	c := natstest.StartCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

@@ -26,6 +26,7 @@ var nonDefaultDecisions = []string{
 // write the same hint log, line for line; the flags visibly took effect
 // (prefetch life, pin TTL, no release with --keep-pin-on-next-turn).
 func TestReplayMatchesLiveWithDecisionFlags(t *testing.T) {
+	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	r := runLive(t, 1, nonDefaultDecisions...)
 	dry, _ := replayDry(t, r, nonDefaultDecisions...)
 	want, got := canonicalLines(t, r.live), canonicalLines(t, dry)

@@ -22,6 +22,7 @@ import (
 // without --models makes the other model's choices too, so the flag is
 // what makes them equal.
 func TestReplayMatchesLiveWithModels(t *testing.T) {
+	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	const other = "meta/Llama-3.1-8B"
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)

@@ -147,6 +147,7 @@ func replayDry(t *testing.T, r liveRun, flags ...string) (string, []byte) {
 // hints (prefetches, pins and a release), chosen against the state of the
 // moment.
 func TestReplayMatchesLive(t *testing.T) {
+	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	r := runLive(t, 2)
 	w1, w2, live := r.w1, r.w2, r.live
 	dry, out := replayDry(t, r)

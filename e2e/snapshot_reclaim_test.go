@@ -24,6 +24,7 @@ import (
 // interrupted saves left, down to at most 2x one snapshot, and still
 // restores the index.
 func TestSnapshotChunksReclaimedAfterSIGKILLs(t *testing.T) {
+	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	srv := natstest.Start(t)
 	nc, js := natstest.Connect(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
