@@ -25,53 +25,72 @@ func (p *Point) annotate() {
 		}
 		r.Note = ""
 		best, bestDiff := -1, 0
+		var facts []string // one per equal row that lacks only one switch of r's
 		for j := range p.Runs[:i] {
 			o := p.Runs[j]
 			if (o.Kind != "off" && o.Kind != "policy" && o.Kind != "peer") || !sameCost(o.Cost, r.Cost) {
 				continue
 			}
-			d := len(minus(r.Policy.toggles(), o.Policy.toggles())) + len(minus(o.Policy.toggles(), r.Policy.toggles()))
-			if best < 0 || d < bestDiff {
+			added, dropped := minus(r.Policy.toggles(), o.Policy.toggles()), minus(o.Policy.toggles(), r.Policy.toggles())
+			if len(dropped) == 0 && len(added) == 1 {
+				if f := switchFacts(added[0], *r, p.L3PinBudget); f != "" && !contains(facts, f) {
+					facts = append(facts, f)
+				}
+			}
+			if d := len(added) + len(dropped); best < 0 || d < bestDiff {
 				best, bestDiff = j, d
 			}
 		}
-		if best >= 0 {
+		switch {
+		case len(facts) > 0:
+			r.Note = strings.Join(facts, "; ")
+		case best >= 0:
 			r.Note = whyEqual(*r, p.Runs[best], p.L3PinBudget)
 		}
 	}
 }
 
-// whyEqual says why r costs what o does: the facts of the one switch
-// that differs, or, naming every difference, the facts of each.
+func contains(s []string, x string) bool {
+	for _, y := range s {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// switchFacts is what one switch did in r, for the switches that
+// report it ("" for the others).
+func switchFacts(name string, r RunResult, budget int64) string {
+	switch name {
+	case "header-free prefetch":
+		return headerFreeFacts(r.HeaderFree)
+	case "planner":
+		return plannerFacts(r.PlannerPins, budget)
+	}
+	return ""
+}
+
+// whyEqual says why r costs what o does, naming every switch that
+// differs, and what each that reports it did.
 func whyEqual(r, o RunResult, budget int64) string {
 	added := minus(r.Policy.toggles(), o.Policy.toggles())
 	dropped := minus(o.Policy.toggles(), r.Policy.toggles())
-	if len(dropped) == 0 && len(added) == 1 {
-		switch added[0] {
-		case "header-free prefetch":
-			return headerFreeFacts(r.HeaderFree)
-		case "planner":
-			return plannerFacts(r.PlannerPins, budget)
-		}
-	}
+	s := fmt.Sprintf("same cost as %s to the token", o.Name)
 	var parts []string
 	if len(added) > 0 {
-		parts = append(parts, "adds "+strings.Join(added, ", "))
+		parts = append(parts, "this row has "+strings.Join(added, " and ")+", "+o.Name+" not")
 	}
 	if len(dropped) > 0 {
-		parts = append(parts, "drops "+strings.Join(dropped, ", "))
+		parts = append(parts, o.Name+" has "+strings.Join(dropped, " and ")+", this row not")
 	}
-	s := fmt.Sprintf("same cost as %s to the token", o.Name)
 	if len(parts) == 0 {
 		return s + ": the same switches"
 	}
-	s += ": " + strings.Join(parts, " and ") + ", and none of it changed a prefill token"
+	s += ": " + strings.Join(parts, "; ") + "; none of it changed a prefill token"
 	for _, a := range added {
-		switch a {
-		case "header-free prefetch":
-			s += "; " + headerFreeFacts(r.HeaderFree)
-		case "planner":
-			s += "; " + plannerFacts(r.PlannerPins, budget)
+		if f := switchFacts(a, r, budget); f != "" {
+			s += " (" + f + ")"
 		}
 	}
 	return s

@@ -298,12 +298,17 @@ func SelectPolicies(list string) ([]simulate.Policy, error) {
 			}
 		}
 		if !found {
-			var names []string
-			for _, p := range all {
-				names = append(names, strconv.Quote(p.Name))
-			}
-			return nil, fmt.Errorf("%w: --policies: no policy %q (want names separated by commas from %s)", ErrInvalidOption, n, strings.Join(names, ", "))
+			return nil, fmt.Errorf("%w: --policies: no policy %q (want names separated by commas from %s)", ErrInvalidOption, n, PolicyNames())
 		}
 	}
 	return out, nil
+}
+
+// PolicyNames are the names --policies takes, quoted, in order.
+func PolicyNames() string {
+	var names []string
+	for _, p := range append(simulate.Policies(), simulate.Peers()...) {
+		names = append(names, strconv.Quote(p.Name))
+	}
+	return strings.Join(names, ", ")
 }

@@ -143,4 +143,3 @@ func joinOr(s []string, none string) string {
 	}
 	return out
 }
-
