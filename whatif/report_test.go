@@ -73,11 +73,11 @@ func TestEqualRowsSayWhy(t *testing.T) {
 		notes[r.Name] = r.Note
 	}
 	for name, want := range map[string]string{
-		"today's":                                   "",
-		"today's + affinity":                        "",
-		"faster":                                    "",
+		"today's":            "",
+		"today's + affinity": "",
+		"faster":             "",
 		"today's + affinity + header-free prefetch": "header-free prefetch: trial kept silent, 0 of 12 sessions passed",
-		"planner":                                   "planner: 0 pins within budget 4.0 GiB",
+		"planner": "planner: 0 pins within budget 4.0 GiB",
 		// Equal to both rows that lack one of its switches: each says.
 		"planner + header-free prefetch": "planner: 7 pins, none changed an eviction; header-free prefetch: 3 of 12 sessions passed, 5 prefetches changed no turn's prefill (9 blocks wasted)",
 		"no pin renewal":                 "same cost as today's to the token: this row has no pin renewal, today's not; none of it changed a prefill token",

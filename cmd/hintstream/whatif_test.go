@@ -15,10 +15,11 @@ import (
 
 // TestWhatifRefusesBadFlagsBeforeReading: `hintstream whatif` with a
 // directory or a pipe for --trace, junk --sweep values, or a --report
-// path it cannot write refuses at once, naming the flag, before it reads
-// the trace (--l3-pin-budget and --policies too). The trace is the full synthetic one (3,993 requests), whose
-// run takes seconds: before, --report under a regular file failed only
-// after the run (4.9 s on 2 cores), with "whatif: report: mkdir ...".
+// path it cannot write, a junk --l3-pin-budget or --policies, refuses at
+// once, naming the flag, before it reads the trace. The trace is the
+// full synthetic one (3,993 requests), whose run takes seconds: before,
+// --report under a regular file failed only after the run (4.9 s on 2
+// cores), with "whatif: report: mkdir ...".
 // Tests run as root, so "unwritable" is a path under a regular file
 // (ENOTDIR), which no permission bit lets root pass.
 func TestWhatifRefusesBadFlagsBeforeReading(t *testing.T) {
