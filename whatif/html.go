@@ -10,10 +10,10 @@ import (
 
 // pageStyle is the report's only style, inline: the page loads nothing
 // (no script, font, style or image from anywhere).
-const pageStyle = `body{font-family:Helvetica,Arial,sans-serif;margin:2em;max-width:1200px;color:#222}` +
+const pageStyle = `body{font-family:Helvetica,Arial,sans-serif;margin:2em;max-width:1400px;color:#222}` +
 	`table{border-collapse:collapse;margin:1em 0;font-size:14px}th,td{border:1px solid #ccc;padding:4px 8px}` +
 	`th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}tr.peer td{background:#fbf7ee}` +
-	`tr.bound td{background:#f3f6fb}td.note{font-size:12px;color:#555;max-width:28em}small{color:#666}` +
+	`tr.bound td{background:#f3f6fb}td.note{font-size:12px;color:#555;min-width:18em;max-width:30em}small{color:#666}` +
 	`#summary{border:2px solid #0072B2;padding:0.5em 1.5em;background:#f5f9fc}code{background:#eee;padding:1px 4px}` +
 	`ul.legend{list-style:none;padding:0;columns:2;font-size:13px}ul.legend li{margin:2px 0}figure{margin:1em 0}`
 
