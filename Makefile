@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/hintstream
 export CGO_ENABLED := 1
 
-.PHONY: all deps build run test test-long sim check vet fmt-check race parity bench fuzz generate docs clean loadtest reliability chart-test
+.PHONY: all deps build run test test-long sim check vet fmt-check race parity bench fuzz generate docs clean loadtest reliability chart-test report-check
 
 all: build
 
@@ -29,6 +29,12 @@ test: deps check race sim parity chart-test
 test-long: deps
 	HINTSTREAM_TEST_LONG=1 $(GO) test -race -count=1 -timeout 20m -run 'TestGapsTablesAdmitRegisteredRanks|TestIngestSmallWithNatsBench' ./e2e/ ./loadtest/speed/
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+
+## report-check: a whatif --report loaded in headless Chromium (installed
+## from Debian if absent; as root): tables, summary and charts in the DOM,
+## no network request by the page. Not part of `make test`.
+report-check: deps
+	@./scripts/report-check.sh
 
 check: fmt-check vet
 

@@ -4,71 +4,151 @@ import (
 	"bytes"
 	"fmt"
 	"html"
-	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 )
 
-// WriteHTML writes dir/index.html: the tables and inline SVG charts
-// (saving over time, lost savings by cause and, with a sweep, saving
-// against the swept value). It loads nothing: no script, font or style
-// from the network.
+// pageStyle is the report's only style, inline: the page loads nothing
+// (no script, font, style or image from anywhere).
+const pageStyle = `body{font-family:Helvetica,Arial,sans-serif;margin:2em;max-width:1400px;color:#222}` +
+	`table{border-collapse:collapse;margin:1em 0;font-size:14px}th,td{border:1px solid #ccc;padding:4px 8px}` +
+	`th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}tr.peer td{background:#fbf7ee}` +
+	`tr.bound td{background:#f3f6fb}td.note{font-size:12px;color:#555;min-width:18em;max-width:30em}small{color:#666}` +
+	`#summary{border:2px solid #0072B2;padding:0.5em 1.5em;background:#f5f9fc}code{background:#eee;padding:1px 4px}` +
+	`ul.legend{list-style:none;padding:0;columns:2;font-size:13px}ul.legend li{margin:2px 0}figure{margin:1em 0}`
+
+// WriteHTML writes dir/index.html: what to turn on first, then per point
+// the runs, the lost savings by cause and by mechanism as tables, and
+// inline SVG charts (saving over time, lost savings by cause and, with a
+// sweep, saving against the swept value).
 func (r *Report) WriteHTML(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("whatif: report: %w", err)
 	}
 	var b bytes.Buffer
-	b.WriteString(`<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>hintstream whatif</title>` +
-		`<style>body{font-family:Helvetica,Arial,sans-serif;margin:2em;max-width:1000px}pre{background:#f6f6f6;padding:1em;overflow-x:auto}</style></head><body>`)
+	b.WriteString(`<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>hintstream whatif</title><style>` + pageStyle + `</style></head><body>`)
 	fmt.Fprintf(&b, "<h1>What hints would save: %s</h1>\n", html.EscapeString(r.Source))
-	var txt bytes.Buffer
-	if err := r.Text(&txt); err != nil {
-		return err
+	fmt.Fprintf(&b, "<p>%d requests (%d conversations, %d next turns), %s prompt tokens over %.0f s; reusable share with unbounded caches %s.",
+		r.Requests, r.Conversations, r.NextTurns, tokens(float64(r.PromptTokens)), r.DurationS, pct(r.Reusable))
+	if r.Skipped > 0 {
+		fmt.Fprintf(&b, " %d bad lines skipped (first: %s).", r.Skipped, html.EscapeString(r.FirstSkipped))
 	}
-	fmt.Fprintf(&b, "<pre>%s</pre>\n", html.EscapeString(txt.String()))
+	fmt.Fprintf(&b, " Played at %d requests a second (%.1f s).</p>\n", int(r.RequestsPerS), r.ElapsedS)
+	r.summaryHTML(&b)
+	for _, p := range r.Points {
+		p.tablesHTML(&b)
+	}
 	if len(r.Points) > 0 {
-		p := r.Points[0]
-		var lines []series
-		for _, run := range p.Runs {
-			if run.Kind == "off" {
-				continue
-			}
-			s := series{label: run.Name}
-			for _, t := range run.SavingOverTime {
-				s.x = append(s.x, t.AtS)
-				s.y = append(s.y, t.Saving)
-			}
-			lines = append(lines, s)
-		}
-		fmt.Fprintf(&b, "<h2>Prefill saved over time%s</h2>\n", html.EscapeString(labelSuffix(p.Label)))
-		b.Write(lineChart("trace time (s)", "prefill tokens saved so far", lines))
-		var bars []series
-		causes := []string{"no wake-up", "wrong worker", "load unfinished", "evicted", "pin lapsed", "rest"}
-		for _, run := range p.Runs {
-			if l := run.Lost; l != nil {
-				bars = append(bars, series{label: run.Name, y: []float64{l.NoWakeup, l.WrongWorker, l.LoadNotFinished,
-					l.EvictedBeforeUse, l.PinLapsed, l.Rest}})
-			}
-		}
-		fmt.Fprintf(&b, "<h2>Saving lost against the clairvoyant bound, by cause%s</h2>\n", html.EscapeString(labelSuffix(p.Label)))
-		b.Write(barChart(causes, "prefill tokens", bars))
-	}
-	if r.Sweep != nil {
-		var lines []series
-		for k, run := range r.Points[0].Runs {
-			s := series{label: run.Name}
-			for i, p := range r.Points {
-				s.x = append(s.x, r.Sweep.Values[i])
-				s.y = append(s.y, 100*float64(p.Runs[k].SavingShare))
-			}
-			lines = append(lines, s)
-		}
-		fmt.Fprintf(&b, "<h2>Prefill saved against %s</h2>\n", sweepTitle(r.Sweep.Dim))
-		b.Write(lineChart(sweepTitle(r.Sweep.Dim)+" ("+sweepUnit(r.Sweep.Dim)+")", "prefill saved (% of prompt tokens)", lines))
+		r.chartsHTML(&b)
 	}
 	b.WriteString("</body></html>\n")
 	return os.WriteFile(filepath.Join(dir, "index.html"), b.Bytes(), 0o644)
+}
+
+// summaryHTML is the "what to turn on" box.
+func (r *Report) summaryHTML(b *bytes.Buffer) {
+	b.WriteString(`<section id="summary"><h2>What to turn on</h2>`)
+	any := false
+	for _, p := range r.Points {
+		s := p.Summary
+		if s == nil {
+			continue
+		}
+		any = true
+		fmt.Fprintf(b, "<p>%s%s</p>", html.EscapeString(labelPrefix(p.Label)), html.EscapeString(s.sentence()))
+		fmt.Fprintf(b, "<p>In <code>hintstream run</code>: <code>%s</code>", html.EscapeString(joinOr(s.RunFlags, "the defaults")))
+		for _, x := range s.Besides {
+			fmt.Fprintf(b, "; and %s", html.EscapeString(x))
+		}
+		b.WriteString(".")
+		if s.Better != "" {
+			fmt.Fprintf(b, " With a store setting on top, %q saves more.", html.EscapeString(s.Better))
+		}
+		b.WriteString("</p>\n")
+	}
+	if !any {
+		b.WriteString("<p>No hintstream policy was played.</p>")
+	}
+	if s := r.worthSentence(); s != "" {
+		fmt.Fprintf(b, `<p id="hints-worth"><strong>%s</strong></p>`, html.EscapeString(s))
+	}
+	b.WriteString("</section>\n")
+}
+
+// tablesHTML writes one point's tables: the runs, then the lost savings
+// by cause and by mechanism.
+func (p Point) tablesHTML(b *bytes.Buffer) {
+	c := p.Cluster
+	fmt.Fprintf(b, "<h2>Runs%s</h2>\n<p>%d workers × %d device blocks, L3 %s (%d pages), %s, α %.2f, %d KV bytes/token, %d-token blocks, planner budget %s.</p>\n",
+		html.EscapeString(labelSuffix(p.Label)), c.Workers, c.DeviceBlocks, FormatBytes(float64(c.L3Bytes)), p.L3Pages, bandwidth(c.L3Bandwidth),
+		c.Alpha, c.KVBytesPerToken, c.BlockSize, FormatBytes(float64(p.L3PinBudget)))
+	b.WriteString(`<table class="runs"><thead><tr><th>run</th><th>kind</th><th>prefill saved (tokens)</th><th>of prompt</th>` +
+		`<th>of clairvoyant bound</th><th>of hint-reachable bound</th><th>of oracle</th><th>prefetches</th><th>wasted prefetch</th>` +
+		`<th>pins</th><th>planner pins</th><th>time (s)</th><th>why equal</th></tr></thead><tbody>`)
+	for _, run := range p.Runs {
+		class := run.Kind
+		if class == "reachable" {
+			class = "bound"
+		}
+		name := html.EscapeString(run.Name)
+		if run.Source != "" {
+			name += "<br><small>after " + html.EscapeString(run.Source) + "</small>"
+		}
+		fmt.Fprintf(b, `<tr class="%s"><td>%s</td><td>%s</td>`, class, name, html.EscapeString(run.Kind))
+		for _, v := range []string{tokens(run.Saving), pct(run.SavingShare), pct(run.OfBound), pct(run.OfReachable), pct(run.OfOracle),
+			fmt.Sprint(run.Prefetches), FormatBytes(run.WastedPrefetchBytes), fmt.Sprint(run.Pins), fmt.Sprint(run.PlannerPins),
+			fmt.Sprintf("%.2f", run.ElapsedS)} {
+			fmt.Fprintf(b, `<td class="n">%s</td>`, html.EscapeString(v))
+		}
+		fmt.Fprintf(b, `<td class="note">%s</td></tr>`, html.EscapeString(run.Note))
+	}
+	b.WriteString("</tbody></table>\n")
+
+	fmt.Fprintf(b, "<h3>Saving missed against the clairvoyant bound, by cause%s (prefill tokens)</h3>\n", html.EscapeString(labelSuffix(p.Label)))
+	rows := [][]string{}
+	for _, run := range p.Runs {
+		if l := run.Lost; l != nil {
+			rows = append(rows, []string{run.Name, tokens(l.NoWakeup), tokens(l.WrongWorker), tokens(l.LoadNotFinished),
+				tokens(l.EvictedBeforeUse), tokens(l.PinLapsed), tokens(l.Rest), tokens(l.Total)})
+		}
+	}
+	numTable(b, "lost", []string{"run", "no wake-up", "wrong worker", "load unfinished", "evicted before use", "pin lapsed", "rest", "total"}, rows)
+
+	fmt.Fprintf(b, "<h3>Saving missed against the clairvoyant bound, by mechanism%s (prefill tokens)</h3>\n", html.EscapeString(labelSuffix(p.Label)))
+	rows = rows[:0]
+	for _, run := range p.Runs {
+		if m := run.Mechanism; m != nil {
+			rows = append(rows, []string{run.Name, tokens(m.Retention), tokens(m.Placement), tokens(m.Timing),
+				tokens(m.WrongWorker), tokens(m.NoSignal), tokens(m.Total)})
+		}
+	}
+	if len(rows) == 0 {
+		b.WriteString("<p>No run measured its mechanisms.</p>\n")
+	}
+	numTable(b, "mechanism", []string{"run", "retention: evicted from L3 before reuse", "placement: in L3, not on the announced turn's worker",
+		"timing: load not finished", "wrong worker: the prefetch went elsewhere", "no signal: nothing announced the turn", "total"}, rows)
+}
+
+// numTable writes a table whose first column names the row and the
+// rest are numbers.
+func numTable(b *bytes.Buffer, class string, head []string, rows [][]string) {
+	fmt.Fprintf(b, `<table class="%s"><thead><tr>`, class)
+	for _, h := range head {
+		fmt.Fprintf(b, "<th>%s</th>", html.EscapeString(h))
+	}
+	b.WriteString("</tr></thead><tbody>")
+	for _, row := range rows {
+		b.WriteString("<tr>")
+		for k, v := range row {
+			if k == 0 {
+				fmt.Fprintf(b, "<td>%s</td>", html.EscapeString(v))
+			} else {
+				fmt.Fprintf(b, `<td class="n">%s</td>`, html.EscapeString(v))
+			}
+		}
+		b.WriteString("</tr>")
+	}
+	b.WriteString("</tbody></table>\n")
 }
 
 func labelSuffix(l string) string {
@@ -81,146 +161,9 @@ func labelSuffix(l string) string {
 func sweepUnit(dim string) string {
 	switch dim {
 	case SweepL3:
-		return "bytes"
+		return "GiB"
 	case SweepBandwidth:
 		return "bytes/s"
 	}
 	return "blocks"
-}
-
-type series struct {
-	label string
-	x, y  []float64
-}
-
-// Chart geometry, SVG user units.
-const (
-	cw, ch                       = 800.0, 400.0
-	cLeft, cRight, cTop, cBottom = 90.0, 190.0, 20.0, 50.0
-	pw, ph                       = cw - cLeft - cRight, ch - cTop - cBottom
-)
-
-var colours = []string{"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000", "#999999"}
-
-func svgOpen(b *bytes.Buffer) {
-	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%g" height="%g" viewBox="0 0 %g %g" font-size="12">`, cw, ch, cw, ch)
-	fmt.Fprintf(b, `<rect width="%g" height="%g" fill="white"/><rect x="%g" y="%g" width="%g" height="%g" fill="none" stroke="#333"/>`,
-		cw, ch, cLeft, cTop, pw, ph)
-}
-
-func legend(b *bytes.Buffer, labels []string) {
-	for i, l := range labels {
-		y := cTop + 10 + float64(i)*18
-		fmt.Fprintf(b, `<rect x="%g" y="%g" width="14" height="10" fill="%s"/><text x="%g" y="%g">%s</text>`,
-			cLeft+pw+12, y-9, colours[i%len(colours)], cLeft+pw+32, y, html.EscapeString(l))
-	}
-}
-
-func axes(b *bytes.Buffer, xLabel, yLabel string, y0, y1 float64) {
-	for k := 0; k <= 4; k++ {
-		v := y0 + (y1-y0)*float64(k)/4
-		y := cTop + ph - ph*float64(k)/4
-		fmt.Fprintf(b, `<line x1="%g" y1="%.1f" x2="%g" y2="%.1f" stroke="#ddd"/><text x="%g" y="%.1f" text-anchor="end">%s</text>`,
-			cLeft, y, cLeft+pw, y, cLeft-6, y+4, short(v))
-	}
-	fmt.Fprintf(b, `<text x="%g" y="%g" text-anchor="middle">%s</text>`, cLeft+pw/2, ch-10, html.EscapeString(xLabel))
-	fmt.Fprintf(b, `<text x="14" y="%g" text-anchor="middle" transform="rotate(-90 14 %g)">%s</text>`, cTop+ph/2, cTop+ph/2, html.EscapeString(yLabel))
-}
-
-func short(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case a >= 1e9:
-		return strconv.FormatFloat(v/1e9, 'g', 3, 64) + "G"
-	case a >= 1e6:
-		return strconv.FormatFloat(v/1e6, 'g', 3, 64) + "M"
-	case a >= 1e3:
-		return strconv.FormatFloat(v/1e3, 'g', 3, 64) + "k"
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
-}
-
-func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-
-// lineChart draws each series as a polyline with points.
-func lineChart(xLabel, yLabel string, ss []series) []byte {
-	var b bytes.Buffer
-	svgOpen(&b)
-	x0, x1, y0, y1 := math.Inf(1), math.Inf(-1), 0.0, 0.0
-	for _, s := range ss {
-		for i := range s.x {
-			if finite(s.x[i]) && finite(s.y[i]) {
-				x0, x1 = min(x0, s.x[i]), max(x1, s.x[i])
-				y0, y1 = min(y0, s.y[i]), max(y1, s.y[i])
-			}
-		}
-	}
-	if !finite(x0) {
-		x0, x1 = 0, 1
-	}
-	if x1 == x0 {
-		x1 = x0 + 1
-	}
-	if y1 == y0 {
-		y1 = y0 + 1
-	}
-	axes(&b, xLabel, yLabel, y0, y1)
-	for _, v := range []float64{x0, x1} {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%g" text-anchor="middle">%s</text>`, cLeft+pw*(v-x0)/(x1-x0), cTop+ph+16, short(v))
-	}
-	var labels []string
-	for i, s := range ss {
-		labels = append(labels, s.label)
-		col := colours[i%len(colours)]
-		b.WriteString(`<polyline fill="none" stroke-width="2" stroke="` + col + `" points="`)
-		for k := range s.x {
-			if finite(s.x[k]) && finite(s.y[k]) {
-				fmt.Fprintf(&b, "%.1f,%.1f ", cLeft+pw*(s.x[k]-x0)/(x1-x0), cTop+ph-ph*(s.y[k]-y0)/(y1-y0))
-			}
-		}
-		b.WriteString(`"/>`)
-	}
-	legend(&b, labels)
-	b.WriteString("</svg>\n")
-	return b.Bytes()
-}
-
-// barChart draws one group per category, one bar per series in each.
-func barChart(cats []string, yLabel string, ss []series) []byte {
-	var b bytes.Buffer
-	svgOpen(&b)
-	y0, y1 := 0.0, 0.0
-	for _, s := range ss {
-		for _, v := range s.y {
-			if finite(v) {
-				y0, y1 = min(y0, v), max(y1, v)
-			}
-		}
-	}
-	if y1 == y0 {
-		y1 = y0 + 1
-	}
-	axes(&b, "cause", yLabel, y0, y1)
-	gw := pw / float64(max(len(cats), 1))
-	bw := gw * 0.8 / float64(max(len(ss), 1))
-	zero := cTop + ph - ph*(0-y0)/(y1-y0)
-	var labels []string
-	for i, s := range ss {
-		labels = append(labels, s.label)
-		for k, v := range s.y {
-			if !finite(v) {
-				continue
-			}
-			y := cTop + ph - ph*(v-y0)/(y1-y0)
-			top, h := min(y, zero), math.Abs(zero-y)
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %s</title></rect>`,
-				cLeft+gw*float64(k)+gw*0.1+bw*float64(i), top, bw, h, colours[i%len(colours)], html.EscapeString(s.label), tokens(v))
-		}
-	}
-	for k, c := range cats {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%g" text-anchor="middle">%s</text>`, cLeft+gw*(float64(k)+0.5), cTop+ph+16, html.EscapeString(c))
-	}
-	legend(&b, labels)
-	b.WriteString("</svg>\n")
-	return b.Bytes()
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/whatif/cluster"
 	"github.com/hintstream/hintstream/whatif/simulate"
 	"github.com/hintstream/hintstream/whatif/workload"
@@ -221,4 +222,93 @@ func FormatBytes(n float64) string {
 		}
 	}
 	return strconv.FormatFloat(n, 'f', 0, 64) + " B"
+}
+
+// PinBudget is the retention planner's budget (--l3-pin-budget, parsed
+// by package retention's flag): Bytes, or a Share of each point's L3;
+// neither: the planner's default share.
+type PinBudget struct {
+	Bytes int64
+	Share float64
+}
+
+// At is the budget in bytes on cluster c.
+func (b PinBudget) At(c Cluster) int64 {
+	switch {
+	case b.Bytes > 0:
+		return b.Bytes
+	case b.Share > 0:
+		return int64(b.Share * float64(c.L3Bytes))
+	}
+	return int64(retention.DefaultBudgetShare * float64(c.L3Bytes))
+}
+
+// String is the budget as --l3-pin-budget takes it ("" for the default).
+func (b PinBudget) String() string {
+	switch {
+	case b.Bytes > 0:
+		return strconv.FormatInt(b.Bytes, 10)
+	case b.Share > 0:
+		return strconv.FormatFloat(b.Share*100, 'g', -1, 64) + "%"
+	}
+	return ""
+}
+
+// Validate refuses, naming --l3-pin-budget, a budget the planner cannot
+// keep to at some point: more bytes than its L3 holds, or a share of
+// less than a byte.
+func (b PinBudget) Validate(c Cluster, sw *Sweep) error {
+	points, labels := []Cluster{c}, []string{"--l3 " + FormatBytes(float64(c.L3Bytes))}
+	if sw != nil {
+		points, labels = nil, nil
+		for i := range sw.Values {
+			points = append(points, sw.apply(c, i))
+			labels = append(labels, "--sweep "+sw.Dim+" value "+strconv.Quote(sw.Labels[i])+" ("+FormatBytes(float64(sw.apply(c, i).L3Bytes))+" of L3)")
+		}
+	}
+	for k, p := range points {
+		switch {
+		case b.Bytes > 0 && b.Bytes > p.L3Bytes:
+			return fmt.Errorf("%w: --l3-pin-budget %d is more than %s: the planner would pin more than the store holds",
+				ErrInvalidOption, b.Bytes, labels[k])
+		case (b.Bytes > 0 || b.Share > 0) && b.At(p) < 1:
+			return fmt.Errorf("%w: --l3-pin-budget %s of %s is less than a byte", ErrInvalidOption, b, labels[k])
+		}
+	}
+	return nil
+}
+
+// SelectPolicies picks rows by name from every policy whatif has
+// (simulate.Policies, then simulate.Peers): names separated by commas,
+// in the order given.
+func SelectPolicies(list string) ([]simulate.Policy, error) {
+	all := append(simulate.Policies(), simulate.Peers()...)
+	var out []simulate.Policy
+	seen := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		found := false
+		for _, p := range all {
+			if p.Name == n {
+				found = true
+				if !seen[n] {
+					out = append(out, p)
+				}
+				seen[n] = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: --policies: no policy %q (want names separated by commas from %s)", ErrInvalidOption, n, PolicyNames())
+		}
+	}
+	return out, nil
+}
+
+// PolicyNames are the names --policies takes, quoted, in order.
+func PolicyNames() string {
+	var names []string
+	for _, p := range append(simulate.Policies(), simulate.Peers()...) {
+		names = append(names, strconv.Quote(p.Name))
+	}
+	return strings.Join(names, ", ")
 }

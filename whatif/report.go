@@ -2,12 +2,10 @@ package whatif
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"math"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/hintstream/hintstream/whatif/simulate"
 )
@@ -50,6 +48,15 @@ type Report struct {
 	// second of it (each sweep point counting the trace once).
 	ElapsedS     float64 `json:"elapsed_s"`
 	RequestsPerS float64 `json:"requests_per_s"`
+	// L3PinBudget is --l3-pin-budget as given (bytes, or a share of
+	// --l3 such as "40%"); empty: the planner's default share.
+	L3PinBudget string `json:"l3_pin_budget,omitempty"`
+	// HintsWorthL3Bytes (an l3 sweep): how much more L3 no hints (LRU
+	// alone) needs to cost what hintstream's best policy costs at the
+	// smallest point (HintsWorthL3At), interpolated between points;
+	// omitted when no point of the sweep gets there.
+	HintsWorthL3Bytes *int64 `json:"hints_worth_l3_bytes,omitempty"`
+	HintsWorthL3At    int64  `json:"hints_worth_l3_at_bytes,omitempty"`
 }
 
 // Point is one cluster (the only one without a sweep) and every run on it.
@@ -61,10 +68,18 @@ type Point struct {
 	// HeldPrompts is the most requests' hashes held at once: those in
 	// flight or announced, not the trace.
 	HeldPrompts int `json:"held_prompts"`
+	// L3PinBudget is the retention planner's budget at this point, in
+	// bytes (its default share of L3 unless --l3-pin-budget).
+	L3PinBudget int64 `json:"l3_pin_budget_bytes"`
+	// Summary is what to turn on here (nil without a hintstream policy).
+	Summary *Summary `json:"summary,omitempty"`
 }
 
 // RunResult is one run: "off" (no hints), a "policy" through the decision
-// engine, the next-turn "oracle", or the clairvoyant "bound".
+// engine, a "peer" (a policy an operator may run instead, Source citing
+// it), the next-turn "oracle", the clairvoyant "bound" or the
+// "reachable" one (the hint-reachable bound). Fields are only ever
+// added: scripts read --json.
 type RunResult struct {
 	Name string `json:"name"`
 	Kind string `json:"kind"`
@@ -76,6 +91,14 @@ type RunResult struct {
 	SavingShare Num     `json:"saving_share"`
 	OfBound     Num     `json:"of_bound"`
 	OfOracle    Num     `json:"of_oracle"`
+	// OfReachable is Saving over the hint-reachable bound's: what a
+	// policy that only keeps L3 pages and places announced turns can
+	// reach (a run with affinity can pass 100%).
+	OfReachable Num `json:"of_reachable"`
+	// Source cites a peer's policy (Kind "peer").
+	Source string `json:"source,omitempty"`
+	// Policy is what the row turns on, for the notes and the flags.
+	Policy *Features `json:"policy,omitempty"`
 
 	DeviceHitTokens  int64 `json:"device_hit_tokens"`
 	L3HitTokens      int64 `json:"l3_hit_tokens"`
@@ -86,12 +109,44 @@ type RunResult struct {
 	WastedPrefetchBytes float64 `json:"wasted_prefetch_bytes"`
 	Pins                int     `json:"pins"`
 	Renewals            int     `json:"renewals"`
+	// PlannerPins are the retention planner's pins (planner rows).
+	PlannerPins int `json:"planner_pins"`
+	// HeaderFree is what header-free prefetch did (rows with it on).
+	HeaderFree *HeaderFree `json:"header_free,omitempty"`
+	// Mechanism is the saving missed against the clairvoyant bound by
+	// mechanism (policy and peer rows, once the simulator measures it).
+	Mechanism *Mechanism `json:"mechanism,omitempty"`
+	// Note says why this row costs what an earlier one does, to the
+	// token, from the facts (notes.go); empty when no earlier row does.
+	Note string `json:"note,omitempty"`
 
 	// Lost is the saving missed against the bound, by cause (policies
 	// and the oracle).
 	Lost           *simulate.Lost `json:"lost,omitempty"`
 	SavingOverTime []TimePoint    `json:"saving_over_time,omitempty"`
 	ElapsedS       float64        `json:"elapsed_s"`
+}
+
+// Mechanism is simulate.Mechanism in --json: the saving missed against
+// the clairvoyant bound, each token charged to the first mechanism that
+// would have recovered it; the rows add up to Total.
+type Mechanism struct {
+	Retention   float64 `json:"retention"`
+	Placement   float64 `json:"placement"`
+	Timing      float64 `json:"timing"`
+	WrongWorker float64 `json:"wrong_worker"`
+	NoSignal    float64 `json:"no_signal"`
+	Total       float64 `json:"total"`
+}
+
+// HeaderFree is simulate.AheadResult's facts: the sessions the trial
+// judged and passed, and what the prefetches loaded.
+type HeaderFree struct {
+	Sessions     int   `json:"sessions"`
+	Passed       int   `json:"passed"`
+	Prefetches   int   `json:"prefetches"`
+	UsedBlocks   int64 `json:"used_blocks"`
+	WastedBlocks int64 `json:"wasted_blocks"`
 }
 
 // TimePoint is the saving accumulated by AtS seconds into the trace.
@@ -128,68 +183,6 @@ func tokens(v float64) string {
 		return "-" + b.String()
 	}
 	return b.String()
-}
-
-// Text writes the terminal tables: per point the runs, the lost savings
-// of each policy and, with a sweep, the saving against the swept simulate.
-func (r *Report) Text(w io.Writer) error {
-	fmt.Fprintf(w, "%s: %d requests (%d conversations, %d next turns), %s prompt tokens over %.0f s",
-		r.Source, r.Requests, r.Conversations, r.NextTurns, tokens(float64(r.PromptTokens)), r.DurationS)
-	if r.Skipped > 0 {
-		fmt.Fprintf(w, "; %d bad lines skipped (first: %s)", r.Skipped, r.FirstSkipped)
-	}
-	fmt.Fprintf(w, "\nreusable share of prompt tokens with unbounded caches: %s\n", pct(r.Reusable))
-	if r.Observed != nil {
-		r.Observed.text(w, r)
-	}
-	for _, p := range r.Points {
-		c := p.Cluster
-		fmt.Fprintf(w, "\n%scluster: %d workers × %d device blocks, L3 %s (%d pages), %s, α %.2f, %d KV bytes/token, %d-token blocks\n",
-			labelPrefix(p.Label), c.Workers, c.DeviceBlocks, FormatBytes(float64(c.L3Bytes)), p.L3Pages, bandwidth(c.L3Bandwidth),
-			c.Alpha, c.KVBytesPerToken, c.BlockSize)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "run\tprefill saved\tof prompt\tof bound\tof oracle\tprefetches\twasted prefetch\tpins\t")
-		for _, run := range p.Runs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t\n", run.Name, tokens(run.Saving), pct(run.SavingShare),
-				pct(run.OfBound), pct(run.OfOracle), run.Prefetches, FormatBytes(run.WastedPrefetchBytes), run.Pins)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		fmt.Fprintln(w, "\nsaving missed against the clairvoyant bound, by cause (prefill tokens):")
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "run\tno wake-up\twrong worker\tload unfinished\tevicted\tpin lapsed\trest\ttotal\t")
-		for _, run := range p.Runs {
-			if l := run.Lost; l != nil {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", run.Name, tokens(l.NoWakeup), tokens(l.WrongWorker),
-					tokens(l.LoadNotFinished), tokens(l.EvictedBeforeUse), tokens(l.PinLapsed), tokens(l.Rest), tokens(l.Total))
-			}
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	if r.Sweep != nil && len(r.Points) > 0 {
-		fmt.Fprintf(w, "\nprefill saved against %s:\n", sweepTitle(r.Sweep.Dim))
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprint(tw, "run\t")
-		for _, l := range r.Sweep.Labels {
-			fmt.Fprintf(tw, "%s\t", l)
-		}
-		fmt.Fprintln(tw)
-		for k, run := range r.Points[0].Runs {
-			fmt.Fprintf(tw, "%s\t", run.Name)
-			for _, p := range r.Points {
-				fmt.Fprintf(tw, "%s\t", pct(p.Runs[k].SavingShare))
-			}
-			fmt.Fprintln(tw)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	_, err := fmt.Fprintf(w, "\n%d requests a second (%.1f s)\n", int(r.RequestsPerS), r.ElapsedS)
-	return err
 }
 
 func labelPrefix(l string) string {

@@ -43,8 +43,12 @@ type Source struct {
 // Options configure Run.
 type Options struct {
 	Cluster Cluster
-	// Policies to run; nil: every policy hintstream has (simulate.Policies).
+	// Policies to run; nil: every policy hintstream has and the peers
+	// (simulate.Policies, then simulate.Peers): the report answers "why
+	// hintstream, and not what I run already".
 	Policies []simulate.Policy
+	// PinBudget is the retention planner's budget on the planner rows.
+	PinBudget PinBudget
 	// Sweep, when set, runs every policy at each of its points.
 	Sweep *Sweep
 	// Progress, when set, gets a progress bar with an ETA (a terminal).
@@ -69,7 +73,7 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 		return nil, err
 	}
 	if o.Policies == nil {
-		o.Policies = simulate.Policies()
+		o.Policies = append(simulate.Policies(), simulate.Peers()...)
 	}
 	if o.TimePoints <= 0 {
 		o.TimePoints = DefaultTimePoints
@@ -98,7 +102,7 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 	rep := &Report{Source: src.Name, Requests: stats.Requests, Conversations: stats.Sessions, NextTurns: stats.NextTurns,
 		PromptTokens: stats.PromptTokens, DurationS: stats.Duration.Seconds(), Skipped: src.Skipped,
 		Reusable: Num(reusable), Cluster: o.Cluster, Sweep: o.Sweep,
-		Observed: src.Observed}
+		Observed: src.Observed, L3PinBudget: o.PinBudget.String()}
 	if src.FirstSkipped != nil {
 		rep.FirstSkipped = src.FirstSkipped.Error()
 	}
@@ -116,17 +120,28 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	for _, c := range points {
+		if err := o.PinBudget.Validate(c, nil); err != nil {
+			return nil, err
+		}
+	}
 	bar := newProgress(o.Progress, len(points)*(len(o.Policies)+2)*w.NumEvents())
 	for k, c := range points {
 		cfg := simulate.Config{Workload: w, Workers: c.Workers, DeviceBlocks: c.DeviceBlocks, L3Blocks: c.L3Pages(),
 			Alpha: c.Alpha, TransferTime: c.L3Bandwidth > 0, KVBytesPerToken: c.KVBytesPerToken, L3Bandwidth: c.L3Bandwidth,
-			Logger: o.Logger, Progress: bar.add, TimePoints: o.TimePoints, IDs: src.IDs, TempDir: o.TempDir}
+			Logger: o.Logger, Progress: bar.add, TimePoints: o.TimePoints, IDs: src.IDs, TempDir: o.TempDir,
+			L3PinBudget: o.PinBudget.At(c)}
 		s, err := simulate.Simulate(ctx, cfg, o.Policies)
 		if err != nil {
 			return nil, err
 		}
-		rep.Points = append(rep.Points, point(labels[k], c, s))
+		pt := point(labels[k], c, s, o.Policies)
+		pt.L3PinBudget = cfg.L3PinBudget
+		pt.annotate()
+		pt.summarise(rep.L3PinBudget)
+		rep.Points = append(rep.Points, pt)
 	}
+	rep.hintsWorth()
 	bar.finish()
 	rep.ElapsedS = time.Since(start).Seconds()
 	rep.RequestsPerS = float64(len(points)*rep.Requests) / rep.ElapsedS
@@ -179,33 +194,66 @@ func (c *reuseCounter) share() float64 {
 	return float64(c.reused) / float64(c.total)
 }
 
-// point summarises one sweep point's simulation.
-func point(label string, c Cluster, s simulate.Simulation) Point {
+// point summarises one sweep point's simulation (policies: the
+// policies played, in the order of s.Policies).
+func point(label string, c Cluster, s simulate.Simulation, policies []simulate.Policy) Point {
 	p := Point{Label: label, Cluster: c, L3Pages: c.L3Pages(), HeldPrompts: s.HeldPrompts}
 	bytesPerBlock := float64(c.BlockSize) * float64(c.KVBytesPerToken)
-	add := func(kind string, m simulate.ModeResult, lost bool) {
+	// The reachable bound's saving, whether or not the simulator set it.
+	reach := math.NaN()
+	if s.Reachable.PromptTokens > 0 {
+		reach = s.NoHints.Cost - s.Reachable.Cost
+	}
+	add := func(kind string, m simulate.ModeResult, lost bool) *RunResult {
 		r := RunResult{Name: string(m.Mode), Kind: kind, Cost: m.Cost, Saving: m.Saving,
 			SavingShare: Num(ratio(m.Saving, float64(m.PromptTokens))), OfBound: Num(ratio(m.Saving, s.Bound.Saving)),
-			OfOracle: Num(ratio(m.Saving, s.Oracle.Saving)), DeviceHitTokens: m.DeviceHitTokens, L3HitTokens: m.L3HitTokens,
+			OfOracle: Num(ratio(m.Saving, s.Oracle.Saving)), OfReachable: Num(ratio(m.Saving, reach)),
+			DeviceHitTokens: m.DeviceHitTokens, L3HitTokens: m.L3HitTokens,
 			RecomputedTokens: m.RecomputedTokens, Prefetches: m.Prefetches + m.Ahead.Prefetches, // header-free ones too
 			PrefetchedBytes:     float64(m.PrefetchedBlocks+m.Ahead.Blocks) * bytesPerBlock,
 			WastedPrefetchBytes: float64(m.WastedPrefetchBlocks+m.Ahead.WastedBlocks) * bytesPerBlock, Pins: m.Pins, Renewals: m.Renewals,
-			ElapsedS: m.Elapsed.Seconds()}
+			PlannerPins: m.PlannerPins, ElapsedS: m.Elapsed.Seconds()}
 		if lost {
 			l := m.Lost
 			r.Lost = &l
+		}
+		if mm := m.Mechanism; mm != nil {
+			r.Mechanism = &Mechanism{Retention: mm.Retention, Placement: mm.Placement, Timing: mm.Timing,
+				WrongWorker: mm.WrongWorker, NoSignal: mm.NoSignal, Total: mm.Total}
 		}
 		for _, t := range m.SavingOverTime {
 			r.SavingOverTime = append(r.SavingOverTime, TimePoint{AtS: t.At.Seconds(), Saving: t.Saving})
 		}
 		p.Runs = append(p.Runs, r)
+		return &p.Runs[len(p.Runs)-1]
 	}
-	add("off", s.NoHints, false)
-	for _, m := range s.Policies {
-		add("policy", m, true)
+	add("off", s.NoHints, false).Policy = &Features{}
+	for i, m := range s.Policies {
+		kind := "policy"
+		if policies[i].Peer != nil {
+			kind = "peer"
+		}
+		r := add(kind, m, true)
+		r.Policy = features(policies[i])
+		if pe := policies[i].Peer; pe != nil {
+			r.Source = pe.Source
+		}
+		if policies[i].Ahead {
+			a := m.Ahead
+			r.HeaderFree = &HeaderFree{Sessions: a.Sessions, Passed: a.Passed, Prefetches: a.Prefetches,
+				UsedBlocks: a.UsedBlocks, WastedBlocks: a.WastedBlocks}
+		}
 	}
 	add("oracle", s.Oracle, true)
 	add("bound", s.Bound, false)
+	if !math.IsNaN(reach) {
+		r := add("reachable", s.Reachable, false)
+		r.Saving = reach
+		r.SavingShare = Num(ratio(reach, float64(s.Reachable.PromptTokens)))
+		if r.Name == "" {
+			r.Name = string(simulate.ModeReachable)
+		}
+	}
 	return p
 }
 

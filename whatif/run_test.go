@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hintstream/hintstream/whatif/simulate"
 )
 
 // slice is the trace's requests 3775..3974: the stretch with the most
@@ -56,17 +58,29 @@ func TestSweepOverL3(t *testing.T) {
 		t.Fatalf("points %d, L3 pages %d..%d", len(rep.Points), rep.Points[0].L3Pages, rep.Points[len(rep.Points)-1].L3Pages)
 	}
 	prevCost := -1.0
+	want := 1 + len(simulate.Policies()) + len(simulate.Peers()) + 2 // off, every policy and peer, oracle, bound
 	for _, p := range rep.Points {
-		// off, 7 policies, oracle, bound
-		if len(p.Runs) != 10 || p.Runs[0].Kind != "off" || p.Runs[9].Kind != "bound" || p.Runs[8].Kind != "oracle" {
+		if len(p.Runs) < want || p.Runs[0].Kind != "off" || p.Runs[want-1].Kind != "bound" || p.Runs[want-2].Kind != "oracle" {
 			t.Fatalf("%s: %d runs", p.Label, len(p.Runs))
 		}
-		bound := p.Runs[9].Saving
-		if c := p.Runs[9].Cost; prevCost >= 0 && c > prevCost {
+		peers := 0
+		for _, r := range p.Runs {
+			if r.Kind == "peer" {
+				peers++
+				if r.Source == "" {
+					t.Fatalf("%s: peer %q cites nothing", p.Label, r.Name)
+				}
+			}
+		}
+		if peers != 4 || p.Summary == nil || p.Summary.BestPeer == "" || len(p.Summary.RunFlags) == 0 {
+			t.Fatalf("%s: %d peers, summary %+v", p.Label, peers, p.Summary)
+		}
+		bound := p.Runs[want-1].Saving
+		if c := p.Runs[want-1].Cost; prevCost >= 0 && c > prevCost {
 			t.Fatalf("%s: the bound costs %v, more than %v with less L3", p.Label, c, prevCost)
 		}
-		prevCost = p.Runs[9].Cost
-		for _, r := range p.Runs[:9] {
+		prevCost = p.Runs[want-1].Cost
+		for _, r := range p.Runs[:want-1] {
 			if r.Saving > bound {
 				t.Fatalf("%s: %s saves %v, beyond the bound's %v", p.Label, r.Name, r.Saving, bound)
 			}
@@ -109,9 +123,9 @@ func TestSweepOverL3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svgs := regexp.MustCompile(`(?s)<svg .*?</svg>`).FindAll(page, -1)
-	if len(svgs) != 3 {
-		t.Fatalf("%d SVG charts, want 3 (over time, lost by cause, sweep)", len(svgs))
+	svgs := regexp.MustCompile(`(?s)<svg xmlns.*?</svg>`).FindAll(page, -1)
+	if len(svgs) != 4 {
+		t.Fatalf("%d SVG charts, want 4 (over time, lost by cause, sweep, L3 worth)", len(svgs))
 	}
 	for _, s := range svgs {
 		if err := xml.Unmarshal(s, new(struct{})); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/service/natsconn"
 	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/streams"
@@ -46,16 +47,24 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		sweep       = fs.String("sweep", "", "run at each point of one dimension: l3=1GiB,4GiB,16GiB | device=512,1024 | bandwidth=10GB/s,25GB/s")
 		skipBad     = fs.Bool("skip-bad", false, "count bad lines or events and go on (default: stop at the first, naming it)")
 		spoolDir    = fs.String("spool-dir", "", "where the run keeps what it reads back as it plays (the trace's requests and events, the bound's tape; removed at the end); default $TMPDIR or /tmp")
+		policies    = fs.String("policies", "", "rows to play, by name, separated by commas, from "+whatif.PolicyNames()+" (default: all)")
 		asJSON      = fs.Bool("json", false, "write the report as JSON to stdout instead of tables")
 		reportDir   = fs.String("report", "", "write an HTML report with SVG charts to this directory (index.html)")
 		logFormat   = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
 		logLevel    = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "warn"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
 	)
+	// --l3-pin-budget is run's own flag (package retention parses it, so
+	// both take the same values); here a share is of --l3 at each point.
+	var pinBudget retention.Config
+	runFlags := flag.NewFlagSet("run", flag.ContinueOnError)
+	pinBudget.RegisterFlags(runFlags)
+	fs.Var(runFlags.Lookup("l3-pin-budget").Value, "l3-pin-budget", "the retention planner's budget on the planner rows: bytes, or a share of --l3 at each point (\"40%\"), as hintstream run takes it; empty: the planner's default share (50%)")
 	natsCfg := natsFlags(fs, "hintstream-whatif")
 	usageHeader(fs, "Usage: hintstream whatif (--trace FILE | --from-streams --since TIME [--until TIME]) [flags]\n\n"+
 		"Plays the traffic on a simulated cluster, in virtual time, through hintstream's own decision\n"+
 		"engine under every hint policy, and reports the prefill each saves against no hints, the\n"+
-		"next-turn oracle and the clairvoyant bound, what it loses by cause, and prefetch bytes wasted.")
+		"next-turn oracle, the clairvoyant and hint-reachable bounds, beside the peers an operator may\n"+
+		"run instead, what each loses by cause and mechanism, and prefetch bytes wasted.")
 	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -90,6 +99,18 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if o.Sweep != nil {
 		if err := o.Sweep.Validate(c); err != nil {
 			return fmt.Errorf("--sweep: %w", err)
+		}
+	}
+	if err := pinBudget.CheckFlags(); err != nil {
+		return err
+	}
+	o.PinBudget = whatif.PinBudget{Bytes: pinBudget.Budget, Share: pinBudget.BudgetShare}
+	if err := o.PinBudget.Validate(c, o.Sweep); err != nil {
+		return err
+	}
+	if *policies != "" {
+		if o.Policies, err = whatif.SelectPolicies(*policies); err != nil {
+			return err
 		}
 	}
 	if *trace != "" {
