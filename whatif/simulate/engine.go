@@ -84,6 +84,7 @@ type engineRun struct {
 	slots    *hpins.MemSlots
 	worker   map[string]int // hint endpoint → worker index
 	forgets  int            // requests forgotten, to prune now and then
+	planner  *plannerRun    // Policy.Planner; nil: off
 }
 
 func startEngine(p *player, pol Policy) (*engineRun, error) {
@@ -92,6 +93,7 @@ func startEngine(p *player, pol Policy) (*engineRun, error) {
 		// Any fixed epoch: every time the engine sees is simulated.
 		epoch: time.UnixMilli(1 << 40)}
 	cc := clusterConfig(p.cfg)
+	cc.L3Eviction = pol.L3Eviction
 	cc.Endpoints = make([]string, p.cfg.Workers)
 	for i := range cc.Endpoints {
 		cc.Endpoints[i] = engineWorkerEndpoint(i)
@@ -116,6 +118,16 @@ func startEngine(p *player, pol Policy) (*engineRun, error) {
 		if deps.Ahead, err = ahead.New(*aheadConfig(p.cfg), &h.counters.Ahead); err != nil {
 			return nil, err
 		}
+	}
+	if pol.Planner {
+		if pol.NoPins {
+			// As the service: the planner sends to the pins' endpoint.
+			return nil, fmt.Errorf("%w: policy %q: the planner needs pins", ErrConfig, pol.Name)
+		}
+		if h.planner, err = newPlannerRun(h); err != nil {
+			return nil, err
+		}
+		deps.Observer = h.planner
 	}
 	if h.eng, err = engine.NewEngine(pol.Decisions, deps); err != nil {
 		return nil, err
