@@ -168,8 +168,8 @@ func (f farthest) Len() int { return len(f) }
 func (f farthest) Less(a, b int) bool {
 	return f[a].next > f[b].next || (f[a].next == f[b].next && f[a].page > f[b].page)
 }
-func (f farthest) Swap(a, b int)      { f[a], f[b] = f[b], f[a] }
-func (f *farthest) Push(x any)        { *f = append(*f, x.(item)) }
+func (f farthest) Swap(a, b int) { f[a], f[b] = f[b], f[a] }
+func (f *farthest) Push(x any)   { *f = append(*f, x.(item)) }
 func (f *farthest) Pop() any {
 	old := *f
 	it := old[len(old)-1]

@@ -85,6 +85,11 @@ type engineRun struct {
 	worker   map[string]int // hint endpoint → worker index
 	forgets  int            // requests forgotten, to prune now and then
 	planner  *plannerRun    // Policy.Planner; nil: off
+	// aheadSessions counts conversations with a second turn (the first a
+	// header-free prefetch could have been planned for), aheadPassed the
+	// sessions a header-free prefetch was sent for (Policy.Ahead).
+	aheadSessions int
+	aheadPassed   map[string]bool
 }
 
 func startEngine(p *player, pol Policy) (*engineRun, error) {
@@ -256,6 +261,9 @@ func (h *engineRun) request(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
+	if h.pol.Ahead && h.p.w.Req(i).Turn == 1 {
+		h.aheadSessions++
+	}
 	ev := h.p.w.RequestEventTokens(i, h.epoch, h.p.cfg.AnnounceToolTime, pr.Tokens)
 	out := h.eng.OnRequest(ctx, h.delivery(), ev, false)
 	if out.Verdict == engine.Reject || out.Verdict == engine.Retry {
@@ -324,6 +332,11 @@ func (h *engineRun) apply(endpoint string, raw actions.Hint) {
 			}
 			if err != nil || !ok {
 				res.BadHints++
+			} else {
+				if h.aheadPassed == nil {
+					h.aheadPassed = map[string]bool{}
+				}
+				h.aheadPassed[pf.SessionID] = true
 			}
 			continue
 		}
@@ -370,6 +383,9 @@ func (h *engineRun) finish(res *ModeResult) {
 	res.Renewals = int(c.HintsRenewQueued.Value())
 	res.Pins -= res.Renewals
 	res.Ahead.UsedBytes, res.Ahead.WastedBytes = c.Ahead.UsedBytes.Value(), c.Ahead.WastedBytes.Total()
+	// The trial's verdict in sessions: judged (every conversation it could
+	// plan a turn for) and passed (sent at least one prefetch for).
+	res.Ahead.Sessions, res.Ahead.Passed = h.aheadSessions, len(h.aheadPassed)
 }
 
 func (h *engineRun) close() {}
