@@ -53,6 +53,9 @@ type Config struct {
 	// instant.
 	KVBytesPerToken int
 	L3Bandwidth     float64
+	// L3Eviction is the L3 store's eviction order: "" or EvictLRU
+	// (Mooncake's), EvictARC (l3_arc.go).
+	L3Eviction string
 }
 
 // DefaultLayout is one pool with one object per page under key prefix
@@ -123,6 +126,13 @@ func NewCluster(cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("sim: %d endpoints for %d workers", len(cfg.Endpoints), cfg.Workers)
 	}
 	c := &Cluster{cfg: cfg, L3: NewL3Store(cfg.L3Blocks)}
+	switch cfg.L3Eviction {
+	case "", EvictLRU:
+	case EvictARC:
+		c.L3 = NewL3StoreARC(cfg.L3Blocks)
+	default:
+		return nil, fmt.Errorf("sim: L3 eviction %q (want %q or %q)", cfg.L3Eviction, EvictLRU, EvictARC)
+	}
 	records := make([]schemas.WorkerRecord, cfg.Workers)
 	caches := make([]*DeviceCache, cfg.Workers)
 	for i := range cfg.Workers {
@@ -232,7 +242,7 @@ func (c *Cluster) Serve(w int, p *Prompt, inputLength int, prefill, end time.Dur
 	bs := c.cfg.BlockSize
 	d, held := c.readyPrefix(wk, p.Seq)
 	l := c.L3.Run(p.Keys, d)
-	c.L3.Touch(p.Keys[d : d+l])
+	c.L3.TouchAt(p.Keys[d:d+l], c.now)
 	out := Outcome{DeviceTokens: d * bs, L3Tokens: l * bs, UnreadyTokens: (held - d) * bs}
 	out.RecomputedTokens = max(inputLength-out.DeviceTokens-out.L3Tokens, 0)
 	a := wk.Cache.Admit(p.Seq)
@@ -258,7 +268,7 @@ func (c *Cluster) Prefetch(w int, p *Prompt) (int, error) {
 	if l == 0 {
 		return 0, nil
 	}
-	c.L3.Touch(p.Keys[d : d+l])
+	c.L3.TouchAt(p.Keys[d:d+l], c.now)
 	a := wk.Cache.Admit(p.Seq[:d+l])
 	wk.forget(a.Evicted)
 	if per := c.transfer(1); per > 0 {

@@ -31,6 +31,8 @@ type L3Store struct {
 	scan    *page
 	scanGen uint64
 	scanned bool
+	// arc, when set, orders eviction by ARC instead (l3_arc.go).
+	arc *arcState
 }
 
 type page struct {
@@ -39,6 +41,11 @@ type page struct {
 	pins       map[string]time.Duration // slot → pinned until
 	until      time.Duration            // the latest of pins
 	keep       uint64                   // == L3Store.gen while a Put needs it
+	// ARC order only (l3_arc.go): the list holding it (1: T1, 2: T2),
+	// and when Touch last accessed it.
+	list      uint8
+	touchedAt time.Duration
+	touchNo   uint64
 }
 
 type slot struct {
@@ -94,7 +101,15 @@ func (s *L3Store) Run(keys []string, from int) int {
 }
 
 // Touch marks the resident keys as just used, keys[0] most recently.
-func (s *L3Store) Touch(keys []string) {
+func (s *L3Store) Touch(keys []string) { s.TouchAt(keys, 0) }
+
+// TouchAt is Touch at simulated time now, which only the ARC order uses
+// (a Put at the same instant does not access the pages again).
+func (s *L3Store) TouchAt(keys []string, now time.Duration) {
+	if s.arc != nil {
+		s.arcTouch(keys, now)
+		return
+	}
 	for i := len(keys) - 1; i >= 0; i-- {
 		if p, ok := s.m[keys[i]]; ok {
 			s.moveFront(p)
@@ -107,6 +122,11 @@ func (s *L3Store) Touch(keys []string) {
 // described on L3Store at simulated time now. It returns the keys
 // inserted.
 func (s *L3Store) Put(keys []string, now time.Duration) int {
+	if s.arc != nil {
+		// ARC holds no page for the Put: a prompt longer than the store
+		// pushes its own pages out, as in the study.
+		return s.arcPut(keys, now)
+	}
 	keys = keys[:min(len(keys), s.cap)]
 	s.gen++
 	for i := len(keys) - 1; i >= 0; i-- {
@@ -175,7 +195,11 @@ func (s *L3Store) remove(p *page, now time.Duration) {
 			s.stats.PinsBroken++
 		}
 	}
-	s.unlink(p)
+	if s.arc != nil {
+		s.arc.list(p.list).unlink(p)
+	} else {
+		s.unlink(p)
+	}
 	delete(s.m, p.key)
 	s.stats.Evictions++
 }
@@ -322,6 +346,10 @@ func (s *L3Store) moveFront(p *page) {
 
 // Order returns the resident keys, most recent first (for tests).
 func (s *L3Store) Order() []string {
+	if s.arc != nil {
+		t1, t2 := s.arcOrder()
+		return append(t1, t2...)
+	}
 	out := make([]string, 0, len(s.m))
 	for p := s.head; p != nil; p = p.next {
 		out = append(out, p.key)

@@ -27,8 +27,10 @@ type AheadResult struct {
 	Blocks, UsedBlocks, WastedBlocks int64
 	// Hintstream's own accounting (its counters): bytes used and wasted.
 	UsedBytes, WastedBytes uint64
-	// Sessions the trial judged, and Passed those it let prefetch: why a
-	// row with header-free prefetch can equal the row without.
+	// Sessions the trial judged (conversations with a second turn, the
+	// first turn a header-free prefetch can be planned for), and Passed
+	// those it sent at least one header-free prefetch for: why a row with
+	// header-free prefetch can equal the row without ("0 of N passed").
 	Sessions, Passed int
 }
 

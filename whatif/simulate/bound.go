@@ -157,13 +157,19 @@ type item struct {
 }
 
 // farthest is a max-heap on next use; entries whose page was re-used
-// (a newer next use) or dropped are skipped when popped.
+// (a newer next use) or dropped are skipped when popped. Ties (pages
+// next used by the same request) go by page, so which of them is kept
+// does not depend on the heap's history (evictFarthest rebuilds it from
+// a map): the count kept is the same either way, but the mechanism
+// breakdown reads which.
 type farthest []item
 
-func (f farthest) Len() int           { return len(f) }
-func (f farthest) Less(a, b int) bool { return f[a].next > f[b].next }
-func (f farthest) Swap(a, b int)      { f[a], f[b] = f[b], f[a] }
-func (f *farthest) Push(x any)        { *f = append(*f, x.(item)) }
+func (f farthest) Len() int { return len(f) }
+func (f farthest) Less(a, b int) bool {
+	return f[a].next > f[b].next || (f[a].next == f[b].next && f[a].page > f[b].page)
+}
+func (f farthest) Swap(a, b int) { f[a], f[b] = f[b], f[a] }
+func (f *farthest) Push(x any)   { *f = append(*f, x.(item)) }
 func (f *farthest) Pop() any {
 	old := *f
 	it := old[len(old)-1]
@@ -192,12 +198,34 @@ func boundMode(cfg Config, pr *prompts) (ModeResult, []int, error) {
 // blocks in a spill (read back once, in request order) instead of in
 // memory: for a play whose memory must not grow with the trace. The
 // result has no per-request costs.
+// Each request's entry is its hits, its block count, then which blocks
+// the bound kept, 32 to a word (read back with boundKept): what the
+// mechanism breakdown charges block by block.
 func boundSpill(cfg Config) (ModeResult, *int32Spill, error) {
 	sp, err := newInt32Spill(cfg.TempDir, "bound-hits")
 	if err != nil {
 		return ModeResult{}, nil, err
 	}
-	res, err := boundPlay(cfg, func(_, n int) error { return sp.add(int32(n)) })
+	res, err := boundPlayKept(cfg, func(_, n int, kept []bool) error {
+		if err := sp.add(int32(n)); err != nil {
+			return err
+		}
+		if err := sp.add(int32(len(kept))); err != nil {
+			return err
+		}
+		for k := 0; k < len(kept); k += 32 {
+			var word uint32
+			for b := k; b < min(k+32, len(kept)); b++ {
+				if kept[b] {
+					word |= 1 << (b - k)
+				}
+			}
+			if err := sp.add(int32(word)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err == nil {
 		err = sp.rewind()
 	}
@@ -208,9 +236,38 @@ func boundSpill(cfg Config) (ModeResult, *int32Spill, error) {
 	return res, sp, nil
 }
 
+// boundKept reads the next request's entry of a boundSpill: its hits,
+// and which of its blocks the bound kept (into dst).
+func boundKept(sp *int32Spill, dst []bool) (int32, []bool, error) {
+	hits, err := sp.next()
+	if err != nil {
+		return 0, dst, err
+	}
+	n, err := sp.next()
+	if err != nil {
+		return 0, dst, err
+	}
+	dst = dst[:0]
+	for k := 0; k < int(n); k += 32 {
+		w, err := sp.next()
+		if err != nil {
+			return 0, dst, err
+		}
+		for b := k; b < min(k+32, int(n)); b++ {
+			dst = append(dst, uint32(w)&(1<<(b-k)) != 0)
+		}
+	}
+	return hits, dst, nil
+}
+
 // boundPlay computes the bound and hands each request's kept leading
 // blocks to hit, in request order.
 func boundPlay(cfg Config, hit func(i, blocks int) error) (ModeResult, error) {
+	return boundPlayKept(cfg, func(i, n int, _ []bool) error { return hit(i, n) })
+}
+
+// boundPlayKept is boundPlay that also hands hit which blocks were kept.
+func boundPlayKept(cfg Config, hit func(i, blocks int, kept []bool) error) (ModeResult, error) {
 	w := cfg.Workload
 	// The blocks' sequence hashes only (a worker's, as the runs see
 	// them): the L3 keys are not needed, and hashing them would hold
@@ -253,15 +310,15 @@ func boundPlay(cfg Config, hit func(i, blocks int) error) (ModeResult, error) {
 	}
 	res := ModeResult{Mode: ModeBound, PrefetchAccuracy: math.NaN(), PinsHonoured: math.NaN()}
 	blocks := func(int) (int, error) { n, err := counts.next(); return int(n), err }
-	err = clairvoyantTape(rd, n, blocks, func(i int) int64 { return int64(w.Req(i).At) }, cfg.Workers*cfg.DeviceBlocks+cfg.L3Blocks,
-		func(i, hits int) error {
+	err = clairvoyantTapeKept(rd, n, blocks, func(i int) int64 { return int64(w.Req(i).At) }, cfg.Workers*cfg.DeviceBlocks+cfg.L3Blocks,
+		func(i, hits int, kept []bool) error {
 			r := w.Req(i)
 			got := int64(min(hits*w.BlockSize, r.InputLength))
 			res.Requests++
 			res.PromptTokens += int64(r.InputLength)
 			res.DeviceHitTokens += got
 			res.RecomputedTokens += int64(r.InputLength) - got
-			return hit(i, hits)
+			return hit(i, hits, kept)
 		})
 	if err != nil {
 		return ModeResult{}, err

@@ -164,9 +164,16 @@ type ModeResult struct {
 	// UnreadyTokens were on the device but still loading when their turn
 	// came (transfer time only).
 	UnreadyTokens int64
-	// Cost is RecomputedTokens + Alpha*L3HitTokens; Saving is the no-hints
-	// run's Cost minus this one's.
+	// Cost is RecomputedTokens + Alpha*L3HitTokens + WarmupCost; Saving
+	// is the no-hints run's Cost minus this one's.
 	Cost, Saving float64
+	// Warmups are speculative prefills played (a peer's; peer_run.go),
+	// WarmupTokens the tokens they recomputed and WarmupCost their prefill
+	// cost (recomputed + Alpha × loaded from L3), in Cost: not in the
+	// prompt token counts above, which are the turns'.
+	Warmups      int
+	WarmupTokens int64
+	WarmupCost   float64
 	// Wakeups played; Prefetches applied by workers, PrefetchedBlocks
 	// they loaded from L3, PrefetchAccurate those whose request was then
 	// routed to the prefetching worker.

@@ -84,6 +84,12 @@ type engineRun struct {
 	slots    *hpins.MemSlots
 	worker   map[string]int // hint endpoint → worker index
 	forgets  int            // requests forgotten, to prune now and then
+	planner  *plannerRun    // Policy.Planner; nil: off
+	// aheadSessions counts conversations with a second turn (the first a
+	// header-free prefetch could have been planned for), aheadPassed the
+	// sessions a header-free prefetch was sent for (Policy.Ahead).
+	aheadSessions int
+	aheadPassed   map[string]bool
 }
 
 func startEngine(p *player, pol Policy) (*engineRun, error) {
@@ -92,6 +98,7 @@ func startEngine(p *player, pol Policy) (*engineRun, error) {
 		// Any fixed epoch: every time the engine sees is simulated.
 		epoch: time.UnixMilli(1 << 40)}
 	cc := clusterConfig(p.cfg)
+	cc.L3Eviction = pol.L3Eviction
 	cc.Endpoints = make([]string, p.cfg.Workers)
 	for i := range cc.Endpoints {
 		cc.Endpoints[i] = engineWorkerEndpoint(i)
@@ -116,6 +123,16 @@ func startEngine(p *player, pol Policy) (*engineRun, error) {
 		if deps.Ahead, err = ahead.New(*aheadConfig(p.cfg), &h.counters.Ahead); err != nil {
 			return nil, err
 		}
+	}
+	if pol.Planner {
+		if pol.NoPins {
+			// As the service: the planner sends to the pins' endpoint.
+			return nil, fmt.Errorf("%w: policy %q: the planner needs pins", ErrConfig, pol.Name)
+		}
+		if h.planner, err = newPlannerRun(h); err != nil {
+			return nil, err
+		}
+		deps.Observer = h.planner
 	}
 	if h.eng, err = engine.NewEngine(pol.Decisions, deps); err != nil {
 		return nil, err
@@ -244,6 +261,9 @@ func (h *engineRun) request(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
+	if h.pol.Ahead && h.p.w.Req(i).Turn == 1 {
+		h.aheadSessions++
+	}
 	ev := h.p.w.RequestEventTokens(i, h.epoch, h.p.cfg.AnnounceToolTime, pr.Tokens)
 	out := h.eng.OnRequest(ctx, h.delivery(), ev, false)
 	if out.Verdict == engine.Reject || out.Verdict == engine.Retry {
@@ -312,6 +332,11 @@ func (h *engineRun) apply(endpoint string, raw actions.Hint) {
 			}
 			if err != nil || !ok {
 				res.BadHints++
+			} else {
+				if h.aheadPassed == nil {
+					h.aheadPassed = map[string]bool{}
+				}
+				h.aheadPassed[pf.SessionID] = true
 			}
 			continue
 		}
@@ -358,6 +383,9 @@ func (h *engineRun) finish(res *ModeResult) {
 	res.Renewals = int(c.HintsRenewQueued.Value())
 	res.Pins -= res.Renewals
 	res.Ahead.UsedBytes, res.Ahead.WastedBytes = c.Ahead.UsedBytes.Value(), c.Ahead.WastedBytes.Total()
+	// The trial's verdict in sessions: judged (every conversation it could
+	// plan a turn for) and passed (sent at least one prefetch for).
+	res.Ahead.Sessions, res.Ahead.Passed = h.aheadSessions, len(h.aheadPassed)
 }
 
 func (h *engineRun) close() {}

@@ -71,7 +71,11 @@ type folder struct {
 	// boundHit gives the leading blocks each request finds under the
 	// clairvoyant bound, computed before the runs; asked once a request,
 	// in request order (a spill read back). err is its first failure.
-	boundHit  func(i int) (int32, error)
+	boundHit func(i int, kept []bool) (int32, []bool, error)
+	kept     []bool // the request's blocks the bound kept (scratch)
+	// alpha prices an L3 load for the mechanism breakdown.
+	alpha     float64
+	mech      []Mechanism // per run; the first run's (no hints) is not reported
 	err       error
 	runs      []*run
 	lost      []Lost // per run; the first run's (no hints) is not reported
@@ -81,8 +85,8 @@ type folder struct {
 	next      int           // every request before it is folded
 }
 
-func newFolder(w *workload.Workload, runs []*run, boundHit func(i int) (int32, error), timePoints int) *folder {
-	f := &folder{w: w, runs: runs, lost: make([]Lost, len(runs)), over: make([]*overTime, len(runs)),
+func newFolder(w *workload.Workload, runs []*run, boundHit func(i int, kept []bool) (int32, []bool, error), timePoints int, alpha float64) *folder {
+	f := &folder{w: w, runs: runs, lost: make([]Lost, len(runs)), over: make([]*overTime, len(runs)), mech: make([]Mechanism, len(runs)), alpha: alpha,
 		boundOver: newOverTime(w, timePoints), played: map[int]uint8{}, boundHit: boundHit}
 	for k := range runs {
 		f.over[k] = newOverTime(w, timePoints)
@@ -120,7 +124,8 @@ func (f *folder) finish() {
 func (f *folder) fold(i int) {
 	r := f.w.Req(i)
 	none := f.runs[0].p.out[i].cost
-	bh, err := f.boundHit(i)
+	bh, kept, err := f.boundHit(i, f.kept)
+	f.kept = kept
 	if err != nil && f.err == nil {
 		f.err = err
 	}
@@ -130,6 +135,7 @@ func (f *folder) fold(i int) {
 		o := rn.p.out[i]
 		if k > 0 {
 			f.lost[k].add(o.cost, none, bound, o.why, rn.p.extent[i], int(bh), r.HasWakeup)
+			f.mech[k].add(kept, o.served, o.why == causeWrongWorker, r.HasWakeup, f.alpha, float64(f.w.BlockSize), o.warmup)
 		}
 		f.over[k].add(r.At, none-o.cost)
 		rn.forget(i)

@@ -27,6 +27,9 @@ import (
 // charged.
 type Mechanism struct {
 	Retention, Placement, Timing, WrongWorker, NoSignal float64
+	// Warmup is what the run's speculative prefills cost (a peer's warm-up
+	// prefill, charged to no block of a turn).
+	Warmup float64
 	// Gains is the run's saving on blocks the bound did not keep (a
 	// negative amount, netted into Retention).
 	Gains float64
@@ -57,53 +60,67 @@ func mechanism(cfg Config, pr *prompts, run ModeResult, boundHits []int) Mechani
 	}
 	beladyHits(seqs, at, cfg.Workers*cfg.DeviceBlocks+cfg.L3Blocks, func(int, int) bool { return true },
 		func(i, k int) { kept[i][k] = true })
-	a, bs := cfg.Alpha, float64(w.BlockSize)
 	for i := range w.Len() {
-		si := run.served[i]
-		wrong := run.causes[i] == causeWrongWorker
-		for k := range seqs[i] {
-			bound := 1.0
-			if kept[i][k] {
-				bound = 0
-			}
-			cost := 1.0
-			switch {
-			case k < si.dev:
-				cost = 0
-			case k < si.dev+si.l3:
-				cost = a
-			}
-			d := cost - bound
-			switch {
-			case d < 0:
-				m.Gains += d * bs
-				continue
-			case d == 0:
-				continue
-			}
-			m.Total += d * bs
-			place := d
-			switch {
-			case k < si.held:
-				m.Timing += d * bs
-				continue
-			case cost == 1:
-				m.Retention += (1 - a) * bs
-				place = a
-			}
-			switch {
-			case wrong:
-				m.WrongWorker += place * bs
-			case w.Req(i).HasWakeup:
-				m.Placement += place * bs
-			default:
-				m.NoSignal += place * bs
-			}
+		m.add(kept[i], run.served[i], run.causes[i] == causeWrongWorker, w.Req(i).HasWakeup, cfg.Alpha, float64(w.BlockSize), 0)
+	}
+	m.close()
+	return m
+}
+
+// add charges one request's blocks: kept[k] says the bound kept its
+// block k; si is what the run's turn found, wrong that its prefetch went
+// to another worker, announced that a wake-up announced it, and warmup
+// what a speculative prefill at its response cost. Simulate adds its
+// requests one by one as it folds them (fold.go), Run all at once.
+func (m *Mechanism) add(kept []bool, si servedInfo, wrong, announced bool, a, bs, warmup float64) {
+	m.Warmup += warmup
+	m.Total += warmup
+	for k := range kept {
+		bound := 1.0
+		if kept[k] {
+			bound = 0
+		}
+		cost := 1.0
+		switch {
+		case k < si.dev:
+			cost = 0
+		case k < si.dev+si.l3:
+			cost = a
+		}
+		d := cost - bound
+		switch {
+		case d < 0:
+			m.Gains += d * bs
+			continue
+		case d == 0:
+			continue
+		}
+		m.Total += d * bs
+		place := d
+		switch {
+		case k < si.held:
+			m.Timing += d * bs
+			continue
+		case cost == 1:
+			m.Retention += (1 - a) * bs
+			place = a
+		}
+		switch {
+		case wrong:
+			m.WrongWorker += place * bs
+		case announced:
+			m.Placement += place * bs
+		default:
+			m.NoSignal += place * bs
 		}
 	}
+}
+
+// close nets the gains into Retention and Total, once every request is
+// added.
+func (m *Mechanism) close() {
 	m.Total += m.Gains
 	m.Retention += m.Gains
-	return m
 }
 
 // Markdown renders the breakdown as a table.
@@ -118,6 +135,7 @@ func (m Mechanism) Markdown(run string) string {
 		{"timing: load not finished when the turn came", m.Timing},
 		{"wrong worker: the prefetch went elsewhere", m.WrongWorker},
 		{"no signal: in L3, not on the worker, and nothing announced the turn", m.NoSignal},
+		{"warm-up: the speculative prefills' own prefill", m.Warmup},
 		{"**total** (bound's saving − " + run + "'s)", m.Total}} {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", row.name, group(int64(row.v+0.5*sign(row.v))), percent(ratio(row.v, m.Total)))
 	}

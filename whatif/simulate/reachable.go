@@ -110,13 +110,28 @@ func beladyHits(seqs [][]uint64, at []int64, capacity int, valuable func(i, k in
 // reachableMode computes the hint-reachable bound for the run's workload
 // and capacities.
 func reachableMode(cfg Config, pr *prompts) (ModeResult, error) {
+	return reachablePlay(cfg, pr, false)
+}
+
+// reachableStream is reachableMode for Simulate: each request's block ids
+// (Config.IDs) and hashes are held only while its prompt is routed and
+// served, and no per-request costs are kept.
+func reachableStream(cfg Config, pr *prompts) (ModeResult, error) {
+	return reachablePlay(cfg, pr, true)
+}
+
+func reachablePlay(cfg Config, pr *prompts, stream bool) (ModeResult, error) {
 	w := cfg.Workload
 	cc := clusterConfig(cfg)
 	cc.KVBytesPerToken, cc.L3Bandwidth = 0, 0
 	// The bound keeps L3 itself; the cluster's only models devices and
-	// routing, so its L3 holds every page.
+	// routing, so its L3 holds every page. (Its L3 decides nothing the
+	// bound reads: streamed, one page does, to hold nothing.)
 	cc.L3Blocks = 1
 	for i := range w.Len() {
+		if stream {
+			break
+		}
 		cc.L3Blocks += len(w.Req(i).HashIDs)
 	}
 	cl, err := cluster.NewCluster(cc)
@@ -127,7 +142,7 @@ func reachableMode(cfg Config, pr *prompts) (ModeResult, error) {
 	dev := make([]int32, n)
 	// The requests' blocks go onto a tape on disk with their next uses
 	// (tape.go): memory holds a map of distinct blocks, not the trace's.
-	t, err := newTape("")
+	t, err := newTape(cfg.TempDir)
 	if err != nil {
 		return ModeResult{}, err
 	}
@@ -142,6 +157,13 @@ func reachableMode(cfg Config, pr *prompts) (ModeResult, error) {
 		i := ev.Request
 		if i != added {
 			return ModeResult{}, fmt.Errorf("value: reachable bound: request %d played before request %d", i, added)
+		}
+		var held bool
+		if stream {
+			held = w.Req(i).HashIDs != nil
+			if err := loadIDs(cfg, i); err != nil {
+				return ModeResult{}, err
+			}
 		}
 		r := w.Req(i)
 		p, err := pr.get(i)
@@ -161,6 +183,12 @@ func reachableMode(cfg Config, pr *prompts) (ModeResult, error) {
 		}
 		blocks[i] = int32(len(p.Seq))
 		added++
+		if stream {
+			pr.release(i)
+			if !held {
+				dropIDs(cfg, i)
+			}
+		}
 	}
 	count := func(i int) int { return int(blocks[i]) }
 	at := func(i int) int64 { return int64(w.Req(i).At) }
@@ -180,8 +208,10 @@ func reachableMode(cfg Config, pr *prompts) (ModeResult, error) {
 	if err != nil {
 		return ModeResult{}, err
 	}
-	res := ModeResult{Mode: ModeReachable, PrefetchAccuracy: math.NaN(), PinsHonoured: math.NaN(),
-		PerRequestCost: make([]float64, n)}
+	res := ModeResult{Mode: ModeReachable, PrefetchAccuracy: math.NaN(), PinsHonoured: math.NaN()}
+	if !stream {
+		res.PerRequestCost = make([]float64, n)
+	}
 	bs := float64(w.BlockSize)
 	for i := range w.Len() {
 		r := w.Req(i)
@@ -190,7 +220,9 @@ func reachableMode(cfg Config, pr *prompts) (ModeResult, error) {
 		res.PromptTokens += int64(r.InputLength)
 		res.DeviceHitTokens += devTok
 		c := float64(int64(r.InputLength)-devTok) - bs*((1-cfg.Alpha)*float64(all[i])+cfg.Alpha*float64(announced[i]))
-		res.PerRequestCost[i] = c
+		if !stream {
+			res.PerRequestCost[i] = c
+		}
 		res.Cost += c
 	}
 	res.RecomputedTokens = int64(math.Round(res.Cost))

@@ -213,6 +213,9 @@ type reqOut struct {
 	routed int     // the worker it was served on
 	why    cause
 	served servedInfo
+	// warmup is the part of cost a speculative prefill at its response
+	// spent (peer_run.go): charged to no block (Mechanism.Warmup).
+	warmup float64
 }
 
 // forgetter is a hook that holds per-request state it can drop once the
@@ -287,7 +290,11 @@ func startRun(ctx context.Context, cfg Config, pr *prompts, mode Mode, pol *Poli
 			return nil, fmt.Errorf("%w: no policy for run %q", ErrConfig, mode)
 		}
 		p.cfg.Affinity = pol.Affinity
-		h, err = startEngine(p, *pol)
+		if pol.Peer != nil {
+			h, err = startPeer(p, *pol) // peer_run.go
+		} else {
+			h, err = startEngine(p, *pol)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -442,7 +449,7 @@ func (p *player) pinLapsed(i int) bool {
 
 func (p *player) summarise() {
 	r := &p.res
-	r.Cost = float64(r.RecomputedTokens) + p.cfg.Alpha*float64(r.L3HitTokens)
+	r.Cost = float64(r.RecomputedTokens) + p.cfg.Alpha*float64(r.L3HitTokens) + r.WarmupCost
 	r.PrefetchAccuracy = ratio(float64(r.PrefetchAccurate), float64(r.Prefetches))
 	r.L3 = p.cl.L3.Stats()
 	r.PinsHonoured = ratio(float64(r.L3.PinnedKeys-r.L3.PinsBroken), float64(r.L3.PinnedKeys))

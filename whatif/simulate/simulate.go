@@ -74,6 +74,11 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 		return s, err
 	}
 	defer boundHits.close()
+	// The hint-reachable bound, as Run computes it: one more play of the
+	// router and devices, streamed.
+	if s.Reachable, err = reachableStream(cfg, pr); err != nil {
+		return s, err
+	}
 	// The runs share only the workload and the hashed prompts. They go
 	// side by side, as many at once as there are CPUs, a stretch of
 	// events at a time, so that a prompt can be dropped once every run
@@ -100,7 +105,7 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 		r.p.forgetSessions = true
 		j.r, runs[k] = r, r
 	}
-	f := newFolder(w, runs, func(int) (int32, error) { return boundHits.next() }, cfg.TimePoints)
+	f := newFolder(w, runs, func(_ int, kept []bool) (int32, []bool, error) { return boundKept(boundHits, kept) }, cfg.TimePoints, cfg.Alpha)
 	errs := make([]error, len(jobs))
 	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
 	for from := 0; from < w.NumEvents(); from += simulateStretch {
@@ -160,12 +165,16 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 		j.out.SavingOverTime = f.over[k].points()
 		if k > 0 {
 			j.out.Lost = f.lost[k]
+			m := f.mech[k]
+			m.close()
+			j.out.Mechanism = &m
 		}
 	}
 	s.Bound.SavingOverTime = f.boundOver.points()
 	s.NoHints.Saving = 0
 	s.Oracle.Saving = s.NoHints.Cost - s.Oracle.Cost
 	s.Bound.Saving = s.NoHints.Cost - s.Bound.Cost
+	s.Reachable.Saving = s.NoHints.Cost - s.Reachable.Cost
 	for i := range s.Policies {
 		m := &s.Policies[i]
 		m.Saving = s.NoHints.Cost - m.Cost

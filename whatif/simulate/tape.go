@@ -149,7 +149,14 @@ func (r *tapeReader) read(dst []tapeEntry, n int) ([]tapeEntry, error) {
 // order), at(i) its time; it hands each request's hits to hit, in
 // order. It holds one instant's requests, the kept pages and their heap.
 func clairvoyantTape(r *tapeReader, n int, blocks func(i int) (int, error), at func(i int) int64, capacity int, hit func(i, hits int) error) error {
+	return clairvoyantTapeKept(r, n, blocks, at, capacity, func(i, hits int, _ []bool) error { return hit(i, hits) })
+}
+
+// clairvoyantTapeKept is clairvoyantTape that also hands hit which of
+// the request's blocks were found kept (valid during the call only).
+func clairvoyantTapeKept(r *tapeReader, n int, blocks func(i int) (int, error), at func(i int) int64, capacity int, hit func(i, hits int, kept []bool) error) error {
 	var hits []int
+	var kept1 [][]bool
 	kept := map[uint64]int32{}
 	h := &farthest{}
 	var inst [][]tapeEntry
@@ -172,11 +179,18 @@ func clairvoyantTape(r *tapeReader, n int, blocks func(i int) (int, error), at f
 		}
 		produced := map[uint64]bool{}
 		hits = append(hits[:0], make([]int, len(inst))...)
+		for len(kept1) < len(inst) {
+			kept1 = append(kept1, nil)
+		}
 		for k, seq := range inst {
+			kept1[k] = kept1[k][:0]
 			for _, e := range seq {
-				if _, ok := kept[e.block]; ok || produced[e.block] {
+				_, ok := kept[e.block]
+				ok = ok || produced[e.block]
+				if ok {
 					hits[k]++
 				}
+				kept1[k] = append(kept1[k], ok)
 			}
 			for _, e := range seq {
 				produced[e.block] = true
@@ -196,7 +210,7 @@ func clairvoyantTape(r *tapeReader, n int, blocks func(i int) (int, error), at f
 		}
 		evictFarthest(kept, h, capacity)
 		for k, n := range hits {
-			if err := hit(i+k, n); err != nil {
+			if err := hit(i+k, n, kept1[k]); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,80 @@
+package simulate
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/hintstream/hintstream/internal/race"
+	"github.com/hintstream/hintstream/whatif/workload"
+)
+
+// Simulate with every policy and every peer at once: each run's
+// mechanism breakdown, folded request by request, has rows that add up
+// to its Total, and Total is the bound's saving minus the run's, exactly
+// (to float rounding); the hint-reachable bound is Run's, computed
+// in memory; the header-free trial reports its sessions.
+func TestSimulateMechanismAddsUpForEveryRow(t *testing.T) {
+	sessions := 60
+	if race.Enabled { // the full case runs without -race (make test's sim pass)
+		sessions = 15
+	}
+	w, err := workload.Generate(workload.SyntheticConfig{Seed: 5, Sessions: sessions, MinTurns: 3, MaxTurns: 8,
+		ToolCallProb: 0.7, ToolTime: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Workload: w, DeviceBlocks: 32, L3Blocks: 96, TransferTime: true}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pols := append(Policies(), Peers()...)
+	sim, err := Simulate(ctx, cfg, pols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := append([]ModeResult{sim.Oracle}, sim.Policies...)
+	for _, r := range runs {
+		m := r.Mechanism
+		if m == nil {
+			t.Fatalf("%s: no mechanism breakdown", r.Mode)
+		}
+		rows := m.Retention + m.Placement + m.Timing + m.WrongWorker + m.NoSignal + m.Warmup
+		want := sim.Bound.Saving - r.Saving
+		tol := 1e-6 * max(1, math.Abs(sim.NoHints.Cost))
+		if math.Abs(rows-m.Total) > tol || math.Abs(m.Total-want) > tol {
+			t.Fatalf("%s: rows %v, Total %v, bound saving − run saving %v", r.Mode, rows, m.Total, want)
+		}
+	}
+	if sim.NoHints.Mechanism != nil {
+		t.Fatal("the no-hints run has a breakdown: it is the baseline")
+	}
+	// Something to break down: the runs differ from the bound.
+	if sim.Policies[0].Mechanism.Total <= 0 {
+		t.Fatalf("today's misses nothing against the bound: %+v", sim.Policies[0].Mechanism)
+	}
+	pr, err := newPrompts(func() Config { c, _ := cfg.withDefaults(); return c }())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := cfg.withDefaults()
+	want, err := reachableMode(c, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sim.Reachable.Cost != want.Cost || sim.Reachable.Mode != ModeReachable || sim.Reachable.Saving != sim.NoHints.Cost-want.Cost {
+		t.Fatalf("Simulate's hint-reachable bound %+v, Run's %v", sim.Reachable, want.Cost)
+	}
+	for _, r := range sim.Policies {
+		pol := policyNamed(t, pols, string(r.Mode))
+		if pol.Ahead && (r.Ahead.Sessions == 0 || r.Ahead.Passed > r.Ahead.Sessions) {
+			t.Fatalf("%s: trial judged %d sessions, passed %d", r.Mode, r.Ahead.Sessions, r.Ahead.Passed)
+		}
+		if !pol.Ahead && r.Ahead.Sessions != 0 {
+			t.Fatalf("%s: no header-free prefetch, but %d sessions judged", r.Mode, r.Ahead.Sessions)
+		}
+		if pol.Planner && r.PlannerPins == 0 {
+			t.Fatalf("%s: the planner pinned nothing", r.Mode)
+		}
+	}
+}
