@@ -95,15 +95,24 @@ func TestWhatifTrace(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if rep.Requests != 400 || len(rep.Points) != 1 || len(rep.Points[0].Runs) != 10 || rep.Cluster.DeviceBlocks != 256 {
+	if rep.Requests != 400 || len(rep.Points) != 1 || len(rep.Points[0].Runs) != 19 || rep.Cluster.DeviceBlocks != 256 {
 		t.Fatalf("report: %+v", rep)
 	}
 	runs := rep.Points[0].Runs
-	if runs[0].Kind != "off" || runs[len(runs)-1].Kind != "bound" || runs[len(runs)-1].Saving < runs[1].Saving {
+	// off, 15 policies and peers, the oracle, then both bounds.
+	peers := 0
+	for _, r := range runs {
+		if r.Kind == "peer" {
+			peers++
+		}
+	}
+	bound, reach := runs[len(runs)-2], runs[len(runs)-1]
+	if runs[0].Kind != "off" || bound.Kind != "bound" || reach.Kind != "reachable" || peers != 4 ||
+		bound.Saving < runs[1].Saving || bound.Saving < reach.Saving {
 		t.Fatalf("runs: %+v", runs)
 	}
 	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
-	if err != nil || bytes.Count(page, []byte("<svg ")) != 2 {
+	if err != nil || bytes.Count(page, []byte("<svg ")) < 2 || !bytes.Contains(page, []byte("<table")) {
 		t.Fatalf("report page (%v): %d charts", err, bytes.Count(page, []byte("<svg ")))
 	}
 	// The terminal table with a sweep.

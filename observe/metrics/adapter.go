@@ -22,11 +22,11 @@ const (
 type Adapter struct {
 	set
 
-	Accepted  *CounterVec // by action type
-	Dropped   *CounterVec // by reason, before any engine call
-	Calls     *CounterVec // engine calls that succeeded, by action type
-	Failed    *CounterVec // engine calls that failed, by reason (one count per attempt)
-	Retries   *Counter
+	Accepted *CounterVec // by action type
+	Dropped  *CounterVec // by reason, before any engine call
+	Calls    *CounterVec // engine calls that succeeded, by action type
+	Failed   *CounterVec // engine calls that failed, by reason (one count per attempt)
+	Retries  *Counter
 	// FarFuture counts hints whose expires_at_ms lay past the adapter's
 	// MaxHintLife, acted on as if they expired then.
 	FarFuture *Counter
