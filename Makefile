@@ -27,7 +27,7 @@ test: deps check race sim parity chart-test
 ## flood, the ingestion run against a nats CLI built from source) and every
 ## fuzz target for FUZZTIME; CI runs it after `make test`
 test-long: deps
-	HINTSTREAM_TEST_LONG=1 $(GO) test -race -count=1 -timeout 20m -run 'TestGapsTablesAdmitRegisteredRanks|TestIngestSmallWithNatsBench' ./e2e/ ./loadtest/speed/
+	HINTSTREAM_TEST_LONG=1 $(GO) test -race -count=1 -timeout 20m -run 'TestGapsTablesAdmitRegisteredRanks|TestIngestSmallWithNatsBench|TestNatsBenchOwnStream' ./e2e/ ./loadtest/speed/
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 
 ## report-check: a whatif --report loaded in headless Chromium (installed

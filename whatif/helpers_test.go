@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/hintstream/hintstream/whatif/simulate"
 )
 
 // untimedJSON is a report's --json without its wall times.
@@ -85,4 +87,19 @@ func mustReopen(t *testing.T, f *os.File) *os.File {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// racePolicies are the rows a simulation-heavy test plays under -race
+// (make test's race pass), where a play is ten times slower: today's,
+// the planner with header-free prefetch, a peer that plays its own
+// mechanism and one on the ARC store. Together they take every path the
+// full set takes (engine, planner, ahead, peer, ARC); the full set runs
+// without -race in make test's sim pass.
+func racePolicies(t *testing.T) []simulate.Policy {
+	t.Helper()
+	ps, err := SelectPolicies("today's,planner + header-free prefetch,Dynamo speculative prefill,today's + affinity on ARC L3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
 }

@@ -3,11 +3,13 @@ package whatif
 import (
 	"context"
 	"errors"
-	"github.com/hintstream/hintstream/internal/race"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hintstream/hintstream/internal/race"
+	"github.com/hintstream/hintstream/whatif/simulate"
 )
 
 // A trace spooled to disk (SpoolTrace: requests and events read back a
@@ -17,8 +19,9 @@ import (
 // point of a sweep. The spool's files are gone after Close.
 func TestRunOnASpooledTraceEqualsHoldingIt(t *testing.T) {
 	n := 900
-	if race.Enabled { // 900 run without -race (make test's sim pass)
-		n = 300
+	var policies []simulate.Policy // every row
+	if race.Enabled { // 900 and every row run without -race (make test's sim pass)
+		n, policies = 300, racePolicies(t)
 	}
 	p := sliceOfTrace(t, n)
 	f, err := os.Open(p)
@@ -47,7 +50,7 @@ func TestRunOnASpooledTraceEqualsHoldingIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []Options{{Cluster: c}, {Cluster: c, Sweep: &sw, TempDir: dir}} {
+	for _, o := range []Options{{Cluster: c, Policies: policies}, {Cluster: c, Sweep: &sw, TempDir: dir, Policies: policies}} {
 		held, err := Run(ctx, Source{Name: "slice", Records: tr.Records, Skipped: tr.Skipped, FirstSkipped: tr.FirstSkipped}, o)
 		if err != nil {
 			t.Fatal(err)

@@ -10,9 +10,11 @@ import (
 
 	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/internal/natsembed"
+	"github.com/hintstream/hintstream/internal/race"
 	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/hintstream/hintstream/whatif/cluster"
+	"github.com/hintstream/hintstream/whatif/simulate"
 	"github.com/hintstream/hintstream/whatif/workload"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -141,11 +143,15 @@ func TestFromStreamsReadsTheClusterHistory(t *testing.T) {
 		}
 	}
 	c := small()
-	fromTrace, err := Run(ctx, src, Options{Cluster: c, Policies: nil})
+	var policies []simulate.Policy // every row
+	if race.Enabled { // every row runs without -race (make test's sim pass)
+		policies = racePolicies(t)
+	}
+	fromTrace, err := Run(ctx, src, Options{Cluster: c, Policies: policies})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromBus, err := Run(ctx, ss.Source, Options{Cluster: c})
+	fromBus, err := Run(ctx, ss.Source, Options{Cluster: c, Policies: policies})
 	if err != nil {
 		t.Fatal(err)
 	}

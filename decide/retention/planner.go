@@ -228,7 +228,8 @@ type pageStat struct {
 	tokens      int
 	depth       int
 	session     string
-	resolved    bool // its first reuse (or its aging out) was counted
+	resolved    bool  // its first reuse (or its aging out) was counted
+	cand        int32 // its index among the candidates of the plan being made
 }
 
 type session struct {
@@ -441,9 +442,8 @@ func (p *Planner) Plan(now time.Time) []Pin {
 		until := now.Add(h)
 		cands = append(cands, cand{key: k, st: st, p: pr, e: e, why: why, until: until})
 	}
-	byKey := make(map[string]int, len(cands))
 	for i := range cands {
-		byKey[cands[i].key] = i
+		cands[i].st.cand = int32(i)
 	}
 	for id, s := range p.sessions {
 		if !s.resolved && now.Sub(s.last) > h {
@@ -461,22 +461,16 @@ func (p *Planner) Plan(now time.Time) []Pin {
 			continue
 		}
 		for _, k := range s.keys {
-			if i, ok := byKey[k]; ok && sp > cands[i].e {
+			if st, ok := p.pages[k]; ok && sp > cands[st.cand].e {
+				i := st.cand
 				cands[i].p, cands[i].e, cands[i].why, cands[i].until, cands[i].sessID = sp, sp, why, until, id
 			}
 		}
 	}
-	// Best first; ties by depth (a prefix before what extends it), then key.
-	slices.SortFunc(cands, func(a, b cand) int {
-		return cmp.Or(cmp.Compare(b.e, a.e), cmp.Compare(a.st.depth, b.st.depth), cmp.Compare(a.key, b.key))
-	})
 	// Forget the least likely beyond MaxTracked, and what is long dead.
-	for i := len(cands) - 1; i >= 0; i-- {
-		if i >= p.cfg.MaxTracked || (cands[i].p < p.cfg.MinProbability/100 && now.Sub(cands[i].st.last) > 4*h) {
-			delete(p.pages, cands[i].key)
-			continue
-		}
-		break
+	dead := func(c *cand) bool { return c.p < p.cfg.MinProbability/100 && now.Sub(c.st.last) > 4*h }
+	for _, i := range forgotten(cands, p.cfg.MaxTracked, dead) {
+		delete(p.pages, cands[i].key)
 	}
 	budget := p.cfg.BudgetBytes()
 	var used int64
@@ -484,10 +478,9 @@ func (p *Planner) Plan(now time.Time) []Pin {
 	groups := map[string][]cand{}
 	p.pinned = p.pinned[:0]
 	var expected float64
-	for _, c := range cands {
-		if c.p < p.cfg.MinProbability {
-			continue
-		}
+	best := newBestFirst(cands, func(c *cand) bool { return c.p >= p.cfg.MinProbability })
+	for i, ok := best.next(); ok; i, ok = best.next() {
+		c := cands[i]
 		b := p.pageBytes(c.st.tokens)
 		if used+b > budget {
 			break

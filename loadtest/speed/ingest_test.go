@@ -45,6 +45,7 @@ func TestIngestSmallWithNatsBench(t *testing.T) {
 }
 
 func TestNatsBenchOwnStream(t *testing.T) {
+	longtest.Require(t, "builds the nats CLI from source on a fresh machine")
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)

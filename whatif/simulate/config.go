@@ -116,6 +116,10 @@ type Config struct {
 	// TempDir is where the bound's tape and spills go while they are
 	// used ("": the system's temporary directory).
 	TempDir string
+	// stretch is the events Simulate plays between its pauses (0:
+	// simulateStretch). A test sets a short one to cross several
+	// stretches on a workload small enough for the race detector.
+	stretch int
 }
 
 func (c Config) withDefaults() (Config, error) {

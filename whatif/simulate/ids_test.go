@@ -70,9 +70,12 @@ func TestSimulateReadingIDsBackEqualsHoldingThem(t *testing.T) {
 		w    *workload.Workload
 	}
 	var cases []tc
-	seeds, limit := uint64(4), 1200
+	seeds, limit, stretch, policies := uint64(4), 1200, simulateStretch, Policies()
 	if race.Enabled { // the full case runs without -race (make test's sim pass)
-		seeds, limit = 2, 1100
+		// Today's, the planner with header-free prefetch (each path that
+		// reads a next turn's ids), and one peer; stretches of 128 events.
+		seeds, limit, stretch = 1, 400, 128
+		policies = []Policy{Policies()[0], Policies()[8], Peers()[0]}
 	}
 	for seed := range seeds {
 		w, err := workload.Generate(workload.SyntheticConfig{Seed: seed + 11, Sessions: 30 + int(seed)*10,
@@ -86,7 +89,7 @@ func TestSimulateReadingIDsBackEqualsHoldingThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tr.Events) < 2*simulateStretch {
+	if len(tr.Events) < 2*stretch {
 		t.Fatalf("trace slice has %d events: want several stretches", len(tr.Events))
 	}
 	cases = append(cases, tc{"Mooncake trace slice", tr})
@@ -94,14 +97,14 @@ func TestSimulateReadingIDsBackEqualsHoldingThem(t *testing.T) {
 	defer cancel()
 	for k, c := range cases {
 		cfg := Config{Workload: c.w, Workers: 3, DeviceBlocks: 40 + 16*k, L3Blocks: 80 + 32*k,
-			TransferTime: k%2 == 0, L3Bandwidth: 2e9, TimePoints: 13}
-		held, err := Simulate(ctx, cfg, Policies())
+			TransferTime: k%2 == 0, L3Bandwidth: 2e9, TimePoints: 13, stretch: stretch}
+		held, err := Simulate(ctx, cfg, policies)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		var calls *int
 		cfg.Workload, cfg.IDs, calls = withoutIDs(c.w)
-		read, err := Simulate(ctx, cfg, Policies())
+		read, err := Simulate(ctx, cfg, policies)
 		if err != nil {
 			t.Fatalf("%s, ids read back: %v", c.name, err)
 		}

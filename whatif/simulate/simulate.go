@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -108,8 +109,9 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 	f := newFolder(w, runs, func(_ int, kept []bool) (int32, []bool, error) { return boundKept(boundHits, kept) }, cfg.TimePoints, cfg.Alpha)
 	errs := make([]error, len(jobs))
 	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
-	for from := 0; from < w.NumEvents(); from += simulateStretch {
-		to := min(from+simulateStretch, w.NumEvents())
+	stretch := cmp.Or(cfg.stretch, simulateStretch)
+	for from := 0; from < w.NumEvents(); from += stretch {
+		to := min(from+stretch, w.NumEvents())
 		evs := w.EventRange(from, to)
 		if err := w.Err(); err != nil {
 			return s, fmt.Errorf("value: reading the workload back: %w", err)
