@@ -20,7 +20,7 @@ import (
 func TestRunOnASpooledTraceEqualsHoldingIt(t *testing.T) {
 	n := 900
 	var policies []simulate.Policy // every row
-	if race.Enabled { // 900 and every row run without -race (make test's sim pass)
+	if race.Enabled {              // 900 and every row run without -race (make test's sim pass)
 		n, policies = 300, racePolicies(t)
 	}
 	p := sliceOfTrace(t, n)
