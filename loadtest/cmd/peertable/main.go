@@ -11,8 +11,10 @@
 // The workloads: the trace (--trace, Mooncake format), the synthetic
 // agentic sessions (workload.Generate, seed 1) at the default device size
 // and at --small-device blocks (the sessions fit a default device, which
-// leaves no hint anything to do), and the forked workload
-// (workload.GenerateForked, seed 1).
+// leaves no hint anything to do), the forked workload
+// (workload.GenerateForked, seed 1), and --many-sessions synthetic
+// sessions (seed 1), enough to fill the L3 so that pins and eviction
+// order matter.
 package main
 
 import (
@@ -46,6 +48,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("peertable", flag.ContinueOnError)
 	trace := fs.String("trace", "", "Mooncake-format trace (required)")
 	small := fs.Int("small-device", 64, "device blocks per worker of the sessions' second run")
+	many := fs.Int("many-sessions", 1000, "sessions of the third synthetic run, enough for the L3 to evict (0: none)")
 	only := fs.String("only", "", "play only the workloads whose name holds this")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -68,12 +71,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var mw *workload.Workload
+	if *many > 0 {
+		if mw, err = workload.Generate(workload.SyntheticConfig{Seed: 1, Sessions: *many}); err != nil {
+			return err
+		}
+	}
 	base := simulate.Config{TransferTime: true}
 	jobs := []job{
 		{"Mooncake synthetic trace (" + *trace + ")", tw, base},
 		{"synthetic sessions", sw, base},
 		{fmt.Sprintf("synthetic sessions, %d device blocks", *small), sw, with(base, func(c *simulate.Config) { c.DeviceBlocks = *small })},
 		{"forked sessions", fw, base},
+	}
+	if mw != nil {
+		jobs = append(jobs, job{fmt.Sprintf("synthetic sessions, %d of them", *many), mw, base})
 	}
 	pols := append(simulate.Policies(), simulate.Peers()...)
 	for _, j := range jobs {
