@@ -43,7 +43,7 @@ type running struct {
 
 func runElector(t *testing.T, kv jetstream.KeyValue, member string, changes chan<- Leadership) *running {
 	t.Helper()
-	el, err := NewElector(kv, ElectorConfig{Member: member, TTL: testTTL, RenewEvery: testTTL / 5,
+	el, err := NewElector(kv, ElectorConfig{Member: member, TTL: testTTL,
 		OnChange: func(l Leadership) {
 			if changes != nil {
 				changes <- l
@@ -90,8 +90,8 @@ func oneLeader(t *testing.T, within time.Duration, rs ...*running) *running {
 }
 
 // Two members: one takes the lock, the other follows and names it; when
-// the leader stops it releases the lock and the other takes over well
-// within the TTL.
+// the leader stops it deletes the lock, and the other, which reads the
+// lock every PollEvery, takes it at its next read, well within the lease.
 func TestElectorOneLeaderThenTakeoverOnStop(t *testing.T) {
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
@@ -114,37 +114,71 @@ func TestElectorOneLeaderThenTakeoverOnStop(t *testing.T) {
 	if leader.el.Leading() {
 		t.Fatal("a stopped member still leads")
 	}
-	natstest.Eventually(t, testTTL, other.el.Leading, "the other member takes over within the TTL after a clean stop")
+	lease := other.el.cfg.Lease
+	natstest.Eventually(t, lease, other.el.Leading, "the other member takes over within the lease after a clean stop")
 	took := time.Since(stopped)
-	if took > testTTL {
-		t.Fatalf("takeover after %v, TTL %v", took, testTTL)
+	if took >= lease {
+		t.Fatalf("takeover after %v: the follower waited out the lease (%v) rather than taking the deleted lock", took, lease)
 	}
-	t.Logf("takeover %v after a clean stop (TTL %v, tries every %v)", took, testTTL, testTTL/5)
+	t.Logf("takeover %v after a clean stop (TTL %v, lease %v, reads every %v)", took, testTTL, lease, other.el.cfg.PollEvery)
 	e, err := kv.Get(context.Background(), DefaultLeaderKey)
 	if err != nil || string(e.Value()) != other.el.cfg.Member {
 		t.Fatalf("lock holds %v (%v), want %s", e, err, other.el.cfg.Member)
 	}
 }
 
-// A leader cut off from the server (its connection closed: a crash or a
-// partition) stops leading when its lease runs out, which is before the
-// server lets the lock expire; the other member takes it within the TTL
-// plus one try. No sample sees two leaders.
+// cutConn is a second connection to srv with the lock bucket on it, for
+// a member to lose at once.
+func cutConn(t *testing.T, srv interface{ ClientURL() string }) (*nats.Conn, jetstream.KeyValue) {
+	t.Helper()
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	kv, err := js.KeyValue(context.Background(), DefaultLeaderBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, kv
+}
+
+// lastWrite is the lock's latest entry, which must be holder's.
+func lastWrite(t *testing.T, kv jetstream.KeyValue, holder string) jetstream.KeyValueEntry {
+	t.Helper()
+	e, err := kv.Get(context.Background(), DefaultLeaderKey)
+	if err != nil || string(e.Value()) != holder {
+		t.Fatalf("lock holds %v (%v), want %s", e, err, holder)
+	}
+	return e
+}
+
+// takeover waits until next leads, failing on any sample where old leads
+// too, and returns when it first saw next lead.
+func takeover(t *testing.T, old, next *running) time.Time {
+	t.Helper()
+	natstest.Eventually(t, testTTL+time.Second, func() bool {
+		ol, nl := old.el.Leading(), next.el.Leading()
+		if ol && nl {
+			t.Fatal("two leaders: the old leader's lease outlived the follower's wait")
+		}
+		return nl
+	}, "%s takes over", next.el.cfg.Member)
+	return time.Now()
+}
+
+// A leader cut off from the server (its connection closed: a partition)
+// keeps running and believes it leads until its lease runs out; the
+// follower, counting from when it first read the last renewal, takes the
+// lock over by compare-and-swap once the lease has passed, before the
+// server expires the key: within the TTL of the last renewal (lease +
+// one read period). No sample sees two leaders.
 func TestElectorLeaseLapsesWhenCutOff(t *testing.T) {
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
 	kv := lockBucket(t, js)
-	// The first member on a connection of its own, to cut.
-	nc2, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc2.Close()
-	js2, _ := jetstream.New(nc2)
-	kv2, err := js2.KeyValue(context.Background(), DefaultLeaderBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc2, kv2 := cutConn(t, srv)
 	cut := runElector(t, kv2, "cut", nil)
 	<-cut.el.Tried()
 	if !cut.el.Leading() {
@@ -152,24 +186,60 @@ func TestElectorLeaseLapsesWhenCutOff(t *testing.T) {
 	}
 	other := runElector(t, kv, "other", nil)
 	oneLeader(t, 5*time.Second, cut, other)
-	cutAt := time.Now()
 	nc2.Close()
-	natstest.Eventually(t, testTTL+time.Second, func() bool {
-		if cut.el.Leading() && other.el.Leading() {
-			t.Fatal("two leaders: the cut-off one's lease outlived the server's lock")
-		}
-		return other.el.Leading()
-	}, "the other member takes over after the cut-off leader's lock expires")
-	took := time.Since(cutAt)
-	// The lock lapses TTL after the last renewal (at most RenewEvery
-	// before the cut), and the follower tries every RenewEvery.
-	if limit := testTTL + 2*testTTL/5 + 500*time.Millisecond; took > limit {
-		t.Fatalf("takeover %v after the cut, want within %v", took, limit)
-	}
+	cutAt := time.Now()
+	last := lastWrite(t, kv, "cut")
+	ledAt := takeover(t, cut, other)
 	if cut.el.Leading() {
 		t.Fatal("the cut-off member still leads")
 	}
-	t.Logf("takeover %v after the leader was cut off (TTL %v, tries every %v)", took, testTTL, testTTL/5)
+	took := ledAt.Sub(last.Created())
+	if took > testTTL {
+		t.Fatalf("takeover %v after the cut-off leader's last renewal, want within the TTL %v", took, testTTL)
+	}
+	if term := other.el.State().Term; term != last.Revision()+1 {
+		t.Fatalf("the follower leads at term %d, want the revision after the last renewal (%d)", term, last.Revision())
+	}
+	t.Logf("takeover %v after the cut-off leader's last renewal, %v after the cut (TTL %v, lease %v, reads every %v)",
+		took, ledAt.Sub(cutAt), testTTL, other.el.cfg.Lease, other.el.cfg.PollEvery)
+}
+
+// A leader that dies without a word (a SIGKILL: no delete, no further
+// write; here its connection goes before its stop, so the stop's delete
+// cannot reach the server) is replaced within the TTL of its last
+// renewal, after it had renewed a few times so the death falls inside a
+// lease; the lock is the follower's at the next revision, a term above
+// the dead leader's.
+func TestElectorTakesOverFromSilentLeader(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	kv := lockBucket(t, js)
+	nc2, kv2 := cutConn(t, srv)
+	dead := runElector(t, kv2, "dead", nil)
+	<-dead.el.Tried()
+	term := dead.el.State().Term
+	other := runElector(t, kv, "other", nil)
+	oneLeader(t, 5*time.Second, dead, other)
+	natstest.Eventually(t, 5*time.Second, func() bool {
+		e, err := kv.Get(context.Background(), DefaultLeaderKey)
+		return err == nil && e.Revision() >= term+3
+	}, "the leader renews three times")
+	nc2.Close()
+	killAt := time.Now()
+	dead.stop()
+	<-dead.done
+	last := lastWrite(t, kv, "dead")
+	ledAt := takeover(t, dead, other)
+	took := ledAt.Sub(last.Created())
+	if took > testTTL {
+		t.Fatalf("takeover %v after the dead leader's last renewal, want within the TTL %v", took, testTTL)
+	}
+	lastWrite(t, kv, "other")
+	if next := other.el.State().Term; next <= term || next != last.Revision()+1 {
+		t.Fatalf("the follower leads at term %d; the dead leader at %d, its last renewal at revision %d", next, term, last.Revision())
+	}
+	t.Logf("takeover %v after the dead leader's last renewal, %v after the kill (TTL %v, lease %v, reads every %v)",
+		took, ledAt.Sub(killAt), testTTL, other.el.cfg.Lease, other.el.cfg.PollEvery)
 }
 
 // A bucket made with another TTL is refused: the lease a leader assumes
@@ -189,6 +259,10 @@ func TestGroupConfigValidate(t *testing.T) {
 		{},
 		{Elector: ElectorConfig{Member: "m", TTL: 50 * time.Millisecond}},
 		{Elector: ElectorConfig{Member: "m", TTL: time.Second, RenewEvery: time.Second}},
+		{Elector: ElectorConfig{Member: "m", TTL: time.Second, RenewEvery: 700 * time.Millisecond}}, // lease 650 ms: lapses between renewals
+		{Elector: ElectorConfig{Member: "m", TTL: time.Second, Lease: 2 * time.Second}},
+		{Elector: ElectorConfig{Member: "m", TTL: time.Second, Lease: 100 * time.Millisecond}},
+		{Elector: ElectorConfig{Member: "m", TTL: time.Second, PollEvery: time.Second}},
 		{Elector: ElectorConfig{Member: "m"}, FlushEvery: -1},
 		{Elector: ElectorConfig{Member: "m"}, MaxBatchBytes: 10},
 		{Elector: ElectorConfig{Member: "m"}, MaxQueued: -1},
