@@ -45,12 +45,8 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-# The longest packages first (the end-to-end binaries, the simulations):
-# go test runs two at a time in the order given, and ./... would leave
-# them for last, one core idle while they finish.
-SLOW_FIRST := ./e2e/ ./whatif/ ./whatif/simulate/ ./loadtest/value/ ./service/
 race:
-	$(GO) test -race -count=1 -timeout 20m $(SLOW_FIRST) $$($(GO) list ./... | sed 's|^github.com/hintstream/hintstream|.|' | grep -vxF -e ./e2e -e ./whatif -e ./whatif/simulate -e ./loadtest/value -e ./service)
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 ## sim: the simulation-heavy packages at their full size, without the race
 ## detector (under -race above they play a small case; see internal/race)
