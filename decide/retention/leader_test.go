@@ -168,6 +168,25 @@ func takeover(t *testing.T, old, next *running) time.Time {
 	return time.Now()
 }
 
+// leaderOnItsOwnConn starts a member named name on a connection of its
+// own (closed to cut it off) that takes the lock alone, then a follower
+// on the test's connection, and waits until exactly one leads.
+func leaderOnItsOwnConn(t *testing.T, name string) (jetstream.KeyValue, *nats.Conn, *running, *running) {
+	t.Helper()
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	kv := lockBucket(t, js)
+	nc2, kv2 := cutConn(t, srv)
+	lead := runElector(t, kv2, name, nil)
+	<-lead.el.Tried()
+	if !lead.el.Leading() {
+		t.Fatal("a lone member did not take the lock at its first try")
+	}
+	other := runElector(t, kv, "other", nil)
+	oneLeader(t, 5*time.Second, lead, other)
+	return kv, nc2, lead, other
+}
+
 // A leader cut off from the server (its connection closed: a partition)
 // keeps running and believes it leads until its lease runs out; the
 // follower, counting from when it first read the last renewal, takes the
@@ -175,17 +194,7 @@ func takeover(t *testing.T, old, next *running) time.Time {
 // server expires the key: within the TTL of the last renewal (lease +
 // one read period). No sample sees two leaders.
 func TestElectorLeaseLapsesWhenCutOff(t *testing.T) {
-	srv := natstest.Start(t)
-	_, js := natstest.Connect(t, srv)
-	kv := lockBucket(t, js)
-	nc2, kv2 := cutConn(t, srv)
-	cut := runElector(t, kv2, "cut", nil)
-	<-cut.el.Tried()
-	if !cut.el.Leading() {
-		t.Fatal("a lone member did not take the lock at its first try")
-	}
-	other := runElector(t, kv, "other", nil)
-	oneLeader(t, 5*time.Second, cut, other)
+	kv, nc2, cut, other := leaderOnItsOwnConn(t, "cut")
 	nc2.Close()
 	cutAt := time.Now()
 	last := lastWrite(t, kv, "cut")
@@ -211,15 +220,8 @@ func TestElectorLeaseLapsesWhenCutOff(t *testing.T) {
 // lease; the lock is the follower's at the next revision, a term above
 // the dead leader's.
 func TestElectorTakesOverFromSilentLeader(t *testing.T) {
-	srv := natstest.Start(t)
-	_, js := natstest.Connect(t, srv)
-	kv := lockBucket(t, js)
-	nc2, kv2 := cutConn(t, srv)
-	dead := runElector(t, kv2, "dead", nil)
-	<-dead.el.Tried()
+	kv, nc2, dead, other := leaderOnItsOwnConn(t, "dead")
 	term := dead.el.State().Term
-	other := runElector(t, kv, "other", nil)
-	oneLeader(t, 5*time.Second, dead, other)
 	natstest.Eventually(t, 5*time.Second, func() bool {
 		e, err := kv.Get(context.Background(), DefaultLeaderKey)
 		return err == nil && e.Revision() >= term+3

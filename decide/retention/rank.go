@@ -67,7 +67,7 @@ func forgotten(c []cand, max int, dead func(*cand) bool) []int {
 		for i := range idx {
 			idx[i] = i
 		}
-		sortIdx(c, idx)
+		slices.SortFunc(idx, func(a, b int) int { return compareCands(&c[a], &c[b]) })
 		for k := len(idx) - 1; k >= 0; k-- {
 			if k >= max || dead(&c[idx[k]]) {
 				out = append(out, idx[k])
@@ -89,8 +89,4 @@ func forgotten(c []cand, max int, dead func(*cand) bool) []int {
 		}
 	}
 	return out
-}
-
-func sortIdx(c []cand, idx []int) {
-	slices.SortFunc(idx, func(a, b int) int { return compareCands(&c[a], &c[b]) })
 }
