@@ -2,6 +2,7 @@ package pins
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -17,19 +18,20 @@ import (
 // churn writes sessions/s new pins (each expiring after pinTTL) for d;
 // every other session's next turn takes its slot, the rest are
 // abandoned. It returns the bucket's bytes at half time and at the end.
-func churn(t *testing.T, js jetstream.JetStream, slots *PinSlots, bucket string, rate int, pinTTL, d time.Duration) (mid, end uint64) {
-	t.Helper()
+// It returns its error rather than failing t: the test churns both
+// buckets at once (each run is d of wall time, and the two are apart).
+func churn(js jetstream.JetStream, slots *PinSlots, bucket string, rate int, pinTTL, d time.Duration) (mid, end uint64, err error) {
 	ctx := context.Background()
 	st, err := js.Stream(ctx, "KV_"+bucket)
 	if err != nil {
-		t.Fatal(err)
+		return 0, 0, err
 	}
-	bytes := func() uint64 {
+	bytes := func() (uint64, error) {
 		info, err := st.Info(ctx)
 		if err != nil {
-			t.Fatal(err)
+			return 0, err
 		}
-		return info.State.Bytes
+		return info.State.Bytes, nil
 	}
 	start := time.Now()
 	tick := time.NewTicker(time.Second / time.Duration(rate))
@@ -39,18 +41,21 @@ func churn(t *testing.T, js jetstream.JetStream, slots *PinSlots, bucket string,
 		s := fmt.Sprintf("s-%d", i)
 		if _, err := slots.Put(ctx, s, PinRecord{Slot: "session:" + s, Trigger: "r-" + s, Tools: []string{"search"},
 			CompletedAtMs: time.Now().UnixMilli(), ExpiresAtMs: time.Now().Add(pinTTL).UnixMilli()}); err != nil {
-			t.Fatal(err)
+			return 0, 0, fmt.Errorf("%s: put: %w", bucket, err)
 		}
 		if i%2 == 1 {
 			if _, _, ok, err := slots.Take(ctx, fmt.Sprintf("s-%d", i-1), ""); err != nil || !ok {
-				t.Fatalf("take: %v %v", ok, err)
+				return 0, 0, fmt.Errorf("%s: take: %v %v", bucket, ok, err)
 			}
 		}
 		if mid == 0 && time.Since(start) >= d/2 {
-			mid = bytes()
+			if mid, err = bytes(); err != nil {
+				return 0, 0, err
+			}
 		}
 	}
-	return mid, bytes()
+	end, err = bytes()
+	return mid, end, err
 }
 
 // TestPinSlotsFlatUnderChurn (issue 26, finding 6): under steady churn,
@@ -79,8 +84,18 @@ func TestPinSlotsFlatUnderChurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fMid, fEnd := churn(t, js, flat, "flat", rate, pinTTL, d)
-	oMid, oEnd := churn(t, js, old, "old", rate, pinTTL, d)
+	var oMid, oEnd uint64
+	var oErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		oMid, oEnd, oErr = churn(js, old, "old", rate, pinTTL, d)
+	}()
+	fMid, fEnd, fErr := churn(js, flat, "flat", rate, pinTTL, d)
+	<-done
+	if err := errors.Join(fErr, oErr); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("slot bucket bytes at %v and %v of %d sessions/s: with TTLs %d -> %d; without %d -> %d",
 		d/2, d, rate, fMid, fEnd, oMid, oEnd)
 	// Each record lives pin TTL + linger (2 s) and each marker 1 s (the
