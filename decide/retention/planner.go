@@ -221,15 +221,25 @@ type Stats struct {
 	Group *Leadership `json:",omitempty"`
 }
 
+// pageStat is a tracked page: what Request learned of it, and what the
+// plan being made estimates. The pages sit in one slice (Planner.pages)
+// with a map from key to place: a plan walks every page, and a slice is
+// walked several times faster than a map.
 type pageStat struct {
+	key         string
+	hash        uint64 // xxh3 of key: its shard, and its slot's sum
 	first, last time.Time
 	reuses      float64 // decayed count of sightings after the first, at last
 	seen        int
 	tokens      int
 	depth       int
 	session     string
-	resolved    bool  // its first reuse (or its aging out) was counted
-	cand        int32 // its index among the candidates of the plan being made
+	resolved    bool // its first reuse (or its aging out) was counted
+	// The plan being made: P, the expected reuses (the rank), why, and
+	// the session whose estimate it took ("" for its own).
+	why    Reason
+	p, e   float64
+	sessID string
 }
 
 type session struct {
@@ -261,7 +271,8 @@ type Planner struct {
 	cfg       Config
 	pageBytes func(tokens int) int64
 	mu        sync.Mutex
-	pages     map[string]*pageStat
+	pages     []pageStat
+	index     map[string]int32 // key → place in pages
 	sessions  map[string]*session
 	firstUse  share // first-seen pages reused within H
 	nextTurn  share // turns followed by another within H
@@ -272,7 +283,7 @@ type Planner struct {
 	// the pins numbered since: both make Pin.Revision, under mu, so two
 	// plans made at once are numbered in the order they were made.
 	term, seq uint64
-	slots     map[string]slotState
+	slots     [Bands * Shards]slotState // by slot number (slotNames)
 	pinned    []Pinned
 	stats     Stats
 	latest    time.Time         // the latest event time observed
@@ -280,6 +291,7 @@ type Planner struct {
 }
 
 type slotState struct {
+	held    bool   // pinned by this planner (or to release, after a takeover)
 	sum     uint64 // hash of its keys
 	expires time.Time
 }
@@ -292,7 +304,7 @@ func New(cfg Config) (*Planner, error) {
 	}
 	kv := int64(cfg.KVBytesPerToken)
 	return &Planner{cfg: cfg, pageBytes: func(t int) int64 { return int64(t) * kv },
-		pages: map[string]*pageStat{}, sessions: map[string]*session{}, slots: map[string]slotState{}}, nil
+		index: map[string]int32{}, sessions: map[string]*session{}}, nil
 }
 
 // Config is the configuration in effect.
@@ -313,11 +325,14 @@ func (p *Planner) Request(at time.Time, sessionID string, keys []string, pageTok
 	p.latest = later(p.latest, at)
 	h := p.cfg.Horizon
 	for i, k := range keys {
-		st, ok := p.pages[k]
+		j, ok := p.index[k]
 		if !ok {
-			p.pages[k] = &pageStat{first: at, last: at, seen: 1, tokens: pageTokens, depth: i, session: sessionID}
+			p.index[k] = int32(len(p.pages))
+			p.pages = append(p.pages, pageStat{key: k, hash: xxh3.HashString(k), first: at, last: at, seen: 1,
+				tokens: pageTokens, depth: i, session: sessionID})
 			continue
 		}
+		st := &p.pages[j]
 		gap := at.Sub(st.last)
 		if !st.resolved {
 			st.resolved = true
@@ -370,24 +385,19 @@ func (p *Planner) ToolCall(at time.Time, sessionID string, expected time.Duratio
 	}
 }
 
-// probability is page k's P(reuse within H) at now, the expected
-// number of reuses within H, and why.
-func (p *Planner) probability(now time.Time, st *pageStat) (float64, float64, Reason) {
-	h := p.cfg.Horizon
-	var best float64
-	var why Reason
+// probability is st's P(reuse within H) at now, the expected number of
+// reuses within H (the rank), and why; firstUse is the learned share of
+// first-seen pages reused within H, as the plan reads it.
+func (p *Planner) probability(now time.Time, st *pageStat, firstUse float64) (float64, float64, Reason) {
 	if st.seen >= 2 {
 		e := st.reuses * p.decay(now.Sub(st.last))
 		return 1 - math.Exp(-e), e, ReasonShared
-	} else {
-		age := now.Sub(st.first)
-		pf := p.firstUse.value(0.1)
-		if age > h {
-			pf *= p.decay(age - h)
-		}
-		best, why = pf, ReasonFirst
 	}
-	return best, best, why
+	pf := firstUse
+	if age := now.Sub(st.first); age > p.cfg.Horizon {
+		pf *= p.decay(age - p.cfg.Horizon)
+	}
+	return pf, pf, ReasonFirst
 }
 
 // sessionProbability is the P its session gives a page of its latest
@@ -410,18 +420,14 @@ func (p *Planner) sessionProbability(now time.Time, s *session) (float64, Reason
 	return 0, 0, time.Time{}
 }
 
-type cand struct {
-	key    string
-	st     *pageStat
-	p      float64
-	e      float64 // expected reuses within H: the rank
-	why    Reason
-	until  time.Time
-	sessID string
-}
-
 // Plan makes a plan at event time now if Interval has passed since the
 // last one, and returns the pin actions to send (nil otherwise).
+//
+// A plan walks every tracked page (up to MaxTracked) every Interval, so
+// it is written for that walk: the pages are a slice, the learned shares
+// are read once, after every page and session that aged out is counted
+// (so a plan does not depend on the order of the walk), and only as many
+// of the best pages as the budget can hold are ranked (bestPages).
 func (p *Planner) Plan(now time.Time) []Pin {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -432,20 +438,13 @@ func (p *Planner) Plan(now time.Time) []Pin {
 	p.planNo++
 	p.stats.Plans++
 	h := p.cfg.Horizon
-	cands := make([]cand, 0, len(p.pages))
-	for k, st := range p.pages {
-		if !st.resolved && now.Sub(st.first) > h {
+	for i := range p.pages {
+		if st := &p.pages[i]; !st.resolved && now.Sub(st.first) > h {
 			st.resolved = true
 			p.firstUse.add(false, shareDecay)
 		}
-		pr, e, why := p.probability(now, st)
-		until := now.Add(h)
-		cands = append(cands, cand{key: k, st: st, p: pr, e: e, why: why, until: until})
 	}
-	for i := range cands {
-		cands[i].st.cand = int32(i)
-	}
-	for id, s := range p.sessions {
+	for _, s := range p.sessions {
 		if !s.resolved && now.Sub(s.last) > h {
 			s.resolved = true
 			p.nextTurn.add(false, shareDecay)
@@ -453,7 +452,17 @@ func (p *Planner) Plan(now time.Time) []Pin {
 				p.toolRet.add(false, shareDecay)
 			}
 		}
-		sp, why, until := p.sessionProbability(now, s)
+	}
+	firstUse := p.firstUse.value(0.1)
+	minTokens := math.MaxInt
+	for i := range p.pages {
+		st := &p.pages[i]
+		st.p, st.e, st.why = p.probability(now, st, firstUse)
+		st.sessID = ""
+		minTokens = min(minTokens, st.tokens)
+	}
+	for id, s := range p.sessions {
+		sp, why, _ := p.sessionProbability(now, s)
 		if sp == 0 {
 			if now.Sub(s.last) > 4*h {
 				delete(p.sessions, id)
@@ -461,42 +470,48 @@ func (p *Planner) Plan(now time.Time) []Pin {
 			continue
 		}
 		for _, k := range s.keys {
-			if st, ok := p.pages[k]; ok && sp > cands[st.cand].e {
-				i := st.cand
-				cands[i].p, cands[i].e, cands[i].why, cands[i].until, cands[i].sessID = sp, sp, why, until, id
+			i, ok := p.index[k]
+			if !ok {
+				continue
+			}
+			// Of two sessions that give a page the same P, the smaller id:
+			// the plan does not depend on the map's order.
+			if st := &p.pages[i]; sp > st.e || sp == st.e && st.sessID != "" && id < st.sessID {
+				st.p, st.e, st.why, st.sessID = sp, sp, why, id
 			}
 		}
 	}
-	// Forget the least likely beyond MaxTracked, and what is long dead.
-	dead := func(c *cand) bool { return c.p < p.cfg.MinProbability/100 && now.Sub(c.st.last) > 4*h }
-	for _, i := range forgotten(cands, p.cfg.MaxTracked, dead) {
-		delete(p.pages, cands[i].key)
-	}
 	budget := p.cfg.BudgetBytes()
+	// The plan takes the best pages until one does not fit: at most the
+	// budget over the smallest page, and the one that does not fit.
+	limit := len(p.pages)
+	if b := p.pageBytes(minTokens); b > 0 && budget/b < int64(limit) {
+		limit = int(budget/b) + 1
+	}
+	best := p.bestPages(limit)
+	forget := p.forgotten(now)
 	var used int64
 	ttl := 3 * p.cfg.Interval
-	groups := map[string][]cand{}
+	var groups [Bands * Shards][]int32
 	p.pinned = p.pinned[:0]
 	var expected float64
-	best := newBestFirst(cands, func(c *cand) bool { return c.p >= p.cfg.MinProbability })
-	for i, ok := best.next(); ok; i, ok = best.next() {
-		c := cands[i]
-		b := p.pageBytes(c.st.tokens)
+	for _, i := range best {
+		st := &p.pages[i]
+		b := p.pageBytes(st.tokens)
 		if used+b > budget {
 			break
 		}
 		used += b
-		band := bandOf(c.p)
-		slot := "retain:" + strconv.Itoa(band) + ":" + strconv.Itoa(int(xxh3.HashString(c.key)%Shards))
-		groups[slot] = append(groups[slot], c)
-		score := c.e * float64(c.st.tokens) / (float64(b) * h.Seconds())
-		sess := c.sessID
+		slot := bandOf(st.p)*Shards + int(st.hash%Shards)
+		groups[slot] = append(groups[slot], i)
+		score := st.e * float64(st.tokens) / (float64(b) * h.Seconds())
+		sess := st.sessID
 		if sess == "" {
-			sess = c.st.session
+			sess = st.session
 		}
-		p.pinned = append(p.pinned, Pinned{Key: c.key, Session: sess, Depth: c.st.depth, Probability: c.p, Score: score,
-			Bytes: b, Expires: now.Add(ttl), Reason: c.why.String()})
-		expected += c.e * float64(c.st.tokens)
+		p.pinned = append(p.pinned, Pinned{Key: st.key, Session: sess, Depth: st.depth, Probability: st.p, Score: score,
+			Bytes: b, Expires: now.Add(ttl), Reason: st.why.String()})
+		expected += st.e * float64(st.tokens)
 	}
 	var out []Pin
 	trigger := "retain-plan-" + strconv.FormatUint(p.planNo, 10)
@@ -506,59 +521,94 @@ func (p *Planner) Plan(now time.Time) []Pin {
 		// plan N as the old one's duplicate.
 		trigger += "@" + strconv.FormatUint(p.term, 10)
 	}
-	names := make([]string, 0, len(groups))
-	for slot := range groups {
-		names = append(names, slot)
-	}
-	slices.Sort(names)
-	for _, slot := range names {
-		g := groups[slot]
+	var hashes []uint64
+	for _, slot := range slotOrder {
+		g, prev, name := groups[slot], p.slots[slot], slotNames[slot]
+		if len(g) == 0 {
+			if prev.held {
+				p.slots[slot] = slotState{}
+				p.stats.Releases++
+				out = append(out, Pin{Trigger: trigger + ":" + name, Slot: name, Kind: "release"})
+			}
+			continue
+		}
 		keys := make([]string, len(g))
-		tokens, best := 0, 0.0
-		for i, c := range g {
-			keys[i] = c.key
-			tokens += c.st.tokens
-			best = max(best, c.p)
+		hashes = hashes[:0]
+		tokens, top := 0, 0.0
+		for j, i := range g {
+			st := &p.pages[i]
+			keys[j] = st.key
+			hashes = append(hashes, st.hash)
+			tokens += st.tokens
+			top = max(top, st.p)
 		}
-		sorted := slices.Clone(keys)
-		slices.Sort(sorted)
+		// The slot's sum is of its set of keys, in no order.
+		slices.Sort(hashes)
 		var sum uint64
-		for _, k := range sorted {
-			sum = sum*1099511628211 ^ xxh3.HashString(k)
+		for _, x := range hashes {
+			sum = sum*1099511628211 ^ x
 		}
-		prev, had := p.slots[slot]
-		if had && prev.sum == sum && prev.expires.Sub(now) > p.cfg.Interval {
+		if prev.held && prev.sum == sum && prev.expires.Sub(now) > p.cfg.Interval {
 			continue // unchanged and not due: the pin holds
 		}
 		kind := "pin"
-		if had {
+		if prev.held {
 			p.stats.Renewals++
 			kind = "renew"
 		} else {
 			p.stats.Pins++
 		}
-		p.slots[slot] = slotState{sum: sum, expires: now.Add(ttl)}
-		out = append(out, Pin{Trigger: trigger + ":" + slot, Slot: slot, Keys: keys, TTL: ttl,
-			Priority: priority(best), Tokens: tokens, Kind: kind})
+		p.slots[slot] = slotState{held: true, sum: sum, expires: now.Add(ttl)}
+		out = append(out, Pin{Trigger: trigger + ":" + name, Slot: name, Keys: keys, TTL: ttl,
+			Priority: priority(top), Tokens: tokens, Kind: kind})
 	}
-	for slot := range p.slots {
-		if _, ok := groups[slot]; !ok {
-			delete(p.slots, slot)
-			p.stats.Releases++
-			out = append(out, Pin{Trigger: trigger + ":" + slot, Slot: slot, Kind: "release"})
-		}
-	}
-	slices.SortStableFunc(out, func(a, b Pin) int { return cmp.Compare(a.Slot, b.Slot) })
 	if p.term > 0 {
 		for i := range out {
 			p.seq++
 			out[i].Revision = p.term<<32 + p.seq
 		}
 	}
+	// Forget the least likely beyond MaxTracked, and what is long dead:
+	// from the last place, as a removal moves the last page into its own.
+	slices.Sort(forget)
+	for _, i := range slices.Backward(forget) {
+		p.remove(i)
+	}
 	p.stats.PinnedPages, p.stats.PinnedBytes, p.stats.Budget = len(p.pinned), used, budget
 	p.stats.ExpectedSavedPerPlan = expected
 	return out
 }
+
+// remove forgets the page at place i: the last page takes its place.
+func (p *Planner) remove(i int32) {
+	delete(p.index, p.pages[i].key)
+	last := int32(len(p.pages) - 1)
+	if i != last {
+		p.pages[i] = p.pages[last]
+		p.index[p.pages[i].key] = i
+	}
+	p.pages[last] = pageStat{}
+	p.pages = p.pages[:last]
+	if c := cap(p.pages); c > 4096 && len(p.pages) < c/4 {
+		p.pages = slices.Clone(p.pages) // give back what a burst took
+	}
+}
+
+// slotNames are the pin slots by number (band × Shards + shard), and
+// slotOrder their numbers in the order of their names: the order a
+// plan's pins are sent in.
+var slotNames, slotOrder = func() (names [Bands * Shards]string, order [Bands * Shards]int) {
+	for band := range Bands {
+		for shard := range Shards {
+			names[band*Shards+shard] = "retain:" + strconv.Itoa(band) + ":" + strconv.Itoa(shard)
+		}
+	}
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order[:], func(a, b int) int { return cmp.Compare(names[a], names[b]) })
+	return names, order
+}()
 
 // bandOf maps P to a slot band: 0 for the likeliest.
 func bandOf(pr float64) int {

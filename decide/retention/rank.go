@@ -2,74 +2,97 @@ package retention
 
 import (
 	"cmp"
-	"container/heap"
 	"slices"
+	"strings"
+	"time"
 )
 
 // compareCands is a plan's order: best first (most expected reuses),
 // ties by depth (a prefix before what extends it), then by key, so the
-// order is total and a plan does not depend on map iteration.
-func compareCands(a, b *cand) int {
-	return cmp.Or(cmp.Compare(b.e, a.e), cmp.Compare(a.st.depth, b.st.depth), cmp.Compare(a.key, b.key))
+// order is total and a plan does not depend on the pages' places. It
+// decides on e nearly always: the rest is compared only on a tie.
+func compareCands(a, b *pageStat) int {
+	if c := cmp.Compare(b.e, a.e); c != 0 {
+		return c
+	}
+	if a.depth != b.depth {
+		return cmp.Compare(a.depth, b.depth)
+	}
+	return strings.Compare(a.key, b.key)
 }
 
-// bestFirst hands out the candidates a plan keeps in compareCands order,
-// one at a time. A plan takes the best pages until its budget is spent:
-// a few thousand of up to DefaultMaxTracked tracked, every Interval.
-// Sorting them all was most of a plan's time (and of whatif's planner
-// rows); a heap costs O(n) to build and O(log n) per page taken.
-type bestFirst struct {
-	c []cand
-	h []int32
-}
-
-// newBestFirst orders the candidates for which keep is true.
-func newBestFirst(c []cand, keep func(*cand) bool) *bestFirst {
-	b := &bestFirst{c: c, h: make([]int32, 0, len(c))}
-	for i := range c {
-		if keep(&c[i]) {
-			b.h = append(b.h, int32(i))
+// bestPages returns the places of the pages a plan may pin (P at least
+// MinProbability), best first in compareCands order, at most limit of
+// them. A plan takes the best pages until its budget is spent: a few
+// thousand of up to DefaultMaxTracked tracked, every Interval. Beyond
+// limit it keeps the best in a heap whose root is the worst kept, so a
+// page that does not make it costs one comparison, and only the kept
+// are sorted.
+func (p *Planner) bestPages(limit int) []int32 {
+	pages := p.pages
+	var kept []int32
+	for i := range pages {
+		if pages[i].p >= p.cfg.MinProbability {
+			kept = append(kept, int32(i))
 		}
 	}
-	heap.Init(b)
-	return b
-}
-
-// next returns the index of the best candidate not yet handed out, and
-// false when none is left.
-func (b *bestFirst) next() (int, bool) {
-	if len(b.h) == 0 {
-		return 0, false
+	order := func(a, b int32) int { return compareCands(&pages[a], &pages[b]) }
+	if len(kept) > limit && limit > 0 {
+		h := kept[:limit]
+		for i := limit/2 - 1; i >= 0; i-- {
+			worstDown(h, i, order)
+		}
+		for _, i := range kept[limit:] {
+			if order(i, h[0]) < 0 {
+				h[0] = i
+				worstDown(h, 0, order)
+			}
+		}
+		kept = h
 	}
-	return int(heap.Pop(b).(int32)), true
+	slices.SortFunc(kept, order)
+	return kept
 }
 
-func (b *bestFirst) Len() int           { return len(b.h) }
-func (b *bestFirst) Less(i, j int) bool { return compareCands(&b.c[b.h[i]], &b.c[b.h[j]]) < 0 }
-func (b *bestFirst) Swap(i, j int)      { b.h[i], b.h[j] = b.h[j], b.h[i] }
-func (b *bestFirst) Push(x any)         { b.h = append(b.h, x.(int32)) }
-func (b *bestFirst) Pop() any {
-	x := b.h[len(b.h)-1]
-	b.h = b.h[:len(b.h)-1]
-	return x
+// worstDown restores the heap h (the worst in order at its root) below i.
+func worstDown(h []int32, i int, order func(a, b int32) int) {
+	for {
+		w, l, r := i, 2*i+1, 2*i+2
+		if l < len(h) && order(h[l], h[w]) > 0 {
+			w = l
+		}
+		if r < len(h) && order(h[r], h[w]) > 0 {
+			w = r
+		}
+		if w == i {
+			return
+		}
+		h[i], h[w] = h[w], h[i]
+		i = w
+	}
 }
 
-// forgotten returns the candidates a plan forgets: with the candidates
-// in compareCands order, those from the end that are dead, up to the
-// last that is not (and all beyond max, when there are more). Within
-// max it takes one pass: a dead candidate is forgotten when it sorts
-// after every live one.
-func forgotten(c []cand, max int, dead func(*cand) bool) []int {
-	var out []int
-	if len(c) > max {
+// forgotten returns the places of the pages a plan forgets: with the
+// pages in compareCands order, those from the end that are dead (P below
+// a hundredth of MinProbability and unseen for four horizons), up to the
+// last that is not (and all beyond MaxTracked, when there are more).
+// Within MaxTracked it takes one pass: a dead page is forgotten when it
+// sorts after every live one.
+func (p *Planner) forgotten(now time.Time) []int32 {
+	pages, max := p.pages, p.cfg.MaxTracked
+	dead := func(st *pageStat) bool {
+		return st.p < p.cfg.MinProbability/100 && now.Sub(st.last) > 4*p.cfg.Horizon
+	}
+	var out []int32
+	if len(pages) > max {
 		// Beyond MaxTracked: rare (a million pages), sort them.
-		idx := make([]int, len(c))
+		idx := make([]int32, len(pages))
 		for i := range idx {
-			idx[i] = i
+			idx[i] = int32(i)
 		}
-		slices.SortFunc(idx, func(a, b int) int { return compareCands(&c[a], &c[b]) })
+		slices.SortFunc(idx, func(a, b int32) int { return compareCands(&pages[a], &pages[b]) })
 		for k := len(idx) - 1; k >= 0; k-- {
-			if k >= max || dead(&c[idx[k]]) {
+			if k >= max || dead(&pages[idx[k]]) {
 				out = append(out, idx[k])
 				continue
 			}
@@ -78,15 +101,15 @@ func forgotten(c []cand, max int, dead func(*cand) bool) []int {
 		return out
 	}
 	live := -1
-	for i := range c {
-		if !dead(&c[i]) && (live < 0 || compareCands(&c[i], &c[live]) > 0) {
+	for i := range pages {
+		if dead(&pages[i]) {
+			out = append(out, int32(i))
+		} else if live < 0 || compareCands(&pages[i], &pages[live]) > 0 {
 			live = i
 		}
 	}
-	for i := range c {
-		if dead(&c[i]) && (live < 0 || compareCands(&c[i], &c[live]) > 0) {
-			out = append(out, i)
-		}
+	if live >= 0 {
+		out = slices.DeleteFunc(out, func(i int32) bool { return compareCands(&pages[i], &pages[live]) < 0 })
 	}
 	return out
 }

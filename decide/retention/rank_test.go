@@ -8,61 +8,61 @@ import (
 	"time"
 )
 
-// The plan's partial order (a heap for the pins, one pass for what it
-// forgets) equals what a full sort of the candidates gives, as Plan did
-// before: the same pages pinned in the same order, the same forgotten.
-// The candidates tie often (few values of e and depth), so the key
+// The plan's partial order (the best pages up to a limit, one pass for
+// what it forgets) equals what a full sort of the pages gives, as Plan
+// did before: the same pages pinned in the same order, the same
+// forgotten. The pages tie often (few values of e and depth), so the key
 // decides many places.
-func TestBestFirstAndForgottenEqualAFullSort(t *testing.T) {
+func TestBestPagesAndForgottenEqualAFullSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	now := time.Unix(1e6, 0)
 	for round := range 500 {
 		n := rng.IntN(300)
-		c := make([]cand, n)
-		for i := range c {
-			st := &pageStat{depth: rng.IntN(4), last: now.Add(-time.Duration(rng.IntN(80)) * time.Minute)}
+		p := &Planner{cfg: Config{MinProbability: 0.05, Horizon: 10 * time.Minute, MaxTracked: n + 1}}
+		p.pages = make([]pageStat, n)
+		for i := range p.pages {
 			e := float64(rng.IntN(5)) / 40
-			c[i] = cand{key: fmt.Sprintf("k%03d", rng.IntN(1000)) + fmt.Sprint(i), st: st, p: e, e: e}
+			p.pages[i] = pageStat{key: fmt.Sprintf("k%03d", rng.IntN(1000)) + fmt.Sprint(i), depth: rng.IntN(4),
+				last: now.Add(-time.Duration(rng.IntN(80)) * time.Minute), p: e, e: e}
 		}
-		keep := func(x *cand) bool { return x.p >= 0.05 }
-		dead := func(x *cand) bool { return x.p < 0.05/100 && now.Sub(x.st.last) > 40*time.Minute }
-		max := n + 1
+		c := p.pages
+		keep := func(x *pageStat) bool { return x.p >= 0.05 }
+		dead := func(x *pageStat) bool { return x.p < 0.05/100 && now.Sub(x.last) > 40*time.Minute }
 		if round%5 == 0 {
-			max = rng.IntN(n+1) + 1
+			p.cfg.MaxTracked = rng.IntN(n+1) + 1
+		}
+		limit := n + 1
+		if round%3 == 0 {
+			limit = rng.IntN(n+1) + 1
 		}
 		// The reference: sort all, take the kept in order, forget from
 		// the end as Plan's loop did.
-		ref := make([]int, n)
+		ref := make([]int32, n)
 		for i := range ref {
-			ref[i] = i
+			ref[i] = int32(i)
 		}
-		slices.SortFunc(ref, func(a, b int) int { return compareCands(&c[a], &c[b]) })
-		var wantOrder, wantForgot []int
+		slices.SortFunc(ref, func(a, b int32) int { return compareCands(&c[a], &c[b]) })
+		var wantOrder, wantForgot []int32
 		for _, i := range ref {
-			if keep(&c[i]) {
+			if keep(&c[i]) && len(wantOrder) < limit {
 				wantOrder = append(wantOrder, i)
 			}
 		}
 		for k := n - 1; k >= 0; k-- {
-			if k >= max || dead(&c[ref[k]]) {
+			if k >= p.cfg.MaxTracked || dead(&c[ref[k]]) {
 				wantForgot = append(wantForgot, ref[k])
 				continue
 			}
 			break
 		}
-		var got []int
-		b := newBestFirst(c, keep)
-		for i, ok := b.next(); ok; i, ok = b.next() {
-			got = append(got, i)
+		if got := p.bestPages(limit); !slices.Equal(got, wantOrder) {
+			t.Fatalf("round %d (limit %d of %d): best pages %v, a full sort %v", round, limit, n, got, wantOrder)
 		}
-		if !slices.Equal(got, wantOrder) {
-			t.Fatalf("round %d: best first %v, a full sort %v", round, got, wantOrder)
-		}
-		gotForgot := forgotten(c, max, dead)
+		gotForgot := p.forgotten(now)
 		slices.Sort(gotForgot)
 		slices.Sort(wantForgot)
 		if !slices.Equal(gotForgot, wantForgot) {
-			t.Fatalf("round %d (max %d of %d): forgotten %v, a full sort %v", round, max, n, gotForgot, wantForgot)
+			t.Fatalf("round %d (max %d of %d): forgotten %v, a full sort %v", round, p.cfg.MaxTracked, n, gotForgot, wantForgot)
 		}
 	}
 }

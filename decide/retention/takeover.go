@@ -1,9 +1,6 @@
 package retention
 
-import (
-	"strconv"
-	"time"
-)
+import "time"
 
 // later is the later of a and b.
 func later(a, b time.Time) time.Time {
@@ -42,16 +39,14 @@ func (p *Planner) Takeover(releaseOthers bool, term uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.term, p.seq = term, 0
-	clear(p.slots)
+	p.slots = [Bands * Shards]slotState{}
 	p.lastPlan = time.Time{}
 	if !releaseOthers {
 		return
 	}
-	for band := range Bands {
-		for shard := range Shards {
-			// Zero sum and expiry: a wanted slot is pinned again, any other
-			// released.
-			p.slots["retain:"+strconv.Itoa(band)+":"+strconv.Itoa(shard)] = slotState{}
-		}
+	for i := range p.slots {
+		// Zero sum and expiry: a wanted slot is pinned again, any other
+		// released.
+		p.slots[i].held = true
 	}
 }
