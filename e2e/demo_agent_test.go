@@ -9,6 +9,7 @@ import (
 // harness publishes tool events: the pin at tool_start, the prefetch at
 // tool_end, and the outcomes (pin kept, prefetch used) at the next turn.
 func TestDemoAgent(t *testing.T) {
+	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	p := start(t, "run", "--demo", "--agents", "--demo-interval", "200ms",
 		"--embedded-port", "0", "--data-dir", t.TempDir())
 	for _, want := range []string{

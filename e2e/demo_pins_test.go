@@ -13,6 +13,7 @@ import (
 // release at the session's next turn, in that order. Short pin TTLs make
 // the renewal come before the next turn, three seconds later.
 func TestDemoPins(t *testing.T) {
+	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	p := start(t, "run", "--demo", "--demo-interval", "300ms", "--demo-count", "15",
 		"--pin-min-ttl", "1s", "--pin-slack", "0s", "--embedded-port", "0", "--data-dir", t.TempDir())
 	p.waitLine(t, 30*time.Second, "Mooncake master (simulated) at tcp://127.0.0.1:")

@@ -256,6 +256,7 @@ func recreateKVStream(t *testing.T, ctx context.Context, js jetstream.JetStream)
 // chose worker 1, and the live member purged the new events no snapshot
 // held.
 func TestGapsRecreatedStream(t *testing.T) {
+	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -519,6 +520,7 @@ func TestGapsTablesAdmitRegisteredRanks(t *testing.T) {
 // streams' first sequences and counts and logs each range (before: no
 // counter, no log).
 func TestGapsExpiredTriggersCounted(t *testing.T) {
+	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

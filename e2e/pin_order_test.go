@@ -43,6 +43,7 @@ func sinkPins(p *proc) []sinkPin {
 // applies what the revision rule lets through (docs/wire.md); every
 // session must end with its new pin applied, none released.
 func TestPinsInOrder(t *testing.T) {
+	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	for _, members := range []int{1, 2} {
 		t.Run(fmt.Sprintf("members=%d", members), func(t *testing.T) { pinsInOrder(t, members) })
 	}
