@@ -69,7 +69,6 @@ func (r *outcomeRig) outcome(t *testing.T, hint, outcome string) float64 {
 // kept. A second session's pin, renewed while it is away, lapses once
 // its renewals end, and its wake-up prefetch expires.
 func TestAllHintOutcomes(t *testing.T) {
-	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	r := startOutcomeRig(t, ctx)
@@ -132,7 +131,6 @@ func TestAllHintOutcomes(t *testing.T) {
 // /metrics and listed by `hintstream inspect outcomes`; no prefetch is
 // sent for the program.
 func TestAgentToolEndNeverComes(t *testing.T) {
-	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	r := startOutcomeRig(t, ctx)

@@ -103,3 +103,17 @@ func racePolicies(t *testing.T) []simulate.Policy {
 	}
 	return ps
 }
+
+// raceInputPolicies are the rows under -race of the tests that compare
+// one input path with another (a spooled trace with one held, the
+// streams with the trace): the input is what they check, and two rows
+// (engine, planner, ahead) cross it; TestSweepOverL3 keeps the four of
+// racePolicies under -race, and the sim pass plays every row.
+func raceInputPolicies(t *testing.T) []simulate.Policy {
+	t.Helper()
+	ps, err := SelectPolicies("today's,planner + header-free prefetch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}

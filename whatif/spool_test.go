@@ -21,7 +21,7 @@ func TestRunOnASpooledTraceEqualsHoldingIt(t *testing.T) {
 	n := 900
 	var policies []simulate.Policy // every row
 	if race.Enabled {              // 900 and every row run without -race (make test's sim pass)
-		n, policies = 300, racePolicies(t)
+		n, policies = 300, raceInputPolicies(t)
 	}
 	p := sliceOfTrace(t, n)
 	f, err := os.Open(p)

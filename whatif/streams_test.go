@@ -145,7 +145,7 @@ func TestFromStreamsReadsTheClusterHistory(t *testing.T) {
 	c := small()
 	var policies []simulate.Policy // every row
 	if race.Enabled {              // every row runs without -race (make test's sim pass)
-		policies = racePolicies(t)
+		policies = raceInputPolicies(t)
 	}
 	fromTrace, err := Run(ctx, src, Options{Cluster: c, Policies: policies})
 	if err != nil {
