@@ -97,11 +97,7 @@ func mustReopen(t *testing.T, f *os.File) *os.File {
 // without -race in make test's sim pass.
 func racePolicies(t *testing.T) []simulate.Policy {
 	t.Helper()
-	ps, err := SelectPolicies("today's,planner + header-free prefetch,Dynamo speculative prefill,today's + affinity on ARC L3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ps
+	return namedPolicies(t, "today's,planner + header-free prefetch,Dynamo speculative prefill,today's + affinity on ARC L3")
 }
 
 // raceInputPolicies are the rows under -race of the tests that compare
@@ -111,7 +107,12 @@ func racePolicies(t *testing.T) []simulate.Policy {
 // racePolicies under -race, and the sim pass plays every row.
 func raceInputPolicies(t *testing.T) []simulate.Policy {
 	t.Helper()
-	ps, err := SelectPolicies("today's,planner + header-free prefetch")
+	return namedPolicies(t, "today's,planner + header-free prefetch")
+}
+
+func namedPolicies(t *testing.T, names string) []simulate.Policy {
+	t.Helper()
+	ps, err := SelectPolicies(names)
 	if err != nil {
 		t.Fatal(err)
 	}
