@@ -45,31 +45,14 @@ func publishChain(t *testing.T, ctx context.Context, js jetstream.JetStream, wor
 		if err != nil {
 			t.Fatal(err)
 		}
-		publishAcked(t, ctx, js, streams.KVEventSubject(worker), b, fmt.Sprintf("chain-%d-%d-%d", worker, tokens[0], firstID+uint64(i)))
+		if _, err := js.PublishAsync(streams.KVEventSubject(worker), b); err != nil {
+			t.Fatal(err)
+		}
 	}
-}
-
-// publishAcked publishes one message and waits for its PubAck, publishing
-// again under the same message id (the stream drops the duplicate) when
-// no ack comes within 5 s. Once, on a loaded machine, the server stored
-// nothing and answered nothing for a publish made just after KV_EVENTS
-// was recreated; a publisher retries that, and an async publish without
-// an ack timeout waited for it until the test's deadline.
-func publishAcked(t *testing.T, ctx context.Context, js jetstream.JetStream, subject string, data []byte, id string) {
-	t.Helper()
-	for attempt := 1; ; attempt++ {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := js.Publish(pctx, subject, data, jetstream.WithMsgID(id))
-		cancel()
-		if err == nil {
-			return
-		}
-		t.Logf("publish %s (%s), attempt %d: %v", subject, id, attempt, err)
-		select {
-		case <-ctx.Done():
-			t.Fatalf("publish %s (%s) not acknowledged: %v", subject, id, err)
-		case <-time.After(50 * time.Millisecond): // pause between attempts, not a wait for state
-		}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		t.Fatal("KV events not acknowledged")
 	}
 }
 
