@@ -17,6 +17,19 @@ import (
 // whose deletion advisory it missed.
 const DefaultWatchInterval = 3 * time.Second
 
+// DefaultRecreateDelay is how long a Watcher leaves a deleted stream
+// missing before it creates it again. On a single server the deletion
+// advisory goes out before the old stream's files are moved away
+// (nats-server v2.15.2, server/stream.go (*stream).stop sends it, then
+// (*fileStore).Delete renames the store directory): a stream created in
+// that window has its files removed under it, and what is published to it
+// is neither stored nor answered. With no delay, each of three runs of
+// TestWatcherRecreatedStreamStores under -race lost a recreated stream
+// within 20 deletions; 50 ms held over 200, and a second leaves room for a
+// loaded server. Publishers get "no responders" meanwhile, as they do
+// while the stream is missing anyway.
+const DefaultRecreateDelay = time.Second
+
 // Watcher recreates a stream of the set that is deleted while it runs, as
 // start-up would have: publishers keep somewhere to publish, and
 // consumers reattach to it by themselves (durable ones from the new
@@ -28,6 +41,7 @@ type Watcher struct {
 	ours        map[string]Config
 	log         *slog.Logger
 	onRecreated func(stream string)
+	delay       time.Duration // DefaultRecreateDelay; tests shorten it
 
 	ctx        context.Context // Run's, for the recreations
 	mu         sync.Mutex      // stopped, recreating and wg.Add
@@ -49,7 +63,8 @@ func NewWatcher(nc *nats.Conn, js jetstream.JetStream, configs []Config, log *sl
 			ours[c.Name] = c
 		}
 	}
-	return &Watcher{nc: nc, js: js, ours: ours, log: log, onRecreated: onRecreated, recreating: map[string]bool{}}
+	return &Watcher{nc: nc, js: js, ours: ours, log: log, onRecreated: onRecreated, delay: DefaultRecreateDelay,
+		recreating: map[string]bool{}}
 }
 
 // Run listens for deletion advisories and also looks for missing streams
@@ -108,9 +123,10 @@ func (w *Watcher) recreate(cfg Config) {
 	go w.recreateStream(cfg)
 }
 
-// recreateStream creates cfg's stream again, retrying until Run ends: the
-// server announces a deletion before it has finished removing the store,
-// and refuses a new stream of that name meanwhile.
+// recreateStream creates cfg's stream again once it has been missing for
+// the delay (DefaultRecreateDelay), retrying until Run ends: the server
+// announces a deletion before it has finished removing the store, and
+// may refuse a new stream of that name meanwhile.
 func (w *Watcher) recreateStream(cfg Config) {
 	defer w.wg.Done()
 	defer func() {
@@ -118,6 +134,13 @@ func (w *Watcher) recreateStream(cfg Config) {
 		delete(w.recreating, cfg.Name)
 		w.mu.Unlock()
 	}()
+	settle := time.NewTimer(w.delay)
+	select {
+	case <-w.ctx.Done():
+		settle.Stop()
+		return
+	case <-settle.C:
+	}
 	wait := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(w.ctx, DefaultOpTimeout)
