@@ -3,8 +3,8 @@ package cluster
 import "time"
 
 // The L3 store in ARC order (Eviction EvictARC): the Adaptive Replacement
-// Cache of Megiddo and Modha (FAST '03), as loadtest/evictstudy/arc.go
-// plays it (the eviction study's best online order), with Mooncake's soft
+// Cache of Megiddo and Modha (FAST '03), the best online order of the
+// eviction study (docs/eviction-study.md), with Mooncake's soft
 // pins on top: a page under a live pin is skipped when ARC picks its
 // victim, as the LRU order skips it, and only when every page of both
 // lists is pinned does a pinned one go (a broken pin).
@@ -14,7 +14,7 @@ import "time"
 // ghost moves T1's target size p toward the side that would have hit.
 // A request's write-through (Put) accesses its resident pages first and
 // then its new ones, each from the prompt's tail to its head, as the
-// study's Write does; Touch (a load from L3) accesses the resident pages
+// study played it; Touch (a load from L3) accesses the resident pages
 // it names, and a Put at the same instant does not access them again
 // (Serve touches what it loaded, then writes the whole prompt through:
 // one request, one access a page).

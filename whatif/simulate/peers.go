@@ -8,7 +8,8 @@ const (
 	// master does.
 	L3LRU = "lru"
 	// L3ARC is adaptive replacement (Megiddo and Modha, FAST '03), the
-	// best online order of loadtest/evictstudy, pinned pages last.
+	// best online order of the eviction study (docs/eviction-study.md),
+	// pinned pages last.
 	L3ARC = "arc"
 )
 
@@ -43,7 +44,7 @@ func Peers() []Policy {
 		{Name: "tool-call TTL (learned per tool)", Peer: &Peer{ToolTTL: 60 * time.Second, LearnedTTL: true,
 			Source: "Continuum, arXiv 2511.02230 (its abstract; the p90 of each tool's times is our estimator)"}},
 		{Name: "ARC L3 eviction", L3Eviction: L3ARC, Peer: &Peer{
-			Source: "Megiddo and Modha, FAST '03; loadtest/evictstudy/arc.go"}},
+			Source: "Megiddo and Modha, FAST '03; docs/eviction-study.md"}},
 		{Name: "today's + affinity on ARC L3", Affinity: true, L3Eviction: L3ARC},
 		{Name: "planner on ARC L3", Affinity: true, Planner: true, L3Eviction: L3ARC},
 	}
