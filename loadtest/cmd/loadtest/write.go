@@ -43,8 +43,8 @@ func write(o options, r results) error {
 			hintValue("Hint value: synthetic agentic sessions", "value-synthetic.svg", r.synthetic, r.valueWall[1]))
 	}
 	// The report holds results only; why they are what they are is kept
-	// apart in NOTES.md, which outlives any one run's figures.
-	rep.Sections = append(rep.Sections, report.Section{Markdown: "Why these figures are what they are, and how they were measured: `loadtest/NOTES.md` in the repository."})
+	// apart in docs/, which outlives any one run's figures.
+	rep.Sections = append(rep.Sections, report.Section{Markdown: "Why these figures are what they are, and how they were measured: `docs/benchmarks.md` (speed) and `docs/whatif.md` (hint value) in the repository."})
 	if err := report.Write(o.out, rep); err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func roundsMethod(r results) string {
 		gap = fmt.Sprintf(", each turn followed by %v without any", r.gap)
 	}
 	return fmt.Sprintf("in rounds where both programs run side by side and the wake-ups go to each in turn, %v at a time (%.0f wake-ups%s), "+
-		"so that the machine's stalls, which decide a round's p99 on these shared 2 cores, fall on both alike (NOTES below: why). The machine carries "+
+		"so that the machine's stalls, which decide a round's p99 on these shared 2 cores, fall on both alike (docs/benchmarks.md: why). The machine carries "+
 		"the rate in all; each program gets it during its turns. The floor takes the first turn in odd-numbered rounds, hintstream in "+
 		"even-numbered ones; each round's rows are in that order; msgpack then JSON requests; CPU per wake-up is each program's whole "+
 		"CPU over the round", r.slice, r.slice.Seconds()*r.hintstream.Rate, gap)

@@ -54,7 +54,7 @@ func TestReportJudgesTargets(t *testing.T) {
 		"**no**, short by 0.9 points; see the lost-savings table",
 		"| prefetch accuracy on the Mooncake trace, affinity on | 97.0% | affinity off 50.0% | ≥ 95% | yes |",
 		"](latency-cdf.svg)",
-		"`loadtest/NOTES.md` in the repository",
+		"`docs/benchmarks.md` (speed) and `docs/whatif.md` (hint value) in the repository",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary.md lacks %q", want)
