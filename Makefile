@@ -88,7 +88,7 @@ fuzz: deps
 generate:
 	$(GO) generate ./...
 
-## docs: regenerate docs/configuration.md from every command's --help
+## docs: regenerate docs/configuration.md from every command's --help-all
 docs: deps
 	$(GO) test -count=1 -run TestConfigurationDoc ./cmd/hintstream/ -update
 

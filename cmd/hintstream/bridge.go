@@ -49,7 +49,7 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			"       hintstream bridge --agent-events tcp://... [--agent-events tcp://...] [flags]\n\n"+
 			"Republishes an engine's ZMQ KV events to JetStream kv.events.<worker-id>,\n"+
 			"and agent harnesses' tool events to agent.events.<workflow>.\n\nFlags (default in brackets):\n")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	applyConfig := configFlag(fs)
 	if err := parseArgs(fs, args, stdout, stderr); err != nil {

@@ -77,16 +77,27 @@ func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error 
 		fs.Usage()
 		fs.SetOutput(stderr)
 		return err
+	case err.Error() == errHelpAll:
+		fs.SetOutput(everyFlag{stdout})
+		fs.Usage()
+		fs.SetOutput(stderr)
+		return flag.ErrHelp
 	}
 	fmt.Fprintf(stderr, "hintstream %s: %v\nRun \"hintstream %s --help\" for its flags.\n", fs.Name(), err, fs.Name())
 	return asUsage(errReported{err})
 }
 
+// errHelpAll is the flag package's error for --help-all, which parseArgs
+// answers as -h, with every flag where --help shows the short list (see
+// printFlags). It is no flag of any command, so that the parse stops at
+// it as at -h (a later flag cannot fail) and a config file cannot name it.
+const errHelpAll = "flag provided but not defined: -help-all"
+
 // usageHeader sets fs.Usage to head followed by the flag list.
 func usageHeader(fs *flag.FlagSet, head string) {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "%s\n\nFlags (default in brackets):\n", head)
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 }
 

@@ -35,7 +35,8 @@ Usage:
   hintstream version         the module version and VCS revision (also --version)
   hintstream help            this text
 
-Run "hintstream <command> --help" for a command's flags. Exit status: 0 on
+Run "hintstream <command> --help" for a command's flags ("--help-all" for
+every one, where --help shows those most often set). Exit status: 0 on
 success (and --help), 1 when the command failed, 2 for a command line
 that cannot run (unknown command or flag, a bad or missing value).
 `

@@ -55,7 +55,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			"Replays KV events, load, requests and responses in their original time order, so each choice\n"+
 			"equals what a live run made at that moment. The registry is its current content. Give the\n"+
 			"decision flags the live run had (--prefetch-ttl, --router-*, --pin-*, --tool-time-*, --max-*, ...).\n\nFlags:\n")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	applyConfig := configFlag(fs)
 	var scope eventplane.Scope

@@ -38,7 +38,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	demoEngineName := demoEngineFlag(fs)       // demo_engine.go
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream run [flags]\n\nFlags (default in brackets):\n")
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err

@@ -72,7 +72,7 @@ func streamsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 			"  check     (default) change nothing; exit status 1 if a stream is absent or misses a subject\n"+
 			"  describe  configuration and state of each stream and its consumers\n"+
 			"%s\nFlags (default in brackets):\n", streamsDynamoHelp)
-		fs.PrintDefaults()
+		printFlags(fs)
 	}
 	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err
