@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hintstream/hintstream/actions/zmqsend"
-	"github.com/hintstream/hintstream/decide/ahead"
 	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/decide/tooltime"
@@ -55,9 +54,6 @@ type Sources struct {
 	// Retention answers GET /v1/retention (retention.go); ok false (the
 	// planner is off) gives 404.
 	Retention func() (top []retention.Pinned, stats retention.Stats, ok bool)
-	// Ahead answers GET /v1/ahead (ahead.go); ok false (header-free
-	// prefetch off) gives 404.
-	Ahead func() (stats ahead.Stats, ok bool)
 	// Outcomes answers GET /v1/outcomes (the last agent hints and their
 	// fate); ok false (agent hints off) gives 404.
 	Outcomes func() (v OutcomesView, ok bool)

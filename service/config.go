@@ -11,7 +11,6 @@ import (
 
 	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/consumers"
-	"github.com/hintstream/hintstream/decide/ahead"
 	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/schemas"
@@ -186,10 +185,6 @@ type Config struct {
 	// the holder of a KV lock alone sends pins (retention_group.go). Nil:
 	// each member plans alone.
 	RetentionGroup *retention.GroupConfig
-	// Ahead, when set, sends header-free prefetches (package ahead;
-	// ahead.go): a session's predicted next turn is prefetched to the
-	// worker the router would pick, within a waste budget. Nil: off.
-	Ahead *ahead.Config
 
 	// Decisions: the worker choice, index options, prefetch and
 	// pin TTLs, tool times, keep-pin, renewals, input limits and the

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/hintstream/hintstream/decide/agents"
-	"github.com/hintstream/hintstream/decide/ahead"
 	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/ingest/eventplane"
 )
@@ -38,9 +37,6 @@ type runFlags struct {
 	agentsOn     bool
 	agentsStream string
 	agents       agents.Config
-
-	aheadOn bool
-	ahead   ahead.Config
 
 	retention      retention.Config
 	retentionGroup retention.GroupConfig

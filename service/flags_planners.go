@@ -12,12 +12,9 @@ import (
 // one wake-up, each off until its own flag turns it on:
 //
 //   - --agents and the agent hints' policy (agents.Config's flags, which
-//     define --l3-bandwidth and --kv-bytes-per-token once for all three).
+//     define --l3-bandwidth and --kv-bytes-per-token once for both).
 //     On, run creates the AGENT_EVENTS stream and decodes every request
 //     that names an agent a second time.
-//   - --prefetch-ahead and the header-free prefetch's policy
-//     (ahead.Config's flags), so that hintstream prefetches only on a
-//     wake-up header unless asked.
 //   - the retention planner (retention.Config's and GroupConfig's flags),
 //     on when --l3-pin-budget is set.
 func (c *Config) registerPlannerFlags(fs *flag.FlagSet) {
@@ -26,9 +23,6 @@ func (c *Config) registerPlannerFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.agentsStream, "agent-events-stream", agentevents.DefaultStream, "stream of agent tool events (agent.events.>), created when absent (with --agents)")
 	f.agents = agents.DefaultConfig()
 	f.agents.RegisterFlags(fs)
-
-	fs.BoolVar(&f.aheadOn, "prefetch-ahead", false, "prefetch a session's predicted next turn without a wake-up header, to the worker the router would pick, at the predicted arrival less the load time at --l3-bandwidth")
-	f.ahead.RegisterFlags(fs)
 
 	fs.BoolVar(&f.groupOn, "retention-group", true, "one retention planner for the consumer group: members relay what they observe on core NATS and only the holder of a KV lock sends pins; false: each member plans alone over its share of the requests")
 	f.retention.RegisterFlags(fs)
@@ -49,17 +43,6 @@ func (c *Config) applyPlannerFlags(f *runFlags) error {
 		if err := c.applyRetentionFlags(f); err != nil {
 			return err
 		}
-	}
-	if f.aheadOn {
-		a := f.ahead
-		if a.WarmupTokens <= 0 {
-			a.WarmupTokens = -1 // none (0 is the default in a Config)
-		}
-		a.L3Bandwidth, a.KVBytesPerToken = f.agents.L3Bandwidth, f.agents.KVBytesPerToken
-		if err := a.WithDefaults().Validate(); err != nil {
-			return fmt.Errorf("header-free prefetch: %w", err)
-		}
-		c.Ahead = &a
 	}
 	return nil
 }

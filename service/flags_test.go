@@ -51,7 +51,7 @@ func TestRunFlagsDefaults(t *testing.T) {
 		t.Fatalf("NATS %+v", c.NATS)
 	case c.NoAffinity || c.AffinityBucket != schemas.DefaultAffinityBucket || c.Models != nil || c.KVStreams != nil:
 		t.Fatalf("cluster: affinity %q %v, models %q, kv streams %q", c.AffinityBucket, c.NoAffinity, c.Models, c.KVStreams)
-	case c.Agents != nil || c.Ahead != nil || c.Retention != nil || c.RetentionGroup != nil:
+	case c.Agents != nil || c.Retention != nil || c.RetentionGroup != nil:
 		t.Fatal("a planner is on by default")
 	case c.Routing == nil || c.EndpointRules.MaxDPRanks != schemas.DefaultMaxDPRanks:
 		t.Fatalf("decisions or endpoint rules unset: %+v %+v", c.Routing, c.EndpointRules)

@@ -12,7 +12,6 @@ import (
 	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/consumers"
-	"github.com/hintstream/hintstream/decide/ahead"
 	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/decide/retention"
@@ -57,8 +56,6 @@ type Service struct {
 	Learner *tooltime.Learner
 	// Retention is the retention planner, nil when off (after Start).
 	Retention *retention.Planner
-	// Ahead is the header-free prefetch scheduler, nil when off.
-	Ahead *ahead.Scheduler
 	// agents follows agent programs (nil when Config.Agents is off).
 	agents *agents.Tracker
 

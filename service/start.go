@@ -9,7 +9,6 @@ import (
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/consumers"
-	"github.com/hintstream/hintstream/decide/ahead"
 	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/decide/retention"
@@ -193,12 +192,6 @@ func (s *Service) startHTTP(context.Context, *starting) (err error) {
 				}
 				return s.Retention.Top(observe.RetentionTop), s.Retention.Stats(), true
 			},
-			Ahead: func() (ahead.Stats, bool) {
-				if s.Ahead == nil { // header-free prefetch off
-					return ahead.Stats{}, false
-				}
-				return s.Ahead.Stats(), true
-			},
 			Outcomes: s.outcomesView})
 	if err != nil {
 		return err
@@ -236,18 +229,11 @@ func (s *Service) startEngine(ctx context.Context, st *starting) (err error) {
 	if err != nil {
 		return err
 	}
-	sched, err := s.aheadScheduler() // ahead.go
-	if err != nil {
-		return err
-	}
 	s.engine, err = engine.NewEngine(s.cfg.Decisions, engine.EngineDeps{Index: s.Index, KV: s.holding, Loads: s.Loads,
 		Workers: modelWorkers{s}, Sender: st.sender, Pins: st.pins, Affinity: aff, KeepWorker: s.keepWorkerFunc(),
-		Counters: s.Counters, Log: s.log, Observer: observer, Ahead: sched})
+		Counters: s.Counters, Log: s.log, Observer: observer})
 	if err != nil {
 		return err
-	}
-	if sched != nil {
-		s.lc.run(stageRenewals, "header-free prefetch ticks", s.runAheadTicks)
 	}
 	s.Selector = s.engine.Selector()
 	if st.pinning = s.engine.Pins(); st.pinning != nil {
@@ -268,10 +254,9 @@ func (s *Service) startState(ctx context.Context, st *starting) error {
 		consumers.ApplyMessages(s.engine.KV), st.dlq, s.Counters, s.log)
 	s.load = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "load", Stream: ss.Load.Name,
 		Filter: ss.Load.Subjects}, consumers.ApplyMessages(s.engine.Load), st.dlq, s.Counters, s.log)
-	// nil: responses only for the agents. Header-free prefetches learn
-	// from responses too.
+	// nil: responses only for the agents.
 	var respond consumers.Decide
-	if st.pinning != nil || s.Ahead != nil {
+	if st.pinning != nil {
 		respond = s.engine.Response
 	}
 	decideRequest, decideResponse, err := s.startAgents(ctx, s.engine.Request, respond)
@@ -282,7 +267,7 @@ func (s *Service) startState(ctx context.Context, st *starting) error {
 		Stream: ss.Requests.Name, Durable: s.cfg.RequestsDurable, Filter: s.consumerFilter(ss.Requests.Subjects, streams.RequestPrefix),
 		DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
 	}, decideRequest, st.dlq, s.Counters, s.log)
-	if st.pinning != nil || s.agents != nil || s.Ahead != nil {
+	if st.pinning != nil || s.agents != nil {
 		s.responses = consumers.NewResponseConsumer(s.js, consumers.ResponseConfig{
 			Stream: ss.Responses.Name, Durable: s.cfg.ResponsesDurable, Filter: s.consumerFilter(ss.Responses.Subjects, streams.ResponsePrefix),
 			DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,

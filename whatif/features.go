@@ -14,7 +14,6 @@ type Features struct {
 	// off, not a peer).
 	Hintstream        bool   `json:"hintstream,omitempty"`
 	Affinity          bool   `json:"affinity,omitempty"`
-	HeaderFree        bool   `json:"header_free_prefetch,omitempty"`
 	Planner           bool   `json:"planner,omitempty"`
 	NoPrefetch        bool   `json:"no_prefetch,omitempty"`
 	NoPins            bool   `json:"no_pins,omitempty"`
@@ -27,7 +26,7 @@ type Features struct {
 
 // features reads a policy's switches.
 func features(p simulate.Policy) *Features {
-	f := &Features{Hintstream: p.Peer == nil, Affinity: p.Affinity, HeaderFree: p.Ahead, Planner: p.Planner,
+	f := &Features{Hintstream: p.Peer == nil, Affinity: p.Affinity, Planner: p.Planner,
 		NoPrefetch: p.NoPrefetch, NoPins: p.NoPins, KeepPinOnNextTurn: p.Decisions.KeepPinOnNextTurn,
 		NoPinRenewal: p.Decisions.NoPinRenewal}
 	if p.L3Eviction != simulate.L3LRU {
@@ -59,7 +58,6 @@ func (f *Features) toggles() []string {
 	}
 	add(f.Hintstream, "hintstream's hints")
 	add(f.Affinity, "affinity")
-	add(f.HeaderFree, "header-free prefetch")
 	add(f.Planner, "planner")
 	add(f.NoPrefetch, "no prefetch")
 	add(f.NoPins, "no pins")
@@ -99,9 +97,6 @@ func (f *Features) runFlags(budget string) (flags []string, besides []string) {
 	}
 	if f.NoPinRenewal {
 		flags = append(flags, "--pin-renew-max 0")
-	}
-	if f.HeaderFree {
-		flags = append(flags, "--prefetch-ahead")
 	}
 	if f.Planner {
 		flags = append(flags, "--l3-pin-budget "+budget)

@@ -62,10 +62,7 @@ func contains(s []string, x string) bool {
 // switchFacts is what one switch did in r, for the switches that
 // report it ("" for the others).
 func switchFacts(name string, r RunResult, budget int64) string {
-	switch name {
-	case "header-free prefetch":
-		return headerFreeFacts(r.HeaderFree)
-	case "planner":
+	if name == "planner" {
 		return plannerFacts(r.PlannerPins, budget)
 	}
 	return ""
@@ -94,22 +91,6 @@ func whyEqual(r, o RunResult, budget int64) string {
 		}
 	}
 	return s
-}
-
-func headerFreeFacts(h *HeaderFree) string {
-	if h == nil {
-		h = &HeaderFree{}
-	}
-	switch {
-	case h.Passed == 0 && h.Sessions == 0 && h.Prefetches == 0:
-		return "header-free prefetch: trial kept silent, no session was judged"
-	case h.Passed == 0:
-		return fmt.Sprintf("header-free prefetch: trial kept silent, 0 of %d sessions passed", h.Sessions)
-	case h.Prefetches == 0:
-		return fmt.Sprintf("header-free prefetch: %d of %d sessions passed the trial, and no prefetch was applied", h.Passed, h.Sessions)
-	}
-	return fmt.Sprintf("header-free prefetch: %d of %d sessions passed, %d prefetches changed no turn's prefill (%d blocks wasted)",
-		h.Passed, h.Sessions, h.Prefetches, h.WastedBlocks)
 }
 
 func plannerFacts(pins int, budget int64) string {

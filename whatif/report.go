@@ -111,8 +111,6 @@ type RunResult struct {
 	Renewals            int     `json:"renewals"`
 	// PlannerPins are the retention planner's pins (planner rows).
 	PlannerPins int `json:"planner_pins"`
-	// HeaderFree is what header-free prefetch did (rows with it on).
-	HeaderFree *HeaderFree `json:"header_free,omitempty"`
 	// Mechanism is the saving missed against the clairvoyant bound by
 	// mechanism (policy and peer rows, once the simulator measures it).
 	Mechanism *Mechanism `json:"mechanism,omitempty"`
@@ -137,16 +135,6 @@ type Mechanism struct {
 	WrongWorker float64 `json:"wrong_worker"`
 	NoSignal    float64 `json:"no_signal"`
 	Total       float64 `json:"total"`
-}
-
-// HeaderFree is simulate.AheadResult's facts: the sessions the trial
-// judged and passed, and what the prefetches loaded.
-type HeaderFree struct {
-	Sessions     int   `json:"sessions"`
-	Passed       int   `json:"passed"`
-	Prefetches   int   `json:"prefetches"`
-	UsedBlocks   int64 `json:"used_blocks"`
-	WastedBlocks int64 `json:"wasted_blocks"`
 }
 
 // TimePoint is the saving accumulated by AtS seconds into the trace.

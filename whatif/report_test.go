@@ -49,23 +49,21 @@ func handPoint(l3 int64, runs ...RunResult) Point {
 
 func TestEqualRowsSayWhy(t *testing.T) {
 	aff := simulate.Policy{Affinity: true}
-	ahead := simulate.Policy{Affinity: true, Ahead: true}
 	planner := simulate.Policy{Affinity: true, Planner: true}
-	both := simulate.Policy{Affinity: true, Planner: true, Ahead: true}
-	silent := row("today's + affinity + header-free prefetch", ahead, 900)
-	silent.HeaderFree = &HeaderFree{Sessions: 12, Passed: 0}
+	noRenewal := engine.Decisions{NoPinRenewal: true}
 	idle := row("planner", planner, 900)
 	idle.PlannerPins = 0
-	busy := row("planner + header-free prefetch", both, 900)
+	// Equal to today's (two switches apart) and to no pin renewal (the
+	// planner apart): the note gives the planner's facts.
+	busy := row("planner, no pin renewal", simulate.Policy{Planner: true, Decisions: noRenewal}, 950)
 	busy.PlannerPins = 7
-	busy.HeaderFree = &HeaderFree{Sessions: 12, Passed: 3, Prefetches: 5, WastedBlocks: 9}
-	renew := row("no pin renewal", simulate.Policy{Decisions: engine.Decisions{NoPinRenewal: true}}, 950)
+	renew := row("no pin renewal", simulate.Policy{Decisions: noRenewal}, 950)
 	p := handPoint(8<<30,
 		row("today's", simulate.Policy{}, 950),
 		renew,
 		row("today's + affinity", aff, 900),
-		silent, idle, busy,
-		row("faster", simulate.Policy{Affinity: true, Ahead: true, Planner: true, NoPins: true}, 899.4), // 899 ≠ 900
+		idle, busy,
+		row("faster", simulate.Policy{Affinity: true, Planner: true, NoPins: true}, 899.4), // 899 ≠ 900
 		row("tool-call TTL (60 s)", simulate.Peers()[1], 1000),
 	)
 	notes := map[string]string{}
@@ -73,15 +71,13 @@ func TestEqualRowsSayWhy(t *testing.T) {
 		notes[r.Name] = r.Note
 	}
 	for name, want := range map[string]string{
-		"today's":            "",
-		"today's + affinity": "",
-		"faster":             "",
-		"today's + affinity + header-free prefetch": "header-free prefetch: trial kept silent, 0 of 12 sessions passed",
-		"planner": "planner: 0 pins within budget 4.0 GiB",
-		// Equal to both rows that lack one of its switches: each says.
-		"planner + header-free prefetch": "planner: 7 pins, none changed an eviction; header-free prefetch: 3 of 12 sessions passed, 5 prefetches changed no turn's prefill (9 blocks wasted)",
-		"no pin renewal":                 "same cost as today's to the token: this row has no pin renewal, today's not; none of it changed a prefill token",
-		"tool-call TTL (60 s)":           "same cost as no hints to the token: this row has tool-call TTL of 1m0s, no hints not; none of it changed a prefill token",
+		"today's":                 "",
+		"today's + affinity":      "",
+		"faster":                  "",
+		"planner":                 "planner: 0 pins within budget 4.0 GiB",
+		"planner, no pin renewal": "planner: 7 pins, none changed an eviction",
+		"no pin renewal":          "same cost as today's to the token: this row has no pin renewal, today's not; none of it changed a prefill token",
+		"tool-call TTL (60 s)":    "same cost as no hints to the token: this row has tool-call TTL of 1m0s, no hints not; none of it changed a prefill token",
 	} {
 		if got := notes[name]; got != want {
 			t.Errorf("%s: note %q, want %q", name, got, want)
@@ -93,10 +89,10 @@ func TestEqualRowsSayWhy(t *testing.T) {
 }
 
 func TestSummaryAndHintsWorth(t *testing.T) {
-	planner := simulate.Policy{Affinity: true, Planner: true, Ahead: true}
+	planner := simulate.Policy{Affinity: true, Planner: true}
 	arc := simulate.Peers()[3]
 	pt := func(l3 int64, off, best, peer float64) Point {
-		p := handPoint(l3, row("today's", simulate.Policy{}, 1000-best/2), row("planner + header-free prefetch", planner, 1000-best),
+		p := handPoint(l3, row("today's", simulate.Policy{}, 1000-best/2), row("planner", planner, 1000-best),
 			row("ARC L3 eviction", arc, 1000-peer), row("planner on ARC L3", simulate.Peers()[5], 1000-best-50))
 		// Rescale: this point's off run costs off.
 		for i := range p.Runs {
@@ -117,12 +113,12 @@ func TestSummaryAndHintsWorth(t *testing.T) {
 		t.Fatalf("worth: %q", s)
 	}
 	s := rep.Points[1].Summary
-	if s == nil || s.Best != "planner + header-free prefetch" || s.BestPeer != "ARC L3 eviction" || s.OverPeer != 4 ||
+	if s == nil || s.Best != "planner" || s.BestPeer != "ARC L3 eviction" || s.OverPeer != 4 ||
 		math.Abs(float64(s.OfNoHints)-0.4) > 1e-12 || s.Better != "planner on ARC L3" {
 		t.Fatalf("summary %+v", s)
 	}
 	flags := strings.Join(s.RunFlags, " ")
-	for _, f := range []string{"--pin-endpoint", "--prefetch-ahead", "--l3-pin-budget 4294967296", "--affinity-bucket"} {
+	for _, f := range []string{"--pin-endpoint", "--l3-pin-budget 4294967296", "--affinity-bucket"} {
 		if !strings.Contains(flags, f) {
 			t.Fatalf("run flags %q lack %s", flags, f)
 		}
@@ -151,18 +147,17 @@ func TestSummaryAndHintsWorth(t *testing.T) {
 // The page: real tables, the summary first, full legend names, charts,
 // both bounds on every row, the notes, and nothing to fetch.
 func TestHTMLReportIsTables(t *testing.T) {
-	long := "today's + affinity + header-free prefetch"
-	ahead := row(long, simulate.Policy{Affinity: true, Ahead: true}, 900)
-	ahead.HeaderFree = &HeaderFree{Sessions: 4}
-	ahead.Mechanism = &Mechanism{Retention: 300, Placement: 100, Timing: 50, WrongWorker: 25, NoSignal: 25, Total: 500}
-	ahead.Lost = &simulate.Lost{NoWakeup: 500, Total: 500}
-	ahead.SavingOverTime = []TimePoint{{1, 10}, {2, 100}}
+	long := "today's + affinity + retention planner"
+	planned := row(long, simulate.Policy{Affinity: true, Planner: true}, 900)
+	planned.Mechanism = &Mechanism{Retention: 300, Placement: 100, Timing: 50, WrongWorker: 25, NoSignal: 25, Total: 500}
+	planned.Lost = &simulate.Lost{NoWakeup: 500, Total: 500}
+	planned.SavingOverTime = []TimePoint{{1, 10}, {2, 100}}
 	peer := row("Dynamo speculative prefill", simulate.Peers()[0], 950)
 	peer.Source = simulate.Peers()[0].Peer.Source
 	sw := Sweep{Dim: SweepL3, Values: []float64{8 << 30, 16 << 30}, Labels: []string{"8GiB", "16GiB"}}
 	rep := &Report{Source: "hand <trace>", Sweep: &sw, Requests: 10,
-		Points: []Point{handPoint(8<<30, row("today's + affinity", simulate.Policy{Affinity: true}, 900), ahead, peer),
-			handPoint(16<<30, row("today's + affinity", simulate.Policy{Affinity: true}, 900), ahead, peer)}}
+		Points: []Point{handPoint(8<<30, row("today's + affinity", simulate.Policy{Affinity: true}, 900), planned, peer),
+			handPoint(16<<30, row("today's + affinity", simulate.Policy{Affinity: true}, 900), planned, peer)}}
 	rep.Points[1].Runs[0].Cost = 850
 	rep.Points[0].Label, rep.Points[1].Label = "l3=8GiB", "l3=16GiB"
 	rep.hintsWorth()
@@ -186,7 +181,7 @@ func TestHTMLReportIsTables(t *testing.T) {
 		`<table class="lost"`, `<table class="mechanism"`, `id="sweep-chart"`, `id="l3-worth-chart"`, `id="hints-worth"`,
 		"hints are worth 5.3 GiB of L3", // off costs 1,000 at 8 GiB, 850 at 16; the best saves 100 at 8: 8 × 100/150
 		"<th>of clairvoyant bound</th><th>of hint-reachable bound</th>",
-		"header-free prefetch: trial kept silent, 0 of 4 sessions passed",
+		"planner: 0 pins within budget 4.0 GiB",
 		"after ai-dynamo/dynamo", "hand &lt;trace&gt;", "--affinity-bucket",
 		"<td class=\"n\">300</td>", // mechanism: retention
 	} {

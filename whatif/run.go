@@ -209,9 +209,9 @@ func point(label string, c Cluster, s simulate.Simulation, policies []simulate.P
 			SavingShare: Num(ratio(m.Saving, float64(m.PromptTokens))), OfBound: Num(ratio(m.Saving, s.Bound.Saving)),
 			OfOracle: Num(ratio(m.Saving, s.Oracle.Saving)), OfReachable: Num(ratio(m.Saving, reach)),
 			DeviceHitTokens: m.DeviceHitTokens, L3HitTokens: m.L3HitTokens,
-			RecomputedTokens: m.RecomputedTokens, Prefetches: m.Prefetches + m.Ahead.Prefetches, // header-free ones too
-			PrefetchedBytes:     float64(m.PrefetchedBlocks+m.Ahead.Blocks) * bytesPerBlock,
-			WastedPrefetchBytes: float64(m.WastedPrefetchBlocks+m.Ahead.WastedBlocks) * bytesPerBlock, Pins: m.Pins, Renewals: m.Renewals,
+			RecomputedTokens: m.RecomputedTokens, Prefetches: m.Prefetches,
+			PrefetchedBytes:     float64(m.PrefetchedBlocks) * bytesPerBlock,
+			WastedPrefetchBytes: float64(m.WastedPrefetchBlocks) * bytesPerBlock, Pins: m.Pins, Renewals: m.Renewals,
 			PlannerPins: m.PlannerPins, ElapsedS: m.Elapsed.Seconds()}
 		if lost {
 			l := m.Lost
@@ -237,11 +237,6 @@ func point(label string, c Cluster, s simulate.Simulation, policies []simulate.P
 		r.Policy = features(policies[i])
 		if pe := policies[i].Peer; pe != nil {
 			r.Source = pe.Source
-		}
-		if policies[i].Ahead {
-			a := m.Ahead
-			r.HeaderFree = &HeaderFree{Sessions: a.Sessions, Passed: a.Passed, Prefetches: a.Prefetches,
-				UsedBlocks: a.UsedBlocks, WastedBlocks: a.WastedBlocks}
 		}
 	}
 	add("oracle", s.Oracle, true)

@@ -63,11 +63,15 @@ func usageUntil(checked *bool, err *error) {
 // parseArgs parses args into fs. -h/--help prints fs's usage to stdout
 // and returns flag.ErrHelp (exit 0). A parse error (unknown flag, a value
 // that does not parse) is printed to stderr with a pointer to --help and
-// returned as a usage error; the whole flag list would bury it.
+// returned as a usage error; the whole flag list would bury it. A
+// removed flag fails the same way, naming why (removed.go).
 func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	var buf bytes.Buffer
 	fs.SetOutput(&buf) // the flag package writes the error and the usage here
-	err := fs.Parse(args)
+	err := removedFlagInArgs(fs, args)
+	if err == nil {
+		err = fs.Parse(args)
+	}
 	fs.SetOutput(stderr)
 	switch {
 	case err == nil:

@@ -34,6 +34,9 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for name, v := range values {
+		if err := removedFlagError(fs, name); err != nil {
+			return fmt.Errorf("--config %s: %w", path, err)
+		}
 		f := fs.Lookup(name)
 		if f == nil {
 			return fmt.Errorf("--config %s: %q is not a flag of this command", path, name)

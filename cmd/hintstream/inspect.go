@@ -28,7 +28,6 @@ Asks a running instance (its --http-addr) what it sees:
              --tokens-file F (a JSON array of token ids, "-" for stdin)
   tooltime   the learned tool times (tool-call pins must be on)
   retention  the retention planner's top pinned pages: score, bytes, expiry, reason
-  ahead      header-free prefetches: predicted, sent, bytes used and wasted, the budget
   outcomes   the last agent hints (prefetches, pins) and their fate (run --agents)
 
 Flags (before or after COMMAND):
@@ -66,8 +65,11 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	}
 	what := fs.Arg(0)
 	switch what {
-	case "workers", "index", "tooltime", "overlap", "retention", "outcomes", "ahead":
+	case "workers", "index", "tooltime", "overlap", "retention", "outcomes":
 	default:
+		if why, ok := removedCommands["inspect "+what]; ok { // removed.go
+			return fmt.Errorf("inspect %s was removed: %s", what, why)
+		}
 		return fmt.Errorf("unknown command %q: want workers, index, overlap, tooltime, retention or outcomes", what)
 	}
 	sub := flag.NewFlagSet("inspect "+what, flag.ContinueOnError)
@@ -111,8 +113,6 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		return inspectGet(ctx, c, "/v1/retention", common.json, stdout, printRetention) // inspect_retention.go
 	case "outcomes":
 		return inspectGet(ctx, c, "/v1/outcomes", common.json, stdout, printOutcomes)
-	case "ahead":
-		return inspectGet(ctx, c, "/v1/ahead", common.json, stdout, printAhead) // inspect_ahead.go
 	case "overlap":
 		body, err := json.Marshal(observe.OverlapRequest{Model: *model, TokenIDs: ids})
 		if err != nil {

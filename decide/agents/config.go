@@ -117,7 +117,7 @@ func (c Config) LoadTime(tokens int) time.Duration {
 
 // l3Rate is --l3-bandwidth: GB/s on the command line, bytes/s in the
 // Config. Its String gives the value in GB/s, so that other flags'
-// appliers (the header-free prefetches) read the one definition.
+// appliers read the one definition.
 type l3Rate struct{ v *float64 }
 
 func (r l3Rate) String() string {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/decide/ahead"
 	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/kvevents"
@@ -68,8 +67,6 @@ type EngineDeps struct {
 	Affinity AffinityRecorder
 	// Observer, when set, is told of every turn and response (observer.go).
 	Observer RequestObserver
-	// Ahead, when set, sends header-free prefetches (ahead.go).
-	Ahead *ahead.Scheduler
 	// KeepWorker, when set, limits the KV events applied to those of the
 	// workers it accepts (--models; see models.go).
 	KeepWorker func(workerID uint64) bool
@@ -99,7 +96,6 @@ type Engine struct {
 	pins       *pins.Pinning
 	affinity   AffinityRecorder
 	observer   RequestObserver
-	ahead      *ahead.Scheduler
 	keep       func(uint64) bool
 	retryDelay time.Duration
 	counters   *metrics.Families
@@ -132,7 +128,7 @@ func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
 	}
 	e := &Engine{d: d, kv: deps.KV, loads: deps.Loads, sender: deps.Sender, affinity: deps.Affinity,
 		keep: deps.KeepWorker, retryDelay: deps.RetryDelay, counters: deps.Counters, log: deps.Log, now: deps.Clock,
-		bodies: newBodyPool(), requests: newRequestPool(), observer: deps.Observer, ahead: deps.Ahead}
+		bodies: newBodyPool(), requests: newRequestPool(), observer: deps.Observer}
 	if e.kv == nil {
 		e.kv = deps.Index
 	}

@@ -96,11 +96,6 @@ func (e *Engine) OnRequest(ctx context.Context, d Delivery, req *schemas.Request
 		if e.observer != nil {
 			e.observer.ObserveRequest(ctx, eventTime(d, req.ReceivedAtMs), req)
 		}
-		if e.ahead != nil {
-			at := e.aheadTime(d, req.ReceivedAtMs)
-			e.aheadTurn(at, req)
-			e.TickAhead(ctx, at)
-		}
 		if e.prefetchObs != nil {
 			e.prefetchObs.Turn(req)
 		}
@@ -110,11 +105,6 @@ func (e *Engine) OnRequest(ctx context.Context, d Delivery, req *schemas.Request
 		return Done()
 	}
 	e.counters.RequestsWakeup.Inc()
-	if e.ahead != nil {
-		at := e.aheadTime(d, req.ReceivedAtMs)
-		e.ahead.Wakeup(at, req.SessionID)
-		e.TickAhead(ctx, at)
-	}
 	if e.prefetch(d, req) {
 		return HeldUntilSent()
 	}

@@ -35,11 +35,6 @@ func (e *Engine) OnResponse(ctx context.Context, d Delivery, resp *schemas.Respo
 	if e.observer != nil {
 		e.observer.ObserveResponse(ctx, eventTime(d, resp.CompletedAtMs), resp)
 	}
-	if e.ahead != nil {
-		at := e.aheadTime(d, resp.CompletedAtMs)
-		e.aheadResponse(at, resp)
-		e.TickAhead(ctx, at)
-	}
 	if e.pins == nil {
 		return Done()
 	}

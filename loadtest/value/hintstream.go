@@ -52,11 +52,6 @@ type hintstreamRun struct {
 	chosen                   map[int]int // wake-up → router model's choice at that moment
 	aff                      *client.Affinity
 	last                     [3]uint64 // sent, dropped, queued-or-dropped at the last check
-
-	// aheadAff reads header-free prefetches' records; aheadRecorded
-	// counts those applied that write one (a session's).
-	aheadAff      *client.Affinity
-	aheadRecorded uint64
 }
 
 func startHintstream(ctx context.Context, p *simulate.Player) (_ simulate.Hooks, err error) {
@@ -106,9 +101,6 @@ func startHintstream(ctx context.Context, p *simulate.Player) (_ simulate.Hooks,
 	if cfg.Planner {
 		scfg.Retention = simulate.PlannerConfig(cfg) // planner.go
 	}
-	if cfg.Ahead {
-		scfg.Ahead = simulate.AheadConfig(cfg) // ahead.go
-	}
 	h.svc = service.New(scfg)
 	if err = h.svc.Start(ctx); err != nil {
 		return nil, err
@@ -121,11 +113,6 @@ func startHintstream(ctx context.Context, p *simulate.Player) (_ simulate.Hooks,
 	}
 	if cfg.Affinity {
 		h.aff, err = client.OpenAffinity(ctx, h.js, scfg.AffinityBucket)
-	}
-	if err == nil && cfg.Affinity && cfg.Ahead {
-		// Header-free prefetches expire on the events' (simulated) clock.
-		h.aheadAff, err = client.OpenAffinity(ctx, h.js, scfg.AffinityBucket,
-			client.WithAffinityClock(func() time.Time { return h.epoch.Add(h.p.Cluster().Now()) }))
 	}
 	return h, err
 }
@@ -143,7 +130,7 @@ func (h *hintstreamRun) Preferred(ctx context.Context, i int) (int, bool, error)
 	}
 	r := h.p.Workload().Req(i)
 	if !r.HasWakeup {
-		return h.aheadPreferred(ctx, i)
+		return 0, false, nil
 	}
 	// By the turn's own wake-up: when a session's turns are closer than
 	// the wake-up lead, its next wake-up has already replaced the record,
@@ -255,7 +242,7 @@ func (h *hintstreamRun) settled() bool {
 		}
 	}
 	want := c.HintsPrefetchQueued.Value() + c.HintsPrefetchDropped.Value("expired") + c.HintsPrefetchDropped.Value("queue_full")
-	for _, kind := range []string{"pin", "release", "renew", "retain", "retention", "ahead"} {
+	for _, kind := range []string{"pin", "release", "renew", "retain", "retention"} {
 		queued, dropped := c.Hint(kind)
 		want += queued.Value() + dropped.Value("expired") + dropped.Value("queue_full")
 	}
@@ -263,7 +250,7 @@ func (h *hintstreamRun) settled() bool {
 	// ...and every one sent has been applied, and every queued
 	// prefetch's affinity record is written (or dropped).
 	if h.cfg.Affinity && c.AffinityWritten.Value()+c.AffinityDropped.Value("queue_full")+
-		c.AffinityDropped.Value("error")+c.AffinitySkipped.Value("no_session") < c.HintsPrefetchQueued.Value()+h.aheadRecorded {
+		c.AffinityDropped.Value("error")+c.AffinitySkipped.Value("no_session") < c.HintsPrefetchQueued.Value() {
 		return false
 	}
 	// At least as many as were sent: a socket's port may be one another
@@ -320,10 +307,6 @@ func (h *hintstreamRun) apply(hint cluster.Hint) {
 			res.BadHints++
 			continue
 		}
-		if simulate.IsAhead(pf.RequestID) {
-			h.applyAhead(hint.Socket, pf.SessionID, pf.TokenIDs, pf.ExpiresAtMs)
-			continue
-		}
 		// expires_at_ms is on hintstream's (wall) clock: see epochLead.
 		if pf.ExpiresAtMs <= time.Now().UnixMilli() {
 			res.ExpiredPrefetches++
@@ -369,7 +352,6 @@ func (h *hintstreamRun) Finish(res *simulate.ModeResult) {
 	res.Renewals = int(c.HintsRenewQueued.Value() - c.HintsRenewDropped.Value("expired") -
 		c.HintsRenewDropped.Value("queue_full"))
 	res.Pins -= res.Renewals
-	res.Ahead.UsedBytes, res.Ahead.WastedBytes = c.Ahead.UsedBytes.Value(), c.Ahead.WastedBytes.Total()
 }
 
 func (h *hintstreamRun) Close() {
@@ -391,48 +373,4 @@ func (h *hintstreamRun) Close() {
 	if h.dir != "" {
 		_ = os.RemoveAll(h.dir)
 	}
-}
-
-// applyAhead applies a header-free prefetch: its expires_at_ms is on the
-// events' clock (the scheduler runs on it), so it is judged against the
-// simulated time.
-func (h *hintstreamRun) applyAhead(wk int, session string, tokens []uint32, expiresMs int64) {
-	res := h.p.Result()
-	if session != "" && h.cfg.Affinity {
-		h.aheadRecorded++ // the sender wrote its record once ZMQ took it
-	}
-	expires := time.UnixMilli(expiresMs).Sub(h.epoch)
-	if expires <= h.p.Cluster().Now() {
-		res.ExpiredPrefetches++
-		return
-	}
-	pr, err := h.p.Cluster().Prompt(tokens)
-	if err == nil {
-		err = h.p.AheadPrefetch(wk, pr, expires)
-	}
-	if err != nil {
-		res.BadHints++
-		h.cfg.Logger.Warn("value: header-free prefetch not applied", "err", err)
-	}
-}
-
-// aheadPreferred is the worker a header-free prefetch for request i's
-// session went to, while it is unexpired on the simulated clock.
-func (h *hintstreamRun) aheadPreferred(ctx context.Context, i int) (int, bool, error) {
-	if h.aheadAff == nil {
-		return 0, false, nil
-	}
-	pref, err := h.aheadAff.PreferredWorker(ctx, h.p.Workload().Req(i).Session)
-	if errors.Is(err, client.ErrNoPreference) || (err == nil && !simulate.IsAhead(pref.RequestID)) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	for k, wk := range h.p.Cluster().Workers {
-		if wk.Record.WorkerID == pref.WorkerID {
-			return k, true, nil
-		}
-	}
-	return 0, false, nil
 }

@@ -102,7 +102,6 @@ func TestConfigIsChecked(t *testing.T) {
 // as the load test) instead;
 // HINTSTREAM_VALUE_OUT names a file for the Markdown report;
 // HINTSTREAM_VALUE_PLANNER=1 turns hintstream's retention planner on;
-// HINTSTREAM_VALUE_AHEAD=1 turns its header-free prefetches on;
 // HINTSTREAM_VALUE_WAKE_FIRST=1 announces first turns too (a wake-up 1 s
 // before each).
 //
@@ -125,7 +124,7 @@ func BenchmarkValue(b *testing.B) {
 	}
 	cfg := Config{Workload: w, AnnounceToolTime: os.Getenv("HINTSTREAM_VALUE_ANNOUNCE") == "1",
 		TransferTime: os.Getenv("HINTSTREAM_VALUE_TRANSFER") == "1", Affinity: os.Getenv("HINTSTREAM_VALUE_AFFINITY") == "1",
-		Planner: os.Getenv("HINTSTREAM_VALUE_PLANNER") == "1", Ahead: os.Getenv("HINTSTREAM_VALUE_AHEAD") == "1"}
+		Planner: os.Getenv("HINTSTREAM_VALUE_PLANNER") == "1"}
 	var res Result
 	for b.Loop() {
 		if res, err = Run(context.Background(), cfg); err != nil {

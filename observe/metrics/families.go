@@ -85,8 +85,6 @@ type Families struct {
 
 	// Retention planner pins (retention.go).
 	Retention Retention
-	// Header-free prefetches (ahead.go).
-	Ahead Ahead
 
 	// Tool-call pins and their renewals.
 	PinsRequestIndexFull, PinsSlotsFull *Counter
@@ -165,7 +163,6 @@ func New() *Families {
 	f.HintsRetainDropped = b.vec("hintstream_hints_retain_dropped_total", "reason", "kv.retain hints not queued, by reason.", append(slices.Clone(dropReasons), "encode", "no_endpoint")...)
 
 	f.Retention = newRetention(b)
-	f.Ahead = newAhead(b)
 
 	f.PinsRequestIndexFull = b.counter("hintstream_pins_request_index_full_total", "Requests not recorded for a later pin because the request index (KV bucket) was full.")
 	f.PinsSlotsFull = b.counter("hintstream_pins_slots_full_total", "Pins not recorded in the slot bucket because it was full.")
@@ -316,8 +313,6 @@ func (f *Families) Hint(kind string) (queued *Counter, dropped *CounterVec) {
 		return f.HintsRetainQueued, f.HintsRetainDropped
 	case "retention":
 		return f.Retention.Queued, f.Retention.Dropped
-	case "ahead":
-		return f.Ahead.Queued, f.Ahead.Dropped
 	}
 	return f.orphans.queued, f.orphans.dropped
 }

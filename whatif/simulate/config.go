@@ -86,9 +86,6 @@ type Config struct {
 	// (Policy.Planner, and Planner here); 0: the planner's default share
 	// of the L3 store.
 	L3PinBudget int64
-	// Ahead turns hintstream's header-free prefetches on (package ahead;
-	// ahead.go), with the run's L3 bandwidth and KV bytes per token.
-	Ahead bool
 	// Hintstream starts Run's hintstream run (ModeHintstream): a real
 	// service on a real bus, which the simulator does not link
 	// (loadtest/value supplies it). Nil: Run fails with ErrConfig.
@@ -201,9 +198,6 @@ type ModeResult struct {
 	// WastedPrefetchBlocks are blocks a prefetch loaded that its turn did
 	// not use (routed elsewhere, evicted, or never came).
 	WastedPrefetchBlocks int64
-	// Ahead is what header-free prefetches did (ahead.go); they are not
-	// in Prefetches.
-	Ahead AheadResult
 	// Hint delivery (hintstream only): envelopes dropped as duplicates,
 	// undecodable, or prefetches past expires_at_ms.
 	DuplicateHints, BadHints, ExpiredPrefetches int

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/decide/ahead"
 	"github.com/hintstream/hintstream/decide/engine"
 	hpins "github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/kvevents"
@@ -29,8 +28,6 @@ type Policy struct {
 	// Affinity: the frontend passes each turn's prefetch worker to the
 	// router (see Config.Affinity).
 	Affinity bool
-	// Ahead turns header-free prefetches on (ahead.go).
-	Ahead bool
 	// Planner turns hintstream's retention planner on (package
 	// retention), with Config.L3PinBudget as its budget.
 	Planner bool
@@ -52,9 +49,7 @@ func Policies() []Policy {
 		{Name: "keep pin on next turn", Decisions: engine.Decisions{KeepPinOnNextTurn: true}},
 		{Name: "no pin renewal", Decisions: engine.Decisions{NoPinRenewal: true}},
 		{Name: "today's + affinity", Affinity: true},
-		{Name: "today's + affinity + header-free prefetch", Affinity: true, Ahead: true},
 		{Name: "planner", Affinity: true, Planner: true},
-		{Name: "planner + header-free prefetch", Affinity: true, Planner: true, Ahead: true},
 	}
 }
 
@@ -85,11 +80,6 @@ type engineRun struct {
 	worker   map[string]int // hint endpoint → worker index
 	forgets  int            // requests forgotten, to prune now and then
 	planner  *plannerRun    // Policy.Planner; nil: off
-	// aheadSessions counts conversations with a second turn (the first a
-	// header-free prefetch could have been planned for), aheadPassed the
-	// sessions a header-free prefetch was sent for (Policy.Ahead).
-	aheadSessions int
-	aheadPassed   map[string]bool
 }
 
 func startEngine(p *player, pol Policy) (*engineRun, error) {
@@ -118,11 +108,6 @@ func startEngine(p *player, pol Policy) (*engineRun, error) {
 	}
 	if pol.Affinity {
 		deps.Affinity = h
-	}
-	if pol.Ahead {
-		if deps.Ahead, err = ahead.New(*aheadConfig(p.cfg), &h.counters.Ahead); err != nil {
-			return nil, err
-		}
 	}
 	if pol.Planner {
 		if pol.NoPins {
@@ -168,9 +153,8 @@ func (h *engineRun) RecordAffinity(session string, rec schemas.AffinityRecord) {
 // later turn can read it. Now and then it also drops what outlived its
 // use: pin slot records past their pin plus the linger, as the
 // hintstream_pins bucket's TTL does (pins.DefaultSlotLinger), and
-// affinity records (header-free ones are written after a session's last
-// turn too) expired for cluster.DefaultForgetLapsed; so a long play holds
-// the recent sessions, not every one.
+// affinity records expired for cluster.DefaultForgetLapsed; so a long
+// play holds the recent sessions, not every one.
 func (h *engineRun) forget(i int) {
 	if h.p.forgetSessions && h.p.w.SessionLast(i) {
 		delete(h.aff, h.p.w.Req(i).Session)
@@ -202,10 +186,6 @@ func (h *engineRun) delivery() engine.Delivery {
 func (h *engineRun) tick(ctx context.Context) {
 	if pp := h.eng.Pins(); pp != nil {
 		pp.Tick(ctx, h.now())
-		h.drain()
-	}
-	if h.eng.Ahead() != nil {
-		h.eng.TickAhead(ctx, h.now())
 		h.drain()
 	}
 }
@@ -241,10 +221,7 @@ func (h *engineRun) preferred(_ context.Context, i int) (int, bool, error) {
 	}
 	r := h.p.w.Req(i)
 	rec, ok := h.aff[r.Session]
-	// A header-free prefetch's record holds until it expires, on the
-	// simulated clock it was stamped with.
-	ahead := ok && isAhead(rec.RequestID) && rec.ExpiresAtMs > h.now().UnixMilli()
-	if !ok || (!ahead && (!r.HasWakeup || rec.RequestID != h.p.w.WakeupID(i))) {
+	if !ok || !r.HasWakeup || rec.RequestID != h.p.w.WakeupID(i) {
 		return 0, false, nil
 	}
 	for k, wk := range h.p.cl.Workers {
@@ -260,9 +237,6 @@ func (h *engineRun) request(ctx context.Context, i int) error {
 	pr, err := h.p.prompt(i)
 	if err != nil {
 		return err
-	}
-	if h.pol.Ahead && h.p.w.Req(i).Turn == 1 {
-		h.aheadSessions++
 	}
 	ev := h.p.w.RequestEventTokens(i, h.epoch, h.p.cfg.AnnounceToolTime, pr.Tokens)
 	out := h.eng.OnRequest(ctx, h.delivery(), ev, false)
@@ -324,22 +298,6 @@ func (h *engineRun) apply(endpoint string, raw actions.Hint) {
 			res.ExpiredPrefetches++
 			continue
 		}
-		if isAhead(pf.RequestID) {
-			wk, ok := h.worker[endpoint]
-			pr, err := h.p.cl.Prompt(pf.TokenIDs)
-			if err == nil && ok {
-				err = h.p.aheadPrefetch(wk, pr, time.UnixMilli(pf.ExpiresAtMs).Sub(h.epoch))
-			}
-			if err != nil || !ok {
-				res.BadHints++
-			} else {
-				if h.aheadPassed == nil {
-					h.aheadPassed = map[string]bool{}
-				}
-				h.aheadPassed[pf.SessionID] = true
-			}
-			continue
-		}
 		i, err := strconv.Atoi(strings.TrimPrefix(pf.RequestID, "wake-"))
 		if err != nil || i < 0 || i >= h.p.w.Len() {
 			res.BadHints++
@@ -382,10 +340,6 @@ func (h *engineRun) finish(res *ModeResult) {
 	res.Counters = c.Summary()
 	res.Renewals = int(c.HintsRenewQueued.Value())
 	res.Pins -= res.Renewals
-	res.Ahead.UsedBytes, res.Ahead.WastedBytes = c.Ahead.UsedBytes.Value(), c.Ahead.WastedBytes.Total()
-	// The trial's verdict in sessions: judged (every conversation it could
-	// plan a turn for) and passed (sent at least one prefetch for).
-	res.Ahead.Sessions, res.Ahead.Passed = h.aheadSessions, len(h.aheadPassed)
 }
 
 func (h *engineRun) close() {}

@@ -2,9 +2,7 @@ package simulate
 
 import (
 	"context"
-	"time"
 
-	"github.com/hintstream/hintstream/decide/ahead"
 	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/whatif/cluster"
 	"github.com/hintstream/hintstream/whatif/workload"
@@ -81,18 +79,5 @@ func (p *Player) Arriving(i int) (*cluster.Prompt, error) { return p.p.prompt(i)
 // the worker's scheduler does with a kv.prefetch hint.
 func (p *Player) Prefetch(i, wk int, pr *cluster.Prompt) error { return p.p.prefetch(i, wk, pr) }
 
-// AheadPrefetch applies a header-free prefetch of pr on worker wk,
-// expiring at the simulated time expires.
-func (p *Player) AheadPrefetch(wk int, pr *cluster.Prompt, expires time.Duration) error {
-	return p.p.aheadPrefetch(wk, pr, expires)
-}
-
-// IsAhead says a prefetch's request_id is a header-free one.
-func IsAhead(requestID string) bool { return isAhead(requestID) }
-
 // PlannerConfig is the retention planner of a run with Config.Planner.
 func PlannerConfig(cfg Config) *retention.Config { return plannerConfig(cfg) }
-
-// AheadConfig is hintstream's header-free prefetch in a run with
-// Config.Ahead.
-func AheadConfig(cfg Config) *ahead.Config { return aheadConfig(cfg) }

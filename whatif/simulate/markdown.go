@@ -23,16 +23,6 @@ func (r Result) Markdown() string {
 	fmt.Fprintf(&b, "\nhintstream gets **%s** of the clairvoyant bound's saved prefill (%s of the next-turn oracle's, which is no bound).\n",
 		percent(r.OfBound), percent(r.Recovered))
 	fmt.Fprintf(&b, "\nhintstream gets **%s** of the hint-reachable bound's saved prefill%s.\n", percent(r.OfReachable), beaten(r.ReachableBeaten))
-	if a := r.Hintstream.Ahead; a.Prefetches > 0 || a.UsedBytes+a.WastedBytes > 0 {
-		fmt.Fprintf(&b, "\nHeader-free prefetches: %d applied, %s blocks loaded; the harness finds %s used and %s wasted (waste %.2f × used); hintstream counted %s bytes used and %s wasted (%.2f ×).\n",
-			a.Prefetches, group(a.Blocks), group(a.UsedBlocks), group(a.WastedBlocks), a.WasteRatio(),
-			group(int64(a.UsedBytes)), group(int64(a.WastedBytes)), ratio(float64(a.WastedBytes), float64(a.UsedBytes)))
-		c := r.Hintstream.Counters
-		fmt.Fprintf(&b, "Predicted next turns: %d from turn gaps, %d from tool calls, %d contexts; not sent: %d unlikely, %d over budget, %d late (the turn came first), %d still on the worker's device; %d sessions left to their wake-ups.\n",
-			c["hintstream_ahead_predictions_total|turn"], c["hintstream_ahead_predictions_total|tool"], c["hintstream_ahead_predictions_total|context"],
-			c["hintstream_ahead_skipped_total|unlikely"], c["hintstream_ahead_skipped_total|over_budget"], c["hintstream_ahead_skipped_total|late"], c["hintstream_ahead_skipped_total|on_device"],
-			c["hintstream_ahead_skipped_total|announced"])
-	}
 	fmt.Fprintf(&b, "\n%s", r.Mechanism.Markdown("hintstream"))
 	l := r.Links
 	fmt.Fprintf(&b, "\nNext-turn links (at least %d whole blocks of the earlier prompt): %d, of them %d forks; gap from the earlier response p10 %.1f s, median %.1f s, p90 %.1f s; median share of the turn's blocks the link covers %.0f%%.\n",

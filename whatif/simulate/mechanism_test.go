@@ -14,7 +14,7 @@ import (
 // mechanism breakdown, folded request by request, has rows that add up
 // to its Total, and Total is the bound's saving minus the run's, exactly
 // (to float rounding); the hint-reachable bound is Run's, computed
-// in memory; the header-free trial reports its sessions.
+// in memory.
 func TestSimulateMechanismAddsUpForEveryRow(t *testing.T) {
 	sessions := 60
 	if race.Enabled { // the full case runs without -race (make test's sim pass)
@@ -67,12 +67,6 @@ func TestSimulateMechanismAddsUpForEveryRow(t *testing.T) {
 	}
 	for _, r := range sim.Policies {
 		pol := policyNamed(t, pols, string(r.Mode))
-		if pol.Ahead && (r.Ahead.Sessions == 0 || r.Ahead.Passed > r.Ahead.Sessions) {
-			t.Fatalf("%s: trial judged %d sessions, passed %d", r.Mode, r.Ahead.Sessions, r.Ahead.Passed)
-		}
-		if !pol.Ahead && r.Ahead.Sessions != 0 {
-			t.Fatalf("%s: no header-free prefetch, but %d sessions judged", r.Mode, r.Ahead.Sessions)
-		}
 		if pol.Planner && r.PlannerPins == 0 {
 			t.Fatalf("%s: the planner pinned nothing", r.Mode)
 		}

@@ -54,3 +54,18 @@ func TestPlannerPinsWhatLRUWouldEvict(t *testing.T) {
 		}
 	}
 }
+
+// unannounced drops every wake-up: the frontend tells hintstream nothing
+// before a turn.
+func unannounced(w *workload.Workload) {
+	evs := w.Events[:0]
+	for _, ev := range w.Events {
+		if ev.Kind != workload.KindWakeup {
+			evs = append(evs, ev)
+		}
+	}
+	w.Events = evs
+	for i := range w.Requests {
+		w.Requests[i].HasWakeup = false
+	}
+}

@@ -201,8 +201,6 @@ type player struct {
 	// forgetSessions says hooks may drop a conversation's records after
 	// its last turn (Workload.SessionLast) is folded (Simulate).
 	forgetSessions bool
-	// ahead are header-free prefetches' blocks not yet used (ahead.go).
-	ahead []aheadLoad
 }
 
 type loadedRange struct{ worker, start, n int }
@@ -310,7 +308,6 @@ func (r *run) finish() ModeResult {
 	for _, l := range p.loaded {
 		p.res.WastedPrefetchBlocks += int64(l.n)
 	}
-	p.aheadFinish()
 	if len(p.out) > 0 {
 		n := p.w.Len()
 		p.res.PerRequestCost, p.res.causes, p.res.extent = make([]float64, n), make([]cause, n), make([]int, n)
@@ -396,7 +393,6 @@ func (p *player) serve(ctx context.Context, h hooks, i int) (int, error) {
 	si.dev, si.l3 = out.DeviceTokens/p.w.BlockSize, out.L3Tokens/p.w.BlockSize
 	p.out[i] = reqOut{cost: float64(out.RecomputedTokens) + p.cfg.Alpha*float64(out.L3Tokens), routed: wk,
 		why: p.classify(i, wk, si), served: si}
-	p.aheadServed(wk, pr, out.DeviceTokens/p.w.BlockSize)
 	if l, ok := p.loaded[i]; ok {
 		// A prefetched block is used when the turn found it ready on the
 		// worker it was loaded into; the rest moved for nothing.
