@@ -54,11 +54,13 @@ func funcPackage(fn string) string {
 
 // TestKVEventReachesIndexInFewFrames holds KV ingestion to one short
 // path, apart from the decisions: a KV message of each format, read from
-// JetStream and decoded by the consumers' handler (ApplyKV, which calls
-// kvevents.Decoder.Decode and has it return before the apply), reaches
-// the index through the one applier (index.Applier.Apply) and the holding
-// area that decorates the index: 4 frames in 2 packages from the
-// transport's handler down to the index's Apply, the engine on none.
+// JetStream and processed as the state consumer does (process, which
+// dead-letters what does not decode), is decoded by the consumers'
+// handler (ApplyKV, which calls kvevents.Decoder.Decode and has it return
+// before the apply) and reaches the index through the one applier
+// (index.Applier.Apply) and the holding area that decorates the index:
+// 5 frames in 2 packages from the consumer down to the index's Apply,
+// the engine on none.
 func TestKVEventReachesIndexInFewFrames(t *testing.T) {
 	srv := natstest.Start(t)
 	nc, js := natstest.Connect(t, srv)
@@ -99,15 +101,17 @@ func TestKVEventReachesIndexInFewFrames(t *testing.T) {
 	counters := metrics.New()
 	holding := index.NewHolding(ix, index.HoldingConfig{}, counters)
 	holding.Register(5, 1)
-	applyKV := ApplyKV(index.NewApplier(holding, index.ApplierConfig{Counters: counters}), schemas.Limits{})
+	sc := NewStateConsumer(js, StateConfig{Kind: "kv_events", Stream: "KVPATH"},
+		ApplyKV(index.NewApplier(holding, index.ApplierConfig{Counters: counters}), schemas.Limits{}), nil, counters, nil)
 	for _, m := range msgs {
 		msg, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
 		if err != nil {
 			t.Fatalf("%s: %v", m.format, err)
 		}
 		ix.stacks = nil
-		if err := applyKV(msg); err != nil {
-			t.Fatalf("%s: %v", m.format, err)
+		sc.process(msg)
+		if n := counters.KVEventsApplyErrors.Value() + counters.KVEventsMalformed.Total(); n != 0 {
+			t.Fatalf("%s: %d errors", m.format, n)
 		}
 		if len(ix.stacks) == 0 {
 			t.Fatalf("%s: never reached the index", m.format)
@@ -115,23 +119,23 @@ func TestKVEventReachesIndexInFewFrames(t *testing.T) {
 		stack := ix.stacks[len(ix.stacks)-1]
 		entry := -1
 		for i, fn := range stack {
-			if strings.Contains(fn, ".ApplyKV.func") {
+			if strings.HasSuffix(fn, ".(*StateConsumer).process") {
 				entry = i
 				break
 			}
 		}
 		if entry < 0 {
-			t.Fatalf("%s: the consumers' handler is not on the stack %q", m.format, stack)
+			t.Fatalf("%s: the consumer is not on the stack %q", m.format, stack)
 		}
-		path := stack[:entry+1] // the index's Apply up to the handler
+		path := stack[:entry+1] // the index's Apply up to the consumer
 		pkgs := map[string]bool{}
 		for _, fn := range path[1:] {
 			pkgs[funcPackage(fn)] = true
 		}
 		pkgs[funcPackage("github.com/hintstream/hintstream/kvevents/index.(*Memory).Apply")] = true // path[0] stands in for it
 		t.Logf("%s: %d frames across %d packages: %q", m.format, len(path), len(pkgs), path)
-		if len(path) > 4 || len(pkgs) > 2 {
-			t.Errorf("%s: %d frames across %d packages from the handler to the index, want at most 4 across 2: %q",
+		if len(path) > 5 || len(pkgs) > 2 {
+			t.Errorf("%s: %d frames across %d packages from the consumer to the index, want at most 5 across 2: %q",
 				m.format, len(path), len(pkgs), path)
 		}
 		for _, fn := range path {
