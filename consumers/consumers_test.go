@@ -82,7 +82,7 @@ func setup(t *testing.T, set streams.Set) *fixture {
 	def := streams.DefaultSet()
 	f.reqs = NewRequestConsumer(js, RequestConfig{Stream: def.Requests.Name}, eng.Request, dlq, f.counters, nil)
 	f.kv = NewStateConsumer(js, StateConfig{Kind: "kv_events", Stream: def.KVEvents.Name},
-		ApplyMessages(eng.KV), dlq, f.counters, nil)
+		ApplyKV(index.NewApplier(f.index, index.ApplierConfig{Counters: f.counters}), schemas.Limits{}), dlq, f.counters, nil)
 	for _, start := range []func(context.Context) error{f.reqs.Start, f.kv.Start} {
 		if err := start(ctx); err != nil {
 			t.Fatal(err)

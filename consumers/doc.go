@@ -1,6 +1,9 @@
-// Package consumers is hintstream's JetStream side: it hands messages to
-// the decisions (a engine.Engine, as engine.Message) and acts on what they
-// say. The decisions themselves live in package engine (and pins).
+// Package consumers is hintstream's JetStream side: it hands trigger
+// messages and load reports to the decisions (an engine.Engine, as
+// engine.Message) and acts on what they say, and decodes KV-event
+// messages for the index's applier (ApplyKV, index.Applier), which the
+// decisions are not on the way to. The decisions themselves live in
+// package engine (and pins).
 //
 // Two kinds of consumer live here, chosen by what their stream is for:
 //
@@ -17,8 +20,9 @@
 //     terminated with its reason, so it is never redelivered.
 //
 // As in watermill's router, a handler returns its result and the consumer
-// settles the message: the decisions return an Outcome (a state consumer's
-// apply, an error), and dead-lettering is middleware around them
-// (middleware.go) that copies and counts a rejected event before the
-// consumer terminates or skips it.
+// settles the message: the decisions return an Outcome, and
+// dead-lettering is middleware around them (middleware.go) that copies
+// and counts a rejected event before the consumer terminates it. A state
+// consumer's apply returns an error, which the consumer dead-letters
+// itself (StateConsumer.deadLetter) before it skips the event.
 package consumers

@@ -76,7 +76,8 @@ func TestEventPlaneFrames(t *testing.T) {
 	counters := metrics.New()
 	loads := routing.NewLoadTable()
 	eng := testEngine(t, engine.Decisions{}, engine.EngineDeps{Index: ix, Loads: loads, Counters: counters})
-	applyKV, applyLoad := ApplyMessages(eng.KV), ApplyMessages(eng.Load)
+	applyKV := ApplyKV(index.NewApplier(ix, index.ApplierConfig{Counters: counters}), schemas.Limits{})
+	applyLoad := ApplyMessages(eng.Load)
 	k := kvevents.WorkerKey{WorkerID: 5}
 	var reasons []string
 	for i := range frames {

@@ -18,6 +18,7 @@ import (
 	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/state/registry"
@@ -304,7 +305,7 @@ func newHostileRig(t *testing.T) *hostileRig {
 	resps := NewResponseConsumer(js, ResponseConfig{Stream: set.Responses.Name}, pinEng.Response, dlq,
 		h.counters, log)
 	kv := NewStateConsumer(js, StateConfig{Kind: "kv_events", Stream: set.KVEvents.Name},
-		ApplyMessages(eng.KV), dlq, h.counters, log)
+		ApplyKV(index.NewApplier(index.New(), index.ApplierConfig{Counters: h.counters}), hostileLimits), dlq, h.counters, log)
 	load := NewStateConsumer(js, StateConfig{Kind: "load", Stream: set.Load.Name},
 		ApplyMessages(eng.Load), dlq, h.counters, log)
 	for _, start := range []func(context.Context) error{reqs.Start, resps.Start, kv.Start, load.Start} {

@@ -10,12 +10,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/ingest/eventplane"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/observe/metrics"
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 )
 
@@ -53,13 +53,14 @@ func funcPackage(fn string) string {
 }
 
 // TestKVEventReachesIndexInFewFrames holds KV ingestion to one short
-// path: a KV message of each format, read from JetStream and handed to
-// the engine by the consumers' handler (ApplyMessages), reaches the
-// index through the engine's KV entry, its one apply loop and the holding
-// area that decorates the index: at most 6 frames across at most 4
-// packages from the transport's handler to the index's Apply. (The
-// message is decoded by kvevents.Decoder.Decode, called from the same
-// KV frame and returned from before the apply.)
+// path, apart from the decisions: a KV message of each format, read from
+// JetStream and processed as the state consumer does (process, which
+// dead-letters what does not decode), is decoded by the consumers'
+// handler (ApplyKV, which calls kvevents.Decoder.Decode and has it return
+// before the apply) and reaches the index through the one applier
+// (index.Applier.Apply) and the holding area that decorates the index:
+// 5 frames in 2 packages from the consumer down to the index's Apply,
+// the engine on none.
 func TestKVEventReachesIndexInFewFrames(t *testing.T) {
 	srv := natstest.Start(t)
 	nc, js := natstest.Connect(t, srv)
@@ -100,16 +101,17 @@ func TestKVEventReachesIndexInFewFrames(t *testing.T) {
 	counters := metrics.New()
 	holding := index.NewHolding(ix, index.HoldingConfig{}, counters)
 	holding.Register(5, 1)
-	eng := testEngine(t, engine.Decisions{}, engine.EngineDeps{Index: ix.Memory, KV: holding, Counters: counters})
-	applyKV := ApplyMessages(eng.KV)
+	sc := NewStateConsumer(js, StateConfig{Kind: "kv_events", Stream: "KVPATH"},
+		ApplyKV(index.NewApplier(holding, index.ApplierConfig{Counters: counters}), schemas.Limits{}), nil, counters, nil)
 	for _, m := range msgs {
 		msg, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
 		if err != nil {
 			t.Fatalf("%s: %v", m.format, err)
 		}
 		ix.stacks = nil
-		if err := applyKV(msg); err != nil {
-			t.Fatalf("%s: %v", m.format, err)
+		sc.process(msg)
+		if n := counters.KVEventsApplyErrors.Value() + counters.KVEventsMalformed.Total(); n != 0 {
+			t.Fatalf("%s: %d errors", m.format, n)
 		}
 		if len(ix.stacks) == 0 {
 			t.Fatalf("%s: never reached the index", m.format)
@@ -117,26 +119,31 @@ func TestKVEventReachesIndexInFewFrames(t *testing.T) {
 		stack := ix.stacks[len(ix.stacks)-1]
 		entry := -1
 		for i, fn := range stack {
-			if strings.HasSuffix(fn, ".ApplyMessages.func1") {
+			if strings.HasSuffix(fn, ".(*StateConsumer).process") {
 				entry = i
 				break
 			}
 		}
 		if entry < 0 {
-			t.Fatalf("%s: the consumers' handler is not on the stack %q", m.format, stack)
+			t.Fatalf("%s: the consumer is not on the stack %q", m.format, stack)
 		}
-		path := stack[:entry+1] // the index's Apply up to the handler
+		path := stack[:entry+1] // the index's Apply up to the consumer
 		pkgs := map[string]bool{}
 		for _, fn := range path[1:] {
 			pkgs[funcPackage(fn)] = true
 		}
 		pkgs[funcPackage("github.com/hintstream/hintstream/kvevents/index.(*Memory).Apply")] = true // path[0] stands in for it
 		t.Logf("%s: %d frames across %d packages: %q", m.format, len(path), len(pkgs), path)
-		if len(path) > 6 || len(pkgs) > 4 {
-			t.Errorf("%s: %d frames across %d packages from the handler to the index, want at most 6 across 4: %q",
+		if len(path) > 5 || len(pkgs) > 2 {
+			t.Errorf("%s: %d frames across %d packages from the consumer to the index, want at most 5 across 2: %q",
 				m.format, len(path), len(pkgs), path)
 		}
-		for _, want := range []string{"/engine.(*Engine).KV", "/kvevents/index.(*Holding).Apply"} {
+		for _, fn := range path {
+			if strings.Contains(fn, "/decide/") {
+				t.Errorf("%s: the decisions are on the KV path: %q", m.format, path)
+			}
+		}
+		for _, want := range []string{"/kvevents/index.(*Applier).Apply", "/kvevents/index.(*Holding).Apply"} {
 			found := false
 			for _, fn := range path {
 				found = found || strings.HasSuffix(fn, want)

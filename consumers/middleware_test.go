@@ -75,10 +75,10 @@ func TestDeadLetteringMiddleware(t *testing.T) {
 	}
 }
 
-// The state consumers' dead-lettering middleware: a malformed event is
-// counted, copied and skipped (nil for the consumer); another error
-// passes through for the consumer to count as not applied.
-func TestStateDeadLetteringMiddleware(t *testing.T) {
+// The state consumers' dead-lettering: a malformed event is counted,
+// copied and skipped, not counted as not applied; another error is
+// counted as not applied and not copied.
+func TestStateDeadLettering(t *testing.T) {
 	ctx, js, set := middlewareBus(t)
 	for _, body := range []string{"bad", "other"} {
 		if _, err := js.Publish(ctx, "kv.events.1", []byte(body)); err != nil {
@@ -98,14 +98,13 @@ func TestStateDeadLetteringMiddleware(t *testing.T) {
 		}
 		return other
 	}, NewDeadLetter(js, ""), counters, slog.New(slog.DiscardHandler))
-	if err := c.apply(msgs[0]); err != nil {
-		t.Fatalf("malformed: %v, want it skipped", err)
+	c.process(msgs[0])
+	if got, na := counters.KVEventsMalformed.Value("invalid event"), counters.KVEventsApplyErrors.Value(); got != 1 || na != 0 {
+		t.Fatalf("malformed: counted %d malformed and %d not applied, want 1 and 0", got, na)
 	}
-	if err := c.apply(msgs[1]); !errors.Is(err, other) {
-		t.Fatalf("other error: %v", err)
-	}
-	if got := counters.KVEventsMalformed.Value("invalid event"); got != 1 {
-		t.Fatalf("counted %d malformed, want 1", got)
+	c.process(msgs[1])
+	if got, na := counters.KVEventsMalformed.Total(), counters.KVEventsApplyErrors.Value(); got != 1 || na != 1 {
+		t.Fatalf("other error: counted %d malformed and %d not applied, want 1 and 1", got, na)
 	}
 	dlq, err := js.Stream(ctx, set.DeadLetter.Name)
 	if err != nil {

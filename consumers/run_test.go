@@ -9,6 +9,7 @@ import (
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/observe/metrics"
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 )
 
@@ -29,7 +30,7 @@ func TestRunStartsConsumesAndStopsOnCancel(t *testing.T) {
 	eng := testEngine(t, engine.Decisions{}, engine.EngineDeps{Index: index.New(), Counters: counters, Log: discard()})
 	reqs := NewRequestConsumer(js, RequestConfig{Stream: def.Requests.Name}, eng.Request, dlq, counters, discard())
 	kv := NewStateConsumer(js, StateConfig{Kind: "kv_events", Stream: def.KVEvents.Name},
-		ApplyMessages(eng.KV), dlq, counters, discard())
+		ApplyKV(index.NewApplier(index.New(), index.ApplierConfig{Counters: counters}), schemas.Limits{}), dlq, counters, discard())
 	if err := kv.Start(ctx); err != nil { // Run after Start: attaches
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/observe/metrics"
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -92,10 +93,8 @@ func NewStateConsumer(js jetstream.JetStream, cfg StateConfig, apply ApplyFunc,
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &StateConsumer{js: js, cfg: cfg, dlq: dlq, counters: counters,
+	return &StateConsumer{js: js, cfg: cfg, apply: apply, dlq: dlq, counters: counters,
 		log: log.With("consumer", cfg.Kind), received: counters.State(cfg.Kind).Received, st: counters.State(cfg.Kind)}
-	c.apply = c.stateDeadLettering(apply)
-	return c
 }
 
 // paddedUint64 fills a cache line, so that no other counter shares it.
@@ -376,12 +375,19 @@ func shardOf(subject string, n int) int {
 	return int(h % uint32(n))
 }
 
-// process applies msg through the dead-lettering middleware
-// (stateDeadLettering, middleware.go); what is left is an event the
-// state could not take, counted and skipped.
+// process applies msg. A malformed event (a *schemas.DecodeError) is
+// dead-lettered (deadLetter, middleware.go); any other error is an event
+// the state could not take, counted and skipped.
 func (c *StateConsumer) process(msg jetstream.Msg) {
-	if err := c.apply(msg); err != nil {
-		c.st.ApplyErrors.Inc()
-		c.log.Debug("not applied", "subject", msg.Subject(), "err", err)
+	err := c.apply(msg)
+	if err == nil {
+		return
 	}
+	var de *schemas.DecodeError
+	if errors.As(err, &de) {
+		c.deadLetter(msg, de, err)
+		return
+	}
+	c.st.ApplyErrors.Inc()
+	c.log.Debug("not applied", "subject", msg.Subject(), "err", err)
 }

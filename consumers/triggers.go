@@ -15,7 +15,7 @@ import (
 // Outcome.
 type Decide func(ctx context.Context, d engine.Delivery, m engine.Message) engine.Outcome
 
-// Apply is a state event's decisions (engine.Engine.KV or .Load).
+// Apply is a load report's decisions (engine.Engine.Load).
 type Apply func(m engine.Message) error
 
 // MessageOf is what the decisions are given of msg: subject, headers and

@@ -14,7 +14,7 @@ import (
 // FuzzDecode feeds arbitrary bytes, under each kind of KV subject and
 // with any content type and bridge headers, to Decode: none may panic,
 // every refusal must be a malformed-input error (to be counted and
-// dead-lettered), and a Decoder reused across messages (as Engine.KV's
+// dead-lettered), and a Decoder reused across messages (as consumers.ApplyKV's
 // pooled ones are) must answer exactly as a fresh one.
 func FuzzDecode(f *testing.F) {
 	f.Add(uint8(0), []byte(`{"worker_id":7,"event":{"event_id":1,"data":{"cleared":null}}}`), "", "")

@@ -9,7 +9,7 @@ import (
 
 // Decoder adapts KV-event messages (Decode) into Events in memory it
 // reuses, for a caller that applies each message's events before it
-// decodes the next (engine.Engine.KV pools them): the events a call returns, and
+// decodes the next (consumers.ApplyKV pools them): the events a call returns, and
 // the Blocks, Removed and ParentHash they point to, are valid until the
 // next call on the same Decoder, which overwrites them. Index.Apply copies
 // what it keeps, so applying them is safe; whatever keeps an event longer

@@ -123,14 +123,16 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 	if !served.All() {
 		keep = func(id uint64) bool { return served.KeepWorker(reg, id) }
 	}
-	eng, err := engine.NewEngine(o.Decisions, engine.EngineDeps{Index: ix, KV: holding, Workers: served.View(reg),
-		Sender: sender, Pins: pinDeps, KeepWorker: keep, Counters: counters, Log: o.Logger, Clock: clock.now})
+	eng, err := engine.NewEngine(o.Decisions, engine.EngineDeps{Index: ix, Holding: holding, Workers: served.View(reg),
+		Sender: sender, Pins: pinDeps, Counters: counters, Log: o.Logger, Clock: clock.now})
 	if err != nil {
 		return Summary{}, err
 	}
-	handlers := map[string]func(context.Context, engine.Delivery, engine.Message){
-		"kv_events": applied(eng.KV, counters, "kv_events"),
-		"load":      applied(eng.Load, counters, "load"),
+	// KV events are decoded and applied as the live consumer does.
+	applier := index.NewApplier(holding, index.ApplierConfig{KeepWorker: keep, Counters: counters})
+	handlers := map[string]func(context.Context, engine.Delivery, jetstream.Msg){
+		"kv_events": applied(consumers.ApplyKV(applier, o.Decisions.Limits), counters, "kv_events"),
+		"load":      applied(consumers.ApplyMessages(eng.Load), counters, "load"),
 		"requests":  decided(eng.Request, counters, "requests"),
 	}
 	if eng.Pins() != nil {
@@ -189,7 +191,7 @@ func Run(ctx context.Context, js jetstream.JetStream, o Options) (Summary, error
 			d.Unknown = errNoMetadata
 		}
 		events[next.kind]++
-		handlers[next.kind](ctx, d, consumers.MessageOf(m))
+		handlers[next.kind](ctx, d, m)
 		done++
 		if first.IsZero() && md != nil {
 			first = md.Timestamp
@@ -230,10 +232,10 @@ func (c *eventClock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return
 // read (a replay gives the decisions what the live consumer would).
 var errNoMetadata = errors.New("replay: message metadata unreadable")
 
-// applied runs a state event's decisions and counts its failure as the
+// applied applies a state event and counts its failure as the
 // live state consumer does.
-func applied(apply func(engine.Message) error, counters *metrics.Families, kind string) func(context.Context, engine.Delivery, engine.Message) {
-	return func(_ context.Context, _ engine.Delivery, m engine.Message) {
+func applied(apply consumers.ApplyFunc, counters *metrics.Families, kind string) func(context.Context, engine.Delivery, jetstream.Msg) {
+	return func(_ context.Context, _ engine.Delivery, m jetstream.Msg) {
 		if err := apply(m); err != nil {
 			var de *schemas.DecodeError
 			if errors.As(err, &de) {
@@ -250,9 +252,9 @@ func applied(apply func(engine.Message) error, counters *metrics.Families, kind 
 // it, a Retry (a response whose request is not in the replayed history)
 // is already counted by the decision.
 func decided(decide func(context.Context, engine.Delivery, engine.Message) engine.Outcome, counters *metrics.Families,
-	kind string) func(context.Context, engine.Delivery, engine.Message) {
-	return func(ctx context.Context, d engine.Delivery, m engine.Message) {
-		if out := decide(ctx, d, m); out.Verdict == engine.Reject {
+	kind string) func(context.Context, engine.Delivery, jetstream.Msg) {
+	return func(ctx context.Context, d engine.Delivery, m jetstream.Msg) {
+		if out := decide(ctx, d, consumers.MessageOf(m)); out.Verdict == engine.Reject {
 			counters.Trigger(kind).Malformed.Inc(out.Reason())
 		}
 	}

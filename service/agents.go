@@ -1,9 +1,9 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/decide/agents"
@@ -11,64 +11,54 @@ import (
 	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/observe"
 	"github.com/hintstream/hintstream/observe/metrics"
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 )
 
-// agentKey is in every request or response that names an agent, in JSON
-// and in msgpack alike: events without it are not decoded a second time.
-var agentKey = []byte("agent_context")
-
-// startAgents sets up agent-aware hints (Config.Agents): the tracker over
-// the engine, and the AGENT_EVENTS stream, created when absent. It
-// returns the request and response decisions wrapped so the tracker sees
-// each agent's turns. Off, it returns them as they are.
-func (s *Service) startAgents(ctx context.Context, request, response consumers.Decide) (consumers.Decide, consumers.Decide, error) {
+// agentTracker makes the tracker of agent-aware hints (Config.Agents),
+// nil when off. It is one of the engine's observers, and sends its hints
+// through the engine (engineHinter): made before the engine, it reaches
+// it once it exists, before any event is decided on.
+func (s *Service) agentTracker() (*agents.Tracker, error) {
 	if s.cfg.Agents == nil {
-		return request, response, nil
+		return nil, nil
 	}
-	tr, err := agents.New(*s.cfg.Agents, s.engine, metrics.NewAgent(s.Counters), s.log.With("component", "agents"), nil)
-	if err != nil {
-		return nil, nil, err
+	return agents.New(*s.cfg.Agents, engineHinter{s}, metrics.NewAgent(s.Counters), s.log.With("component", "agents"), nil)
+}
+
+// engineHinter is the service's engine as the tracker's agents.Hinter.
+type engineHinter struct{ s *Service }
+
+func (h engineHinter) PrefetchContext(req *schemas.RequestEvent) (engine.Sent, bool) {
+	return h.s.engine.PrefetchContext(req)
+}
+
+func (h engineHinter) PinContext(ctx context.Context, resp *schemas.ResponseEvent) bool {
+	return h.s.engine.PinContext(ctx, resp)
+}
+
+func (h engineHinter) DeviceBlocks(req *schemas.RequestEvent, worker uint64, dpRank uint32) int {
+	return h.s.engine.DeviceBlocks(req, worker, dpRank)
+}
+
+func (h engineHinter) PinTTL(tool string) time.Duration { return h.s.engine.PinTTL(tool) }
+
+// startAgents creates the AGENT_EVENTS stream when absent and shares the
+// tracker's programs with the group through the context bucket (agents
+// off: nothing).
+func (s *Service) startAgents(ctx context.Context) error {
+	if s.agents == nil {
+		return nil
 	}
 	if _, _, err := streams.Ensure(ctx, s.js, s.agentStream(), streams.WithUpdate(s.cfg.UpdateStreams), streams.WithLogger(s.log)); err != nil {
-		return nil, nil, fmt.Errorf("agent events stream: %w", err)
+		return fmt.Errorf("agent events stream: %w", err)
 	}
 	store, err := agents.OpenContextStore(ctx, s.js, "")
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	tr.Share(store)
-	s.agents = tr
-	// The outcomes of the engine's own hints are followed too.
-	s.engine.ObservePrefetches(tr)
-	if pn := s.engine.Pins(); pn != nil {
-		pn.Observer = tr
-	}
-	lim := s.cfg.Decisions.Limits
-	wrapReq := func(ctx context.Context, d engine.Delivery, m engine.Message) engine.Outcome {
-		out := request(ctx, d, m)
-		if out.Verdict != engine.Reject && bytes.Contains(m.Data, agentKey) {
-			if req, _, err := engine.DecodeRequest(lim, m); err == nil {
-				tr.ObserveRequest(req)
-			}
-		}
-		return out
-	}
-	wrapResp := func(ctx context.Context, d engine.Delivery, m engine.Message) engine.Outcome {
-		out := engine.Done()
-		if response != nil {
-			out = response(ctx, d, m)
-		}
-		if out.Verdict != engine.Reject {
-			if resp, err := engine.DecodeResponse(lim, m); err == nil {
-				tr.ObserveResponse(resp)
-			} else if response == nil {
-				return engine.Rejected(err)
-			}
-		}
-		return out
-	}
-	return wrapReq, wrapResp, nil
+	s.agents.Share(store)
+	return nil
 }
 
 func (s *Service) agentStream() streams.Config {

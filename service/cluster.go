@@ -122,8 +122,8 @@ func (s *Service) snapshotSuffix() string {
 	return fmt.Sprintf("/models-%016x", xxh3.HashString(strings.Join(ms, "\x00")))
 }
 
-// keepWorkerFunc is the engine's filter of KV events by worker
-// (EngineDeps.KeepWorker): nil when every model is served.
+// keepWorkerFunc is the KV applier's filter of events by worker
+// (index.ApplierConfig.KeepWorker): nil when every model is served.
 func (s *Service) keepWorkerFunc() func(uint64) bool {
 	if s.served.All() {
 		return nil

@@ -43,7 +43,13 @@ func (o *retentionObserver) layout(model string) *schemas.ObjectLayout {
 	return nil
 }
 
-func (o *retentionObserver) ObserveRequest(_ context.Context, at time.Time, req *schemas.RequestEvent) {
+// ObserveRequest records a turn's pages (a wake-up is not a turn) and
+// plans.
+func (o *retentionObserver) ObserveRequest(_ context.Context, r engine.ObservedRequest) {
+	if r.Wakeup {
+		return
+	}
+	at, req := r.At, r.Event
 	if at.IsZero() {
 		at = time.Now()
 	}
@@ -60,7 +66,9 @@ func (o *retentionObserver) ObserveRequest(_ context.Context, at time.Time, req 
 	o.plan(at)
 }
 
-func (o *retentionObserver) ObserveResponse(_ context.Context, at time.Time, resp *schemas.ResponseEvent) {
+// ObserveResponse records a tool call with its class's learned time.
+func (o *retentionObserver) ObserveResponse(_ context.Context, r engine.ObservedResponse) {
+	at, resp := r.At, r.Event
 	if resp.FinishReason != "tool_calls" && len(resp.ToolCalls) == 0 {
 		return
 	}
@@ -121,7 +129,7 @@ func (o *retentionObserver) plan(at time.Time) {
 
 // retentionPlanner builds the planner's observer when Config.Retention is
 // set; pins must be on (it sends to their endpoint). Nil: off.
-func (s *Service) retentionPlanner(ctx context.Context, pinDeps *pins.Deps, sender actions.Sender) (engine.RequestObserver, error) {
+func (s *Service) retentionPlanner(ctx context.Context, pinDeps *pins.Deps, sender actions.Sender) (*retentionObserver, error) {
 	if s.cfg.Retention == nil {
 		return nil, nil
 	}

@@ -45,6 +45,7 @@ type Service struct {
 	pool     *zmqsend.Pool
 	kv       *consumers.StateConsumer
 	holding  *index.Holding // gate of the index: registered workers first
+	applier  *index.Applier // KV events to the holding area
 	grace    workerGrace    // grace.go
 	engine   *engine.Engine // the decisions, shared with replay
 	load     *consumers.StateConsumer

@@ -15,6 +15,7 @@ import (
 	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/decide/tooltime"
 	"github.com/hintstream/hintstream/internal/natsembed"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/observe"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service/natsconn"
@@ -225,16 +226,27 @@ func (s *Service) startEngine(ctx context.Context, st *starting) (err error) {
 	if err != nil {
 		return err
 	}
-	observer, err := s.retentionPlanner(ctx, st.pins, st.sender) // retention_planner.go
+	var observers []engine.Observer
+	planner, err := s.retentionPlanner(ctx, st.pins, st.sender) // retention_planner.go
 	if err != nil {
 		return err
 	}
-	s.engine, err = engine.NewEngine(s.cfg.Decisions, engine.EngineDeps{Index: s.Index, KV: s.holding, Loads: s.Loads,
-		Workers: modelWorkers{s}, Sender: st.sender, Pins: st.pins, Affinity: aff, KeepWorker: s.keepWorkerFunc(),
-		Counters: s.Counters, Log: s.log, Observer: observer})
+	if planner != nil {
+		observers = append(observers, planner)
+	}
+	if s.agents, err = s.agentTracker(); err != nil { // agents.go
+		return err
+	}
+	if s.agents != nil {
+		observers = append(observers, s.agents.Observer())
+	}
+	s.engine, err = engine.NewEngine(s.cfg.Decisions, engine.EngineDeps{Index: s.Index, Holding: s.holding, Loads: s.Loads,
+		Workers: modelWorkers{s}, Sender: st.sender, Pins: st.pins, Affinity: aff,
+		Counters: s.Counters, Log: s.log, Observers: observers})
 	if err != nil {
 		return err
 	}
+	s.applier = index.NewApplier(s.holding, index.ApplierConfig{KeepWorker: s.keepWorkerFunc(), Counters: s.Counters})
 	s.Selector = s.engine.Selector()
 	if st.pinning = s.engine.Pins(); st.pinning != nil {
 		s.Learner = st.pinning.Learner
@@ -249,29 +261,24 @@ func (s *Service) startEngine(ctx context.Context, st *starting) (err error) {
 func (s *Service) startState(ctx context.Context, st *starting) error {
 	st.dlq = consumers.NewDeadLetter(s.js, s.cfg.DeadLetterPrefix)
 	ss := s.cfg.Streams
+	applyKV := consumers.ApplyKV(s.applier, s.cfg.Decisions.Limits)
 	s.kv = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "kv_events", Stream: ss.KVEvents.Name,
 		Filter: ss.KVEvents.Subjects, Shards: s.cfg.KVApplyShards, StartSeq: st.startSeq},
-		consumers.ApplyMessages(s.engine.KV), st.dlq, s.Counters, s.log)
+		applyKV, st.dlq, s.Counters, s.log)
 	s.load = consumers.NewStateConsumer(s.js, consumers.StateConfig{Kind: "load", Stream: ss.Load.Name,
 		Filter: ss.Load.Subjects}, consumers.ApplyMessages(s.engine.Load), st.dlq, s.Counters, s.log)
-	// nil: responses only for the agents.
-	var respond consumers.Decide
-	if st.pinning != nil {
-		respond = s.engine.Response
-	}
-	decideRequest, decideResponse, err := s.startAgents(ctx, s.engine.Request, respond)
-	if err != nil {
+	if err := s.startAgents(ctx); err != nil {
 		return err
 	}
 	s.requests = consumers.NewRequestConsumer(s.js, consumers.RequestConfig{
 		Stream: ss.Requests.Name, Durable: s.cfg.RequestsDurable, Filter: s.consumerFilter(ss.Requests.Subjects, streams.RequestPrefix),
 		DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
-	}, decideRequest, st.dlq, s.Counters, s.log)
+	}, s.engine.Request, st.dlq, s.Counters, s.log)
 	if st.pinning != nil || s.agents != nil {
 		s.responses = consumers.NewResponseConsumer(s.js, consumers.ResponseConfig{
 			Stream: ss.Responses.Name, Durable: s.cfg.ResponsesDurable, Filter: s.consumerFilter(ss.Responses.Subjects, streams.ResponsePrefix),
 			DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
-		}, decideResponse, st.dlq, s.Counters, s.log)
+		}, s.engine.Response, st.dlq, s.Counters, s.log)
 	}
 	for _, c := range []*consumers.StateConsumer{s.kv, s.load} {
 		if err := c.Start(ctx); err != nil {
@@ -280,7 +287,7 @@ func (s *Service) startState(ctx context.Context, st *starting) error {
 		}
 		s.lc.run(stageState, "state consumer", c.Run)
 	}
-	if err := s.startExtraKV(ctx, consumers.ApplyMessages(s.engine.KV), st.dlq); err != nil {
+	if err := s.startExtraKV(ctx, applyKV, st.dlq); err != nil {
 		return err
 	}
 	if err := s.WaitCaughtUp(ctx); err != nil {

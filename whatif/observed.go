@@ -7,6 +7,7 @@ import (
 
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
+	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -38,7 +39,8 @@ type Observed struct {
 	// counts Dynamo event-plane frames, which are not applied.
 	KVEvents int `json:"kv_events_applied"`
 	Frames   int `json:"kv_frames_not_applied"`
-	// KVRejected counts events the index refused (index.Memory.Apply).
+	// KVRejected counts events the index refused (through
+	// index.Applier, as run applies them).
 	KVRejected int     `json:"kv_events_rejected"`
 	LookbackS  float64 `json:"kv_lookback_s"`
 }
@@ -48,6 +50,8 @@ type Observed struct {
 type observer struct {
 	ix        *index.Memory
 	dec       kvevents.Decoder
+	kv        *index.Applier      // to ix, as run applies KV events
+	applied   *metrics.CounterVec // kv's, by kind
 	blockSize int
 	out       Observed
 	// pending are the records not yet scored, in time order, with the
@@ -65,8 +69,11 @@ type obsRec struct {
 }
 
 func newObserver(blockSize int, lookback time.Duration) *observer {
-	return &observer{ix: index.New(), blockSize: blockSize, counts: map[kvevents.WorkerKey]int{},
-		out: Observed{LookbackS: lookback.Seconds()}}
+	c := metrics.New()
+	o := &observer{ix: index.New(), applied: c.KVEventsApplied, blockSize: blockSize,
+		counts: map[kvevents.WorkerKey]int{}, out: Observed{LookbackS: lookback.Seconds()}}
+	o.kv = index.NewApplier(o.ix, index.ApplierConfig{Counters: c})
+	return o
 }
 
 // until scores every record that arrived before atMs.
@@ -106,16 +113,14 @@ func (o *observer) apply(m jetstream.Msg, md *jetstream.MsgMetadata, w Window) e
 		o.out.Frames++
 		return nil
 	}
-	for _, ev := range b.Events {
-		// An event the index cannot place (a stored block whose parent
-		// was stored before the lookback, an unknown tier) is counted,
-		// not fatal: the index goes on as the engine's would.
-		if err := o.ix.Apply(ev); err != nil {
-			o.out.KVRejected++
-			continue
-		}
-		o.out.KVEvents++
-	}
+	// An event the index cannot place (a stored block whose parent was
+	// stored before the lookback, an unknown tier) is counted, not fatal:
+	// the index goes on as run's would.
+	before := o.applied.Total()
+	_ = o.kv.Apply(b)
+	n := int(o.applied.Total() - before)
+	o.out.KVEvents += n
+	o.out.KVRejected += len(b.Events) - n
 	return nil
 }
 

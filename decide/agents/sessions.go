@@ -9,9 +9,9 @@ import (
 )
 
 // Hints the engine makes on its own, outside the agent programs: the
-// wake-up prefetches (engine.PrefetchObserver) and the tool-call pins
-// (pins.Observer). Their outcomes are told as the agents' are, from the
-// session's next request and its response.
+// wake-up prefetches and the tool-call pins, which it hears as an
+// engine observer (Observer). Their outcomes are told as the agents'
+// are, from the session's next request and its response.
 const (
 	KindWakeupPrefetch = "wakeup_prefetch"
 	KindToolCallPin    = "tool_call_pin"
@@ -112,7 +112,7 @@ func (t *Tracker) Renewed(key string, expires time.Time) {
 	}
 }
 
-// Turn is a session's next request (engine.PrefetchObserver): it settles
+// Turn is a session's next request (Observer): it settles
 // the session's pin, and its prefetch once its response tells the worker.
 func (t *Tracker) Turn(req *schemas.RequestEvent) {
 	if req.SessionID == "" {

@@ -27,7 +27,7 @@ func TestLoadAdmitsRegisteredRanksOnly(t *testing.T) {
 	c := metrics.New()
 	h := index.NewHolding(ix, index.HoldingConfig{}, c)
 	loads := routing.NewLoadTable()
-	e, err := NewEngine(Decisions{}, EngineDeps{Index: ix, KV: h, Loads: loads, Counters: c})
+	e, err := NewEngine(Decisions{}, EngineDeps{Index: ix, Holding: h, Loads: loads, Counters: c})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/hintstream/hintstream/ingest/eventplane"
-	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go"
 )
@@ -21,9 +20,6 @@ func FuzzDecode(f *testing.F) {
 	f.Add(uint8(3), []byte(`{"request_id":"r","worker_id":1,"finish_reason":"tool_calls"}`), "")
 	f.Add(uint8(4), []byte{0x93, 0x01, 0x02, 0x90}, "application/msgpack")
 	f.Add(uint8(5), []byte{0x85}, "")
-	for _, m := range kvEngineBenchMessages(2) { // vLLM EventBatches, the second chained on the first
-		f.Add(uint8(0), m.Data, "")
-	}
 	scope := eventplane.Scope{Namespace: "ns", Component: "comp"}
 	subjects := []string{"kv.events.7", "kv.load.3", "llm.requests.m", "llm.responses.m",
 		scope.Subject(eventplane.TopicKVEvents), scope.EndpointSubject("generate", eventplane.TopicKVMetrics)}
@@ -31,7 +27,6 @@ func FuzzDecode(f *testing.F) {
 		f.Fatalf("event-plane subjects %q not recognised", subjects[4:])
 	}
 	lim := schemas.Limits{}
-	kv := &kvevents.Decoder{Limits: lim} // reused across inputs, as Engine.KV's pooled one
 	f.Fuzz(func(t *testing.T, which uint8, data []byte, contentType string) {
 		m := Message{Subject: subjects[int(which)%len(subjects)], Data: data,
 			Header: nats.Header{"Content-Type": {contentType}, "X-Dynamo-Wakeup": {contentType}}}
@@ -40,10 +35,8 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("%s on %s: %v is not ErrMalformed", what, m.Subject, err)
 			}
 		}
-		// kvevents.FuzzDecode holds the reused decoder to a fresh one's answer.
-		_, err := kv.Decode(kvevents.Message{Subject: m.Subject, Header: m.Header, Data: m.Data})
-		check("kvevents.Decode", err)
-		_, err = DecodeLoad(lim, m)
+		// KV events are kvevents.FuzzDecode's.
+		_, err := DecodeLoad(lim, m)
 		check("DecodeLoad", err)
 		_, _, err = DecodeRequest(lim, m)
 		check("DecodeRequest", err)

@@ -4,13 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/decide/routing"
-	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/schemas"
@@ -25,12 +23,13 @@ const DefaultRetryDelay = 500 * time.Millisecond
 var ErrEngineDeps = errors.New("hints: engine dependencies incomplete")
 
 // Message is an event as a transport hands it over: subject, headers and
-// bytes. Decoding is the engine's (kvevents.Decoder.Decode, DecodeLoad,
-// DecodeRequest, DecodeResponse), not the transport's, because what an event decodes to
-// depends on its subject and headers as much as on its bytes (the worker
-// id of an engine batch, the bridge's epoch and sequence, hint headers
-// sent as NATS headers), and a replay must read them exactly as the live
-// consumers do: one decoder, beside the decisions, serves both.
+// bytes. Decoding a trigger or a load report is the engine's (DecodeLoad,
+// DecodeRequest, DecodeResponse), not the transport's, because what an
+// event decodes to depends on its subject and headers as much as on its
+// bytes (hint headers sent as NATS headers), and a replay must read them
+// exactly as the live consumers do: one decoder, beside the decisions,
+// serves both. KV events are not the engine's: the transport decodes
+// them (kvevents.Decoder) for index.Applier.
 type Message struct {
 	Subject string
 	Header  nats.Header
@@ -48,9 +47,11 @@ type AffinityRecorder interface {
 type EngineDeps struct {
 	// Index is the block index the worker choice reads (required).
 	Index *index.Memory
-	// KV is what KV events are applied to: an *index.Holding in front of Index
-	// (registered workers first); nil: Index itself.
-	KV index.Index
+	// Holding, when set, is the holding area in front of Index, which
+	// knows the registered workers: only their dp ranks' load reports
+	// are kept (ApplyLoad). KV events are applied apart from the engine
+	// (index.Applier).
+	Holding *index.Holding
 	// Loads is the workers' load, fed by ApplyLoad; nil: a new table.
 	Loads *routing.LoadTable
 	// Workers are those a request may be routed to (the registry, or a
@@ -65,11 +66,9 @@ type EngineDeps struct {
 	Pins *pins.Deps
 	// Affinity, when set, is told each queued prefetch's worker.
 	Affinity AffinityRecorder
-	// Observer, when set, is told of every turn and response (observer.go).
-	Observer RequestObserver
-	// KeepWorker, when set, limits the KV events applied to those of the
-	// workers it accepts (--models; see models.go).
-	KeepWorker func(workerID uint64) bool
+	// Observers are told of every request and response decided on,
+	// after the decisions (observer.go).
+	Observers []Observer
 	// RetryDelay: see DefaultRetryDelay.
 	RetryDelay time.Duration
 	// Counters and Log: nil gives private counters and slog.Default().
@@ -81,7 +80,7 @@ type EngineDeps struct {
 }
 
 // Engine makes hintstream's decisions on decoded events, apart from how
-// they arrive: it updates the index and the load table, and derives
+// they arrive: it updates the load table, and derives
 // prefetches, pins, releases and renewals, each trigger event ending in
 // an Outcome for its transport to settle. Package consumers drives it
 // from JetStream in `hintstream run`, package replay from stream history;
@@ -89,29 +88,20 @@ type EngineDeps struct {
 // call it (events of one worker from one goroutine at a time).
 type Engine struct {
 	d          Decisions
-	kv         index.Index
+	holding    *index.Holding
 	loads      *routing.LoadTable
 	selector   *routing.Selector
 	sender     actions.Sender
 	pins       *pins.Pinning
 	affinity   AffinityRecorder
-	observer   RequestObserver
-	keep       func(uint64) bool
+	observers  []Observer
 	retryDelay time.Duration
 	counters   *metrics.Families
 	log        *slog.Logger
 	now        func() time.Time
 
-	epochs  sync.Map                               // kvevents.WorkerKey -> string (ApplyKV)
-	applied map[schemas.EventKind]*metrics.Counter // looked up once: one is bumped per event
-	// planeSeq numbers event-plane frames for the index's gap check.
-	planeSeq *kvevents.Sequencer
-
-	kvDecoders sync.Pool    // *kvevents.Decoder (apply.go)
-	bodies     *bodyPool    // prefetch envelopes (bodies.go)
-	requests   *requestPool // decoded requests (bodies.go)
-
-	prefetchObs PrefetchObserver // outcomes of wake-up prefetches (observe.go); nil: none
+	bodies   *bodyPool    // prefetch envelopes (bodies.go)
+	requests *requestPool // decoded requests (bodies.go)
 }
 
 // NewEngine is the one constructor of run's and replay's decisions: d
@@ -126,12 +116,9 @@ func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
 	if deps.Index == nil {
 		return nil, fmt.Errorf("%w: no index", ErrEngineDeps)
 	}
-	e := &Engine{d: d, kv: deps.KV, loads: deps.Loads, sender: deps.Sender, affinity: deps.Affinity,
-		keep: deps.KeepWorker, retryDelay: deps.RetryDelay, counters: deps.Counters, log: deps.Log, now: deps.Clock,
-		bodies: newBodyPool(), requests: newRequestPool(), observer: deps.Observer}
-	if e.kv == nil {
-		e.kv = deps.Index
-	}
+	e := &Engine{d: d, holding: deps.Holding, loads: deps.Loads, sender: deps.Sender, affinity: deps.Affinity,
+		retryDelay: deps.RetryDelay, counters: deps.Counters, log: deps.Log, now: deps.Clock,
+		bodies: newBodyPool(), requests: newRequestPool(), observers: deps.Observers}
 	if e.loads == nil {
 		e.loads = routing.NewLoadTable()
 	}
@@ -171,13 +158,16 @@ func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
 			pd.Now = deps.Clock
 		}
 		e.pins = pins.New(d.PinConfig(), pd)
+		var po pinObservers
+		for _, o := range deps.Observers {
+			if p, ok := o.(pins.Observer); ok {
+				po = append(po, p)
+			}
+		}
+		if len(po) > 0 {
+			e.pins.Observer = po
+		}
 	}
-	// Looked up once: one is bumped per event.
-	e.applied = map[schemas.EventKind]*metrics.Counter{}
-	for _, k := range []schemas.EventKind{schemas.KindStored, schemas.KindRemoved, schemas.KindCleared} {
-		e.applied[k] = e.counters.KVEventsApplied.With(k.String())
-	}
-	e.planeSeq = kvevents.NewSequencer(0) // Dynamo's event plane
 	return e, nil
 }
 

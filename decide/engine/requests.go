@@ -92,20 +92,26 @@ func (e *Engine) OnRequest(ctx context.Context, d Delivery, req *schemas.Request
 		e.log.Debug("request header looks like a hint header but is not one",
 			"request_id", req.RequestID, "wakeup", wakeup)
 	}
+	at := eventTime(d, req.ReceivedAtMs)
 	if !wakeup {
-		if e.observer != nil {
-			e.observer.ObserveRequest(ctx, eventTime(d, req.ReceivedAtMs), req)
-		}
-		if e.prefetchObs != nil {
-			e.prefetchObs.Turn(req)
-		}
 		if !odd {
 			e.counters.RequestsPlain.Inc()
 		}
+		e.observeRequest(ctx, ObservedRequest{At: at, Event: req})
 		return Done()
 	}
 	e.counters.RequestsWakeup.Inc()
-	if e.prefetch(d, req) {
+	// Every way the prefetch can end without a hint is counted, none of
+	// them is a reason to redeliver. A queued hint is settled by the
+	// sender once it has left (or was dropped), so a crash in between
+	// redelivers the wake-up.
+	cand, expires, queued := e.prefetchTo(d, req)
+	o := ObservedRequest{At: at, Event: req, Wakeup: true, Prefetched: queued}
+	if queued {
+		o.Sent = Sent{WorkerID: cand.Worker.WorkerID, DpRank: cand.Worker.DpRank, Expires: expires}
+	}
+	e.observeRequest(ctx, o)
+	if queued {
 		return HeldUntilSent()
 	}
 	return Done()
@@ -123,20 +129,8 @@ func eventTime(d Delivery, ms int64) time.Time {
 	return time.Time{}
 }
 
-// prefetch derives and hands off the hint; every way it can end without
-// a hint is counted, none of them is a reason to redeliver. It returns
-// true when the hint was queued: the sender settles d once the hint has
-// left (or was dropped), so a crash in between redelivers the wake-up.
-func (e *Engine) prefetch(d Delivery, req *schemas.RequestEvent) bool {
-	cand, expires, ok := e.prefetchTo(d, req)
-	if ok && e.prefetchObs != nil {
-		e.prefetchObs.Prefetched(req, cand.Worker.WorkerID, cand.Worker.DpRank, expires)
-	}
-	return ok
-}
-
-// prefetchTo is prefetch, also giving the worker chosen and the hint's
-// expiry (agent.go reports what became of it).
+// prefetchTo derives and hands off a prefetch of req's tokens, giving
+// the worker chosen and the hint's expiry; false when none was queued.
 func (e *Engine) prefetchTo(d Delivery, req *schemas.RequestEvent) (routing.Candidate, time.Time, bool) {
 	base := e.now()
 	if req.ReceivedAtMs > 0 {

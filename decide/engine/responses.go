@@ -32,9 +32,12 @@ func (e *Engine) Response(ctx context.Context, d Delivery, m Message) Outcome {
 // whose request is not indexed yet is retried after EngineDeps.RetryDelay;
 // one whose pin was queued is Held until the pin has left.
 func (e *Engine) OnResponse(ctx context.Context, d Delivery, resp *schemas.ResponseEvent) Outcome {
-	if e.observer != nil {
-		e.observer.ObserveResponse(ctx, eventTime(d, resp.CompletedAtMs), resp)
-	}
+	out := e.decideResponse(ctx, d, resp)
+	e.observeResponse(ctx, ObservedResponse{At: eventTime(d, resp.CompletedAtMs), Event: resp})
+	return out
+}
+
+func (e *Engine) decideResponse(ctx context.Context, d Delivery, resp *schemas.ResponseEvent) Outcome {
 	if e.pins == nil {
 		return Done()
 	}

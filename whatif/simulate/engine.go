@@ -11,6 +11,7 @@ import (
 	"github.com/hintstream/hintstream/decide/engine"
 	hpins "github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/kvevents"
+	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/whatif/cluster"
@@ -69,6 +70,7 @@ type engineRun struct {
 	p        *player
 	pol      Policy
 	eng      *engine.Engine
+	kv       *index.Applier // the cluster's KV events, as run and replay apply them
 	counters *metrics.Families
 	epoch    time.Time
 	seq      uint64
@@ -117,11 +119,12 @@ func startEngine(p *player, pol Policy) (*engineRun, error) {
 		if h.planner, err = newPlannerRun(h); err != nil {
 			return nil, err
 		}
-		deps.Observer = h.planner
+		deps.Observers = []engine.Observer{h.planner}
 	}
 	if h.eng, err = engine.NewEngine(pol.Decisions, deps); err != nil {
 		return nil, err
 	}
+	h.kv = index.NewApplier(ix, index.ApplierConfig{Counters: h.counters})
 	return h, nil
 }
 
@@ -344,15 +347,15 @@ func (h *engineRun) finish(res *ModeResult) {
 
 func (h *engineRun) close() {}
 
-// engineSink applies the cluster's KV events and loads to the engine,
-// as its state consumers would.
+// engineSink applies the cluster's KV events (to the index, through the
+// applier) and loads (to the engine), as the state consumers would.
 type engineSink struct{ h *engineRun }
 
 func (s engineSink) KVEvent(ev *schemas.RouterEvent) error {
-	if s.h.eng == nil {
+	if s.h.kv == nil {
 		return nil
 	}
-	return s.h.eng.ApplyKV(engine.KVBatch{Events: []kvevents.Event{kvevents.FromRouterEvent(ev)}})
+	return s.h.kv.Apply(kvevents.Batch{Events: []kvevents.Event{kvevents.FromRouterEvent(ev)}})
 }
 
 func (s engineSink) Load(l *schemas.ActiveLoad) error {

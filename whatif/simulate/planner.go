@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/decide/retention"
-	"github.com/hintstream/hintstream/schemas"
 )
 
 // plannerConfig is the retention planner of a run: the store's capacity
@@ -41,8 +41,11 @@ func newPlannerRun(h *engineRun) (*plannerRun, error) {
 // ObserveRequest records the turn's pages and plans. The pages are the
 // arriving prompt's store keys (the layout's, which the service computes
 // from the worker records with actions.ObjectKeys).
-func (o *plannerRun) ObserveRequest(_ context.Context, at time.Time, req *schemas.RequestEvent) {
-	p := o.h.p
+func (o *plannerRun) ObserveRequest(_ context.Context, r engine.ObservedRequest) {
+	if r.Wakeup {
+		return
+	}
+	at, req, p := r.At, r.Event, o.h.p
 	var keys []string
 	if p.arriving != nil && p.w.Req(p.arrivingReq).ID == req.RequestID {
 		keys = p.arriving.Keys
@@ -57,7 +60,8 @@ func (o *plannerRun) ObserveRequest(_ context.Context, at time.Time, req *schema
 
 // ObserveResponse records a tool call with its class's learned time,
 // from the engine's pins' learner, as the service does.
-func (o *plannerRun) ObserveResponse(_ context.Context, at time.Time, resp *schemas.ResponseEvent) {
+func (o *plannerRun) ObserveResponse(_ context.Context, r engine.ObservedResponse) {
+	at, resp := r.At, r.Event
 	if resp.FinishReason != "tool_calls" && len(resp.ToolCalls) == 0 {
 		return
 	}

@@ -1,4 +1,4 @@
-package engine
+package index
 
 import (
 	"encoding/json"
@@ -8,19 +8,30 @@ import (
 
 	"github.com/tinylib/msgp/msgp"
 
-	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/kvevents"
-	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/schemas"
 )
+
+// decodeApply is a KV-event consumer's work on one message
+// (consumers.ApplyKV): decoded by d, applied by a.
+func decodeApply(a *Applier, d *kvevents.Decoder, m kvevents.Message) error {
+	if a.Skips(m.Subject) {
+		return nil
+	}
+	b, err := d.Decode(m)
+	if err != nil {
+		return err
+	}
+	return a.Apply(b)
+}
 
 // kvBenchMessages are n Dynamo RouterEvent JSON messages as the ingest
 // load test publishes them: 4 workers, each a chain of stored events of 4
 // blocks, every event's parent the previous one's last block.
-func kvBenchMessages(b testing.TB, n int) []Message {
+func kvBenchMessages(b testing.TB, n int) []kvevents.Message {
 	b.Helper()
 	const workers, blocks = 4, 4
-	msgs := make([]Message, n)
+	msgs := make([]kvevents.Message, n)
 	last := make([]uint64, workers)
 	for i := range msgs {
 		w := i % workers
@@ -39,7 +50,7 @@ func kvBenchMessages(b testing.TB, n int) []Message {
 		if err != nil {
 			b.Fatal(err)
 		}
-		msgs[i] = Message{Subject: "kv.events.m", Data: body}
+		msgs[i] = kvevents.Message{Subject: "kv.events.m", Data: body}
 	}
 	return msgs
 }
@@ -48,9 +59,9 @@ func kvBenchMessages(b testing.TB, n int) []Message {
 // ingest load test publishes them with SPEED_ENGINE_BATCHES: 4 workers
 // (the subject names each), one BlockStored of 4 blocks of 16 tokens per
 // batch, chained on the worker's previous batch.
-func kvEngineBenchMessages(n int) []Message {
+func kvEngineBenchMessages(n int) []kvevents.Message {
 	const workers, blocks = 4, 4
-	msgs := make([]Message, n)
+	msgs := make([]kvevents.Message, n)
 	last := make([]uint64, workers)
 	for i := range msgs {
 		w := i % workers
@@ -78,30 +89,26 @@ func kvEngineBenchMessages(n int) []Message {
 		b = msgp.AppendNil(b)
 		b = msgp.AppendString(b, "GPU")
 		b = msgp.AppendInt(b, 0)
-		msgs[i] = Message{Subject: "kv.events." + strconv.Itoa(w+1), Data: b}
+		msgs[i] = kvevents.Message{Subject: "kv.events." + strconv.Itoa(w+1), Data: b}
 	}
 	return msgs
 }
 
 // BenchmarkKV is the decode and apply of one KV-event message (a 4-block
-// stored RouterEvent), Engine.KV as the state consumer calls it; the
+// stored RouterEvent), as the state consumer does it (decodeApply); the
 // index starts empty every 16,384 messages (outside the timing).
 func BenchmarkKV(b *testing.B) {
 	b.Run("format=json", func(b *testing.B) { benchKV(b, kvBenchMessages(b, 1<<14)) })
 	b.Run("format=msgpack", func(b *testing.B) { benchKV(b, kvEngineBenchMessages(1<<14)) })
 }
 
-func benchKV(b *testing.B, msgs []Message) {
-	var e *Engine
-	var ix *index.Memory
+func benchKV(b *testing.B, msgs []kvevents.Message) {
+	var a *Applier
+	var ix *Memory
+	d := &kvevents.Decoder{}
 	fresh := func() {
-		var err error
-		ix = index.New()
-		e, err = NewEngine(Decisions{NoPinRenewal: true}, EngineDeps{Index: ix,
-			Workers: workers{}, Sender: actions.NewRecorder(nil, nil)})
-		if err != nil {
-			b.Fatal(err)
-		}
+		ix = New()
+		a = NewApplier(ix, ApplierConfig{})
 	}
 	b.ReportAllocs()
 	i := 0
@@ -111,7 +118,7 @@ func benchKV(b *testing.B, msgs []Message) {
 			fresh()
 			b.StartTimer()
 		}
-		if err := e.KV(msgs[i%len(msgs)]); err != nil {
+		if err := decodeApply(a, d, msgs[i%len(msgs)]); err != nil {
 			b.Fatal(err)
 		}
 		i++
@@ -124,7 +131,7 @@ func benchKV(b *testing.B, msgs []Message) {
 // BenchmarkKVSteady is the whole per-message ingest path at the load
 // test's scale: the bytes of one stored KV-event message (a Dynamo
 // RouterEvent JSON of 4 blocks, or a vLLM msgpack EventBatch of one
-// BlockStored of 4 blocks) decoded and applied by Engine.KV through a
+// BlockStored of 4 blocks) decoded and applied (decodeApply) through a
 // Holding of 64 registered workers to an index sized for 4M entries
 // (WithCapacity) and pre-filled with 1M. Workers take turns, each a
 // chain of 16 events (the event after a chain's last starts a new one),
@@ -178,14 +185,14 @@ func (g *kvSteadyGen) event() (schemas.RouterEvent, int) {
 }
 
 // message encodes ev in the generator's format.
-func (g *kvSteadyGen) message(b testing.TB, ev schemas.RouterEvent, w int) Message {
+func (g *kvSteadyGen) message(b testing.TB, ev schemas.RouterEvent, w int) kvevents.Message {
 	subject := "kv.events." + strconv.Itoa(w+1)
 	if !g.engine {
 		body, err := json.Marshal(ev)
 		if err != nil {
 			b.Fatal(err)
 		}
-		return Message{Subject: subject, Data: body}
+		return kvevents.Message{Subject: subject, Data: body}
 	}
 	st := ev.Event.Data.Stored
 	m := msgp.AppendArrayHeader(nil, 3)
@@ -212,27 +219,23 @@ func (g *kvSteadyGen) message(b testing.TB, ev schemas.RouterEvent, w int) Messa
 	m = msgp.AppendNil(m)
 	m = msgp.AppendString(m, "GPU")
 	m = msgp.AppendInt(m, 0)
-	return Message{Subject: subject, Data: m}
+	return kvevents.Message{Subject: subject, Data: m}
 }
 
 func benchKVSteady(b *testing.B, engine bool) {
 	var (
-		e   *Engine
-		ix  *index.Memory
+		a   *Applier
+		ix  *Memory
 		gen *kvSteadyGen
 	)
+	d := &kvevents.Decoder{}
 	fresh := func() {
-		ix = index.New(index.WithCapacity(kvSteadyCapacity))
-		h := index.NewHolding(ix, index.HoldingConfig{}, nil)
+		ix = New(WithCapacity(kvSteadyCapacity))
+		h := NewHolding(ix, HoldingConfig{}, nil)
 		for w := range kvSteadyWorkers {
 			h.Register(uint64(w+1), 1)
 		}
-		var err error
-		e, err = NewEngine(Decisions{NoPinRenewal: true}, EngineDeps{Index: ix, KV: h,
-			Workers: workers{}, Sender: actions.NewRecorder(nil, nil)})
-		if err != nil {
-			b.Fatal(err)
-		}
+		a = NewApplier(h, ApplierConfig{})
 		gen = newKVSteadyGen(engine)
 		for gen.next*kvSteadyBlocks < kvSteadyPrefill {
 			ev, w := gen.event()
@@ -246,7 +249,7 @@ func benchKVSteady(b *testing.B, engine bool) {
 		}
 	}
 	fresh()
-	msgs := make([]Message, 0, 1<<13)
+	msgs := make([]kvevents.Message, 0, 1<<13)
 	refill := func() {
 		if gen.next*kvSteadyBlocks+uint64(cap(msgs))*kvSteadyBlocks > kvSteadyCapacity {
 			fresh()
@@ -279,7 +282,7 @@ func benchKVSteady(b *testing.B, engine bool) {
 			b.StartTimer()
 			mark(-1)
 		}
-		if err := e.KV(msgs[i]); err != nil {
+		if err := decodeApply(a, d, msgs[i]); err != nil {
 			b.Fatal(err)
 		}
 		i++
@@ -292,13 +295,4 @@ func benchKVSteady(b *testing.B, engine bool) {
 	if st := ix.Stats(); st.Entries < kvSteadyPrefill || st.UnknownParent != 0 {
 		b.Fatalf("after %d messages: %+v", i, st)
 	}
-}
-
-// mix64 is SplitMix64's finaliser: distinct inputs, random-looking
-// hashes over all 64 bits.
-func mix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-	x = (x ^ x>>27) * 0x94d049bb133111eb
-	return x ^ x>>31
 }

@@ -1,15 +1,13 @@
-package engine
+package index
 
 import (
 	"testing"
 
-	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/kvevents"
-	"github.com/hintstream/hintstream/kvevents/index"
 )
 
 // Events held for an unregistered worker own their memory: the decode
-// memory Engine.KV reuses (a pooled kvevents.Decoder) is overwritten by the messages
+// memory a KV-event consumer reuses (a pooled kvevents.Decoder) is overwritten by the messages
 // after them, and promoting the held events still indexes exactly what
 // they said, chained on each other (a held event pointing into the
 // scratch would index another worker's blocks, and its successor's
@@ -17,26 +15,18 @@ import (
 func TestHeldEventsOutliveTheDecodeScratch(t *testing.T) {
 	for _, format := range []struct {
 		name string
-		msgs []Message
+		msgs []kvevents.Message
 	}{{"json", kvBenchMessages(t, 8)}, {"msgpack", kvEngineBenchMessages(8)}} {
 		t.Run(format.name, func(t *testing.T) {
-			ix := index.New()
-			h := index.NewHolding(ix, index.HoldingConfig{}, nil)
+			ix := New()
+			h := NewHolding(ix, HoldingConfig{}, nil)
 			for id := uint64(2); id <= 4; id++ {
 				h.Register(id, 1)
 			}
-			e, err := NewEngine(Decisions{NoPinRenewal: true}, EngineDeps{Index: ix, KV: h,
-				Workers: workers{}, Sender: actions.NewRecorder(nil, nil)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := &kvevents.Decoder{Limits: e.d.Limits} // one for every message, as a pooled one usually is
+			a := NewApplier(h, ApplierConfig{})
+			d := &kvevents.Decoder{} // one for every message, as a pooled one usually is
 			for i, m := range format.msgs {
-				b, err := d.Decode(kvevents.Message{Subject: m.Subject, Header: m.Header, Data: m.Data})
-				if err != nil {
-					t.Fatalf("message %d: %v", i, err)
-				}
-				if err := e.ApplyKV(b); err != nil {
+				if err := decodeApply(a, d, m); err != nil {
 					t.Fatalf("message %d: %v", i, err)
 				}
 			}
