@@ -170,13 +170,4 @@ func TestOptionsAreChecked(t *testing.T) {
 	if _, err := Run(context.Background(), Source{Name: "nothing"}, Options{Cluster: DefaultCluster()}); !errors.Is(err, ErrNoRequests) {
 		t.Fatalf("no records: %v", err)
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	if IsTerminal(w) || IsTerminal(&bytes.Buffer{}) {
-		t.Fatal("a pipe or a buffer taken for a terminal")
-	}
 }
