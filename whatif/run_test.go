@@ -158,12 +158,6 @@ func TestOptionsAreChecked(t *testing.T) {
 			t.Fatalf("%+v: %v", cl, err)
 		}
 	}
-	if n, err := ParseBytes("4GiB"); err != nil || n != 4<<30 {
-		t.Fatalf("4GiB = %d, %v", n, err)
-	}
-	if b, err := ParseBandwidth("25GB/s"); err != nil || b != 25e9 {
-		t.Fatalf("25GB/s = %v, %v", b, err)
-	}
 	if DefaultCluster().L3Pages() != 6144 {
 		t.Fatalf("default L3 %d pages, want the hint-value harness's 6144", DefaultCluster().L3Pages())
 	}
