@@ -75,7 +75,7 @@ type collector struct {
 
 	sent, retried, released, dropped, queueDepth, sendSeconds, sendMax *prometheus.Desc
 
-	pending, latency, ready, complete *prometheus.Desc
+	pending, ready, complete *prometheus.Desc
 
 	budget budgetDescs
 }
@@ -118,7 +118,6 @@ func newCollector(s Sources) prometheus.Collector {
 	c.queueDepth = d("sender_queue_depth", "Hints queued for an endpoint.", "endpoint")
 	c.sendSeconds = d("hint_send_seconds", "Time from enqueuing a hint to ZeroMQ accepting it.", "endpoint")
 	c.sendMax = d("hint_send_max_seconds", "Longest time from enqueuing a hint to ZeroMQ accepting it.", "endpoint")
-	c.latency = d("hint_latency_seconds", "Time from enqueuing a hint to ZeroMQ accepting it.", "endpoint")
 	c.pending = d("consumer_pending", "Messages pending for a JetStream consumer.", "consumer")
 	c.ready = d("ready", "1 once the instance has caught up and answers /readyz with 200, 0 before.")
 	c.complete = d("index_complete", "1 when the index was built from every KV event since the stream began (or the snapshot it loaded), 0 when some were removed before this member read them (/readyz and GET /v1/index say which).")
@@ -154,7 +153,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	if c.src.Latency != nil {
-		c.src.Latency.collect(ch, c.latency)
+		c.src.Latency.collect(ch)
 	}
 	if c.src.Budget != nil {
 		c.budget.collect(ch, c.src.Budget())

@@ -29,15 +29,15 @@ func (c *Config) registerPinFlags(fs *flag.FlagSet) {
 		"(TTL and priority as the pin's), for `hintstream adapter` to keep them in the engine's cache; works without --pin-endpoint")
 	fs.IntVar(&c.Decisions.MaxPinKeys, "pin-max-keys", actions.DefaultMaxPinKeys,
 		"cap on one pin's object keys; a longer pin is cut to its leading pages, one page over it is not pinned")
-	fs.IntVar(&c.Decisions.MaxPinBytes, "pin-max-bytes", actions.DefaultMaxPinBytes,
+	cmdline.BytesVar(fs, &c.Decisions.MaxPinBytes, "pin-max-bytes", actions.DefaultMaxPinBytes,
 		"cap on one pin's object keys in bytes, as --pin-max-keys")
 	fs.DurationVar(&c.PinSlotLinger, "pin-slot-linger", pins.DefaultSlotLinger,
 		"how long a session's pin slot record outlives its pin (a session returning later still teaches the tool-time learner); applies to a new hintstream_pins bucket or with --update-streams")
 	fs.DurationVar(&c.PinSlotMarkerTTL, "pin-slot-marker-ttl", pins.DefaultSlotMarkerTTL,
 		"how long a released slot's delete marker stays (at least 1s); applies as --pin-slot-linger")
 	fs.Float64Var(&c.PinRenewRate, "pin-renew-rate", pins.DefaultPinRenewRate, "budget of pin renewals per second, on their own goroutine; a due renewal waits for budget, and is skipped (counted) if its pin lapsed meanwhile")
-	fs.Int64Var(&c.PinSlotsMaxBytes, "pin-slots-max-bytes", pins.DefaultPinSlotsMaxBytes, "size cap of the hintstream_pins bucket when created (or with --update-streams); when full, new pins are sent but not renewed (0: no cap)")
-	fs.Int64Var(&c.RequestIndexMaxBytes, "request-index-max-bytes", pins.DefaultRequestIndexMaxBytes, "size cap of the hintstream_requests bucket when created (or with --update-streams); when full, new requests are not indexed and their responses not pinned (0: no cap)")
+	cmdline.BytesVar(fs, &c.PinSlotsMaxBytes, "pin-slots-max-bytes", pins.DefaultPinSlotsMaxBytes, "size cap of the hintstream_pins bucket when created (or with --update-streams); when full, new pins are sent but not renewed (0: no cap)")
+	cmdline.BytesVar(fs, &c.RequestIndexMaxBytes, "request-index-max-bytes", pins.DefaultRequestIndexMaxBytes, "size cap of the hintstream_requests bucket when created (or with --update-streams); when full, new requests are not indexed and their responses not pinned (0: no cap)")
 }
 
 // applyPinFlags checks the request index's TTL and the pin path's bounds,

@@ -41,8 +41,8 @@ func (c *Config) RegisterStreamFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.tags, "stream-placement-tags", "", "comma-separated server tags the replicas must be placed on (server_tags); empty: anywhere")
 	fs.DurationVar(&s.Requests.MaxAge, "requests-max-age", def.Requests.MaxAge, "max_age of a created requests stream; not below --request-index-ttl (0: unlimited)")
 	fs.DurationVar(&s.Responses.MaxAge, "responses-max-age", def.Responses.MaxAge, "max_age of a created responses stream; not below --request-index-ttl (0: unlimited)")
-	fs.Int64Var(&s.Requests.MaxBytes, "requests-max-bytes", 0, "max_bytes of a created requests stream; oldest requests go first (0: unlimited)")
-	fs.Int64Var(&s.Responses.MaxBytes, "responses-max-bytes", 0, "max_bytes of a created responses stream (0: unlimited)")
+	cmdline.BytesVar(fs, &s.Requests.MaxBytes, "requests-max-bytes", 0, "max_bytes of a created requests stream; oldest requests go first (0: unlimited)")
+	cmdline.BytesVar(fs, &s.Responses.MaxBytes, "responses-max-bytes", 0, "max_bytes of a created responses stream (0: unlimited)")
 	f.scope.RegisterFlags(fs)
 }
 

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hintstream/hintstream/internal/retry"
 )
 
 // OpenKeyValue attaches to the KV bucket cfg.Bucket, creating it with cfg
@@ -73,7 +75,7 @@ func OpenObjectStore(ctx context.Context, js jetstream.JetStream, cfg jetstream.
 // passed. Any other error, or ctx ending, returns at once.
 func retryTimeouts(ctx context.Context, js jetstream.JetStream, o ensureOpts, what string, op func(context.Context) error) error {
 	until := time.Now().Add(o.retryFor)
-	wait := 100 * time.Millisecond
+	b := retry.Doubling(100*time.Millisecond, 2*time.Second)
 	for {
 		try := js.Options().DefaultTimeout
 		if try <= 0 {
@@ -82,17 +84,16 @@ func retryTimeouts(ctx context.Context, js jetstream.JetStream, o ensureOpts, wh
 		actx, cancel := context.WithTimeout(ctx, try)
 		err := op(actx)
 		cancel()
-		if err == nil || !transient(ctx, err) || !time.Now().Add(wait).Before(until) {
+		if err == nil || !transient(ctx, err) {
+			return err
+		}
+		wait := b.NextBackOff()
+		if !time.Now().Add(wait).Before(until) {
 			return err
 		}
 		o.log.Warn("JetStream not ready to answer; retrying", "what", what, "err", err, "retry_in", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !retry.Wait(ctx, wait) {
 			return err
-		case <-t.C:
 		}
-		wait = min(2*wait, 2*time.Second)
 	}
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hintstream/hintstream/internal/retry"
 )
 
 // DefaultWatchInterval is how often a Watcher looks for a deleted stream
@@ -141,7 +143,7 @@ func (w *Watcher) recreateStream(cfg Config) {
 		return
 	case <-settle.C:
 	}
-	wait := 50 * time.Millisecond
+	wait := retry.Doubling(50*time.Millisecond, time.Second)
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(w.ctx, DefaultOpTimeout)
 		_, outcome, err := Ensure(ctx, w.js, cfg, WithLogger(slog.New(slog.DiscardHandler)))
@@ -162,13 +164,8 @@ func (w *Watcher) recreateStream(cfg Config) {
 			w.log.Error("stream was deleted and cannot be recreated yet; consumers wait for it",
 				"stream", cfg.Name, "err", err)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-w.ctx.Done():
-			t.Stop()
+		if !retry.Wait(w.ctx, wait.NextBackOff()) {
 			return
-		case <-t.C:
 		}
-		wait = min(2*wait, time.Second)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hintstream/hintstream/decide/retention"
+	"github.com/hintstream/hintstream/internal/cmdline"
 	"github.com/hintstream/hintstream/whatif/cluster"
 	"github.com/hintstream/hintstream/whatif/simulate"
 	"github.com/hintstream/hintstream/whatif/workload"
@@ -116,7 +117,7 @@ func ParseSweep(s string) (Sweep, error) {
 		switch sw.Dim {
 		case SweepL3:
 			var n int64
-			n, err = ParseBytes(v)
+			n, err = cmdline.ParseBytes(v)
 			f = float64(n)
 		case SweepDevice:
 			var n int
@@ -126,7 +127,7 @@ func ParseSweep(s string) (Sweep, error) {
 			}
 			f = float64(n)
 		case SweepBandwidth:
-			f, err = ParseBandwidth(v)
+			f, err = cmdline.ParseBytesPerSecond(v)
 		default:
 			return Sweep{}, fmt.Errorf("%w: sweep dimension %q (want l3, device or bandwidth)", ErrInvalidOption, sw.Dim)
 		}
@@ -161,54 +162,6 @@ func (s Sweep) apply(c Cluster, i int) Cluster {
 		c.L3Bandwidth = s.Values[i]
 	}
 	return c
-}
-
-var units = []struct {
-	suffix string
-	mult   float64
-}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
-
-// ParseBytes reads a size: a number with an optional unit (B, KB, MB,
-// GB, TB in powers of 1000; KiB, MiB, GiB, TiB in powers of 1024).
-func ParseBytes(s string) (int64, error) {
-	f, err := parseUnit(s)
-	if err != nil {
-		return 0, err
-	}
-	if f < 0 || f > math.MaxInt64/2 {
-		return 0, fmt.Errorf("size %q out of range", s)
-	}
-	return int64(f), nil
-}
-
-// ParseBandwidth reads bytes per second: a size with an optional "/s"
-// (25GB/s, 10GiB/s); 0 makes loads instant.
-func ParseBandwidth(s string) (float64, error) {
-	f, err := parseUnit(strings.TrimSuffix(strings.TrimSpace(s), "/s"))
-	if err != nil {
-		return 0, err
-	}
-	if f < 0 || math.IsInf(f, 0) {
-		return 0, fmt.Errorf("bandwidth %q out of range", s)
-	}
-	return f, nil
-}
-
-func parseUnit(s string) (float64, error) {
-	s = strings.TrimSpace(s)
-	mult := 1.0
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
-			break
-		}
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) {
-		return 0, fmt.Errorf("not a number with a unit: %q", s)
-	}
-	return f * mult, nil
 }
 
 // FormatBytes writes n with a binary unit.

@@ -3,22 +3,10 @@ package whatif
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
 )
-
-// IsTerminal says w is a character device (a terminal): the progress
-// bar is drawn there and nowhere else, so a pipe or a file gets none.
-func IsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
 
 // progress draws a bar with an ETA, at most a few times a second.
 type progress struct {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hintstream/hintstream/emit/adapter"
 	"github.com/hintstream/hintstream/emit/receiver"
+	"github.com/hintstream/hintstream/internal/cmdline"
 )
 
 // optInt64 is an int64 flag that may be left unset.
@@ -59,12 +60,13 @@ func adapterCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		workerID    = fs.Uint64("worker-id", 0, "this worker's registry id: prefetches naming another worker are dropped (other_worker); 0: take every worker's")
 		queueTokens = fs.Int("queue-tokens", adapter.DefaultQueueTokens, "prompt tokens of the hints queued or in flight at most (4 bytes each); past it hints are dropped (queue_full)")
 		maxLife     = fs.Duration("max-hint-life", adapter.DefaultMaxHintLife, "a hint expiring later than this after it arrives is acted on as if it expired then (a sender's clock gone wrong would otherwise keep retries going and set a vLLM TTL as long)")
-		maxMsg      = fs.Int("max-message-bytes", adapter.DefaultMaxMessageBytes, "largest hint message read; a sender of a larger one is disconnected by ZeroMQ")
 		curveFile   = fs.String("curve-secret-key-file", env("HINTSTREAM_ADAPTER_CURVE_SECRET_KEY_FILE", ""), "file holding the Z85 CURVE secret key: the socket becomes a CURVE server (env HINTSTREAM_ADAPTER_CURVE_SECRET_KEY_FILE)")
 		httpAddr    = fs.String("http-addr", env("HINTSTREAM_HTTP_ADDR", ""), "serve /metrics, /healthz and /readyz here, e.g. :9091 (env HINTSTREAM_HTTP_ADDR); empty: off")
 		logFormat   = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json")
 		logLevel    = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error")
 	)
+	var maxMsg int
+	cmdline.BytesVar(fs, &maxMsg, "max-message-bytes", adapter.DefaultMaxMessageBytes, "largest hint message read; a sender of a larger one is disconnected by ZeroMQ")
 	fs.Var(&prio, "engine-priority", "scheduling priority sent with every warm-up: the lowest the engine's policy offers "+
 		"(vLLM --scheduling-policy priority: a large value; SGLang --enable-priority-scheduling: the low end); unset: none sent")
 	usageHeader(fs, "Usage: hintstream adapter --bind tcp://HOST:PORT --engine sglang|vllm --engine-url URL [flags]\n\n"+
@@ -86,7 +88,7 @@ func adapterCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	cfg := adapter.Config{Bind: *bind, Engine: *engine, EngineURL: *engineURL, Model: *model,
 		MaxInflight: *maxInflight, QueueSize: *queueSize, CallTimeout: *callTimeout, PrefetchTTL: *prefetchTTL,
 		PrefetchValue: *prefetchVal, EnginePriority: prio.v, DedupWindow: *window, WorkerID: *workerID,
-		QueueTokens: *queueTokens, MaxMessageBytes: *maxMsg, MaxHintLife: *maxLife}
+		QueueTokens: *queueTokens, MaxMessageBytes: maxMsg, MaxHintLife: *maxLife}
 	if *curveFile != "" {
 		key, err := os.ReadFile(*curveFile)
 		if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/term"
 )
 
 // replayCmd runs the decisions over stream history.
@@ -149,11 +150,9 @@ func parseWhen(s string) (time.Time, error) {
 	return time.Parse(time.RFC3339Nano, s)
 }
 
+// isTerminal says w is a terminal: progress bars are drawn there and
+// nowhere else, so a pipe, a file or /dev/null gets none.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -7,11 +7,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hintstream/hintstream/internal/retry"
 	"github.com/hintstream/hintstream/service"
 )
 
 // Start-up retry after a missing permission: first wait, then doubling to
-// the longest.
+// the longest, each wait jittered (retry.Doubling).
 const (
 	permissionRetryFirst = time.Second
 	permissionRetryMax   = 30 * time.Second
@@ -35,14 +36,11 @@ func startService(ctx context.Context, cfg service.Config, log *slog.Logger) (*s
 	log.Error("hintstream cannot start: a NATS permission it needs is missing; not exiting, retrying quietly until it is granted",
 		"err", err, "retry_max_interval", permissionRetryMax)
 	muted.Store(true)
-	wait := permissionRetryFirst
+	wait := retry.Doubling(permissionRetryFirst, permissionRetryMax)
 	for attempt := 2; ; attempt++ {
-		select {
-		case <-ctx.Done():
+		if !retry.Wait(ctx, wait.NextBackOff()) {
 			return nil, nil
-		case <-time.After(wait):
 		}
-		wait = min(2*wait, permissionRetryMax)
 		svc = service.New(cfg)
 		err := svc.Start(ctx)
 		switch {

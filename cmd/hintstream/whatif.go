@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/hintstream/hintstream/decide/retention"
+	"github.com/hintstream/hintstream/internal/cmdline"
 	"github.com/hintstream/hintstream/service/natsconn"
 	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/streams"
@@ -39,7 +40,6 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		kvLookback  = fs.Duration("kv-lookback", whatif.DefaultKVLookback, "with --from-streams: read KV events from this long before --since, to rebuild the workers' device caches for the observed device hit share (0: none)")
 		workers     = fs.Int("workers", dc.Workers, "simulated workers (--from-streams: the registry's count unless set)")
 		device      = fs.Int("device-blocks", dc.DeviceBlocks, "device KV cache per worker, in blocks")
-		l3          = fs.String("l3", whatif.FormatBytes(float64(dc.L3Bytes)), "L3 (Mooncake) capacity in bytes: 384GiB, 1TB, ...")
 		bw          = fs.String("l3-bandwidth", fmt.Sprintf("%gGB/s", dc.L3Bandwidth/1e9), "L3 → device link per worker, bytes/s (0: instant loads)")
 		alpha       = fs.Float64("alpha", dc.Alpha, "prefill cost of a token loaded from L3 relative to a recomputed one (0 < α ≤ 1)")
 		kvBytes     = fs.Int("kv-bytes-per-token", dc.KVBytesPerToken, "KV cache bytes per token (an 8B model: 131072)")
@@ -53,6 +53,8 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		logFormat   = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")
 		logLevel    = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "warn"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
 	)
+	var l3 int64
+	cmdline.BytesVar(fs, &l3, "l3", dc.L3Bytes, "L3 (Mooncake) capacity in bytes")
 	// --l3-pin-budget is run's own flag (package retention parses it, so
 	// both take the same values); here a share is of --l3 at each point.
 	var pinBudget retention.Config
@@ -79,10 +81,8 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	c := dc
 	c.Workers, c.DeviceBlocks, c.Alpha, c.KVBytesPerToken, c.BlockSize = *workers, *device, *alpha, *kvBytes, *blockSize
-	if c.L3Bytes, err = whatif.ParseBytes(*l3); err != nil {
-		return fmt.Errorf("--l3: %w", err)
-	}
-	if c.L3Bandwidth, err = whatif.ParseBandwidth(*bw); err != nil {
+	c.L3Bytes = l3
+	if c.L3Bandwidth, err = cmdline.ParseBytesPerSecond(*bw); err != nil {
 		return fmt.Errorf("--l3-bandwidth: %w", err)
 	}
 	o := whatif.Options{}

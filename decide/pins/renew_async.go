@@ -3,8 +3,11 @@ package pins
 import (
 	"container/heap"
 	"context"
-	"github.com/hintstream/hintstream/streams"
 	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/hintstream/hintstream/streams"
 )
 
 // Renewals off the hot path: renewing inside the request and response
@@ -82,26 +85,25 @@ func (p *Pinning) RunRenewals(ctx context.Context) <-chan struct{} {
 	r.mu.Unlock()
 	go func() {
 		defer close(done)
-		rate := p.renewRate()
-		burst := max(rate/10, 1)
-		tokens, last := burst, time.Now()
+		// In bursts of at most a tenth of a second's worth.
+		burst := int(max(p.renewRate()/10, 1))
+		lim := rate.NewLimiter(rate.Limit(p.renewRate()), burst)
 		wait := time.NewTimer(time.Second)
 		defer wait.Stop()
 		for {
 			now := time.Now()
-			tokens = min(burst, tokens+rate*now.Sub(last).Seconds())
-			last = now
-			batch, clock, more := p.takeDue(int(min(tokens, renewBatchMax)))
-			tokens -= float64(len(batch))
+			batch, clock, more := p.takeDue(int(min(lim.TokensAt(now), renewBatchMax)))
 			if len(batch) > 0 {
+				lim.AllowN(now, len(batch))
 				p.renewBatch(ctx, batch, clock)
 			}
 			next := time.Second // the service's Tick wakes us at least this often
 			if more {
 				// Until a full batch is affordable: batches, not a trickle
 				// of single writes, keep the KV round trips coalesced.
-				want := min(float64(renewBatchMax), burst)
-				next = time.Duration((want - tokens) / rate * float64(time.Second))
+				res := lim.ReserveN(now, min(renewBatchMax, burst))
+				next = res.DelayFrom(now)
+				res.CancelAt(now)
 			}
 			if next <= 0 {
 				if ctx.Err() != nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/hintstream/hintstream/internal/cmdline"
 )
 
 // RegisterFlags registers the planner's flags on fs, bound to c and set
@@ -15,8 +17,8 @@ import (
 // which sizes the agents' loads too. Validate (after WithDefaults) checks
 // what was parsed.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.Var(budgetFlag{c}, "l3-pin-budget", "bytes the retention planner may pin in Mooncake at once, or a share of --l3-capacity (\"40%\"); empty: no planner, tool-call pins alone")
-	fs.Int64Var(&c.Capacity, "l3-capacity", 0, "the Mooncake store's capacity in bytes (for a --l3-pin-budget given as a share)")
+	fs.Var(budgetFlag{c}, "l3-pin-budget", "bytes the retention planner may pin in Mooncake at once (with a unit as --l3-capacity: 200GiB), or a share of --l3-capacity (\"40%\"); empty: no planner, tool-call pins alone")
+	cmdline.BytesVar(fs, &c.Capacity, "l3-capacity", 0, "the Mooncake store's capacity in bytes (for a --l3-pin-budget given as a share)")
 	fs.DurationVar(&c.Horizon, "retention-horizon", DefaultHorizon, "horizon of the retention planner's reuse estimates")
 	fs.DurationVar(&c.Interval, "retention-interval", DefaultInterval, "event time between retention plans; a plan's pins last three intervals")
 	fs.Float64Var(&c.MinProbability, "retention-min-probability", DefaultMinProbability, "least estimated chance of reuse within the horizon worth a pin")
@@ -90,7 +92,7 @@ func (b budgetFlag) Set(s string) error {
 		b.c.Budget, b.c.BudgetShare = 0, v/100
 		return nil
 	}
-	v, err := strconv.ParseInt(s, 10, 64)
+	v, err := cmdline.ParseBytes(s)
 	switch {
 	case errors.Is(err, strconv.ErrRange) || v > MaxBytes:
 		return fmt.Errorf("%q: more than %d bytes (1 EiB)", s, int64(MaxBytes))

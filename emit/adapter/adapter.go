@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/emit/receiver"
+	"github.com/hintstream/hintstream/internal/retry"
 	"github.com/hintstream/hintstream/observe/metrics"
 )
 
@@ -42,6 +43,7 @@ const (
 	DefaultPrefetchValue = 10
 	// DefaultRetryDelay is the first wait before retrying an engine call
 	// that got no connection or a 5xx; it doubles up to maxRetryDelay,
+	// each wait jittered ±50% (retry.Doubling),
 	// and no retry starts past the hint's expiry.
 	DefaultRetryDelay = 50 * time.Millisecond
 	maxRetryDelay     = time.Second
@@ -434,7 +436,7 @@ func (a *Adapter) execute(ctx context.Context, j job) {
 		a.log.Error("engine request not built", "message_id", j.w.msgID, "err", err)
 		return
 	}
-	delay := a.cfg.RetryDelay
+	b := retry.Doubling(a.cfg.RetryDelay, maxRetryDelay)
 	for attempt := 0; ; attempt++ {
 		if !a.now().Before(j.deadline) {
 			a.counters.Dropped.Inc(metrics.AdapterDropExpired)
@@ -443,7 +445,7 @@ func (a *Adapter) execute(ctx context.Context, j job) {
 		if attempt > 0 {
 			a.counters.Retries.Inc()
 		}
-		reason, retry := a.post(ctx, j, c)
+		reason, retryable := a.post(ctx, j, c)
 		switch {
 		case reason == "":
 			a.counters.Calls.Inc(j.action)
@@ -453,23 +455,18 @@ func (a *Adapter) execute(ctx context.Context, j job) {
 			return
 		}
 		a.counters.Failed.Inc(reason)
-		if !retry {
+		if !retryable {
 			return
 		}
-		wait := min(delay, j.deadline.Sub(a.now()))
+		wait := min(b.NextBackOff(), j.deadline.Sub(a.now()))
 		if wait <= 0 {
 			a.counters.Dropped.Inc(metrics.AdapterDropExpired)
 			return
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !retry.Wait(ctx, wait) {
 			a.counters.Dropped.Inc(metrics.AdapterDropClosed)
 			return
-		case <-t.C:
 		}
-		delay = min(2*delay, maxRetryDelay)
 	}
 }
 

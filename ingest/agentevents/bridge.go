@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	zmq "github.com/pebbe/zmq4"
+
+	"github.com/hintstream/hintstream/internal/retry"
 )
 
 // ErrInvalidOption: a Bridge option or its Config cannot work.
@@ -296,7 +298,7 @@ func (b *Bridge) publish(ctx context.Context, log *slog.Logger, publisher string
 	h.Set(HeaderSeq, strconv.FormatUint(f.Seq, 10))
 	h.Set("Content-Type", ContentType)
 	msg := &nats.Msg{Subject: Subject(f.Record), Header: h, Data: f.Data}
-	wait := 20 * time.Millisecond
+	wait := retry.Doubling(20*time.Millisecond, 2*time.Second)
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, b.cfg.PublishTimeout)
 		ack, err := b.js.PublishMsg(actx, msg)
@@ -320,14 +322,9 @@ func (b *Bridge) publish(ctx context.Context, log *slog.Logger, publisher string
 		if attempt&(attempt-1) == 0 {
 			log.Warn("agent event publish failed, retrying", "seq", f.Seq, "attempt", attempt, "err", err)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if !retry.Wait(ctx, wait.NextBackOff()) {
 			return ctx.Err()
 		}
-		wait = min(2*wait, 2*time.Second)
 	}
 }
 

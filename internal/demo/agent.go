@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/ingest/agentevents"
+	"github.com/hintstream/hintstream/internal/retry"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 	zmq "github.com/pebbe/zmq4"
@@ -90,16 +91,7 @@ func (d *Demo) runAgent(ctx context.Context) error {
 	session := schemas.AgentSession(nv.AgentContext)
 	prompt := append(tokens(1000, 2*BlockSize), tokens(70000, 8*BlockSize)...)
 	worker := uint64(2) // the least loaded: where a router sends an uncached prompt
-	wait := func(d time.Duration) bool {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return true
-		}
-	}
+	wait := func(d time.Duration) bool { return retry.Wait(ctx, d) }
 	if !wait(2 * d.opts.Interval) { // the bridge's SUB joins the PUB
 		return nil
 	}
