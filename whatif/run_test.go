@@ -44,7 +44,7 @@ func small() Cluster {
 // cost never grows with more L3, no run beats it, and every report form
 // holds the runs.
 func TestSweepOverL3(t *testing.T) {
-	sw, err := ParseSweep("l3=8GiB,64GiB,512GiB")
+	sw, err := ParseSweep("l3=9GiB,72GiB,576GiB")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +59,7 @@ func TestSweepOverL3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Pages of 512 tokens × 147,456 bytes: 72 MiB.
 	if len(rep.Points) != 3 || rep.Points[0].L3Pages != 128 || rep.Points[2].L3Pages != 8192 {
 		t.Fatalf("points %d, L3 pages %d..%d", len(rep.Points), rep.Points[0].L3Pages, rep.Points[len(rep.Points)-1].L3Pages)
 	}

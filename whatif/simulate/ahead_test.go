@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/decide/ahead"
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/whatif/workload"
 )
 
@@ -64,7 +65,7 @@ func TestHeaderFreePrefetchInProcess(t *testing.T) {
 	if a.Prefetches == 0 || a.UsedBlocks == 0 || a.UsedBytes == 0 {
 		t.Fatalf("no header-free prefetch used: %+v; counters %v", a, got.Counters)
 	}
-	allowance := float64(ahead.DefaultWarmupTokens) * float64(DefaultKVBytesPerToken)
+	allowance := float64(ahead.DefaultWarmupTokens) * float64(schemas.DefaultKVBytesPerToken)
 	if a.UsedBytes == 0 {
 		allowance = max(allowance, float64(a.WastedBytes)) // one prefetch of any size
 	}
@@ -96,7 +97,7 @@ func TestHarnessMeasuresHeaderFreeUseAsLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := sim.Policies[0].Ahead
-	block := float64(w.BlockSize) * float64(DefaultKVBytesPerToken)
+	block := float64(w.BlockSize) * float64(schemas.DefaultKVBytesPerToken)
 	used, wasted := float64(a.UsedBytes)/block, float64(a.WastedBytes)/block
 	t.Logf("harness: %d used, %d wasted blocks; hintstream: %.1f used, %.1f wasted", a.UsedBlocks, a.WastedBlocks, used, wasted)
 	if a.UsedBlocks == 0 {
