@@ -96,7 +96,7 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 		if err != nil {
 			return bad("requests", md.Sequence.Stream, err)
 		}
-		if v, ok := schemas.LookupHeader(req.Headers, engine.HeaderWakeup); ok && v != "" && v != "0" {
+		if v, ok := schemas.LookupHeader(req.Headers, schemas.HeaderWakeup); ok && v != "" && v != "0" {
 			return nil
 		}
 		at := md.Timestamp.UnixMilli()

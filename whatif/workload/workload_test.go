@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
@@ -81,11 +80,11 @@ func TestReadTraceFindsConversations(t *testing.T) {
 	// The schema events.
 	epoch := time.UnixMilli(1_000_000)
 	wake := w.WakeupEvent(2, epoch)
-	if wake.Headers[engine.HeaderWakeup] != "1" || wake.RequestID != "wake-2" || wake.ReceivedAtMs != 1_002_500 || len(wake.TokenIDs) != 1200 {
+	if wake.Headers[schemas.HeaderWakeup] != "1" || wake.RequestID != "wake-2" || wake.ReceivedAtMs != 1_002_500 || len(wake.TokenIDs) != 1200 {
 		t.Fatalf("wake-up %+v", wake)
 	}
 	req := w.RequestEvent(0, epoch, true)
-	if req.Headers[engine.HeaderSimToolCall] != "2745" || req.SessionID != r0.Session {
+	if req.Headers[schemas.HeaderSimToolCall] != "2745" || req.SessionID != r0.Session {
 		t.Fatalf("request headers %v", req.Headers)
 	}
 	resp := w.ResponseEvent(0, 3, epoch)
