@@ -22,7 +22,7 @@ const (
 )
 
 // ErrConfig marks an unusable Config.
-var ErrConfig = errors.New("value: invalid config")
+var ErrConfig = errors.New("simulate: invalid config")
 
 // Mode is one of the runs.
 type Mode string
@@ -43,7 +43,7 @@ const (
 
 // ErrBoundBeaten reports a run that cost less than the clairvoyant bound:
 // a bug in the bound or in the simulation, never a result.
-var ErrBoundBeaten = errors.New("value: a run beat the clairvoyant bound")
+var ErrBoundBeaten = errors.New("simulate: a run beat the clairvoyant bound")
 
 // Config describes a comparison. Zero fields take the defaults.
 type Config struct {
