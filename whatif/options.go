@@ -68,8 +68,8 @@ func (c Cluster) Validate() error {
 		return fmt.Errorf("%w: --workers %d (want ≥ 1)", ErrInvalidOption, c.Workers)
 	case c.DeviceBlocks <= 0:
 		return fmt.Errorf("%w: --device-blocks %d (want ≥ 1)", ErrInvalidOption, c.DeviceBlocks)
-	case c.BlockSize <= 0 || c.BlockSize > MaxTraceTokens:
-		return fmt.Errorf("%w: --block-size %d (want 1 … %d)", ErrInvalidOption, c.BlockSize, MaxTraceTokens)
+	case c.BlockSize <= 0 || c.BlockSize > workload.MaxTraceTokens:
+		return fmt.Errorf("%w: --block-size %d (want 1 … %d)", ErrInvalidOption, c.BlockSize, workload.MaxTraceTokens)
 	case c.KVBytesPerToken <= 0 || c.KVBytesPerToken > MaxKVBytesPerToken:
 		// Bounded so that a page's bytes (block size × this) cannot
 		// overflow.

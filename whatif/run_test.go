@@ -15,6 +15,7 @@ import (
 
 	"github.com/hintstream/hintstream/internal/race"
 	"github.com/hintstream/hintstream/whatif/simulate"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // slice is the trace's requests 3775..3974: the stretch with the most
@@ -26,7 +27,7 @@ func slice(t *testing.T) Source {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tr, err := ReadTrace(f, DefaultBlockSize, false)
+	tr, err := workload.ReadRecords(f, DefaultBlockSize, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestOptionsAreChecked(t *testing.T) {
 	if DefaultCluster().L3Pages() != 6144 {
 		t.Fatalf("default L3 %d pages, want the hint-value harness's 6144", DefaultCluster().L3Pages())
 	}
-	if _, err := Run(context.Background(), Source{Name: "nothing"}, Options{Cluster: DefaultCluster()}); !errors.Is(err, ErrNoRequests) {
+	if _, err := Run(context.Background(), Source{Name: "nothing"}, Options{Cluster: DefaultCluster()}); !errors.Is(err, workload.ErrNoRequests) {
 		t.Fatalf("no records: %v", err)
 	}
 	r, w, err := os.Pipe()

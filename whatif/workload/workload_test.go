@@ -100,16 +100,18 @@ func TestReadTraceFindsConversations(t *testing.T) {
 }
 
 func TestReadTraceRejectsBadLines(t *testing.T) {
-	for name, trace := range map[string]string{
-		"not json":       `{"timestamp": 0, "input_length": 5, "hash_ids": [1]}` + "\n" + `nope`,
-		"time goes back": `{"timestamp": 5, "input_length": 5, "hash_ids": [1]}` + "\n" + `{"timestamp": 4, "input_length": 5, "hash_ids": [1]}`,
-		"too few ids":    `{"timestamp": 0, "input_length": 600, "hash_ids": [1]}`,
-		"no timestamp":   `{"input_length": 5, "hash_ids": [1]}`,
-		"negative":       `{"timestamp": 0, "input_length": -5, "hash_ids": [1]}`,
+	for name, tc := range map[string]struct{ trace, want string }{
+		"not json":       {`{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1]}` + "\n" + `nope`, "trace line 2: not a JSON object"},
+		"time goes back": {`{"timestamp": 5, "input_length": 5, "output_length": 1, "hash_ids": [1]}` + "\n" + `{"timestamp": 4, "input_length": 5, "output_length": 1, "hash_ids": [1]}`, "trace line 2: timestamp 4 before"},
+		"too few ids":    {`{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [1]}`, "trace line 1: 1 hash_ids cannot hold 600 tokens"},
+		"no timestamp":   {`{"input_length": 5, "output_length": 1, "hash_ids": [1]}`, "trace line 1: no timestamp"},
+		"negative":       {`{"timestamp": 0, "input_length": -5, "output_length": 1, "hash_ids": [1]}`, "trace line 1: negative length"},
+		"no output":      {`{"timestamp": 0, "input_length": 5, "hash_ids": [1]}`, "trace line 1: no output_length"},
+		"empty":          {"\n\n", "no usable request"},
 	} {
-		_, err := ReadTrace(strings.NewReader(trace), TraceOptions{})
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "line") {
-			t.Errorf("%s: %v", name, err)
+		_, err := ReadTrace(strings.NewReader(tc.trace), TraceOptions{})
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
 		}
 	}
 }
