@@ -265,25 +265,12 @@ func (p *Publisher) Close(ctx context.Context) error {
 	return p.Flush(ctx)
 }
 
-// Hint headers a frontend forwards from the HTTP request into the
-// event's headers map (lower-case names); hintstream also reads them as
-// NATS message headers. Same values as package consumers, not imported
-// so that a frontend links no ZeroMQ.
-const (
-	// HeaderWakeup marks a wake-up: the user opened the thread; answer at
-	// once, hintstream prefetches the prompt's KV on the chosen worker.
-	HeaderWakeup = "x-dynamo-experimental-wakeup"
-	// HeaderSimToolCall announces that the response will end in a tool
-	// call taking this many milliseconds (or a tool name: time unknown).
-	HeaderSimToolCall = "x-dynamo-experimental-sim-tool-call"
-)
-
 // IsWakeup reports whether h (an event's headers map) asks for a
 // wake-up, as hintstream reads it: the header present, case-insensitive,
 // with an empty value, 1, true, yes or on.
 func IsWakeup(h map[string]string) bool {
 	for k, v := range h {
-		if strings.EqualFold(k, HeaderWakeup) {
+		if strings.EqualFold(k, schemas.HeaderWakeup) {
 			switch strings.ToLower(strings.TrimSpace(v)) {
 			case "", "1", "true", "yes", "on":
 				return true

@@ -61,7 +61,7 @@ func TestPublishBothFormatsDecodeAsHintstreamDoes(t *testing.T) {
 		}
 		id := map[Format]string{JSON: "r-json", Msgpack: "r-msgpack"}[f]
 		req := &schemas.RequestEvent{RequestID: id, SessionID: "s", Model: "Qwen/Qwen3-8B", TokenIDs: []uint32{1, 2, 3},
-			Headers: map[string]string{HeaderWakeup: "1"}, ReceivedAtMs: 17}
+			Headers: map[string]string{schemas.HeaderWakeup: "1"}, ReceivedAtMs: 17}
 		resp := &schemas.ResponseEvent{RequestID: id, Model: "Qwen/Qwen3-8B", WorkerID: 7, FinishReason: "tool_calls",
 			ToolCalls: []schemas.ToolCall{{Name: "search"}}, OutputTokenIDs: []uint32{4}, CompletedAtMs: 18}
 		if err := p.PublishRequest(ctx, req); err != nil {
@@ -78,7 +78,7 @@ func TestPublishBothFormatsDecodeAsHintstreamDoes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: hintstream's decoder rejects the request: %v", f, err)
 		}
-		if got.RequestID != id || got.Headers[HeaderWakeup] != "1" || len(got.TokenIDs) != 3 || got.ReceivedAtMs != 17 {
+		if got.RequestID != id || got.Headers[schemas.HeaderWakeup] != "1" || len(got.TokenIDs) != 3 || got.ReceivedAtMs != 17 {
 			t.Fatalf("%v: request read back as %+v", f, got)
 		}
 		if mid := m.Header.Get(jetstream.MsgIDHeader); mid != "wake:"+id {

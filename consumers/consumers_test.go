@@ -108,7 +108,7 @@ func (f *fixture) publish(t *testing.T, subject string, data []byte, contentType
 func wakeJSON(t *testing.T, id, model string, receivedAt time.Time) []byte {
 	t.Helper()
 	b, err := json.Marshal(schemas.RequestEvent{RequestID: id, Model: model, TokenIDs: []uint32{1, 2, 3},
-		Headers: map[string]string{engine.HeaderWakeup: "1"}, ReceivedAtMs: receivedAt.UnixMilli()})
+		Headers: map[string]string{schemas.HeaderWakeup: "1"}, ReceivedAtMs: receivedAt.UnixMilli()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/nats-io/nats.go"
@@ -28,8 +27,8 @@ func TestNATSHeaderWakeupAndNearMiss(t *testing.T) {
 		}
 	}
 	send("near-miss", nats.Header{"X-Dynamo-Wakeup": {"1"}}, nil)
-	send("odd-value", nil, map[string]string{engine.HeaderWakeup: "please"})
-	send("body-says-no", nats.Header{engine.HeaderWakeup: {"1"}}, map[string]string{engine.HeaderWakeup: "0"})
+	send("odd-value", nil, map[string]string{schemas.HeaderWakeup: "please"})
+	send("body-says-no", nats.Header{schemas.HeaderWakeup: {"1"}}, map[string]string{schemas.HeaderWakeup: "0"})
 	send("nats-header", nats.Header{"X-Dynamo-Experimental-Wakeup": {"1"}}, nil)
 	expectHint(t, f.hints, "nats-header") // the three before it made none
 	consumerSettled(t, f.js)

@@ -40,7 +40,7 @@ func BenchmarkBurstSpreading(b *testing.B) {
 						prompt[k] = uint32(j<<16 + k)
 					}
 					if err := pub.PublishRequest(context.Background(), &schemas.RequestEvent{RequestID: fmt.Sprintf("burst-%d-%d", i, j),
-						Model: "m", TokenIDs: prompt, Headers: map[string]string{client.HeaderWakeup: "1"}}); err != nil {
+						Model: "m", TokenIDs: prompt, Headers: map[string]string{schemas.HeaderWakeup: "1"}}); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -52,7 +52,7 @@ func TestReplicasOfBucketsAndObjectStore(t *testing.T) {
 			t.Errorf("bucket %s: %d replicas, want 3", b, n)
 		}
 	}
-	obs, err := js.ObjectStore(ctx, snapshots.DefaultBucket)
+	obs, err := js.ObjectStore(ctx, snapshots.DefaultSnapshotBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

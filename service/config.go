@@ -242,7 +242,7 @@ func (c Config) Defaults() Config {
 		c.SnapshotInterval = DefaultSnapshotInterval
 	}
 	if c.SnapshotBucket == "" {
-		c.SnapshotBucket = snapshots.DefaultBucket
+		c.SnapshotBucket = snapshots.DefaultSnapshotBucket
 	}
 	if c.RequestIndexTTL <= 0 {
 		c.RequestIndexTTL = DefaultRequestIndexTTL

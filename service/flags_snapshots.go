@@ -12,7 +12,7 @@ import (
 // snapshot keeps.
 func (c *Config) registerSnapshotFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", DefaultSnapshotInterval, "save the KV index to the object store this often and at shutdown; start-up loads it and replays only newer KV events; 0: off (none loaded or saved)")
-	fs.StringVar(&c.SnapshotBucket, "snapshot-bucket", snapshots.DefaultBucket, "object store bucket of index snapshots")
+	fs.StringVar(&c.SnapshotBucket, "snapshot-bucket", snapshots.DefaultSnapshotBucket, "object store bucket of index snapshots")
 	fs.DurationVar(&c.SnapshotReclaimGrace, "snapshot-reclaim-grace", DefaultSnapshotReclaimGrace, "chunks of an interrupted snapshot save, idle this long, are purged after the next save and at start-up")
 	fs.DurationVar(&c.KVEventsKeep, "kv-events-keep", DefaultKVEventsKeep, "after a snapshot is saved, purge the KV events it covers that are older than this, if hintstream created the KV-event stream (a foreign one, such as Dynamo's, is never purged); 0: never purge")
 }

@@ -121,7 +121,7 @@ func TestKVEventFloodOfUnregisteredWorkers(t *testing.T) {
 	// The shutdown snapshot holds the registered worker alone.
 	svc.Stop(ctx)
 	stopped = true
-	obs, err := js.ObjectStore(ctx, snapshots.DefaultBucket)
+	obs, err := js.ObjectStore(ctx, snapshots.DefaultSnapshotBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"testing"
+
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // BenchmarkWhatif plays a trace (HINTSTREAM_WHATIF_TRACE, default the
@@ -20,7 +22,7 @@ func BenchmarkWhatif(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tr, err := ReadTrace(f, DefaultBlockSize, false)
+	tr, err := workload.ReadRecords(f, DefaultBlockSize, false)
 	f.Close()
 	if err != nil {
 		b.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hintstream/hintstream/whatif/simulate"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // untimedJSON is a report's --json without its wall times.
@@ -57,7 +58,7 @@ func sliceOfTrace(t *testing.T, n int) string {
 	defer f.Close()
 	var out bytes.Buffer
 	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, maxLineBytes(DefaultBlockSize))
+	sc.Buffer(nil, workload.MaxTraceLineBytes(DefaultBlockSize))
 	for k := -1200; k < n && sc.Scan(); k++ {
 		if k < 0 {
 			continue

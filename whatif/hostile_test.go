@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // spoolFile writes body to a file and spools it as `hintstream whatif
@@ -79,9 +81,9 @@ func TestHostileTraces(t *testing.T) {
 			body := first + c.line + "\n" + `{"timestamp": 90, "input_length": 10, "output_length": 5, "hash_ids": [9]}` + "\n"
 			began := time.Now()
 			_, err := spoolFile(t, body, DefaultBlockSize, false)
-			var le *LineError
-			if !errors.As(err, &le) || !errors.Is(err, ErrBadLine) || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("%v, want a *LineError with %q", err, c.want)
+			var le *workload.LineError
+			if !errors.As(err, &le) || !errors.Is(err, workload.ErrBadLine) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("%v, want a *workload.LineError with %q", err, c.want)
 			}
 			t.Logf("refused in %v: %v", time.Since(began).Round(time.Microsecond), err)
 			src, err := spoolFile(t, body, DefaultBlockSize, true)
@@ -106,7 +108,7 @@ func TestHostileTraces(t *testing.T) {
 
 // TestEdgeTraces: CRLF line ends, blank lines and a single request are
 // played; an empty file and one of blank lines are refused with
-// ErrNoRequests. The ids read back from CRLF lines are the lines' own.
+// workload.ErrNoRequests. The ids read back from CRLF lines are the lines' own.
 func TestEdgeTraces(t *testing.T) {
 	crlf := "\r\n" + `{"timestamp": 0, "input_length": 1024, "output_length": 5, "hash_ids": [11, 12]}` + "\r\n\r\n" +
 		`  {"timestamp": 40, "input_length": 1536, "output_length": 5, "hash_ids": [11, 12, 13]}  ` + "\r\n"
@@ -135,8 +137,8 @@ func TestEdgeTraces(t *testing.T) {
 		t.Fatalf("one request: %+v, %v", rep, err)
 	}
 	for _, body := range []string{"", "\n\r\n   \n"} {
-		if _, err := spoolFile(t, body, DefaultBlockSize, false); !errors.Is(err, ErrNoRequests) {
-			t.Fatalf("trace %q: %v, want ErrNoRequests", body, err)
+		if _, err := spoolFile(t, body, DefaultBlockSize, false); !errors.Is(err, workload.ErrNoRequests) {
+			t.Fatalf("trace %q: %v, want workload.ErrNoRequests", body, err)
 		}
 	}
 }
@@ -145,7 +147,7 @@ func TestEdgeTraces(t *testing.T) {
 // overflow a page's bytes or play the trace without end.
 func TestHostileClusterOptions(t *testing.T) {
 	for _, c := range []func(*Cluster){
-		func(c *Cluster) { c.BlockSize = MaxTraceTokens + 1 },
+		func(c *Cluster) { c.BlockSize = workload.MaxTraceTokens + 1 },
 		func(c *Cluster) { c.KVBytesPerToken = MaxKVBytesPerToken + 1 },
 	} {
 		cl := DefaultCluster()

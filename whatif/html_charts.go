@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"html"
+
+	"github.com/hintstream/hintstream/whatif/chart"
 )
 
 // chartsHTML writes the charts: the first point's saving over time and
@@ -12,47 +14,47 @@ import (
 // are worth N GiB of L3" (l3Chart).
 func (r *Report) chartsHTML(b *bytes.Buffer) {
 	p := r.Points[0]
-	var lines []series
+	var lines []chart.Series
 	for _, run := range p.Runs {
 		if run.Kind == "off" || len(run.SavingOverTime) == 0 {
 			continue
 		}
-		s := series{label: run.Name}
+		s := chart.Series{Label: run.Name}
 		for _, t := range run.SavingOverTime {
-			s.x = append(s.x, t.AtS)
-			s.y = append(s.y, t.Saving)
+			s.X = append(s.X, t.AtS)
+			s.Y = append(s.Y, t.Saving)
 		}
 		lines = append(lines, s)
 	}
 	fmt.Fprintf(b, "<h2>Prefill saved over time%s</h2>\n", html.EscapeString(labelSuffix(p.Label)))
-	b.Write(lineChart("over-time-chart", "trace time (s)", "prefill tokens saved so far", lines, nil, nil, nil))
-	var bars []series
+	b.Write(chart.LineChart("over-time-chart", "trace time (s)", "prefill tokens saved so far", lines, nil, nil, nil))
+	var bars []chart.Series
 	causes := []string{"no wake-up", "wrong worker", "load unfinished", "evicted", "pin lapsed", "rest"}
 	for _, run := range p.Runs {
 		if l := run.Lost; l != nil {
-			bars = append(bars, series{label: run.Name, y: []float64{l.NoWakeup, l.WrongWorker, l.LoadNotFinished,
+			bars = append(bars, chart.Series{Label: run.Name, Y: []float64{l.NoWakeup, l.WrongWorker, l.LoadNotFinished,
 				l.EvictedBeforeUse, l.PinLapsed, l.Rest}})
 		}
 	}
 	fmt.Fprintf(b, "<h2>Saving lost against the clairvoyant bound, by cause%s</h2>\n", html.EscapeString(labelSuffix(p.Label)))
-	b.Write(barChart("lost-chart", causes, "prefill tokens", bars))
+	b.Write(chart.BarChart("lost-chart", causes, "prefill tokens", bars, tokens))
 	if r.Sweep == nil {
 		return
 	}
 	xs, ticks := r.sweepAxis()
 	lines = nil
 	for k, run := range p.Runs {
-		s := series{label: run.Name}
+		s := chart.Series{Label: run.Name}
 		for i, q := range r.Points {
 			if k < len(q.Runs) {
-				s.x = append(s.x, xs[i])
-				s.y = append(s.y, 100*float64(q.Runs[k].SavingShare))
+				s.X = append(s.X, xs[i])
+				s.Y = append(s.Y, 100*float64(q.Runs[k].SavingShare))
 			}
 		}
 		lines = append(lines, s)
 	}
 	fmt.Fprintf(b, "<h2>Prefill saved against %s, each point against its own no-hints run</h2>\n", sweepTitle(r.Sweep.Dim))
-	b.Write(lineChart("sweep-chart", sweepTitle(r.Sweep.Dim)+" ("+sweepUnit(r.Sweep.Dim)+")", "prefill saved (% of prompt tokens)", lines, nil, xs, ticks))
+	b.Write(chart.LineChart("sweep-chart", sweepTitle(r.Sweep.Dim)+" ("+sweepUnit(r.Sweep.Dim)+")", "prefill saved (% of prompt tokens)", lines, nil, xs, ticks))
 	if r.Sweep.Dim == SweepL3 {
 		r.l3Chart(b, xs, ticks)
 	}
@@ -77,7 +79,7 @@ func (r *Report) sweepAxis() ([]float64, []string) {
 func (r *Report) l3Chart(b *bytes.Buffer, xs []float64, ticks []string) {
 	pts := sortedByL3(r.Points)
 	base := offCost(pts[0])
-	var lines []series
+	var lines []chart.Series
 	for _, pick := range []struct {
 		label string
 		cost  func(Point) (float64, bool)
@@ -96,25 +98,25 @@ func (r *Report) l3Chart(b *bytes.Buffer, xs []float64, ticks []string) {
 			return offCost(p) - p.Summary.BestPeerSaving, true
 		}},
 	} {
-		s := series{label: pick.label}
+		s := chart.Series{Label: pick.label}
 		for i, p := range r.Points {
 			if c, ok := pick.cost(p); ok {
-				s.x = append(s.x, xs[i])
-				s.y = append(s.y, base-c)
+				s.X = append(s.X, xs[i])
+				s.Y = append(s.Y, base-c)
 			}
 		}
-		if len(s.x) > 0 {
+		if len(s.X) > 0 {
 			lines = append(lines, s)
 		}
 	}
-	var marks []marker
+	var marks []chart.Marker
 	if s := pts[0].Summary; s != nil {
-		marks = append(marks, marker{label: "hintstream's best at " + FormatBytes(float64(pts[0].Cluster.L3Bytes)), at: s.Saving})
+		marks = append(marks, chart.Marker{Label: "hintstream's best at " + FormatBytes(float64(pts[0].Cluster.L3Bytes)), At: s.Saving})
 	}
 	if w := r.HintsWorthL3Bytes; w != nil {
-		marks = append(marks, marker{label: "no hints gets there: " + FormatBytes(float64(r.HintsWorthL3At+*w)), vertical: true,
-			at: float64(r.HintsWorthL3At+*w) / (1 << 30)})
+		marks = append(marks, chart.Marker{Label: "no hints gets there: " + FormatBytes(float64(r.HintsWorthL3At+*w)), Vertical: true,
+			At: float64(r.HintsWorthL3At+*w) / (1 << 30)})
 	}
 	fmt.Fprintf(b, "<h2>Prefill saved against L3 capacity, against no hints at the smallest point</h2>\n<p>%s</p>\n", html.EscapeString(r.worthSentence()))
-	b.Write(lineChart("l3-worth-chart", "L3 capacity (GiB)", "prefill tokens saved", lines, marks, xs, ticks))
+	b.Write(chart.LineChart("l3-worth-chart", "L3 capacity (GiB)", "prefill tokens saved", lines, marks, xs, ticks))
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hintstream/hintstream/internal/race"
 	"github.com/hintstream/hintstream/whatif/simulate"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // liveHeap runs f while sampling the live heap every 2 ms, and returns
@@ -212,14 +213,14 @@ func playLevel(samples []uint64) uint64 {
 }
 
 // readSyntheticTrace reads the synthetic trace whole, ids held.
-func readSyntheticTrace(t *testing.T) TraceRead {
+func readSyntheticTrace(t *testing.T) workload.TraceRead {
 	t.Helper()
 	f, err := os.Open(tracePath(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tr, err := ReadTrace(f, DefaultBlockSize, false)
+	tr, err := workload.ReadRecords(f, DefaultBlockSize, false)
 	if err != nil {
 		t.Fatal(err)
 	}

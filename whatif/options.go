@@ -9,6 +9,7 @@ import (
 
 	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/internal/cmdline"
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/whatif/cluster"
 	"github.com/hintstream/hintstream/whatif/simulate"
 	"github.com/hintstream/hintstream/whatif/workload"
@@ -20,14 +21,14 @@ var ErrInvalidOption = errors.New("whatif: invalid option")
 // Defaults of the cluster model: the hint-value harness's, so that both
 // answer the same question by default.
 const (
-	DefaultWorkers         = cluster.DefaultWorkers          // 4
-	DefaultDeviceBlocks    = simulate.DefaultDeviceBlocks    // per worker: 1,024 blocks
-	DefaultKVBytesPerToken = simulate.DefaultKVBytesPerToken // 128 KiB: an 8B model
-	DefaultL3Bandwidth     = simulate.DefaultL3Bandwidth     // 25 GB/s
-	DefaultAlpha           = simulate.DefaultAlpha           // 0.25
-	DefaultBlockSize       = workload.DefaultBlockSize       // 512 tokens (Mooncake's hash_ids)
+	DefaultWorkers         = cluster.DefaultWorkers         // 4
+	DefaultDeviceBlocks    = simulate.DefaultDeviceBlocks   // per worker: 1,024 blocks
+	DefaultKVBytesPerToken = schemas.DefaultKVBytesPerToken // 144 KiB: Qwen3-8B, as run assumes
+	DefaultL3Bandwidth     = schemas.DefaultL3Bandwidth     // 10 GB/s, as run assumes
+	DefaultAlpha           = simulate.DefaultAlpha          // 0.25
+	DefaultBlockSize       = workload.DefaultBlockSize      // 512 tokens (Mooncake's hash_ids)
 	// DefaultL3Bytes is simulate.DefaultL3Blocks (6,144) pages of
-	// DefaultBlockSize tokens at DefaultKVBytesPerToken: 384 GiB.
+	// DefaultBlockSize tokens at DefaultKVBytesPerToken: 432 GiB.
 	DefaultL3Bytes = int64(simulate.DefaultL3Blocks) * DefaultBlockSize * DefaultKVBytesPerToken
 )
 
@@ -68,8 +69,8 @@ func (c Cluster) Validate() error {
 		return fmt.Errorf("%w: --workers %d (want ≥ 1)", ErrInvalidOption, c.Workers)
 	case c.DeviceBlocks <= 0:
 		return fmt.Errorf("%w: --device-blocks %d (want ≥ 1)", ErrInvalidOption, c.DeviceBlocks)
-	case c.BlockSize <= 0 || c.BlockSize > MaxTraceTokens:
-		return fmt.Errorf("%w: --block-size %d (want 1 … %d)", ErrInvalidOption, c.BlockSize, MaxTraceTokens)
+	case c.BlockSize <= 0 || c.BlockSize > workload.MaxTraceTokens:
+		return fmt.Errorf("%w: --block-size %d (want 1 … %d)", ErrInvalidOption, c.BlockSize, workload.MaxTraceTokens)
 	case c.KVBytesPerToken <= 0 || c.KVBytesPerToken > MaxKVBytesPerToken:
 		// Bounded so that a page's bytes (block size × this) cannot
 		// overflow.

@@ -22,7 +22,7 @@ type Source struct {
 	Records []workload.Record
 	// Skipped counts input passed over as bad; FirstSkipped is the first.
 	Skipped      int
-	FirstSkipped *LineError
+	FirstSkipped *workload.LineError
 	// Model names the requests' model ("" for a trace).
 	Model string
 	// Observed is the cluster's own device hits on these requests (a
@@ -67,7 +67,7 @@ type Options struct {
 // clairvoyant bound.
 func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 	if len(src.Records) == 0 && (src.Workload == nil || src.Workload.Len() == 0) {
-		return nil, fmt.Errorf("%w: %s holds no request", ErrNoRequests, src.Name)
+		return nil, fmt.Errorf("%w: %s holds no request", workload.ErrNoRequests, src.Name)
 	}
 	if err := o.Cluster.Validate(); err != nil {
 		return nil, err

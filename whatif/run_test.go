@@ -15,6 +15,7 @@ import (
 
 	"github.com/hintstream/hintstream/internal/race"
 	"github.com/hintstream/hintstream/whatif/simulate"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // slice is the trace's requests 3775..3974: the stretch with the most
@@ -26,7 +27,7 @@ func slice(t *testing.T) Source {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tr, err := ReadTrace(f, DefaultBlockSize, false)
+	tr, err := workload.ReadRecords(f, DefaultBlockSize, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func small() Cluster {
 // cost never grows with more L3, no run beats it, and every report form
 // holds the runs.
 func TestSweepOverL3(t *testing.T) {
-	sw, err := ParseSweep("l3=8GiB,64GiB,512GiB")
+	sw, err := ParseSweep("l3=9GiB,72GiB,576GiB")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +60,7 @@ func TestSweepOverL3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Pages of 512 tokens × 147,456 bytes: 72 MiB.
 	if len(rep.Points) != 3 || rep.Points[0].L3Pages != 128 || rep.Points[2].L3Pages != 8192 {
 		t.Fatalf("points %d, L3 pages %d..%d", len(rep.Points), rep.Points[0].L3Pages, rep.Points[len(rep.Points)-1].L3Pages)
 	}
@@ -161,7 +163,7 @@ func TestOptionsAreChecked(t *testing.T) {
 	if DefaultCluster().L3Pages() != 6144 {
 		t.Fatalf("default L3 %d pages, want the hint-value harness's 6144", DefaultCluster().L3Pages())
 	}
-	if _, err := Run(context.Background(), Source{Name: "nothing"}, Options{Cluster: DefaultCluster()}); !errors.Is(err, ErrNoRequests) {
+	if _, err := Run(context.Background(), Source{Name: "nothing"}, Options{Cluster: DefaultCluster()}); !errors.Is(err, workload.ErrNoRequests) {
 		t.Fatalf("no records: %v", err)
 	}
 }

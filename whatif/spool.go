@@ -11,7 +11,7 @@ import (
 	"github.com/hintstream/hintstream/whatif/workload"
 )
 
-// SpoolTrace reads the Mooncake-format trace in f as ReadTrace does (the
+// SpoolTrace reads the Mooncake-format trace in f as workload.ReadRecords does (the
 // same bad-line errors, the same skipBad counting), one line at a time,
 // into a workload kept on disk under dir ("" = the system's temporary
 // directory; workload.Spool): its requests and events are read back a
@@ -21,11 +21,11 @@ import (
 // f must stay open until the returned Source's Workload is closed, which
 // the caller does.
 func SpoolTrace(f *os.File, blockSize int, skipBad bool, dir string) (Source, error) {
-	sc := newTraceScanner(f, blockSize, skipBad)
+	sc := workload.NewTraceScanner(f, blockSize, skipBad)
 	reuse := newReuseCounter(blockSize)
 	n := 0
 	next := func() (workload.Record, error) {
-		rec, err := sc.next()
+		rec, err := sc.Next()
 		if err != nil {
 			return rec, err
 		}
@@ -35,17 +35,18 @@ func SpoolTrace(f *os.File, blockSize int, skipBad bool, dir string) (Source, er
 	}
 	w, err := workload.Spool(next, workload.TraceOptions{BlockSize: blockSize}, dir)
 	if err != nil {
-		var le *LineError
+		var le *workload.LineError
 		if errors.As(err, &le) {
 			return Source{}, le
 		}
 		return Source{}, err
 	}
+	skipped, firstSkipped := sc.Skipped()
 	if n == 0 {
 		w.Close()
-		return Source{}, fmt.Errorf("%w: no usable request in the trace (%d bad lines skipped)", ErrNoRequests, sc.skipped)
+		return Source{}, fmt.Errorf("%w: no usable request in the trace (%d bad lines skipped)", workload.ErrNoRequests, skipped)
 	}
-	src := Source{Name: f.Name(), Workload: w, Reusable: reuse.share(), Skipped: sc.skipped, FirstSkipped: sc.firstSkipped}
+	src := Source{Name: f.Name(), Workload: w, Reusable: reuse.share(), Skipped: skipped, FirstSkipped: firstSkipped}
 	var buf []byte
 	src.IDs = func(i int) ([]uint64, error) {
 		if i < 0 || i >= w.Len() {
@@ -68,7 +69,7 @@ func readIDs(r io.ReaderAt, ref workload.SourceRef, blockSize int, buf *[]byte) 
 	if _, err := r.ReadAt(b, ref.At); err != nil {
 		return nil, fmt.Errorf("reading its line back: %w", err)
 	}
-	rec, err := DecodeLine(bytes.TrimSpace(b), blockSize)
+	rec, err := workload.DecodeLine(bytes.TrimSpace(b), blockSize)
 	if err != nil || len(rec.HashIDs) != int(ref.IDs) {
 		return nil, fmt.Errorf("its line read back differs (the file changed?): %v", err)
 	}

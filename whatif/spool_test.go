@@ -10,6 +10,7 @@ import (
 
 	"github.com/hintstream/hintstream/internal/race"
 	"github.com/hintstream/hintstream/whatif/simulate"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // A trace spooled to disk (SpoolTrace: requests and events read back a
@@ -29,7 +30,7 @@ func TestRunOnASpooledTraceEqualsHoldingIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tr, err := ReadTrace(f, 512, true)
+	tr, err := workload.ReadRecords(f, 512, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,9 +86,9 @@ func TestSpoolTraceErrors(t *testing.T) {
 	}
 	defer f.Close()
 	dir := t.TempDir()
-	_, werr := ReadTrace(f, 512, false)
+	_, werr := workload.ReadRecords(f, 512, false)
 	_, err = SpoolTrace(mustReopen(t, f), 512, false, dir)
-	var le *LineError
+	var le *workload.LineError
 	if werr == nil || err == nil || !errors.As(err, &le) || err.Error() != werr.Error() {
 		t.Fatalf("spooling a trace with a bad line: %v; reading it: %v", err, werr)
 	}
@@ -101,8 +102,8 @@ func TestSpoolTraceErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bf.Close()
-	if _, err := SpoolTrace(bf, 512, true, dir); !errors.Is(err, ErrNoRequests) {
-		t.Fatalf("a trace of bad lines: %v, want ErrNoRequests", err)
+	if _, err := SpoolTrace(bf, 512, true, dir); !errors.Is(err, workload.ErrNoRequests) {
+		t.Fatalf("a trace of bad lines: %v, want workload.ErrNoRequests", err)
 	}
 	src, err := SpoolTrace(mustReopen(t, f), 512, true, dir)
 	if err != nil {

@@ -80,7 +80,7 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 	var synthetic uint64 = 1 << 63 // ids of partial trailing blocks: never shared
 	var last int64
 	bad := func(kind string, seq uint64, err error) error {
-		le := &LineError{Line: int(seq), Reason: kind + " stream sequence " + fmt.Sprint(seq) + ": " + err.Error(), where: "stream"}
+		le := &workload.LineError{Line: int(seq), Reason: kind + " stream sequence " + fmt.Sprint(seq) + ": " + err.Error(), Source: "whatif"}
 		if !w.SkipBad {
 			return le
 		}
@@ -96,7 +96,7 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 		if err != nil {
 			return bad("requests", md.Sequence.Stream, err)
 		}
-		if v, ok := schemas.LookupHeader(req.Headers, engine.HeaderWakeup); ok && v != "" && v != "0" {
+		if v, ok := schemas.LookupHeader(req.Headers, schemas.HeaderWakeup); ok && v != "" && v != "0" {
 			return nil
 		}
 		at := md.Timestamp.UnixMilli()

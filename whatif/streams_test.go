@@ -118,7 +118,7 @@ func TestFromStreamsReadsTheClusterHistory(t *testing.T) {
 	}
 	before := counts(t, js)
 	win := Window{Streams: streams.DefaultSet(), Since: since}
-	if _, err := FromStreams(ctx, js, win); err == nil || !errors.Is(err, ErrBadLine) {
+	if _, err := FromStreams(ctx, js, win); err == nil || !errors.Is(err, workload.ErrBadLine) {
 		t.Fatalf("an undecodable request: %v", err)
 	}
 	win.SkipBad = true

@@ -34,7 +34,7 @@ const (
 
 // ErrFileLimit: RLIMIT_NOFILE cannot be raised to what the socket budget
 // needs (EnsureFileLimit).
-var ErrFileLimit = errors.New("actions: open-file limit too low for the socket budget")
+var ErrFileLimit = errors.New("zmqsend: open-file limit too low for the socket budget")
 
 // socketSlack is how many sockets the ZMQ context allows beyond the
 // budget and the kept endpoints: zmq_close hands a socket to the reaper
@@ -59,7 +59,7 @@ func FilesFor(maxEndpoints, kept int) uint64 {
 // ValidateMaxEndpoints reports whether n is a usable budget.
 func ValidateMaxEndpoints(n int) error {
 	if n < 1 || n > MaxEndpointsLimit {
-		return fmt.Errorf("actions: max endpoints %d must be in 1..%d", n, MaxEndpointsLimit)
+		return fmt.Errorf("zmqsend: max endpoints %d must be in 1..%d", n, MaxEndpointsLimit)
 	}
 	return nil
 }

@@ -12,10 +12,10 @@ import (
 var (
 	// ErrCurveUnsupported: CURVE was requested but libzmq was built
 	// without it (no libsodium). Every Send of such a pool returns it.
-	ErrCurveUnsupported = errors.New("actions: CURVE requested but libzmq has no CURVE support (built without libsodium)")
+	ErrCurveUnsupported = errors.New("zmqsend: CURVE requested but libzmq has no CURVE support (built without libsodium)")
 	// ErrCurveKey: a CURVE key is not 40 Z85 characters, or a client
 	// public key does not belong to its secret key.
-	ErrCurveKey = errors.New("actions: bad CURVE key")
+	ErrCurveKey = errors.New("zmqsend: bad CURVE key")
 )
 
 // CurveServerKeyFunc returns the Z85 CURVE public key (40 characters) of
@@ -66,7 +66,7 @@ func (c *curveOptions) resolve() error {
 	if c.public == "" && c.secret == "" {
 		pub, sec, err := zmq.NewCurveKeypair()
 		if err != nil {
-			return fmt.Errorf("actions: generate CURVE keypair: %w", err)
+			return fmt.Errorf("zmqsend: generate CURVE keypair: %w", err)
 		}
 		c.public, c.secret = pub, sec
 		return nil

@@ -202,7 +202,7 @@ func (p *Pool) startLocked() {
 // ErrCurveKey). Check it after NewPool to fail at start-up.
 func (p *Pool) Err() error {
 	if p.err != nil {
-		return fmt.Errorf("actions: zmq context: %w", p.err)
+		return fmt.Errorf("zmqsend: zmq context: %w", p.err)
 	}
 	return p.cerr
 }
@@ -396,7 +396,7 @@ func (p *Pool) Close(ctx context.Context) error {
 	p.settle.close()
 	if p.zctx != nil {
 		if terr := p.zctx.Term(); terr != nil && err == nil {
-			err = fmt.Errorf("actions: terminate zmq context: %w", terr)
+			err = fmt.Errorf("zmqsend: terminate zmq context: %w", terr)
 		}
 	}
 	return err

@@ -42,7 +42,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		device      = fs.Int("device-blocks", dc.DeviceBlocks, "device KV cache per worker, in blocks")
 		bw          = fs.String("l3-bandwidth", fmt.Sprintf("%gGB/s", dc.L3Bandwidth/1e9), "L3 → device link per worker, bytes/s (0: instant loads)")
 		alpha       = fs.Float64("alpha", dc.Alpha, "prefill cost of a token loaded from L3 relative to a recomputed one (0 < α ≤ 1)")
-		kvBytes     = fs.Int("kv-bytes-per-token", dc.KVBytesPerToken, "KV cache bytes per token (an 8B model: 131072)")
+		kvBytes     = fs.Int("kv-bytes-per-token", dc.KVBytesPerToken, "KV cache bytes per token (default: run's, Qwen3-8B in bf16)")
 		blockSize   = fs.Int("block-size", dc.BlockSize, "tokens per hash_ids block (--trace; --from-streams reads it from the registry)")
 		sweep       = fs.String("sweep", "", "run at each point of one dimension: l3=1GiB,4GiB,16GiB | device=512,1024 | bandwidth=10GB/s,25GB/s")
 		skipBad     = fs.Bool("skip-bad", false, "count bad lines or events and go on (default: stop at the first, naming it)")

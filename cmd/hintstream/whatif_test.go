@@ -52,7 +52,7 @@ func TestWhatifRefusesBadFlagsBeforeReading(t *testing.T) {
 		{[]string{"--trace", trace, "--l3-pin-budget", "junk"}, `invalid value "junk" for flag -l3-pin-budget: "junk": want bytes or a share`},
 		{[]string{"--trace", trace, "--l3-pin-budget", "0"}, `invalid value "0" for flag -l3-pin-budget: "0": a budget of 0 pins nothing`},
 		{[]string{"--trace", trace, "--l3-pin-budget", "150%"}, `invalid value "150%" for flag -l3-pin-budget`},
-		{[]string{"--trace", trace, "--l3-pin-budget", "1000000000000"}, "--l3-pin-budget 1000000000000 is more than --l3 384.0 GiB"},
+		{[]string{"--trace", trace, "--l3-pin-budget", "1000000000000"}, "--l3-pin-budget 1000000000000 is more than --l3 432.0 GiB"},
 		{[]string{"--trace", trace, "--l3", "64GiB", "--sweep", "l3=1GiB,128GiB", "--l3-pin-budget", "2147483648"},
 			`--l3-pin-budget 2147483648 is more than --sweep l3 value "1GiB"`},
 		{[]string{"--trace", trace, "--policies", "today's,nope"}, `--policies: no policy "nope" (want names separated by commas from "today's"`},

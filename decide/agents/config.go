@@ -39,7 +39,7 @@ const (
 	// a predicted prefetch aims at: low, so that most tools are still
 	// running when their context arrives.
 	DefaultPredictPercentile = 0.25
-	DefaultMinSamples        = 8
+	DefaultPredictMinSamples = 8
 	DefaultRecent            = 256
 	// DefaultFeedbackWindow is how many recent prefetch outcomes per
 	// workflow type and per tool class the feedback looks at, and
@@ -70,7 +70,7 @@ type Config struct {
 // DefaultConfig is every default.
 func DefaultConfig() Config {
 	return Config{MaxPrograms: DefaultMaxPrograms, L3Bandwidth: schemas.DefaultL3Bandwidth, KVBytesPerToken: schemas.DefaultKVBytesPerToken,
-		PredictPercentile: DefaultPredictPercentile, MinSamples: DefaultMinSamples, Recent: DefaultRecent,
+		PredictPercentile: DefaultPredictPercentile, MinSamples: DefaultPredictMinSamples, Recent: DefaultRecent,
 		FeedbackWindow: DefaultFeedbackWindow, FeedbackUnused: DefaultFeedbackUnused, FeedbackKeep: DefaultFeedbackKeep,
 		Predict: true, Feedback: true}
 }

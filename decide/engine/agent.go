@@ -12,7 +12,7 @@ import (
 // errSynthetic marks the Delivery of a hint no stream event triggered
 // (an agent's tool event or the end of a turn): its time is the engine's
 // clock, and nothing waits for it to be settled.
-var errSynthetic = errors.New("hints: no stream event behind this hint")
+var errSynthetic = errors.New("engine: no stream event behind this hint")
 
 // Sent is where a prefetch went.
 type Sent struct {

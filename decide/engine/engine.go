@@ -20,7 +20,7 @@ import (
 const DefaultRetryDelay = 500 * time.Millisecond
 
 // ErrEngineDeps means NewEngine was given too little to decide with.
-var ErrEngineDeps = errors.New("hints: engine dependencies incomplete")
+var ErrEngineDeps = errors.New("engine: engine dependencies incomplete")
 
 // Message is an event as a transport hands it over: subject, headers and
 // bytes. Decoding a trigger or a load report is the engine's (DecodeLoad,

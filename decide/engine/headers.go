@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -12,10 +11,7 @@ import (
 // forward them inside the event body (its headers map) or as NATS message
 // headers (nats pub -H); both count, names case-insensitive either way,
 // and the body wins on conflict.
-var hintHeaders = [...]string{HeaderWakeup, HeaderSimToolCall}
-
-// HeaderSimToolCall on a request announces a tool call (pins.HeaderSimToolCall).
-const HeaderSimToolCall = pins.HeaderSimToolCall
+var hintHeaders = [...]string{schemas.HeaderWakeup, schemas.HeaderSimToolCall}
 
 // mergeNATSHeaders copies the hint headers present as NATS message headers
 // into req.Headers unless the body already names them (in any case). The
@@ -68,10 +64,10 @@ func headerUnrecognised(body map[string]string, nh map[string][]string) bool {
 // nearMiss is headerUnrecognised's test of one header.
 func nearMiss(name, value string) bool {
 	switch {
-	case strings.EqualFold(name, HeaderWakeup):
+	case strings.EqualFold(name, schemas.HeaderWakeup):
 		_, ok := wakeupValue(value)
 		return !ok
-	case strings.EqualFold(name, HeaderSimToolCall):
+	case strings.EqualFold(name, schemas.HeaderSimToolCall):
 		_, ok := simToolValue(value)
 		return !ok
 	}

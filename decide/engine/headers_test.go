@@ -11,13 +11,13 @@ func TestHeaderNearMisses(t *testing.T) {
 		name, value string
 		odd         bool
 	}{
-		{HeaderWakeup, "1", false}, {HeaderWakeup, "", false}, {HeaderWakeup, "off", false},
+		{schemas.HeaderWakeup, "1", false}, {schemas.HeaderWakeup, "", false}, {schemas.HeaderWakeup, "off", false},
 		{"X-Dynamo-Experimental-Wakeup", "TRUE", false},
-		{HeaderWakeup, "please", true}, {HeaderWakeup, "2", true},
+		{schemas.HeaderWakeup, "please", true}, {schemas.HeaderWakeup, "2", true},
 		{"x-dynamo-wakeup", "1", true}, {"x-dynamo-experimental-wake-up", "1", true},
 		{"X_DYNAMO_EXPERIMENTAL_WAKEUP", "1", true}, {"x-dynamo-experimental-wakeup ", "1", true},
-		{HeaderSimToolCall, "4000", false}, {HeaderSimToolCall, "search", false}, {HeaderSimToolCall, "0", false},
-		{HeaderSimToolCall, "-5", true}, {HeaderSimToolCall, "1.5", true}, {HeaderSimToolCall, "a b", true},
+		{schemas.HeaderSimToolCall, "4000", false}, {schemas.HeaderSimToolCall, "search", false}, {schemas.HeaderSimToolCall, "0", false},
+		{schemas.HeaderSimToolCall, "-5", true}, {schemas.HeaderSimToolCall, "1.5", true}, {schemas.HeaderSimToolCall, "a b", true},
 		{"x-dynamo-sim-tool-call", "1", true}, {"x-dynamo-tool-call", "1", true},
 		{"content-type", "application/json", false}, {"x-request-id", "1", false}, {"Nats-Msg-Id", "r", false},
 	} {
@@ -37,7 +37,7 @@ func TestMergeNATSHeadersBodyWins(t *testing.T) {
 	if isWakeup(req.Headers) {
 		t.Error("the NATS header overrode the body's wake-up value")
 	}
-	if v, _ := schemas.LookupHeader(req.Headers, HeaderSimToolCall); v != "2500" {
+	if v, _ := schemas.LookupHeader(req.Headers, schemas.HeaderSimToolCall); v != "2500" {
 		t.Errorf("sim-tool-call from the NATS header = %q, want 2500", v)
 	}
 	empty := &schemas.RequestEvent{}
@@ -49,7 +49,7 @@ func TestMergeNATSHeadersBodyWins(t *testing.T) {
 
 func TestWakeupHeaderDetection(t *testing.T) {
 	for h, want := range map[string]bool{"1": true, "true": true, "": true, "0": false, "false": false, "OFF": false} {
-		if got := isWakeup(map[string]string{HeaderWakeup: h}); got != want {
+		if got := isWakeup(map[string]string{schemas.HeaderWakeup: h}); got != want {
 			t.Errorf("value %q: %v, want %v", h, got, want)
 		}
 	}

@@ -10,10 +10,6 @@ import (
 	"github.com/hintstream/hintstream/schemas"
 )
 
-// HeaderWakeup marks a request that is not a turn but a thread being
-// opened: the trigger of a wake-up prefetch.
-const HeaderWakeup = "x-dynamo-experimental-wakeup"
-
 // DecodeRequest decodes a request event within lim and merges the hint
 // headers sent as NATS message headers into its headers map (the body
 // wins, see headers.go); odd says a header looked like a hint header but
@@ -198,7 +194,7 @@ func (e *Engine) recordOnSent(req *schemas.RequestEvent, cand routing.Candidate,
 
 // isWakeup reports whether h asks for a wake-up (see wakeupValue).
 func isWakeup(h map[string]string) bool {
-	v, ok := schemas.LookupHeader(h, HeaderWakeup)
+	v, ok := schemas.LookupHeader(h, schemas.HeaderWakeup)
 	if !ok {
 		return false
 	}

@@ -43,7 +43,7 @@ func TestEngineReusesMemoryWithoutMixingRequests(t *testing.T) {
 		ev := schemas.RequestEvent{RequestID: fmt.Sprint("r-", i), Model: "m", TokenIDs: prompt(i)}
 		if i%3 != 2 {
 			// Turns have no session: these pins have no slot store.
-			ev.SessionID, ev.Headers = fmt.Sprint("s-", i%7), map[string]string{HeaderWakeup: "1"}
+			ev.SessionID, ev.Headers = fmt.Sprint("s-", i%7), map[string]string{schemas.HeaderWakeup: "1"}
 			wakes[ev.RequestID] = ev.TokenIDs
 		} else {
 			turns[ev.RequestID] = ev.TokenIDs

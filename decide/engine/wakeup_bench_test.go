@@ -56,7 +56,7 @@ func BenchmarkWakeup(b *testing.B) {
 			b.Fatal(err)
 		}
 		body, err := json.Marshal(map[string]any{"request_id": fmt.Sprintf("wake-%d", s), "session_id": fmt.Sprintf("s%d", s),
-			"model": "m", "token_ids": p, "headers": map[string]string{HeaderWakeup: "1"}})
+			"model": "m", "token_ids": p, "headers": map[string]string{schemas.HeaderWakeup: "1"}})
 		if err != nil {
 			b.Fatal(err)
 		}

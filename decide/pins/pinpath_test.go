@@ -127,13 +127,13 @@ func TestPinPathBounded(t *testing.T) {
 	if respond("over", 2, nil) || p.Counters.HintsPinSkipped.Value("over_cap") != 1 {
 		t.Fatalf("one page over the cap: skipped %d", p.Counters.HintsPinSkipped.Value("over_cap"))
 	}
-	if !respond("long-tool", 3, map[string]string{HeaderSimToolCall: "9223372036855"}) {
+	if !respond("long-tool", 3, map[string]string{schemas.HeaderSimToolCall: "9223372036855"}) {
 		t.Fatal("announced tool: no pin")
 	}
 	if pl := next(); pl.TTLMs != actions.MaxPinTTL.Milliseconds() {
 		t.Fatalf("tool time 9,223,372,036,855 ms: ttl_ms %d, want the 24 h cap", pl.TTLMs)
 	}
-	if !respond("huge-tool", 3, map[string]string{HeaderSimToolCall: "99999999999999999999"}) {
+	if !respond("huge-tool", 3, map[string]string{schemas.HeaderSimToolCall: "99999999999999999999"}) {
 		t.Fatal("announced tool past int64: no pin")
 	}
 	if pl := next(); pl.TTLMs != actions.MaxPinTTL.Milliseconds() {

@@ -16,11 +16,6 @@ import (
 	"github.com/hintstream/hintstream/streams"
 )
 
-// HeaderSimToolCall on a request announces a tool call: its response is
-// pinned even if it does not end in one, and a positive integer value is
-// the expected tool time in ms.
-const HeaderSimToolCall = "x-dynamo-experimental-sim-tool-call"
-
 // WorkerLookup finds a worker's record (the registry).
 type WorkerLookup interface {
 	Get(id uint64) (schemas.WorkerRecord, bool)
@@ -152,7 +147,7 @@ func (p *Pinning) OnRequest(ctx context.Context, seq uint64, at time.Time, req *
 	ctx, cancel := context.WithTimeout(ctx, streams.DefaultOpTimeout)
 	defer cancel()
 	e := IndexEntry{Seq: seq}
-	if v, ok := schemas.LookupHeader(req.Headers, HeaderSimToolCall); ok {
+	if v, ok := schemas.LookupHeader(req.Headers, schemas.HeaderSimToolCall); ok {
 		e.SimToolMs = 1 // announced, time unknown
 		if ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && ms > 0 {
 			e.SimToolMs = min(ms, maxToolMs)

@@ -235,7 +235,7 @@ func renewalLoad(b *testing.B, pinned int, inline bool) (float64, time.Duration,
 			}
 			id := fmt.Sprintf("w-%d", i)
 			body, _ := json.Marshal(schemas.RequestEvent{RequestID: id, Model: "m", TokenIDs: prompt,
-				Headers: map[string]string{engine.HeaderWakeup: "1"}, ReceivedAtMs: time.Now().UnixMilli()})
+				Headers: map[string]string{schemas.HeaderWakeup: "1"}, ReceivedAtMs: time.Now().UnixMilli()})
 			mu.Lock()
 			sentAt[id] = time.Now()
 			mu.Unlock()

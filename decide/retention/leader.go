@@ -23,8 +23,8 @@ const (
 	// do not wait for that; they take over once the lease has passed
 	// (ElectorConfig.Lease), which is shorter.
 	DefaultLockTTL = 10 * time.Second
-	// DefaultOpTimeout bounds one lock operation.
-	DefaultOpTimeout = 2 * time.Second
+	// DefaultLockOpTimeout bounds one lock operation.
+	DefaultLockOpTimeout = 2 * time.Second
 )
 
 // ErrLockBucket marks a leader bucket that cannot hold the lock as
@@ -74,7 +74,7 @@ type ElectorConfig struct {
 	// a KV watch needs a consumer on the lock's stream, which the shipped
 	// least-privilege user may not create, while a read is a direct get.
 	PollEvery time.Duration
-	// OpTimeout bounds one lock operation (default DefaultOpTimeout,
+	// OpTimeout bounds one lock operation (default DefaultLockOpTimeout,
 	// capped at RenewEvery).
 	OpTimeout time.Duration
 	// OnChange, if set, is called from Run's goroutine when this member
@@ -100,7 +100,7 @@ func (c ElectorConfig) withDefaults() ElectorConfig {
 		c.PollEvery = c.RenewEvery / 6
 	}
 	if c.OpTimeout == 0 {
-		c.OpTimeout = min(DefaultOpTimeout, c.RenewEvery)
+		c.OpTimeout = min(DefaultLockOpTimeout, c.RenewEvery)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

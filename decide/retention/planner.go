@@ -45,10 +45,10 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultHorizon        = 10 * time.Minute
-	DefaultInterval       = 5 * time.Second
-	DefaultMinProbability = 0.05
-	DefaultMaxTracked     = 1 << 20
+	DefaultHorizon         = 10 * time.Minute
+	DefaultInterval        = 5 * time.Second
+	DefaultMinProbability  = 0.05
+	DefaultMaxTrackedPages = 1 << 20
 	// DefaultBudgetShare is the share of the store's capacity pinned when
 	// only the capacity is given.
 	DefaultBudgetShare = 0.5
@@ -88,7 +88,7 @@ type Config struct {
 	// DefaultMinProbability).
 	MinProbability float64
 	// MaxTracked bounds the pages tracked; the least likely go first
-	// (default DefaultMaxTracked).
+	// (default DefaultMaxTrackedPages).
 	MaxTracked int
 }
 
@@ -110,7 +110,7 @@ func (c Config) WithDefaults() Config {
 		c.MinProbability = DefaultMinProbability
 	}
 	if c.MaxTracked == 0 {
-		c.MaxTracked = DefaultMaxTracked
+		c.MaxTracked = DefaultMaxTrackedPages
 	}
 	return c
 }

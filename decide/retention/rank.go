@@ -24,7 +24,7 @@ func compareCands(a, b *pageStat) int {
 // bestPages returns the places of the pages a plan may pin (P at least
 // MinProbability), best first in compareCands order, at most limit of
 // them. A plan takes the best pages until its budget is spent: a few
-// thousand of up to DefaultMaxTracked tracked, every Interval. Beyond
+// thousand of up to DefaultMaxTrackedPages tracked, every Interval. Beyond
 // limit it keeps the best in a heap whose root is the worst kept, so a
 // page that does not make it costs one comparison, and only the kept
 // are sorted.

@@ -355,7 +355,7 @@ func refCompareCands(a, b *refCand) int {
 
 // refBestFirst hands out the candidates a plan keeps in refCompareCands order,
 // one at a time. A plan takes the best pages until its budget is spent:
-// a few thousand of up to DefaultMaxTracked tracked, every Interval.
+// a few thousand of up to DefaultMaxTrackedPages tracked, every Interval.
 // Sorting them all was most of a plan's time (and of whatif's planner
 // rows); a heap costs O(n) to build and O(log n) per page taken.
 type refBestFirst struct {

@@ -26,30 +26,30 @@ const (
 	// scheduler step from the engine's real traffic, so only a few run
 	// at once.
 	DefaultMaxInflight = 4
-	// DefaultQueueSize bounds the hints waiting for a call slot; past it a
+	// DefaultCallQueueSize bounds the hints waiting for a call slot; past it a
 	// hint is dropped (queue_full) rather than the socket blocked.
-	DefaultQueueSize = 256
+	DefaultCallQueueSize = 256
 	// DefaultCallTimeout bounds one engine call. A one-token request whose
 	// prefix is computed rather than loaded can take seconds at long
 	// contexts; past this the engine is too busy for warm-ups to pay.
 	DefaultCallTimeout = 30 * time.Second
-	// DefaultPrefetchTTL is how long vLLM keeps a prefetched prefix at
+	// DefaultPriorityTTL is how long vLLM keeps a prefetched prefix at
 	// raised priority: the time a user typically takes between opening a
 	// thread and sending the turn.
-	DefaultPrefetchTTL = 2 * time.Minute
+	DefaultPriorityTTL = 2 * time.Minute
 	// DefaultPrefetchValue is the vllm.set_priority value of a prefetched
 	// prefix: above unclaimed blocks (0) and below a tool-call retain of
 	// a long context (actions.Priority gives up to 100).
 	DefaultPrefetchValue = 10
-	// DefaultRetryDelay is the first wait before retrying an engine call
+	// DefaultEngineRetryDelay is the first wait before retrying an engine call
 	// that got no connection or a 5xx; it doubles up to maxRetryDelay,
 	// each wait jittered ±50% (retry.Doubling),
 	// and no retry starts past the hint's expiry.
-	DefaultRetryDelay = 50 * time.Millisecond
-	maxRetryDelay     = time.Second
+	DefaultEngineRetryDelay = 50 * time.Millisecond
+	maxRetryDelay           = time.Second
 	// DefaultQueueTokens bounds the prompt tokens held by hints queued
 	// or in flight: 8 Mi tokens, 32 MiB of ids. Counting hints alone
-	// (DefaultQueueSize) let 256 queued million-token prompts hold 1 GiB.
+	// (DefaultCallQueueSize) let 256 queued million-token prompts hold 1 GiB.
 	DefaultQueueTokens = 8 << 20
 	// DefaultMaxMessageBytes is the largest hint message read off the
 	// socket (ZMQ_MAXMSGSIZE; a larger one disconnects its sender): a
@@ -86,12 +86,12 @@ type Config struct {
 	Model string
 	// MaxInflight: concurrent engine calls (DefaultMaxInflight).
 	MaxInflight int
-	// QueueSize: hints waiting for a call (DefaultQueueSize).
+	// QueueSize: hints waiting for a call (DefaultCallQueueSize).
 	QueueSize int
 	// CallTimeout bounds each engine call (DefaultCallTimeout).
 	CallTimeout time.Duration
 	// PrefetchTTL is the vllm.set_priority TTL of a prefetch, at least
-	// the time left until the hint expires (DefaultPrefetchTTL).
+	// the time left until the hint expires (DefaultPriorityTTL).
 	PrefetchTTL time.Duration
 	// PrefetchValue is the vllm.set_priority value of a prefetch
 	// (DefaultPrefetchValue), >= 1.
@@ -107,7 +107,7 @@ type Config struct {
 	DedupWindow int
 	// CurveSecretKey makes the socket a CURVE server (Z85, 40 characters).
 	CurveSecretKey string
-	// RetryDelay is the first retry wait (DefaultRetryDelay).
+	// RetryDelay is the first retry wait (DefaultEngineRetryDelay).
 	RetryDelay time.Duration
 	// WorkerID, when set, drops prefetches whose worker_id names another
 	// worker (receiver other_worker): an endpoint listed by two records,
@@ -128,13 +128,13 @@ func (c *Config) defaults() {
 		c.MaxInflight = DefaultMaxInflight
 	}
 	if c.QueueSize == 0 {
-		c.QueueSize = DefaultQueueSize
+		c.QueueSize = DefaultCallQueueSize
 	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = DefaultCallTimeout
 	}
 	if c.PrefetchTTL == 0 {
-		c.PrefetchTTL = DefaultPrefetchTTL
+		c.PrefetchTTL = DefaultPriorityTTL
 	}
 	if c.PrefetchValue == 0 {
 		c.PrefetchValue = DefaultPrefetchValue
@@ -143,7 +143,7 @@ func (c *Config) defaults() {
 		c.DedupWindow = receiver.DefaultDedupWindow
 	}
 	if c.RetryDelay == 0 {
-		c.RetryDelay = DefaultRetryDelay
+		c.RetryDelay = DefaultEngineRetryDelay
 	}
 	if c.QueueTokens == 0 {
 		c.QueueTokens = DefaultQueueTokens

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/client"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
@@ -35,7 +34,7 @@ func TestFrontendPublishesBothEvents(t *testing.T) {
 	post := func(body string, wake bool) map[string]any {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/chat/completions", strings.NewReader(body))
 		if wake {
-			req.Header.Set(client.HeaderWakeup, "1")
+			req.Header.Set(schemas.HeaderWakeup, "1")
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -68,7 +67,7 @@ func TestFrontendPublishesBothEvents(t *testing.T) {
 		t.Fatalf("%d request events, want 2", len(reqs))
 	}
 	w, err := schemas.DecodeRequest(reqs[0].Data, reqs[0].Header.Get("Content-Type"))
-	if err != nil || w.Headers[client.HeaderWakeup] != "1" || w.SessionID != "s-1" || len(w.TokenIDs) == 0 {
+	if err != nil || w.Headers[schemas.HeaderWakeup] != "1" || w.SessionID != "s-1" || len(w.TokenIDs) == 0 {
 		t.Fatalf("wake-up event %+v %v", w, err)
 	}
 	if id := reqs[0].Header.Get(jetstream.MsgIDHeader); id != "wake:"+w.RequestID {

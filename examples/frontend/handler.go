@@ -62,7 +62,7 @@ type Handler struct {
 
 // forwarded are the HTTP headers copied into the request event. The
 // event's headers map is lower-case.
-var forwarded = []string{client.HeaderWakeup, client.HeaderSimToolCall}
+var forwarded = []string{schemas.HeaderWakeup, schemas.HeaderSimToolCall}
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {

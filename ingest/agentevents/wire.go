@@ -93,10 +93,12 @@ func StreamConfig() streams.Config {
 	return c
 }
 
-// Headers on every republished record.
+// Headers on every republished record. The sequence header is the KV
+// bridge's (schemas.HeaderBridgeSeq): one name on the wire for a
+// republished message's sequence.
 const (
 	HeaderPublisher = "Hintstream-Agent-Publisher"
-	HeaderSeq       = "Hintstream-Seq"
+	HeaderSeq       = schemas.HeaderBridgeSeq
 	ContentType     = "application/msgpack"
 )
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/streams"
 )
 
@@ -108,9 +109,11 @@ func WithMaxReplay(n int) Option { return func(o *options) { o.maxReplay = n } }
 
 // Defaults of the options above.
 const (
-	DefaultReplayTimeout  = 5 * time.Second
-	DefaultPublishTimeout = 5 * time.Second
-	DefaultReceiveHWM     = 100_000
+	DefaultReplayTimeout = 5 * time.Second
+	// The agent-event bridge's: both bridges publish to JetStream from
+	// a ZeroMQ SUB socket.
+	DefaultPublishTimeout = agentevents.DefaultPublishTimeout
+	DefaultReceiveHWM     = agentevents.DefaultReceiveHWM
 	DefaultMaxReplay      = 100_000
 )
 

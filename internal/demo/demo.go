@@ -283,7 +283,7 @@ func (d *Demo) publishRequest(ctx context.Context, n int, sessions []session) er
 		// shortest TTL (--pin-min-ttl, 10 s by default) and is renewed at
 		// half of it, before the session's next turn releases it.
 		req := &schemas.RequestEvent{RequestID: fmt.Sprintf("demo-%s-turn-%d", d.run, n), SessionID: s.id,
-			Model: Model, TokenIDs: s.prompt, Headers: map[string]string{client.HeaderSimToolCall: "2000"},
+			Model: Model, TokenIDs: s.prompt, Headers: map[string]string{schemas.HeaderSimToolCall: "2000"},
 			ReceivedAtMs: time.Now().UnixMilli()}
 		fmt.Fprintf(d.opts.Out, "demo: → plain request %s for %s (no prefetch expected; releases the session's pin)\n",
 			req.RequestID, s.id)
@@ -306,7 +306,7 @@ func (d *Demo) publishRequest(ctx context.Context, n int, sessions []session) er
 	}
 	s := sessions[(n-n/5)%len(sessions)]
 	req := &schemas.RequestEvent{RequestID: fmt.Sprintf("demo-%s-wake-%d", d.run, n), SessionID: s.id, Model: Model,
-		TokenIDs: s.prompt, Headers: map[string]string{client.HeaderWakeup: "1"},
+		TokenIDs: s.prompt, Headers: map[string]string{schemas.HeaderWakeup: "1"},
 		ReceivedAtMs: time.Now().UnixMilli()}
 	fmt.Fprintf(d.opts.Out, "demo: → wake-up %s for %s, %d tokens (expect worker %d: %s)\n",
 		req.RequestID, s.id, len(s.prompt), s.expected, s.why)

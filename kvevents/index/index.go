@@ -22,12 +22,12 @@ var (
 	// counts these (Stats.DroppedFull instead if the worker has had blocks
 	// dropped because the index was full, since the parent is then most
 	// likely one of those).
-	ErrUnknownParent = errors.New("kvevents: parent block unknown")
+	ErrUnknownParent = errors.New("index: parent block unknown")
 	// ErrBadEvent means an Event has no valid kind.
-	ErrBadEvent = errors.New("kvevents: malformed event")
+	ErrBadEvent = errors.New("index: malformed event")
 	// ErrTooManyWorkers means 65,536 (worker, dp rank) pairs are already
 	// tracked; RemoveWorker frees room.
-	ErrTooManyWorkers = errors.New("kvevents: too many workers")
+	ErrTooManyWorkers = errors.New("index: too many workers")
 )
 
 // DefaultShards is the number of parts each page of the block lookup is

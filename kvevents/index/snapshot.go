@@ -16,7 +16,7 @@ import (
 // ErrBadSnapshot means ReadSnapshot's input is not a snapshot this
 // version can load: wrong magic or version, truncated, checksum mismatch,
 // or inconsistent contents.
-var ErrBadSnapshot = errors.New("kvevents: bad snapshot")
+var ErrBadSnapshot = errors.New("index: bad snapshot")
 
 // Snapshot format, little-endian throughout:
 //
@@ -288,7 +288,7 @@ func (sr *snapReader) full(p []byte) error {
 	case err == io.EOF || err == io.ErrUnexpectedEOF:
 		return badSnapshot("truncated at byte %d", sr.n)
 	case err != nil:
-		return fmt.Errorf("kvevents: read snapshot: %w", err)
+		return fmt.Errorf("index: read snapshot: %w", err)
 	}
 	sr.crc = crc32.Update(sr.crc, castagnoli, p)
 	return nil
@@ -363,7 +363,7 @@ func (ix *Memory) readSnapshot(sr *snapReader) (*snapState, error) {
 	case err == nil:
 		return nil, badSnapshot("trailing bytes after byte %d", sr.n)
 	case err != io.EOF:
-		return nil, fmt.Errorf("kvevents: read snapshot: %w", err)
+		return nil, fmt.Errorf("index: read snapshot: %w", err)
 	}
 	for s, k := range ns.keys {
 		if ns.workers[k] == nil || ns.workers[k].slot != slot(s) {

@@ -11,7 +11,7 @@ import (
 // Dynamo's (device, host_pinned, disk, external). The event is ignored
 // and counted in Stats.UnknownTier; it is not malformed, since a newer
 // engine or Dynamo may add a tier this index does not rank.
-var ErrUnknownTier = errors.New("kvevents: unknown storage tier")
+var ErrUnknownTier = errors.New("index: unknown storage tier")
 
 // LowerOverlap is how far a (worker, dp rank)'s prompt prefix extends
 // past its device overlap on each lower tier, in blocks. Each tier

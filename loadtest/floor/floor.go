@@ -27,9 +27,6 @@ import (
 // ErrConfig is matched (errors.Is) by every error for an unusable Config.
 var ErrConfig = errors.New("floor: invalid config")
 
-// HeaderWakeup marks a wake-up request, as hintstream reads it.
-const HeaderWakeup = "x-dynamo-experimental-wakeup"
-
 // Config configures Run. NATSURL and Endpoint are required.
 type Config struct {
 	NATSURL  string
@@ -185,7 +182,7 @@ func envelope(msg jetstream.Msg, lim schemas.Limits, ttl time.Duration) ([]byte,
 }
 
 func isWakeup(h map[string]string) bool {
-	v, ok := h[HeaderWakeup]
+	v, ok := h[schemas.HeaderWakeup]
 	if !ok {
 		return false
 	}

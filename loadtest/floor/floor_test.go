@@ -34,7 +34,7 @@ func TestForwardsWakeupsAsHintstreamWould(t *testing.T) {
 				t.Fatal("not ready within 10s")
 			}
 			wake := schemas.RequestEvent{RequestID: "r-1", SessionID: "s", Model: "m", TokenIDs: []uint32{1, 2, 3},
-				Headers: map[string]string{HeaderWakeup: "1"}, ReceivedAtMs: time.Now().UnixMilli()}
+				Headers: map[string]string{schemas.HeaderWakeup: "1"}, ReceivedAtMs: time.Now().UnixMilli()}
 			plain := wake
 			plain.RequestID, plain.Headers = "r-2", nil
 			msgp, _ := wake.MarshalMsg(nil)

@@ -2,8 +2,11 @@ package report
 
 import (
 	"fmt"
+	"html"
 	"math"
 	"strings"
+
+	"github.com/hintstream/hintstream/whatif/chart"
 )
 
 // Bars is a grouped bar chart: along x one group per label, in each
@@ -41,39 +44,39 @@ func (c Bars) SVG() ([]byte, error) {
 			return nil, fmt.Errorf("%w: bar series %q has %d values for %d groups", ErrInvalid, s.Label, len(s.Values), len(c.Groups))
 		}
 		for _, v := range s.Values {
-			if !finite(v) || v < 0 {
+			if !chart.Finite(v) || v < 0 {
 				return nil, fmt.Errorf("%w: bar series %q: value %v", ErrInvalid, s.Label, v)
 			}
 			top0 = max(top0, v)
 		}
 	}
 	step, ymax := niceScale(top0)
-	y := func(v float64) float64 { return top + (1-v/ymax)*plotH }
+	y := func(v float64) float64 { return geom.Top + (1-v/ymax)*geom.PlotH() }
 	cv := newCanvas(c.Title)
 	for v := 0.0; v <= ymax+step/2; v += step {
-		cv.line(left, y(v), left+plotW, y(v), "#eee", false)
-		cv.text(left-6, y(v)+4, "end", 11, tick(v))
+		cv.Line(geom.Left, y(v), geom.Left+geom.PlotW(), y(v), "#eee", "")
+		cv.Text(geom.Left-6, y(v)+4, "end", 11, tick(v))
 	}
-	cv.frame("", c.YLabel)
-	groupW := plotW / float64(len(c.Groups))
+	cv.AxisLabels("", c.YLabel)
+	groupW := geom.PlotW() / float64(len(c.Groups))
 	barW := groupW * 0.8 / float64(len(c.Series))
 	for g, label := range c.Groups {
-		cv.text(left+groupW*(float64(g)+0.5), top+plotH+16, "middle", 11, label)
+		cv.Text(geom.Left+groupW*(float64(g)+0.5), geom.Top+geom.PlotH()+16, "middle", 11, label)
 	}
 	labels := make([]string, len(c.Series))
 	for i, s := range c.Series {
 		labels[i] = s.Label
 		var d strings.Builder
 		for g, v := range s.Values {
-			x0 := left + groupW*float64(g) + groupW*0.1 + barW*float64(i)
-			h := plotH * v / ymax
-			fmt.Fprintf(&d, "M%s %s h%s v%s h%s Z ", f(x0), f(top+plotH), f(barW), f(-h), f(-barW))
+			x0 := geom.Left + groupW*float64(g) + groupW*0.1 + barW*float64(i)
+			h := geom.PlotH() * v / ymax
+			fmt.Fprintf(&d, "M%s %s h%s v%s h%s Z ", f(x0), f(geom.Top+geom.PlotH()), f(barW), f(-h), f(-barW))
 		}
-		fmt.Fprintf(&cv.b, `<path class="series" d="%s" fill="%s"><title>%s</title></path>`+"\n",
-			strings.TrimSpace(d.String()), colour(i), esc(s.Label))
+		fmt.Fprintf(cv, `<path class="series" d="%s" fill="%s"><title>%s</title></path>`+"\n",
+			strings.TrimSpace(d.String()), colour(i), html.EscapeString(s.Label))
 	}
-	cv.legend(labels)
-	return cv.bytes(), nil
+	cv.Legend(labels)
+	return closed(cv), nil
 }
 
 // niceScale picks a tick step of 1, 2 or 5 × 10ⁿ giving about 5 ticks,

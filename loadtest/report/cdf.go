@@ -2,11 +2,13 @@ package report
 
 import (
 	"fmt"
+	"html"
 	"math"
 	"strings"
 	"time"
 
 	"github.com/hintstream/hintstream/loadtest/hdr"
+	"github.com/hintstream/hintstream/whatif/chart"
 )
 
 // CDF is a latency CDF chart: one line per series, latency on a log-x
@@ -59,7 +61,7 @@ func (c CDF) SVG() ([]byte, error) {
 			return nil, fmt.Errorf("%w: CDF series %q without points", ErrInvalid, s.Label)
 		}
 		for _, p := range s.Points {
-			if !finite(p.Quantile) || p.Quantile < 0 || p.Quantile > 1 {
+			if !chart.Finite(p.Quantile) || p.Quantile < 0 || p.Quantile > 1 {
 				return nil, fmt.Errorf("%w: CDF series %q: quantile %v", ErrInvalid, s.Label, p.Quantile)
 			}
 			v := float64(max(p.Value, time.Nanosecond))
@@ -77,18 +79,18 @@ func (c CDF) SVG() ([]byte, error) {
 	}
 	x := func(d time.Duration) float64 {
 		v := math.Log10(float64(max(d, time.Nanosecond)))
-		return left + (v-dLo)/(dHi-dLo)*plotW
+		return geom.Left + (v-dLo)/(dHi-dLo)*geom.PlotW()
 	}
-	y := func(q float64) float64 { return top + (1-q)*plotH }
+	y := func(q float64) float64 { return geom.Top + (1-q)*geom.PlotH() }
 	yTicks := []float64{0, 0.25, 0.5, 0.75, 0.9, 0.99, 1}
 	if c.Tail {
-		const nines = 4.0 // 99.99% at the top
+		const nines = 4.0 // 99.99% at the geom.Top
 		y = func(q float64) float64 {
 			v := nines
 			if q < 1 {
 				v = min(-math.Log10(1-q), nines)
 			}
-			return top + (1-v/nines)*plotH
+			return geom.Top + (1-v/nines)*geom.PlotH()
 		}
 		yTicks = []float64{0, 0.9, 0.99, 0.999, 0.9999}
 	}
@@ -99,17 +101,17 @@ func (c CDF) SVG() ([]byte, error) {
 	cv := newCanvas(c.Title)
 	for d := dLo; d <= dHi; d++ {
 		at := time.Duration(math.Pow(10, d))
-		cv.line(x(at), top, x(at), top+plotH, "#ddd", false)
-		cv.text(x(at), top+plotH+16, "middle", 11, at.String())
+		cv.Line(x(at), geom.Top, x(at), geom.Top+geom.PlotH(), "#ddd", "")
+		cv.Text(x(at), geom.Top+geom.PlotH()+16, "middle", 11, at.String())
 	}
 	for _, q := range yTicks {
-		cv.line(left, y(q), left+plotW, y(q), "#eee", !c.Tail && (q == 0.9 || q == 0.99))
-		cv.text(left-6, y(q)+4, "end", 11, fmt.Sprintf("%g", q))
+		cv.Line(geom.Left, y(q), geom.Left+geom.PlotW(), y(q), "#eee", dashIf(!c.Tail && (q == 0.9 || q == 0.99)))
+		cv.Text(geom.Left-6, y(q)+4, "end", 11, fmt.Sprintf("%g", q))
 	}
-	cv.frame(xl, "fraction of hints ≤ latency")
+	cv.AxisLabels(xl, "fraction of hints ≤ latency")
 	for _, m := range c.Markers {
-		cv.line(x(m.X), top, x(m.X), top+plotH, "#c00", true)
-		cv.text(x(m.X)+4, top+12, "start", 11, m.Label)
+		cv.Line(x(m.X), geom.Top, x(m.X), geom.Top+geom.PlotH(), "#c00", "4 3")
+		cv.Text(x(m.X)+4, geom.Top+12, "start", 11, m.Label)
 	}
 	labels := make([]string, len(c.Series))
 	for i, s := range c.Series {
@@ -127,9 +129,9 @@ func (c CDF) SVG() ([]byte, error) {
 			prevY = y(p.Quantile)
 			fmt.Fprintf(&d, " V%s", f(prevY))
 		}
-		fmt.Fprintf(&cv.b, `<path class="series" d="%s" fill="none" stroke="%s" stroke-width="2"><title>%s</title></path>`+"\n",
-			d.String(), colour(i), esc(s.Label))
+		fmt.Fprintf(cv, `<path class="series" d="%s" fill="none" stroke="%s" stroke-width="2"><title>%s</title></path>`+"\n",
+			d.String(), colour(i), html.EscapeString(s.Label))
 	}
-	cv.legend(labels)
-	return cv.bytes(), nil
+	cv.Legend(labels)
+	return closed(cv), nil
 }

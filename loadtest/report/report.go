@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	"github.com/hintstream/hintstream/whatif/chart"
 )
 
 // ErrInvalid is matched (errors.Is) by every error for a report that
@@ -132,3 +135,38 @@ func (t Table) write(md *strings.Builder) error {
 func cell(s string) string { return strings.ReplaceAll(oneLine(s), "|", `\|`) }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// The charts are drawn on whatif's canvas (whatif/chart), as standalone
+// files with the legend right of the plot.
+var geom = chart.Geometry{W: 760, H: 440, Left: 70, Right: 180, Top: 40, Bottom: 60}
+
+// newCanvas starts a chart file with its title over the plot.
+func newCanvas(title string) *chart.Canvas {
+	c := &chart.Canvas{G: geom}
+	c.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	c.Open(` font-family="Helvetica, Arial, sans-serif"`)
+	c.Text(geom.W/2-geom.Right/2+geom.Left/2, 22, "middle", 15, title)
+	return c
+}
+
+// closed ends c's document and returns it.
+func closed(c *chart.Canvas) []byte {
+	c.Close()
+	c.WriteString("\n")
+	return c.Bytes()
+}
+
+func colour(i int) string {
+	col, _ := chart.Style(i)
+	return col
+}
+
+func dashIf(dash bool) string {
+	if dash {
+		return "4 3"
+	}
+	return ""
+}
+
+// f writes a path coordinate.
+func f(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }

@@ -113,6 +113,7 @@ func TestCDFPointsAreOnTheLogAxis(t *testing.T) {
 		{Value: time.Millisecond, Quantile: 1}}}}}
 	c.Tail = true // 0.5 → 0.301/4 of the height, 0.9 → 1/4, 1 → the top
 	b, err := c.SVG()
+	left, top, plotW, plotH := geom.Left, geom.Top, geom.PlotW(), geom.PlotH()
 	if err != nil {
 		t.Fatal(err)
 	}

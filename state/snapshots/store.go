@@ -23,8 +23,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// DefaultBucket is the object store bucket of index snapshots.
-const DefaultBucket = "hintstream_snapshots"
+// DefaultSnapshotBucket is the object store bucket of index snapshots.
+const DefaultSnapshotBucket = "hintstream_snapshots"
 
 // Object headers of a snapshot.
 const (
@@ -50,12 +50,12 @@ type Store struct {
 	log    *slog.Logger
 }
 
-// New returns the Store of stream's snapshots in bucket (DefaultBucket
+// New returns the Store of stream's snapshots in bucket (DefaultSnapshotBucket
 // when ""); suffix tells apart members serving different models. Nothing
 // is contacted until a method is called.
 func New(js jetstream.JetStream, bucket, stream, suffix string, log *slog.Logger) *Store {
 	if bucket == "" {
-		bucket = DefaultBucket
+		bucket = DefaultSnapshotBucket
 	}
 	if log == nil {
 		log = slog.Default()

@@ -9,6 +9,7 @@ import (
 	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // Defaults of Config.
@@ -16,12 +17,10 @@ const (
 	DefaultWorkers      = 4
 	DefaultDeviceBlocks = 1024
 	DefaultL3Blocks     = 6144
-	DefaultBlockSize    = 512
-	DefaultModel        = "sim/model"
 )
 
 // ErrPrompt marks a prompt the cluster cannot map to pages.
-var ErrPrompt = errors.New("sim: prompt")
+var ErrPrompt = errors.New("cluster: prompt")
 
 // EventSink receives what a real worker would publish: KV events and load
 // reports. A nil sink in Config publishes nothing.
@@ -76,9 +75,9 @@ func (c Config) withDefaults() Config {
 	def(&c.Workers, DefaultWorkers)
 	def(&c.DeviceBlocks, DefaultDeviceBlocks)
 	def(&c.L3Blocks, DefaultL3Blocks)
-	def(&c.BlockSize, DefaultBlockSize)
+	def(&c.BlockSize, workload.DefaultBlockSize)
 	if c.Model == "" {
-		c.Model = DefaultModel
+		c.Model = workload.DefaultModel
 	}
 	if c.Layout == nil {
 		c.Layout = DefaultLayout(c.BlockSize)
@@ -123,7 +122,7 @@ type Cluster struct {
 func NewCluster(cfg Config) (*Cluster, error) {
 	cfg = cfg.withDefaults()
 	if len(cfg.Endpoints) != 0 && len(cfg.Endpoints) != cfg.Workers {
-		return nil, fmt.Errorf("sim: %d endpoints for %d workers", len(cfg.Endpoints), cfg.Workers)
+		return nil, fmt.Errorf("cluster: %d endpoints for %d workers", len(cfg.Endpoints), cfg.Workers)
 	}
 	c := &Cluster{cfg: cfg, L3: NewL3Store(cfg.L3Blocks)}
 	switch cfg.L3Eviction {
@@ -131,7 +130,7 @@ func NewCluster(cfg Config) (*Cluster, error) {
 	case EvictARC:
 		c.L3 = NewL3StoreARC(cfg.L3Blocks)
 	default:
-		return nil, fmt.Errorf("sim: L3 eviction %q (want %q or %q)", cfg.L3Eviction, EvictLRU, EvictARC)
+		return nil, fmt.Errorf("cluster: L3 eviction %q (want %q or %q)", cfg.L3Eviction, EvictLRU, EvictARC)
 	}
 	records := make([]schemas.WorkerRecord, cfg.Workers)
 	caches := make([]*DeviceCache, cfg.Workers)

@@ -69,7 +69,7 @@ func Listen(workers int) (*Endpoints, error) {
 func bindPull() (*zmq.Socket, string, error) {
 	s, err := zmq.NewSocket(zmq.PULL)
 	if err != nil {
-		return nil, "", fmt.Errorf("sim: pull socket: %w", err)
+		return nil, "", fmt.Errorf("cluster: pull socket: %w", err)
 	}
 	// A short receive timeout lets the goroutine notice Close.
 	for _, set := range []func() error{
@@ -79,13 +79,13 @@ func bindPull() (*zmq.Socket, string, error) {
 	} {
 		if err := set(); err != nil {
 			s.Close()
-			return nil, "", fmt.Errorf("sim: pull socket: %w", err)
+			return nil, "", fmt.Errorf("cluster: pull socket: %w", err)
 		}
 	}
 	ep, err := s.GetLastEndpoint()
 	if err != nil {
 		s.Close()
-		return nil, "", fmt.Errorf("sim: pull socket: %w", err)
+		return nil, "", fmt.Errorf("cluster: pull socket: %w", err)
 	}
 	return s, ep, nil
 }
@@ -141,7 +141,7 @@ func (e *Endpoints) Close() {
 func Decode(b []byte) Hint {
 	var env schemas.KvHintsEnvelope
 	if _, err := env.UnmarshalMsg(b); err != nil {
-		return Hint{Err: fmt.Errorf("sim: envelope: %w", err)}
+		return Hint{Err: fmt.Errorf("cluster: envelope: %w", err)}
 	}
 	h := Hint{MessageID: env.MessageID}
 	for _, a := range env.Actions {
@@ -149,19 +149,19 @@ func Decode(b []byte) Hint {
 		case actions.ActionPrefetch:
 			var p schemas.PrefetchPayload
 			if _, err := p.UnmarshalMsg(a.Payload); err != nil {
-				h.Err = fmt.Errorf("sim: %s payload: %w", a.ActionType, err)
+				h.Err = fmt.Errorf("cluster: %s payload: %w", a.ActionType, err)
 				return h
 			}
 			h.Prefetches = append(h.Prefetches, p)
 		case actions.ActionPin:
 			var p schemas.PinPayload
 			if _, err := p.UnmarshalMsg(a.Payload); err != nil {
-				h.Err = fmt.Errorf("sim: %s payload: %w", a.ActionType, err)
+				h.Err = fmt.Errorf("cluster: %s payload: %w", a.ActionType, err)
 				return h
 			}
 			h.Pins = append(h.Pins, p)
 		default:
-			h.Err = fmt.Errorf("sim: unknown action %q", a.ActionType)
+			h.Err = fmt.Errorf("cluster: unknown action %q", a.ActionType)
 			return h
 		}
 	}
@@ -181,7 +181,7 @@ type JetStreamSink struct {
 func (s *JetStreamSink) KVEvent(ev *schemas.RouterEvent) error {
 	b, err := json.Marshal(ev)
 	if err != nil {
-		return fmt.Errorf("sim: encode KV event: %w", err)
+		return fmt.Errorf("cluster: encode KV event: %w", err)
 	}
 	_, err = s.JS.Publish(s.Ctx, streams.KVEventSubject(ev.WorkerID), b)
 	return err
@@ -191,7 +191,7 @@ func (s *JetStreamSink) KVEvent(ev *schemas.RouterEvent) error {
 func (s *JetStreamSink) Load(l *schemas.ActiveLoad) error {
 	b, err := json.Marshal(l)
 	if err != nil {
-		return fmt.Errorf("sim: encode load: %w", err)
+		return fmt.Errorf("cluster: encode load: %w", err)
 	}
 	_, err = s.JS.Publish(s.Ctx, streams.LoadSubject(l.WorkerID), b)
 	return err

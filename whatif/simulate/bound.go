@@ -324,7 +324,7 @@ func boundPlayKept(cfg Config, hit func(i, blocks int, kept []bool) error) (Mode
 		return ModeResult{}, err
 	}
 	if err := w.Err(); err != nil {
-		return ModeResult{}, fmt.Errorf("value: reading the workload back: %w", err)
+		return ModeResult{}, fmt.Errorf("simulate: reading the workload back: %w", err)
 	}
 	res.Cost = float64(res.RecomputedTokens)
 	return res, nil

@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/whatif/cluster"
 	"github.com/hintstream/hintstream/whatif/workload"
 )
@@ -18,15 +19,10 @@ const (
 	DefaultDeviceBlocks = cluster.DefaultDeviceBlocks // 1024
 	DefaultL3Blocks     = cluster.DefaultL3Blocks     // 6144
 	DefaultHintTimeout  = 30 * time.Second
-	// DefaultKVBytesPerToken is an 8B model's KV (32 layers × 8 KV heads
-	// × 128 dims × 2 (K and V) × 2 bytes).
-	DefaultKVBytesPerToken = 131072
-	// DefaultL3Bandwidth is the L3 → device link, in bytes/s (25 GB/s).
-	DefaultL3Bandwidth = 25e9
 )
 
 // ErrConfig marks an unusable Config.
-var ErrConfig = errors.New("value: invalid config")
+var ErrConfig = errors.New("simulate: invalid config")
 
 // Mode is one of the runs.
 type Mode string
@@ -47,7 +43,7 @@ const (
 
 // ErrBoundBeaten reports a run that cost less than the clairvoyant bound:
 // a bug in the bound or in the simulation, never a result.
-var ErrBoundBeaten = errors.New("value: a run beat the clairvoyant bound")
+var ErrBoundBeaten = errors.New("simulate: a run beat the clairvoyant bound")
 
 // Config describes a comparison. Zero fields take the defaults.
 type Config struct {
@@ -66,7 +62,8 @@ type Config struct {
 	// must learn tool times as it would in production.
 	AnnounceToolTime bool
 	// TransferTime makes an L3 → device load of t tokens take t ×
-	// KVBytesPerToken ÷ L3Bandwidth (defaults 131072 and 25 GB/s): a
+	// KVBytesPerToken ÷ L3Bandwidth (defaults schemas.DefaultKVBytesPerToken
+	// and schemas.DefaultL3Bandwidth, the service's own): a
 	// prefetch helps only with the part loaded when its turn arrives. Off:
 	// prefetches land at once.
 	TransferTime    bool
@@ -139,10 +136,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: alpha %v (want 0..1)", ErrConfig, c.Alpha)
 	}
 	if c.KVBytesPerToken <= 0 {
-		c.KVBytesPerToken = DefaultKVBytesPerToken
+		c.KVBytesPerToken = schemas.DefaultKVBytesPerToken
 	}
 	if c.L3Bandwidth == 0 {
-		c.L3Bandwidth = DefaultL3Bandwidth
+		c.L3Bandwidth = schemas.DefaultL3Bandwidth
 	}
 	if math.IsNaN(c.L3Bandwidth) || math.IsInf(c.L3Bandwidth, 0) || c.L3Bandwidth < 0 {
 		return c, fmt.Errorf("%w: L3 bandwidth %v bytes/s", ErrConfig, c.L3Bandwidth)

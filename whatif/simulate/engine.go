@@ -289,7 +289,7 @@ func (h *engineRun) apply(endpoint string, raw actions.Hint) {
 	hint := cluster.Decode(raw.Body)
 	if hint.Err != nil {
 		res.BadHints++
-		h.p.cfg.Logger.Warn("value: undecodable hint", "err", hint.Err)
+		h.p.cfg.Logger.Warn("simulate: undecodable hint", "err", hint.Err)
 		return
 	}
 	now := h.p.cl.Now()
@@ -317,7 +317,7 @@ func (h *engineRun) apply(endpoint string, raw actions.Hint) {
 		}
 		if err != nil {
 			res.BadHints++
-			h.p.cfg.Logger.Warn("value: prefetch not applied", "request_id", pf.RequestID, "err", err)
+			h.p.cfg.Logger.Warn("simulate: prefetch not applied", "request_id", pf.RequestID, "err", err)
 			continue
 		}
 		if c, ok := h.chosen[i]; ok && c == wk {

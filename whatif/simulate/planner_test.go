@@ -3,6 +3,7 @@ package simulate
 import (
 	"testing"
 
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/whatif/workload"
 )
 
@@ -35,7 +36,7 @@ func TestPlannerPinsWhatLRUWouldEvict(t *testing.T) {
 	for i := range w.Requests {
 		w.Requests[i].ToolCall, w.Requests[i].ToolTime = false, 0
 	}
-	page := int64(4 * DefaultKVBytesPerToken)
+	page := int64(4 * schemas.DefaultKVBytesPerToken)
 	pols := []Policy{policyNamed(t, Policies(), "today's + affinity"), policyNamed(t, Policies(), "planner")}
 	for _, c := range []struct {
 		budget     int64

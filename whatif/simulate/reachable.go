@@ -156,7 +156,7 @@ func reachablePlay(cfg Config, pr *prompts, stream bool) (ModeResult, error) {
 		}
 		i := ev.Request
 		if i != added {
-			return ModeResult{}, fmt.Errorf("value: reachable bound: request %d played before request %d", i, added)
+			return ModeResult{}, fmt.Errorf("simulate: reachable bound: request %d played before request %d", i, added)
 		}
 		var held bool
 		if stream {

@@ -32,10 +32,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		mode Mode
 		out  *ModeResult
 	}{{ModeNoHints, &res.NoHints}, {ModeOracle, &res.Oracle}, {ModeHintstream, &res.Hintstream}} {
-		cfg.Logger.Info("value: run", "mode", m.mode, "requests", w.Len())
+		cfg.Logger.Info("simulate: run", "mode", m.mode, "requests", w.Len())
 		r, err := runMode(ctx, cfg, pr, m.mode, nil)
 		if err != nil {
-			return res, fmt.Errorf("value: %s run: %w", m.mode, err)
+			return res, fmt.Errorf("simulate: %s run: %w", m.mode, err)
 		}
 		*m.out = r
 	}
@@ -129,7 +129,7 @@ func (p *prompts) prompt(i int, withTokens bool) (*cluster.Prompt, error) {
 		// Config.IDs's ids are set before a request's events and
 		// dropped after its response: asked outside them is a bug, not
 		// a prompt to play empty.
-		return nil, fmt.Errorf("value: request %d's block ids are not loaded", i)
+		return nil, fmt.Errorf("simulate: request %d's block ids are not loaded", i)
 	}
 	tokens := p.w.PromptTokens(i)
 	if !ok {

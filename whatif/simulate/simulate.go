@@ -100,7 +100,7 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 	for k, j := range jobs {
 		r, err := startRun(ctx, cfg, pr, j.mode, j.pol)
 		if err != nil {
-			return s, fmt.Errorf("value: %s run: %w", j.mode, err)
+			return s, fmt.Errorf("simulate: %s run: %w", j.mode, err)
 		}
 		defer r.h.close()
 		r.p.forgetSessions = true
@@ -114,7 +114,7 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 		to := min(from+stretch, w.NumEvents())
 		evs := w.EventRange(from, to)
 		if err := w.Err(); err != nil {
-			return s, fmt.Errorf("value: reading the workload back: %w", err)
+			return s, fmt.Errorf("simulate: reading the workload back: %w", err)
 		}
 		if err := loadStretchIDs(cfg, evs); err != nil {
 			return s, err
@@ -128,7 +128,7 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 				defer func() { <-sem }()
 				t := time.Now()
 				if err := j.r.p.play(ctx, j.r.h, from, evs); err != nil {
-					errs[k] = fmt.Errorf("value: %s run: %w", j.mode, err)
+					errs[k] = fmt.Errorf("simulate: %s run: %w", j.mode, err)
 				}
 				j.r.elapsed += time.Since(t)
 			}()
@@ -142,7 +142,7 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 		}
 		s.HeldPrompts = max(s.HeldPrompts, pr.size())
 		if err := w.Err(); err != nil {
-			return s, fmt.Errorf("value: reading the workload back: %w", err)
+			return s, fmt.Errorf("simulate: reading the workload back: %w", err)
 		}
 		for _, ev := range evs {
 			if ev.Kind == workload.KindResponse {
@@ -200,10 +200,10 @@ func loadIDs(cfg Config, i int) error {
 	r := cfg.Workload.Req(i)
 	ids, err := cfg.IDs(i)
 	if err != nil {
-		return fmt.Errorf("value: request %d's block ids: %w", i, err)
+		return fmt.Errorf("simulate: request %d's block ids: %w", i, err)
 	}
 	if len(ids)*cfg.Workload.BlockSize < r.InputLength {
-		return fmt.Errorf("value: request %d's block ids: %d ids cannot hold its %d tokens (its source changed?)", i, len(ids), r.InputLength)
+		return fmt.Errorf("simulate: request %d's block ids: %d ids cannot hold its %d tokens (its source changed?)", i, len(ids), r.InputLength)
 	}
 	r.HashIDs = ids
 	return nil

@@ -24,7 +24,7 @@ type int32Spill struct {
 func newInt32Spill(dir, name string) (*int32Spill, error) {
 	f, err := os.CreateTemp(dir, "hintstream-"+name+"-*.spill")
 	if err != nil {
-		return nil, fmt.Errorf("value: %s spill: %w", name, err)
+		return nil, fmt.Errorf("simulate: %s spill: %w", name, err)
 	}
 	return &int32Spill{f: f, w: bufio.NewWriterSize(f, 64<<10)}, nil
 }
@@ -38,10 +38,10 @@ func (s *int32Spill) add(v int32) error {
 // rewind ends the writing; next then reads from the first value.
 func (s *int32Spill) rewind() error {
 	if err := s.w.Flush(); err != nil {
-		return fmt.Errorf("value: spill %s: %w", s.f.Name(), err)
+		return fmt.Errorf("simulate: spill %s: %w", s.f.Name(), err)
 	}
 	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("value: spill %s: %w", s.f.Name(), err)
+		return fmt.Errorf("simulate: spill %s: %w", s.f.Name(), err)
 	}
 	s.r = bufio.NewReaderSize(s.f, 64<<10)
 	return nil
@@ -49,7 +49,7 @@ func (s *int32Spill) rewind() error {
 
 func (s *int32Spill) next() (int32, error) {
 	if _, err := io.ReadFull(s.r, s.buf[:]); err != nil {
-		return 0, fmt.Errorf("value: spill %s: %w", s.f.Name(), err)
+		return 0, fmt.Errorf("simulate: spill %s: %w", s.f.Name(), err)
 	}
 	return int32(binary.LittleEndian.Uint32(s.buf[:])), nil
 }

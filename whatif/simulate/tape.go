@@ -54,7 +54,7 @@ type tape struct {
 func newTape(dir string) (*tape, error) {
 	f, err := os.CreateTemp(dir, "hintstream-bound-*.tape")
 	if err != nil {
-		return nil, fmt.Errorf("value: bound tape: %w", err)
+		return nil, fmt.Errorf("simulate: bound tape: %w", err)
 	}
 	return &tape{f: f, last: map[uint64]int64{}, tailCap: defaultTapeTail}, nil
 }
@@ -87,7 +87,7 @@ func (t *tape) patch(pos int64, next, nextK int32) error {
 	binary.LittleEndian.PutUint32(t.scratch[:4], uint32(next))
 	binary.LittleEndian.PutUint32(t.scratch[4:], uint32(nextK))
 	if _, err := t.f.WriteAt(t.scratch[:], pos*tapeEntrySize+8); err != nil {
-		return fmt.Errorf("value: bound tape: %w", err)
+		return fmt.Errorf("simulate: bound tape: %w", err)
 	}
 	return nil
 }
@@ -101,7 +101,7 @@ func (t *tape) spill(k int) error {
 		binary.LittleEndian.PutUint32(buf[j*tapeEntrySize+12:], uint32(e.nextK))
 	}
 	if _, err := t.f.WriteAt(buf, t.tailFrom*tapeEntrySize); err != nil {
-		return fmt.Errorf("value: bound tape: %w", err)
+		return fmt.Errorf("simulate: bound tape: %w", err)
 	}
 	t.tailFrom += int64(k)
 	t.tail = append(t.tail[:0], t.tail[k:]...)
@@ -136,7 +136,7 @@ type tapeReader struct {
 func (r *tapeReader) read(dst []tapeEntry, n int) ([]tapeEntry, error) {
 	for range n {
 		if _, err := io.ReadFull(r.r, r.buf[:]); err != nil {
-			return dst, fmt.Errorf("value: bound tape: %w", err)
+			return dst, fmt.Errorf("simulate: bound tape: %w", err)
 		}
 		dst = append(dst, tapeEntry{block: binary.LittleEndian.Uint64(r.buf[:8]),
 			next: int32(binary.LittleEndian.Uint32(r.buf[8:12])), nextK: int32(binary.LittleEndian.Uint32(r.buf[12:]))})

@@ -1,8 +1,6 @@
 package workload
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -214,28 +212,16 @@ func TestSpoolTellsCollidingKeysApart(t *testing.T) {
 // record's source: the line's offset and length and its id count.
 func traceRecords(t testing.TB, path string) []Record {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []Record
-	for at := 0; at < len(b); {
-		end := bytes.IndexByte(b[at:], '\n')
-		if end < 0 {
-			end = len(b) - at
-		}
-		line := b[at : at+end]
-		if len(bytes.TrimSpace(line)) > 0 {
-			var tl traceLine
-			if err := json.Unmarshal(line, &tl); err != nil {
-				t.Fatal(err)
-			}
-			recs = append(recs, Record{Timestamp: *tl.Timestamp, InputLength: tl.InputLength, OutputLength: tl.OutputLength,
-				HashIDs: tl.HashIDs, Source: SourceRef{At: int64(at), Len: int32(len(line)), IDs: int32(len(tl.HashIDs))}})
-		}
-		at += end + 1
+	defer f.Close()
+	tr, err := ReadRecords(f, DefaultBlockSize, false)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return recs
+	return tr.Records
 }
 
 // The synthetic Mooncake trace spools to what ReadTrace builds, and a
@@ -263,8 +249,8 @@ func TestSpoolMatchesSyntheticTrace(t *testing.T) {
 		if _, err := f.ReadAt(line, src.At); err != nil {
 			t.Fatal(err)
 		}
-		var tl traceLine
-		if err := json.Unmarshal(line, &tl); err != nil || len(tl.HashIDs) != int(src.IDs) {
+		tl, err := DecodeLine(line, DefaultBlockSize)
+		if err != nil || len(tl.HashIDs) != int(src.IDs) {
 			t.Fatalf("request %d: source %+v reads back %d ids (%v)", i, src, len(tl.HashIDs), err)
 		}
 		sp.Hold(i)

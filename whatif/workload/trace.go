@@ -1,11 +1,7 @@
 package workload
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"time"
 )
@@ -33,67 +29,6 @@ func (o TraceOptions) withDefaults() TraceOptions {
 	}
 	o.WakeupLead = max(o.WakeupLead, 0)
 	return o
-}
-
-// traceLine is one line of a Mooncake trace.
-type traceLine struct {
-	Timestamp    *int64   `json:"timestamp"`
-	InputLength  int      `json:"input_length"`
-	OutputLength int      `json:"output_length"`
-	HashIDs      []uint64 `json:"hash_ids"`
-}
-
-// maxTraceLine bounds one JSON line (a 1M-token prompt's ids fit).
-const maxTraceLine = 64 << 20
-
-// LoadTrace reads the Mooncake-format trace at path (see ReadTrace).
-func LoadTrace(path string, o TraceOptions) (*Workload, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("workload: %w", err)
-	}
-	defer f.Close()
-	return ReadTrace(f, o)
-}
-
-// ReadTrace reads a Mooncake-format trace: one JSON object per line with
-// timestamp (ms), input_length, output_length and hash_ids. Blank lines
-// are skipped. A line that is not such an object, a timestamp earlier
-// than the previous one, a negative length or hash_ids that do not cover
-// input_length fails with an error naming the line (wrapping ErrInvalid).
-func ReadTrace(r io.Reader, o TraceOptions) (*Workload, error) {
-	o = o.withDefaults()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), maxTraceLine)
-	var last int64
-	skipped := 0
-	var recs []Record
-	for line := 1; sc.Scan(); line++ {
-		if o.Limit > 0 && len(recs) == o.Limit {
-			break
-		}
-		b := sc.Bytes()
-		if len(trimSpace(b)) == 0 {
-			continue
-		}
-		var tl traceLine
-		if err := json.Unmarshal(b, &tl); err != nil {
-			return nil, fmt.Errorf("%w: trace line %d: %v", ErrInvalid, line, err)
-		}
-		if err := tl.check(o.BlockSize, last); err != nil {
-			return nil, fmt.Errorf("%w: trace line %d: %v", ErrInvalid, line, err)
-		}
-		last = *tl.Timestamp
-		if skipped < o.Skip {
-			skipped++
-			continue
-		}
-		recs = append(recs, Record{Timestamp: last, InputLength: tl.InputLength, OutputLength: tl.OutputLength, HashIDs: tl.HashIDs})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("workload: reading trace: %w", err)
-	}
-	return FromRecords(recs, o)
 }
 
 // Record is one request of a trace, as a Mooncake line gives it: its time
@@ -161,20 +96,6 @@ func FromRecords(recs []Record, o TraceOptions) (*Workload, error) {
 	return w, nil
 }
 
-func (tl *traceLine) check(blockSize int, last int64) error {
-	switch {
-	case tl.Timestamp == nil:
-		return fmt.Errorf("no timestamp")
-	case *tl.Timestamp < last:
-		return fmt.Errorf("timestamp %d before the previous %d", *tl.Timestamp, last)
-	case tl.InputLength < 0 || tl.OutputLength < 0:
-		return fmt.Errorf("negative length")
-	case len(tl.HashIDs)*blockSize < tl.InputLength:
-		return fmt.Errorf("%d hash_ids cannot hold %d tokens", len(tl.HashIDs), tl.InputLength)
-	}
-	return nil
-}
-
 // findPrev returns the request r is the next turn of, or -1: the longest
 // earlier full-block prefix of r's ids, of at least MinLinkBlocks blocks,
 // whose request r can follow (see the package documentation), the latest
@@ -237,11 +158,4 @@ func checkRecord(k int, rec *Record, blockSize int) error {
 		return fmt.Errorf("%w: record %d: %d hash_ids cannot hold %d tokens", ErrInvalid, k, len(rec.HashIDs), rec.InputLength)
 	}
 	return nil
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
-		b = b[1:]
-	}
-	return b
 }

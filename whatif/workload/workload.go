@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -221,7 +220,7 @@ func (w *Workload) RequestEventTokens(i int, epoch time.Time, announceToolTime b
 	ev := &schemas.RequestEvent{RequestID: r.ID, SessionID: r.Session, Model: w.Model,
 		TokenIDs: tokens, ReceivedAtMs: ms(epoch, r.At)}
 	if announceToolTime && r.ToolCall {
-		ev.Headers = map[string]string{engine.HeaderSimToolCall: strconv.FormatInt(max(r.ToolTime.Milliseconds(), 1), 10)}
+		ev.Headers = map[string]string{schemas.HeaderSimToolCall: strconv.FormatInt(max(r.ToolTime.Milliseconds(), 1), 10)}
 	}
 	return ev
 }
@@ -236,7 +235,7 @@ func (w *Workload) WakeupEventTokens(i int, epoch time.Time, tokens []uint32) *s
 	r := w.Req(i)
 	return &schemas.RequestEvent{RequestID: w.WakeupID(i), SessionID: r.Session, Model: w.Model,
 		TokenIDs: tokens, ReceivedAtMs: ms(epoch, r.WakeupAt),
-		Headers: map[string]string{engine.HeaderWakeup: "1"}}
+		Headers: map[string]string{schemas.HeaderWakeup: "1"}}
 }
 
 // ResponseEvent is request i's response from workerID, completed at

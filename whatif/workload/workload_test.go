@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
@@ -81,11 +80,11 @@ func TestReadTraceFindsConversations(t *testing.T) {
 	// The schema events.
 	epoch := time.UnixMilli(1_000_000)
 	wake := w.WakeupEvent(2, epoch)
-	if wake.Headers[engine.HeaderWakeup] != "1" || wake.RequestID != "wake-2" || wake.ReceivedAtMs != 1_002_500 || len(wake.TokenIDs) != 1200 {
+	if wake.Headers[schemas.HeaderWakeup] != "1" || wake.RequestID != "wake-2" || wake.ReceivedAtMs != 1_002_500 || len(wake.TokenIDs) != 1200 {
 		t.Fatalf("wake-up %+v", wake)
 	}
 	req := w.RequestEvent(0, epoch, true)
-	if req.Headers[engine.HeaderSimToolCall] != "2745" || req.SessionID != r0.Session {
+	if req.Headers[schemas.HeaderSimToolCall] != "2745" || req.SessionID != r0.Session {
 		t.Fatalf("request headers %v", req.Headers)
 	}
 	resp := w.ResponseEvent(0, 3, epoch)
@@ -101,16 +100,18 @@ func TestReadTraceFindsConversations(t *testing.T) {
 }
 
 func TestReadTraceRejectsBadLines(t *testing.T) {
-	for name, trace := range map[string]string{
-		"not json":       `{"timestamp": 0, "input_length": 5, "hash_ids": [1]}` + "\n" + `nope`,
-		"time goes back": `{"timestamp": 5, "input_length": 5, "hash_ids": [1]}` + "\n" + `{"timestamp": 4, "input_length": 5, "hash_ids": [1]}`,
-		"too few ids":    `{"timestamp": 0, "input_length": 600, "hash_ids": [1]}`,
-		"no timestamp":   `{"input_length": 5, "hash_ids": [1]}`,
-		"negative":       `{"timestamp": 0, "input_length": -5, "hash_ids": [1]}`,
+	for name, tc := range map[string]struct{ trace, want string }{
+		"not json":       {`{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [1]}` + "\n" + `nope`, "trace line 2: not a JSON object"},
+		"time goes back": {`{"timestamp": 5, "input_length": 5, "output_length": 1, "hash_ids": [1]}` + "\n" + `{"timestamp": 4, "input_length": 5, "output_length": 1, "hash_ids": [1]}`, "trace line 2: timestamp 4 before"},
+		"too few ids":    {`{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [1]}`, "trace line 1: 1 hash_ids cannot hold 600 tokens"},
+		"no timestamp":   {`{"input_length": 5, "output_length": 1, "hash_ids": [1]}`, "trace line 1: no timestamp"},
+		"negative":       {`{"timestamp": 0, "input_length": -5, "output_length": 1, "hash_ids": [1]}`, "trace line 1: negative length"},
+		"no output":      {`{"timestamp": 0, "input_length": 5, "hash_ids": [1]}`, "trace line 1: no output_length"},
+		"empty":          {"\n\n", "no usable request"},
 	} {
-		_, err := ReadTrace(strings.NewReader(trace), TraceOptions{})
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "line") {
-			t.Errorf("%s: %v", name, err)
+		_, err := ReadTrace(strings.NewReader(tc.trace), TraceOptions{})
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
 		}
 	}
 }

@@ -43,6 +43,7 @@ import (
 
 	"github.com/hintstream/hintstream/loadtest/speed"
 	"github.com/hintstream/hintstream/loadtest/value"
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/whatif/simulate"
 	"github.com/hintstream/hintstream/whatif/workload"
 )
@@ -79,8 +80,8 @@ func main() {
 	fs.StringVar(&o.applyShards, "apply-shards", "1,2", "after the ingestion rounds, 3 more rounds of the Dynamo JSON with hintstream's --kv-apply-shards at each of these (comma-separated; empty: none)")
 	fs.BoolVar(&o.skipValue, "skip-value", false, "leave out the hint-value simulations")
 	fs.BoolVar(&o.skipSpeed, "skip-speed", false, "leave out the latency and ingestion runs")
-	fs.IntVar(&o.kvBytesPerToken, "kv-bytes-per-token", simulate.DefaultKVBytesPerToken, "KV bytes per token for L3 → device transfer time (default: an 8B model)")
-	fs.Float64Var(&o.l3Bandwidth, "l3-bandwidth", simulate.DefaultL3Bandwidth/1e9, "L3 → device link bandwidth in GB/s, for transfer time")
+	fs.IntVar(&o.kvBytesPerToken, "kv-bytes-per-token", schemas.DefaultKVBytesPerToken, "KV bytes per token for L3 → device transfer time (default: Qwen3-8B, as run assumes)")
+	fs.Float64Var(&o.l3Bandwidth, "l3-bandwidth", schemas.DefaultL3Bandwidth/1e9, "L3 → device link bandwidth in GB/s, for transfer time")
 	_ = fs.Parse(os.Args[1:])
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

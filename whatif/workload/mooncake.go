@@ -1,4 +1,4 @@
-package whatif
+package workload
 
 import (
 	"bufio"
@@ -7,29 +7,32 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
-
-	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // ErrBadLine marks a trace line that cannot be used; the error is a
-// *LineError naming the line.
-var ErrBadLine = errors.New("whatif: bad trace line")
+// *LineError naming the line. It is ErrInvalid too.
+var ErrBadLine = fmt.Errorf("%w: bad trace line", ErrInvalid)
+
+// ErrNoRequests: the source holds nothing to play.
+var ErrNoRequests = fmt.Errorf("%w: no requests", ErrInvalid)
 
 // LineError is a bad trace line: its number (from 1) and why.
 type LineError struct {
 	Line   int
 	Reason string
-	// where is "stream" for a stream event (Reason names it), else a
-	// trace line.
-	where string
+	// Source, when set, names what the bad record came from in place of
+	// a trace line (whatif's stream events: Reason names the event); the
+	// error is then Source: Reason.
+	Source string
 }
 
 func (e *LineError) Error() string {
-	if e.where == "stream" {
-		return "whatif: " + e.Reason
+	if e.Source != "" {
+		return e.Source + ": " + e.Reason
 	}
-	return fmt.Sprintf("whatif: trace line %d: %s", e.Line, e.Reason)
+	return fmt.Sprintf("workload: trace line %d: %s", e.Line, e.Reason)
 }
 
 // Unwrap makes a LineError match ErrBadLine.
@@ -42,15 +45,15 @@ func (e *LineError) Unwrap() error { return ErrBadLine }
 // tokens (10⁶ hash_ids) made a two-line run take 16.9 GB and 77 s.
 const MaxTraceTokens = 1 << 20
 
-// maxIDs is the most hash_ids a line of at most MaxTraceTokens tokens in
-// blockSize-token blocks has.
-func maxIDs(blockSize int) int { return (MaxTraceTokens + blockSize - 1) / blockSize }
+// MaxTraceIDs is the most hash_ids a line of at most MaxTraceTokens
+// tokens in blockSize-token blocks has.
+func MaxTraceIDs(blockSize int) int { return (MaxTraceTokens + blockSize - 1) / blockSize }
 
-// maxLineBytes bounds one trace line: maxIDs ids of up to 20 digits with
+// MaxTraceLineBytes bounds one trace line: MaxTraceIDs ids of up to 20 digits with
 // room for spacing, and 64 KiB for the rest (a session_id). The scanner
 // holds one line and the decoder its ids, so this bounds what one line
 // costs before it is judged: 131 KiB at 512-token blocks, 34 MiB at 1.
-func maxLineBytes(blockSize int) int { return (maxIDs(blockSize)+2)*32 + 64<<10 }
+func MaxTraceLineBytes(blockSize int) int { return (MaxTraceIDs(blockSize)+2)*32 + 64<<10 }
 
 // rawLine is one Mooncake trace line as JSON has it; pointers tell a
 // missing field from a zero one.
@@ -66,18 +69,18 @@ type rawLine struct {
 // timestamp (ms, ≥ 0), input_length and output_length (≥ 0), hash_ids
 // (non-empty, enough blocks of blockSize tokens for input_length) and an
 // optional session_id (string or integer, as aiperf's multi-turn traces
-// carry). Its errors give the reason only; ReadTrace names the line.
-func DecodeLine(b []byte, blockSize int) (workload.Record, error) {
+// carry). Its errors give the reason only; ReadRecords names the line.
+func DecodeLine(b []byte, blockSize int) (Record, error) {
 	var raw rawLine
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	if err := dec.Decode(&raw); err != nil {
-		return workload.Record{}, fmt.Errorf("not a JSON object: %v", err)
+		return Record{}, fmt.Errorf("not a JSON object: %v", err)
 	}
 	if dec.More() {
-		return workload.Record{}, errors.New("more than one JSON value")
+		return Record{}, errors.New("more than one JSON value")
 	}
-	var rec workload.Record
+	var rec Record
 	switch {
 	case raw.Timestamp == nil:
 		return rec, errors.New("no timestamp")
@@ -105,13 +108,13 @@ func DecodeLine(b []byte, blockSize int) (workload.Record, error) {
 	case *raw.InputLength > int64(len(*raw.HashIDs))*int64(blockSize):
 		return rec, fmt.Errorf("%d hash_ids cannot hold %d tokens in %d-token blocks", len(*raw.HashIDs), *raw.InputLength, blockSize)
 	case *raw.InputLength > MaxTraceTokens || *raw.OutputLength > MaxTraceTokens:
-		return rec, fmt.Errorf("input_length %d, output_length %d: more than %d tokens (whatif.MaxTraceTokens, hintstream run's --max-tokens)",
+		return rec, fmt.Errorf("input_length %d, output_length %d: more than %d tokens (workload.MaxTraceTokens, hintstream run's --max-tokens)",
 			*raw.InputLength, *raw.OutputLength, MaxTraceTokens)
-	case len(*raw.HashIDs) > maxIDs(blockSize):
-		return rec, fmt.Errorf("%d hash_ids: more blocks than %d tokens fill in %d-token blocks (%d; whatif.MaxTraceTokens)",
-			len(*raw.HashIDs), MaxTraceTokens, blockSize, maxIDs(blockSize))
+	case len(*raw.HashIDs) > MaxTraceIDs(blockSize):
+		return rec, fmt.Errorf("%d hash_ids: more blocks than %d tokens fill in %d-token blocks (%d; workload.MaxTraceTokens)",
+			len(*raw.HashIDs), MaxTraceTokens, blockSize, MaxTraceIDs(blockSize))
 	}
-	rec = workload.Record{Timestamp: ts, InputLength: int(*raw.InputLength), OutputLength: int(*raw.OutputLength), HashIDs: *raw.HashIDs}
+	rec = Record{Timestamp: ts, InputLength: int(*raw.InputLength), OutputLength: int(*raw.OutputLength), HashIDs: *raw.HashIDs}
 	if len(raw.SessionID) > 0 && string(raw.SessionID) != "null" {
 		var s string
 		if err := json.Unmarshal(raw.SessionID, &s); err != nil {
@@ -129,34 +132,32 @@ func DecodeLine(b []byte, blockSize int) (workload.Record, error) {
 	return rec, nil
 }
 
-// TraceRead is what ReadTrace read.
+// TraceRead is what ReadRecords read.
 type TraceRead struct {
-	Records []workload.Record
+	Records []Record
 	// Skipped counts bad lines passed over (SkipBad); FirstSkipped is the
 	// first of them.
 	Skipped      int
 	FirstSkipped *LineError
 }
 
-// ReadTrace reads a Mooncake-format trace, one JSON object a line
+// ReadRecords reads a Mooncake-format trace, one JSON object a line
 // (DecodeLine); blank lines are passed over. A bad line, or one whose
 // timestamp is before the previous line's, fails the read with a
-// *LineError, unless skipBad, which counts it and goes on.
-func ReadTrace(r io.Reader, blockSize int, skipBad bool) (TraceRead, error) {
+// *LineError, unless skipBad, which counts it and goes on. A trace
+// without a good line fails with ErrNoRequests.
+func ReadRecords(r io.Reader, blockSize int, skipBad bool) (TraceRead, error) {
 	var out TraceRead
-	sc := newTraceScanner(r, blockSize, skipBad)
+	sc := NewTraceScanner(r, blockSize, skipBad)
 	for {
-		rec, err := sc.next()
+		rec, err := sc.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return out, err
 		}
-		// The decoder grows the ids by doubling; the trace is held for
-		// the whole run, so keep exactly what it holds.
-		rec.HashIDs = slices.Clip(append(make([]uint64, 0, len(rec.HashIDs)), rec.HashIDs...))
-		out.Records = append(out.Records, rec)
+		out.Records = append(out.Records, clipIDs(rec))
 	}
 	out.Skipped, out.FirstSkipped = sc.skipped, sc.firstSkipped
 	if len(out.Records) == 0 {
@@ -165,10 +166,17 @@ func ReadTrace(r io.Reader, blockSize int, skipBad bool) (TraceRead, error) {
 	return out, nil
 }
 
-// traceScanner yields a trace's good lines one at a time, each with
+// clipIDs copies rec's ids to a slice of their length: the decoder grows
+// them by doubling, and a read trace is held for the whole run.
+func clipIDs(rec Record) Record {
+	rec.HashIDs = slices.Clip(append(make([]uint64, 0, len(rec.HashIDs)), rec.HashIDs...))
+	return rec
+}
+
+// TraceScanner yields a trace's good lines one at a time, each with
 // where it is in the file (Record.Source), counting the bad ones it
 // passes over (skipBad) or failing on the first.
-type traceScanner struct {
+type TraceScanner struct {
 	sc           *bufio.Scanner
 	blockSize    int
 	skipBad      bool
@@ -179,9 +187,11 @@ type traceScanner struct {
 	firstSkipped *LineError
 }
 
-func newTraceScanner(r io.Reader, blockSize int, skipBad bool) *traceScanner {
-	t := &traceScanner{sc: bufio.NewScanner(r), blockSize: blockSize, skipBad: skipBad}
-	t.sc.Buffer(make([]byte, 0, min(1<<20, maxLineBytes(blockSize))), maxLineBytes(blockSize))
+// NewTraceScanner reads a Mooncake-format trace from r in
+// blockSize-token blocks (DecodeLine).
+func NewTraceScanner(r io.Reader, blockSize int, skipBad bool) *TraceScanner {
+	t := &TraceScanner{sc: bufio.NewScanner(r), blockSize: blockSize, skipBad: skipBad}
+	t.sc.Buffer(make([]byte, 0, min(1<<20, MaxTraceLineBytes(blockSize))), MaxTraceLineBytes(blockSize))
 	// Where each line starts, for reading its ids back (IDs).
 	t.sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
 		adv, tok, err := bufio.ScanLines(data, atEOF)
@@ -193,9 +203,9 @@ func newTraceScanner(r io.Reader, blockSize int, skipBad bool) *traceScanner {
 	return t
 }
 
-// next returns the next good line's record, io.EOF after the last, or
+// Next returns the next good line's record, io.EOF after the last, or
 // the first bad line's *LineError (not with skipBad).
-func (t *traceScanner) next() (workload.Record, error) {
+func (t *TraceScanner) Next() (Record, error) {
 	for t.sc.Scan() {
 		t.line++
 		b := bytes.TrimSpace(t.sc.Bytes())
@@ -209,7 +219,7 @@ func (t *traceScanner) next() (workload.Record, error) {
 		if err != nil {
 			le := &LineError{Line: t.line, Reason: err.Error()}
 			if !t.skipBad {
-				return workload.Record{}, le
+				return Record{}, le
 			}
 			t.skipped++
 			if t.firstSkipped == nil {
@@ -218,20 +228,56 @@ func (t *traceScanner) next() (workload.Record, error) {
 			continue
 		}
 		t.last = rec.Timestamp
-		rec.Source = workload.SourceRef{At: t.lineAt, Len: int32(len(t.sc.Bytes())), IDs: int32(len(rec.HashIDs))}
+		rec.Source = SourceRef{At: t.lineAt, Len: int32(len(t.sc.Bytes())), IDs: int32(len(rec.HashIDs))}
 		return rec, nil
 	}
 	if err := t.sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
 			// The scanner cannot go past it, so not even --skip-bad can.
-			return workload.Record{}, &LineError{Line: t.line + 1, Reason: fmt.Sprintf(
-				"longer than %d bytes (at most %d hash_ids of %d-token blocks, whatif.MaxTraceTokens)",
-				maxLineBytes(t.blockSize), maxIDs(t.blockSize), t.blockSize)}
+			return Record{}, &LineError{Line: t.line + 1, Reason: fmt.Sprintf(
+				"longer than %d bytes (at most %d hash_ids of %d-token blocks, workload.MaxTraceTokens)",
+				MaxTraceLineBytes(t.blockSize), MaxTraceIDs(t.blockSize), t.blockSize)}
 		}
-		return workload.Record{}, fmt.Errorf("whatif: reading trace: %w", err)
+		return Record{}, fmt.Errorf("workload: reading trace: %w", err)
 	}
-	return workload.Record{}, io.EOF
+	return Record{}, io.EOF
 }
 
-// ErrNoRequests: the source holds nothing to play.
-var ErrNoRequests = errors.New("whatif: no requests")
+// Skipped is how many bad lines were passed over (skipBad), and the first
+// of them.
+func (t *TraceScanner) Skipped() (int, *LineError) { return t.skipped, t.firstSkipped }
+
+// LoadTrace reads the Mooncake-format trace at path (see ReadTrace).
+func LoadTrace(path string, o TraceOptions) (*Workload, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("workload: %w", err)
+	}
+	defer f.Close()
+	return ReadTrace(f, o)
+}
+
+// ReadTrace reads a Mooncake-format trace as ReadRecords does (the first
+// bad line fails the read, naming it) into a workload: Skip drops the
+// first requests, Limit keeps the next ones.
+func ReadTrace(r io.Reader, o TraceOptions) (*Workload, error) {
+	o = o.withDefaults()
+	sc := NewTraceScanner(r, o.BlockSize, false)
+	var recs []Record
+	for read := 0; o.Limit <= 0 || len(recs) < o.Limit; read++ {
+		rec, err := sc.Next()
+		if err == io.EOF {
+			if read == 0 {
+				return nil, fmt.Errorf("%w: no usable request in the trace", ErrNoRequests)
+			}
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if read >= o.Skip {
+			recs = append(recs, clipIDs(rec))
+		}
+	}
+	return FromRecords(recs, o)
+}
