@@ -49,7 +49,7 @@ func TestDemo(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 30s: %d wake-ups announced, %d plain, %d hinted; stdout:\n%s",
+			t.Fatalf("out of time: %d wake-ups announced, %d plain, %d hinted; stdout:\n%s",
 				len(want), plain, len(got), strings.Join(p.lines(&p.out), "\n"))
 		}
 		select {

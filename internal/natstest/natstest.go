@@ -68,18 +68,27 @@ const ScaleEnv = "HINTSTREAM_TEST_DEADLINE_SCALE"
 // only bounds how long a failing test takes to say so, so the default is
 // generous: 2, and 4 under -race.
 var scale = sync.OnceValue(func() float64 {
-	if v := os.Getenv(ScaleEnv); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f < 1 {
-			panic(fmt.Sprintf("%s=%q: want a number of at least 1", ScaleEnv, v))
-		}
-		return f
+	f, err := parseScale(os.Getenv(ScaleEnv), race.Enabled)
+	if err != nil {
+		panic(err)
 	}
-	if race.Enabled {
-		return 4
-	}
-	return 2
+	return f
 })
+
+// parseScale reads ScaleEnv's value v; empty is the default.
+func parseScale(v string, raceOn bool) (float64, error) {
+	if v == "" {
+		if raceOn {
+			return 4, nil
+		}
+		return 2, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f >= 1) {
+		return 0, fmt.Errorf("%s=%q: want a number of at least 1", ScaleEnv, v)
+	}
+	return f, nil
+}
 
 // Within is deadline d stretched for how slow this run may be (see
 // scale): every wait on a condition in a test takes its deadline from
