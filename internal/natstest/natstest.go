@@ -5,6 +5,7 @@ package natstest
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"sync"
@@ -84,7 +85,7 @@ func parseScale(v string, raceOn bool) (float64, error) {
 		return 2, nil
 	}
 	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || !(f >= 1) {
+	if err != nil || !(f >= 1) || math.IsInf(f, 1) {
 		return 0, fmt.Errorf("%s=%q: want a number of at least 1", ScaleEnv, v)
 	}
 	return f, nil

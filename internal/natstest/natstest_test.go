@@ -15,7 +15,7 @@ func TestParseScale(t *testing.T) {
 			t.Errorf("parseScale(%q, race %v) = %v, %v; want %v", c.v, c.raceOn, got, err, c.want)
 		}
 	}
-	for _, v := range []string{"0", "0.5", "-3", "x", "NaN", "1s"} {
+	for _, v := range []string{"0", "0.5", "-3", "x", "NaN", "Inf", "1s"} {
 		if got, err := parseScale(v, false); err == nil {
 			t.Errorf("parseScale(%q) = %v, want an error", v, got)
 		}
