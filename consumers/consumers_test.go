@@ -122,8 +122,8 @@ func expectHint(t *testing.T, hints <-chan string, id string) {
 		if got != id {
 			t.Fatalf("hint for %q, want %q", got, id)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("no hint for %q within 5s", id)
+	case <-time.After(natstest.Within(5 * time.Second)):
+		t.Fatalf("no hint for %q in time", id)
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 // startStandin runs a stand-in engine for the test.
 func startStandin(t *testing.T, args ...string) *standin.Engine {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), standin.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(standin.Timeout))
 	defer cancel()
 	e, err := standin.Start(ctx, t.TempDir(), args...)
 	if err != nil {
@@ -31,7 +31,7 @@ func startStandin(t *testing.T, args ...string) *standin.Engine {
 
 func standinStats(t *testing.T, e *standin.Engine) standin.Stats {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(5*time.Second))
 	defer cancel()
 	s, err := e.Stats(ctx)
 	if err != nil {
@@ -49,7 +49,7 @@ func TestAdapterWarmsSGLang(t *testing.T) {
 	eng := startStandin(t, "--engine", "sglang")
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(60*time.Second))
 	defer cancel()
 	ep := fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t))
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -92,7 +92,7 @@ func TestAdapterRetainOnWorker(t *testing.T) {
 	eng := startStandin(t, "--engine", "vllm", "--model", model)
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(60*time.Second))
 	defer cancel()
 	ep := fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t))
 	ad := start(t, "adapter", "--bind", ep, "--engine", "vllm", "--engine-url", eng.URL)
@@ -152,8 +152,8 @@ func TestDemoEngine(t *testing.T) {
 	_ = p.cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-p.done:
-	case <-time.After(15 * time.Second):
-		t.Fatal("hintstream did not stop within 15s of SIGINT")
+	case <-time.After(natstest.Within(15 * time.Second)):
+		t.Fatal("hintstream did not stop after SIGINT")
 	}
 	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("hintstream exit code %d", code)

@@ -26,7 +26,7 @@ import (
 func TestPrefetchAffinity(t *testing.T) {
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(60*time.Second))
 	defer cancel()
 	sink := pypeer.StartSink(t, 2)
 	eps := sink.Endpoints()

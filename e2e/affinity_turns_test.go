@@ -25,7 +25,7 @@ import (
 func TestAffinityTurns(t *testing.T) {
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(90*time.Second))
 	defer cancel()
 	sink := pypeer.StartSink(t, 2)
 	eps := sink.Endpoints()

@@ -27,7 +27,7 @@ func TestAgentGroupRouting(t *testing.T) {
 	vec := sglangVector(t, "mha-tp2-page16") // 50 tokens, page 16
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(120*time.Second))
 	defer cancel()
 	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
 		t.Fatal(err)

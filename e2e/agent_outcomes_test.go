@@ -69,7 +69,7 @@ func (r *outcomeRig) outcome(t *testing.T, hint, outcome string) float64 {
 // kept. A second session's pin, renewed while it is away, lapses once
 // its renewals end, and its wake-up prefetch expires.
 func TestAllHintOutcomes(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(90*time.Second))
 	defer cancel()
 	r := startOutcomeRig(t, ctx)
 	vec := r.vec
@@ -131,7 +131,7 @@ func TestAllHintOutcomes(t *testing.T) {
 // /metrics and listed by `hintstream inspect outcomes`; no prefetch is
 // sent for the program.
 func TestAgentToolEndNeverComes(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(90*time.Second))
 	defer cancel()
 	r := startOutcomeRig(t, ctx)
 	vec := r.vec
@@ -182,7 +182,7 @@ func TestAgentToolEndNeverComes(t *testing.T) {
 // the next turn, served by worker 1 with the blocks on its device, makes
 // it used.
 func TestPredictedPrefetchOnTime(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(90*time.Second))
 	defer cancel()
 	r := startOutcomeRig(t, ctx, "--agent-predict-min-samples", "2", "--l3-bandwidth", "1000")
 	vec := r.vec

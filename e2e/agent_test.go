@@ -30,7 +30,7 @@ func agentRecord(event, program, callID string, atMs int64, durationMs float64) 
 
 func streamMsgs(t *testing.T, js jetstream.JetStream, name string) uint64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(5*time.Second))
 	defer cancel()
 	s, err := js.Stream(ctx, name)
 	if err != nil {
@@ -135,7 +135,7 @@ func TestAgentBridge(t *testing.T) {
 		t.Fatalf("AGENT_EVENTS holds %d records, want 6: something was stored twice", n)
 	}
 	// Subjects and headers as documented.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(5*time.Second))
 	defer cancel()
 	s, err := js.Stream(ctx, agentevents.DefaultStream)
 	if err != nil {

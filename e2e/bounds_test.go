@@ -125,7 +125,7 @@ func TestSocketBudgetJunkEndpointsThenRealWorker(t *testing.T) {
 		t.Run(fmt.Sprint("max-endpoints=", budget), func(t *testing.T) {
 			srv := natstest.Start(t)
 			_, js := natstest.Connect(t, srv)
-			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(120*time.Second))
 			defer cancel()
 			kv, err := registry.Bucket(ctx, js, registry.DefaultBucket)
 			if err != nil {
@@ -218,7 +218,7 @@ func TestMetricsBoundedUnderToolAndEndpointChurn(t *testing.T) {
 	vec := sglangVector(t, "mha-tp2-page16")
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(240*time.Second))
 	defer cancel()
 	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
 		t.Fatal(err)
@@ -371,7 +371,7 @@ func TestNoJetStreamOneLine(t *testing.T) {
 		t.Fatal("nats-server not ready")
 	}
 	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(60*time.Second))
 	defer cancel()
 	out, err := exec.CommandContext(ctx, binary, "run", "--nats-url", s.ClientURL()).CombinedOutput()
 	if err == nil {
@@ -399,7 +399,7 @@ func TestSocketBudgetOverFileLimitFailsAtStart(t *testing.T) {
 		t.Fatalf("no prlimit (util-linux; make deps installs it): %v", err)
 	}
 	srv := natstest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(30*time.Second))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, prlimit, "--nofile=2048:2048", binary, "run", "--nats-url", srv.ClientURL(),
 		"--max-endpoints", "4096")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/client"
+	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -26,7 +27,7 @@ func newPublisher(t *testing.T, js jetstream.JetStream, opts ...client.Option) *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(10*time.Second))
 		defer cancel()
 		_ = p.Close(ctx)
 	})

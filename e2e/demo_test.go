@@ -20,7 +20,7 @@ func TestDemo(t *testing.T) {
 
 	wantRe := regexp.MustCompile(`→ wake-up (demo-[0-9a-f]+-wake-\d+) .*expect worker (\d+)`)
 	gotRe := regexp.MustCompile(`← worker (\d+) got kv.prefetch for (\S+) `)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(natstest.Within(30 * time.Second))
 	for {
 		want, got := map[string]string{}, map[string][]string{}
 		plain := 0
@@ -49,7 +49,7 @@ func TestDemo(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 30s: %d wake-ups announced, %d plain, %d hinted; stdout:\n%s",
+			t.Fatalf("out of time: %d wake-ups announced, %d plain, %d hinted; stdout:\n%s",
 				len(want), plain, len(got), strings.Join(p.lines(&p.out), "\n"))
 		}
 		select {
@@ -73,7 +73,7 @@ func TestLoadGenerator(t *testing.T) {
 	workers.waitLine(t, 30*time.Second, "KV events and load published")
 	gen := start(t, "demo", "--nats-url", url, "--traffic-only", "--count", "5", "--interval", "20ms")
 	gotRe := regexp.MustCompile(`← worker \d+ got kv.prefetch for (demo-[0-9a-f]+-wake-\d+)`)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(natstest.Within(20 * time.Second))
 	for {
 		got := map[string]bool{}
 		for _, l := range workers.lines(&workers.out) {

@@ -68,7 +68,7 @@ func TestDynamoEventPlane(t *testing.T) {
 	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	srv := natstest.Start(t)
 	nc, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(90*time.Second))
 	defer cancel()
 	const ns, comp = "dyn-e2e", "vllm.worker" // a '.' to exercise Dynamo's segment encoding
 	dyn := []string{"--dynamo-namespace", ns, "--dynamo-component", comp}

@@ -119,7 +119,7 @@ func TestFaultClusterLeaderLoss(t *testing.T) {
 	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	const total, batch, tick = 12000, 50, 50 * time.Millisecond
 	c := natstest.StartCluster(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(4*time.Minute))
 	defer cancel()
 	_, js := c.Connect(2)
 
@@ -175,7 +175,8 @@ func TestFaultClusterLeaderLoss(t *testing.T) {
 		pub.mu.Lock()
 		from := pub.next
 		pub.mu.Unlock()
-		deadline := time.Now().Add(90 * time.Second)
+		within := natstest.Within(90 * time.Second)
+		deadline := time.Now().Add(within)
 		var took time.Duration
 		seen := 0
 		for took == 0 {
@@ -195,8 +196,8 @@ func TestFaultClusterLeaderLoss(t *testing.T) {
 			if time.Now().After(deadline) {
 				sl := natstest.StreamLeader(ctx, js, "LLM_REQUESTS")
 				cl := natstest.ConsumerLeader(ctx, js, "LLM_REQUESTS", "cl-requests")
-				t.Fatalf("no wake-up published after %s hinted within 90s: %d acked, next id %d (from %d), %d retries; stream leader %q, consumer leader %q",
-					what, pub.acked(), pub.nextID(), from, pub.retryCount(), sl, cl)
+				t.Fatalf("no wake-up published after %s hinted within %v: %d acked, next id %d (from %d), %d retries; stream leader %q, consumer leader %q",
+					what, within, pub.acked(), pub.nextID(), from, pub.retryCount(), sl, cl)
 			}
 			<-time.After(20 * time.Millisecond) // a poll interval, not a synchronisation
 		}
@@ -209,27 +210,50 @@ func TestFaultClusterLeaderLoss(t *testing.T) {
 
 	waitAcked(2000)
 	// The client picks its node from the list at random, so make sure a
-	// member's node is the one that dies: move the stream's leadership
-	// there first (a stepdown naming the preferred server).
-	target := -1
-	for i := range c.Len() {
-		if c.Clients(i, "hintstream") > 0 {
-			target = i
-			break
+	// member's node is the one that dies: until LLM_REQUESTS is led by a
+	// node a member is connected to, ask its leader to step down in favour
+	// of such a node. The transfer can fail (a preferred peer whose log
+	// lags loses the election, an answer is lost on a busy machine), so it
+	// is asked again, but only once an election has ended: a stepdown sent
+	// while one is under way only starts another.
+	memberOn := func(name string) bool {
+		i := c.Index(name)
+		return i >= 0 && c.Clients(i, "hintstream") > 0
+	}
+	var asked time.Time
+	stepdowns := 0
+	streamLeader := -1
+	natstest.Eventually(t, 60*time.Second, func() bool {
+		leader := natstest.StreamLeader(ctx, js, "LLM_REQUESTS")
+		if leader == "" {
+			return false // an election under way, or no answer yet
 		}
-	}
-	if target < 0 {
-		t.Fatal("no member connection on any node")
-	}
-	natstest.Eventually(t, 30*time.Second, func() bool {
-		if natstest.StreamLeader(ctx, js, "LLM_REQUESTS") == c.Name(target) {
+		if memberOn(leader) {
+			streamLeader = c.Index(leader)
 			return true
 		}
-		req := fmt.Sprintf(`{"placement":{"preferred":%q}}`, c.Name(target))
-		_, _ = js.Conn().Request("$JS.API.STREAM.LEADER.STEPDOWN.LLM_REQUESTS", []byte(req), 2*time.Second)
-		return natstest.StreamLeader(ctx, js, "LLM_REQUESTS") == c.Name(target)
-	}, "LLM_REQUESTS led by %s, where a member is connected", c.Name(target))
-	streamLeader := target
+		if time.Since(asked) < 2*time.Second {
+			return false // the last stepdown's election may not have ended
+		}
+		// Take turns among the members' nodes: one whose log lags would
+		// lose every election it was offered.
+		var to []string
+		for i := range c.Len() {
+			if name := c.Name(i); name != leader && memberOn(name) {
+				to = append(to, name)
+			}
+		}
+		if len(to) > 0 {
+			pref := to[stepdowns%len(to)]
+			req := fmt.Sprintf(`{"placement":{"preferred":%q}}`, pref)
+			_, err := js.Conn().Request("$JS.API.STREAM.LEADER.STEPDOWN.LLM_REQUESTS", []byte(req), 5*time.Second)
+			stepdowns++
+			t.Logf("stepdown %d: LLM_REQUESTS leader %s asked to hand over to %s (request error: %v)", stepdowns, leader, pref, err)
+		}
+		asked = time.Now()
+		return false
+	}, "LLM_REQUESTS led by a node a member is connected to")
+	t.Logf("LLM_REQUESTS led by %s after %d stepdowns", c.Name(streamLeader), stepdowns)
 	// Members on a node about to die must reconnect to a survivor.
 	dropped := c.Clients(streamLeader, "hintstream")
 	kill1 := time.Now()

@@ -64,7 +64,7 @@ func TestFaultEndpointDown(t *testing.T) {
 	const ttl = 2 * time.Second
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(120*time.Second))
 	defer cancel()
 	a, b := newFaultSink(t, 0), newFaultSink(t, 0)
 	pa, pb := twoWorkers(t, ctx, js, a, b)

@@ -27,7 +27,7 @@ func TestFaultNATSRestartUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(120*time.Second))
 	defer cancel()
 	// The publisher reconnects quickly and forever, like a frontend would.
 	nc, err := nats.Connect(srv.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))

@@ -34,7 +34,7 @@ func warnLines(p *proc, s string) []string {
 func TestFaultStreamDeleted(t *testing.T) {
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(120*time.Second))
 	defer cancel()
 	set := streams.DefaultSet()
 	if _, err := streams.EnsureSet(ctx, js, set); err != nil {

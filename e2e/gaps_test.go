@@ -132,7 +132,7 @@ func streamState(t *testing.T, ctx context.Context, js jetstream.JetStream) *jet
 func TestGapsPurgedBehindSnapshots(t *testing.T) {
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(3*time.Minute))
 	defer cancel()
 	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
 		t.Fatal(err)
@@ -259,7 +259,7 @@ func TestGapsRecreatedStream(t *testing.T) {
 	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(3*time.Minute))
 	defer cancel()
 	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
 		t.Fatal(err)
@@ -331,7 +331,7 @@ func TestGapsRecreatedStream(t *testing.T) {
 func TestGapsEventPlanePublishers(t *testing.T) {
 	srv := natstest.Start(t)
 	nc, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(90*time.Second))
 	defer cancel()
 	const ns, comp = "dyn-gaps", "worker"
 	dyn := []string{"--dynamo-namespace", ns, "--dynamo-component", comp}
@@ -423,7 +423,7 @@ func TestGapsTablesAdmitRegisteredRanks(t *testing.T) {
 	longtest.Require(t, "floods 65,536 ranks of loads and KV events")
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(4*time.Minute))
 	defer cancel()
 	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
 		t.Fatal(err)
@@ -482,7 +482,7 @@ func TestGapsTablesAdmitRegisteredRanks(t *testing.T) {
 	registerWorkers(t, ctx, js, 2)
 	prompt2 := seq(40000, 4*16)
 	publishChain(t, ctx, js, 2, prompt2, 1)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(natstest.Within(20 * time.Second))
 	for {
 		chosen, ov := overlapOf(t, addr, prompt2)
 		if chosen == 2 && ov[2] == 4 {
@@ -523,7 +523,7 @@ func TestGapsExpiredTriggersCounted(t *testing.T) {
 	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(2*time.Minute))
 	defer cancel()
 	set := streams.DefaultSet()
 	set.Requests.MaxAge, set.Requests.Duplicates = time.Second, time.Second
@@ -598,7 +598,7 @@ func TestGapsExpiredTriggersCounted(t *testing.T) {
 func TestGapsSeveralKVStreams(t *testing.T) {
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(2*time.Minute))
 	defer cancel()
 	set := streams.DefaultSet()
 	set.KVEvents.Name, set.KVEvents.Subjects = "KV_A", []string{streams.KVEventSubject(1)}

@@ -20,7 +20,7 @@ import (
 func TestRegisterRestartKeepsOverlap(t *testing.T) {
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(90*time.Second))
 	defer cancel()
 	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 func TestWakeupAsNATSHeader(t *testing.T) {
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(60*time.Second))
 	defer cancel()
 	sink := workerSink(t, ctx, js, 1)
 	p := start(t, "run", "--nats-url", srv.ClientURL(), "--log-format", "json")

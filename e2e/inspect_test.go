@@ -59,7 +59,7 @@ func httpAddr(t *testing.T, p *proc) string {
 func TestInspect(t *testing.T) {
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(60*time.Second))
 	defer cancel()
 	kv, err := registry.Bucket(ctx, js, registry.DefaultBucket)
 	if err != nil {

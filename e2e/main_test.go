@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hintstream/hintstream/internal/natstest"
 )
 
 // binary is the hintstream command built once for the package.
@@ -98,9 +100,11 @@ func (p *proc) lines(src *[]string) []string {
 	return append([]string(nil), (*src)...)
 }
 
-// waitLine waits for an output line (stdout or stderr) containing s.
+// waitLine waits for an output line (stdout or stderr) containing s,
+// within a deadline stretched by natstest.Within.
 func (p *proc) waitLine(t *testing.T, within time.Duration, s string) string {
 	t.Helper()
+	within = natstest.Within(within)
 	deadline := time.Now().Add(within)
 	for {
 		for _, l := range append(p.lines(&p.errs), p.lines(&p.out)...) {
@@ -125,10 +129,11 @@ func (p *proc) stop(t *testing.T) {
 	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
+	within := natstest.Within(15 * time.Second)
 	select {
 	case <-p.done:
-	case <-time.After(15 * time.Second):
-		t.Fatal("hintstream did not stop within 15s of SIGINT")
+	case <-time.After(within):
+		t.Fatalf("hintstream did not stop within %v of SIGINT", within)
 	}
 	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("hintstream exit code %d", code)

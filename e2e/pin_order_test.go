@@ -54,7 +54,7 @@ func pinsInOrder(t *testing.T, members int) {
 	vec := sglangVector(t, "mha-tp2-page16")
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(120*time.Second))
 	defer cancel()
 	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
 		t.Fatal(err)

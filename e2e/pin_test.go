@@ -69,7 +69,7 @@ func TestToolCallPinAcrossInstances(t *testing.T) {
 	vec := sglangVector(t, "mha-tp2-page16") // 50 tokens, page 16: 3 full pages, 12 keys
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(90*time.Second))
 	defer cancel()
 	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
 		t.Fatal(err)

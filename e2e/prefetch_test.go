@@ -28,7 +28,7 @@ const model = "Qwen/Qwen3-8B"
 func TestWakeupPrefetch(t *testing.T) {
 	srv := natstest.Start(t)
 	nc, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(60*time.Second))
 	defer cancel()
 	sink := pypeer.StartSink(t, 3)
 	eps := sink.Endpoints()
@@ -131,7 +131,7 @@ func TestWakeupPrefetch(t *testing.T) {
 		if r != "missing request_id" {
 			t.Fatalf("terminated with reason %q", r)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(natstest.Within(5 * time.Second)):
 		t.Fatal("no termination advisory for the malformed request")
 	}
 	dlq := lastMsg(t, ctx, js, "HINTSTREAM_DLQ", "hintstream.dlq.requests")

@@ -98,7 +98,7 @@ func userConnInbox(t *testing.T, s *server.Server, user, inbox string, errs chan
 // attempt to publish a KV event is refused by the server.
 func TestLeastPrivilege(t *testing.T) {
 	s := privilegeServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(60*time.Second))
 	defer cancel()
 	pinSink := pypeer.StartSink(t, 1) // the Mooncake master's pin socket
 	p := startEnv(t, []string{"HINTSTREAM_NATS_USER=hintstream"}, "run", "--nats-url", s.ClientURL(),
@@ -152,7 +152,7 @@ func TestLeastPrivilege(t *testing.T) {
 		if !strings.Contains(strings.ToLower(err.Error()), "permissions violation") || !strings.Contains(err.Error(), "kv.events.1") {
 			t.Fatalf("frontend on kv.events.1: %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(natstest.Within(10 * time.Second)):
 		t.Fatal("the server did not refuse the frontend's KV event")
 	}
 	p.stop(t)

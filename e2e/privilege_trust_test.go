@@ -67,7 +67,7 @@ func TestLeastPrivilegeHolds(t *testing.T) {
 		t.Fatalf("nats-config: %v\n%s", err, out)
 	}
 	s := privilegeServerFrom(t, conf, 1, 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(90*time.Second))
 	defer cancel()
 	p := startEnv(t, []string{"HINTSTREAM_NATS_USER=hintstream"}, "run", "--nats-url", s.ClientURL(),
 		"--log-format", "json", "--http-addr", "127.0.0.1:0", "--snapshot-interval", "0")

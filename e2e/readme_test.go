@@ -41,7 +41,7 @@ func TestReadmeCommands(t *testing.T) {
 	sink := pypeer.StartSink(t, 1)
 	p := start(t, "run", "--nats-url", srv.ClientURL())
 	p.waitLine(t, 30*time.Second, "hintstream running")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(20*time.Second))
 	defer cancel()
 	for _, c := range cmds {
 		if strings.HasPrefix(c[0], "nats kv put") {

@@ -20,7 +20,7 @@ import (
 func TestRegisterSidecarKilled(t *testing.T) {
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(90*time.Second))
 	defer cancel()
 	sink := newFaultSink(t, 0)
 	run := start(t, "run", "--nats-url", srv.ClientURL(), "--log-format", "json")

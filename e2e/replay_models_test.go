@@ -26,7 +26,7 @@ func TestReplayMatchesLiveWithModels(t *testing.T) {
 	const other = "meta/Llama-3.1-8B"
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(90*time.Second))
 	defer cancel()
 	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
 		t.Fatal(err)

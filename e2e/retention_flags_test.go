@@ -49,7 +49,7 @@ func TestStreamsCreateRetentionDescribe(t *testing.T) {
 		"--stream-replicas", "1"); code != 0 {
 		t.Fatalf("create: %s", errOut)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(20*time.Second))
 	defer cancel()
 	for range 3 {
 		if _, err := js.Publish(ctx, "llm.requests.m", []byte(`{"request_id":"x"}`)); err != nil {

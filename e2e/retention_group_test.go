@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/pypeer"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/state/registry"
@@ -39,7 +40,7 @@ func retainPins(ms []pypeer.Received) []map[string]any {
 // leader stops, the follower takes over and pins; no refusal is logged.
 func TestRetentionGroupLeastPrivilege(t *testing.T) {
 	s := privilegeServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(90*time.Second))
 	defer cancel()
 	pinSink := pypeer.StartSink(t, 1)
 	env := []string{"HINTSTREAM_NATS_USER=hintstream"}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/streams"
@@ -42,7 +43,7 @@ func TestSecuredBusAndCurveWorker(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(60*time.Second))
 	defer cancel()
 
 	// The worker's hint socket: a CURVE server.

@@ -19,7 +19,7 @@ import (
 func TestIntegrationKit(t *testing.T) {
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(60*time.Second))
 	defer cancel()
 	ep := fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t))
 	sink := start(t, "sink", "--bind", ep)

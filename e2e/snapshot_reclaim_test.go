@@ -27,7 +27,7 @@ func TestSnapshotChunksReclaimedAfterSIGKILLs(t *testing.T) {
 	t.Parallel() // waits on processes more than it computes: beside the other long waits (docs/benchmarks.md)
 	srv := natstest.Start(t)
 	nc, js := natstest.Connect(t, srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(4*time.Minute))
 	defer cancel()
 	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet()); err != nil {
 		t.Fatal(err)

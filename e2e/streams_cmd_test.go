@@ -19,7 +19,7 @@ import (
 // and returns its stdout, stderr and exit status.
 func streamsRun(t *testing.T, url string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(30*time.Second))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, append(append([]string{"streams"}, args...), "--nats-url", url)...)
 	var out, errb bytes.Buffer
@@ -90,7 +90,7 @@ func TestStreamsCreateCheckDelete(t *testing.T) {
 		}
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(10*time.Second))
 	defer cancel()
 	if err := js.DeleteStream(ctx, "KV_LOAD"); err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func TestStreamsSubjectMismatchNeedsUpdate(t *testing.T) {
 	s := natstest.Start(t)
 	_, js := natstest.Connect(t, s)
 	url := s.ClientURL()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(20*time.Second))
 	defer cancel()
 	// An operator's KV_EVENTS that captures only Dynamo-style subjects.
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "KV_EVENTS", Subjects: []string{"dyn.kv.*"}}); err != nil {
@@ -172,7 +172,7 @@ func TestStreamsDescribeShowsConsumerPending(t *testing.T) {
 	if _, errOut, code := streamsRun(t, url, "create"); code != 0 {
 		t.Fatalf("create: %s", errOut)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(20*time.Second))
 	defer cancel()
 	if _, err := js.CreateOrUpdateConsumer(ctx, "LLM_REQUESTS", jetstream.ConsumerConfig{
 		Durable: "hintstream-requests", AckPolicy: jetstream.AckExplicitPolicy,

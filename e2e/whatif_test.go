@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/internal/natsembed"
+	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/internal/testvectors"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/state/registry"
@@ -25,7 +26,7 @@ import (
 // whatif runs the binary's whatif to its end, stdout and stderr pipes.
 func whatif(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(2*time.Minute))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, append([]string{"whatif"}, args...)...)
 	var o, e bytes.Buffer

@@ -28,7 +28,7 @@ var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
 func TestReplicasOfBucketsAndObjectStore(t *testing.T) {
 	c := natstest.StartCluster(t, 3)
 	_, js := c.Connect(1)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(90*time.Second))
 	defer cancel()
 	p := streams.Placement{Replicas: 3}
 	// Warnings reach the test's output: a cluster slow to place R3 says so.

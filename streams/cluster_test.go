@@ -17,7 +17,7 @@ import (
 func TestEnsureReplicasAndPlacementOnCluster(t *testing.T) {
 	c := natstest.StartCluster(t, 3)
 	_, js := c.Connect(0)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(60*time.Second))
 	defer cancel()
 
 	set := DefaultSet().Apply(Placement{Replicas: 3})

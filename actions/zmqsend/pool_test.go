@@ -58,6 +58,7 @@ func hint(i int, within time.Duration) actions.Hint {
 
 func receive(t *testing.T, ch <-chan []byte, n int, within time.Duration) []string {
 	t.Helper()
+	within = natstest.Within(within)
 	deadline := time.After(within)
 	var got []string
 	for len(got) < n {

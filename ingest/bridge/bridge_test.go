@@ -73,8 +73,8 @@ func (r *running) stop(t *testing.T) {
 	select {
 	case r.err = <-r.done:
 		r.ended = true
-	case <-time.After(3 * time.Second):
-		t.Fatal("Run did not return within 3s of cancel")
+	case <-time.After(natstest.Within(3 * time.Second)):
+		t.Fatal("Run did not return after cancel")
 	}
 	if r.err != nil {
 		t.Fatalf("Run returned %v after cancel, want nil", r.err)

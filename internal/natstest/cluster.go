@@ -150,12 +150,15 @@ func (c *Cluster) WaitReady(within time.Duration) {
 			if !up {
 				continue
 			}
-			nc, err := nats.Connect(c.URL(i), nats.Timeout(time.Second))
+			// Each try gets a stretched second: on a busy machine a
+			// fixed one can time out every try while the cluster is fine.
+			try := Within(time.Second)
+			nc, err := nats.Connect(c.URL(i), nats.Timeout(try))
 			if err != nil {
 				continue
 			}
 			js, _ := jetstream.New(nc)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), try)
 			_, err = js.AccountInfo(ctx)
 			cancel()
 			nc.Close()

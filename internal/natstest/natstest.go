@@ -3,15 +3,20 @@
 package natstest
 
 import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
-	"context"
 	"github.com/hintstream/hintstream/internal/natsembed"
+	"github.com/hintstream/hintstream/internal/race"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"sync"
 )
 
 // Start runs a JetStream server on a free loopback port with its store in
@@ -52,10 +57,53 @@ func Connect(t testing.TB, s *server.Server) (*nats.Conn, jetstream.JetStream) {
 	return nc, js
 }
 
+// ScaleEnv names the variable that sets the factor Within stretches test
+// deadlines by (a number of at least 1), for a machine slower than the
+// default allows for.
+const ScaleEnv = "HINTSTREAM_TEST_DEADLINE_SCALE"
+
+// scale is the factor Within applies. A test's deadline is what one run
+// on a quiet machine needs, with room to spare; `make test` runs dozens
+// of test binaries side by side on two cores, perhaps beside other work,
+// and the race detector slows a program several times over. A deadline
+// only bounds how long a failing test takes to say so, so the default is
+// generous: 2, and 4 under -race.
+var scale = sync.OnceValue(func() float64 {
+	f, err := parseScale(os.Getenv(ScaleEnv), race.Enabled)
+	if err != nil {
+		panic(err)
+	}
+	return f
+})
+
+// parseScale reads ScaleEnv's value v; empty is the default.
+func parseScale(v string, raceOn bool) (float64, error) {
+	if v == "" {
+		if raceOn {
+			return 4, nil
+		}
+		return 2, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f >= 1) || math.IsInf(f, 1) {
+		return 0, fmt.Errorf("%s=%q: want a number of at least 1", ScaleEnv, v)
+	}
+	return f, nil
+}
+
+// Within is deadline d stretched for how slow this run may be (see
+// scale): every wait on a condition in a test takes its deadline from
+// here, so that one factor holds for the whole suite.
+func Within(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * scale())
+}
+
 // Eventually polls cond every few milliseconds until it holds or the
-// deadline passes, then fails the test with msg.
+// deadline (within, stretched by Within) passes, then fails the test with
+// msg.
 func Eventually(t testing.TB, within time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
+	within = Within(within)
 	deadline := time.Now().Add(within)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
