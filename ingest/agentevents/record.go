@@ -43,6 +43,8 @@ const (
 	// MaxString bounds every string but the agent ids
 	// (schemas.DefaultMaxAgentID bounds those).
 	MaxString = 1024
+	// maxRecordDepth bounds a record's nesting; Dynamo's nest 2 deep.
+	maxRecordDepth = 8
 )
 
 // Kind is the DecodeError kind of a tool record.
@@ -107,14 +109,15 @@ func Decode(data []byte, contentType string) (*Record, error) {
 		}
 	} else {
 		data = bytes.TrimLeft(data, " \t\r\n")
-		if err := checkDepth(data, 8); err != nil {
-			return nil, err
-		}
-		rest, err := msgp.Skip(data)
-		if err != nil {
+		// The generic decode below recurses and allocates what headers
+		// claim; the bounded walk checks both first.
+		rest, err := schemas.SkipMsgpack(data, maxRecordDepth)
+		switch {
+		case errors.Is(err, schemas.ErrMsgpackTooDeep):
+			return nil, bad(err.Error(), nil)
+		case err != nil:
 			return nil, bad("invalid msgpack", err)
-		}
-		if len(rest) != 0 {
+		case len(rest) != 0:
 			return nil, bad("trailing bytes after msgpack", nil)
 		}
 		v, _, err = msgp.ReadIntfBytes(data)
@@ -127,54 +130,6 @@ func Decode(data []byte, contentType string) (*Record, error) {
 
 func bad(reason string, err error) error {
 	return &schemas.DecodeError{Kind: Kind, Reason: reason, Err: err}
-}
-
-// checkDepth refuses msgpack nested deeper than max before the generic
-// decode recurses into it.
-func checkDepth(b []byte, max int) error {
-	var walk func(b []byte, depth int) ([]byte, error)
-	walk = func(b []byte, depth int) ([]byte, error) {
-		if depth > max {
-			return nil, bad("msgpack nested too deeply", nil)
-		}
-		switch msgp.NextType(b) {
-		case msgp.MapType:
-			n, rest, err := msgp.ReadMapHeaderBytes(b)
-			if err != nil {
-				return nil, bad("invalid msgpack", err)
-			}
-			if int(n) > len(rest) {
-				return nil, bad("truncated msgpack", nil)
-			}
-			for range 2 * n {
-				if rest, err = walk(rest, depth+1); err != nil {
-					return nil, err
-				}
-			}
-			return rest, nil
-		case msgp.ArrayType:
-			n, rest, err := msgp.ReadArrayHeaderBytes(b)
-			if err != nil {
-				return nil, bad("invalid msgpack", err)
-			}
-			if int(n) > len(rest) {
-				return nil, bad("truncated msgpack", nil)
-			}
-			for range n {
-				if rest, err = walk(rest, depth+1); err != nil {
-					return nil, err
-				}
-			}
-			return rest, nil
-		}
-		rest, err := msgp.Skip(b)
-		if err != nil {
-			return nil, bad("invalid msgpack", err)
-		}
-		return rest, nil
-	}
-	_, err := walk(b, 0)
-	return err
 }
 
 // fields reads a map value as an object; nil for anything else.
