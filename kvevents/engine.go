@@ -22,8 +22,10 @@ import (
 // where the doc of DecodeEngineBatch says otherwise.
 //
 // The reader is hand-written over msgp's byte readers rather than generated:
-// every array header is checked against the bytes left before anything is
-// allocated for it, so a hostile header cannot make us allocate.
+// an event is a union (a tagged array or a tagged map) that msgp cannot
+// express, and every array header is checked against the bytes left before
+// anything is allocated for it, so a hostile header cannot make us
+// allocate. Skipped values go through schemas.SkipMsgpack.
 
 // engineBatchKind is the Kind of every DecodeError this adapter returns.
 const engineBatchKind = "engine_batch"
