@@ -22,8 +22,10 @@ import (
 // where the doc of DecodeEngineBatch says otherwise.
 //
 // The reader is hand-written over msgp's byte readers rather than generated:
-// every array header is checked against the bytes left before anything is
-// allocated for it, so a hostile header cannot make us allocate.
+// an event is a union (a tagged array or a tagged map) that msgp cannot
+// express, and every array header is checked against the bytes left before
+// anything is allocated for it, so a hostile header cannot make us
+// allocate. Skipped values go through schemas.SkipMsgpack.
 
 // engineBatchKind is the Kind of every DecodeError this adapter returns.
 const engineBatchKind = "engine_batch"
@@ -41,7 +43,7 @@ const minEventBytes = 18
 // first byte is a msgpack array or map header) rather than JSON, whose
 // first byte is '{' or blank. It does not validate anything else.
 func IsEngineBatch(data []byte) bool {
-	return len(data) > 0 && (isArrayLead(data[0]) || isMapLead(data[0]))
+	return len(data) > 0 && (schemas.IsMsgpackArray(data[0]) || schemas.IsMsgpackMap(data[0]))
 }
 
 // DecodeEngineBatch decodes one msgpack EventBatch (array form or tagged-map
@@ -98,9 +100,9 @@ func (d *batchDecoder) decode(data []byte, workerID uint64, eventID uint64, lim 
 	switch {
 	case len(data) == 0:
 		return nil, malformed("empty message", nil)
-	case isArrayLead(data[0]):
+	case schemas.IsMsgpackArray(data[0]):
 		rest, err = d.arrayBatch(data)
-	case isMapLead(data[0]):
+	case schemas.IsMsgpackMap(data[0]):
 		rest, err = d.mapBatch(data)
 	default:
 		return nil, malformed("not a msgpack array or map", nil)
@@ -270,7 +272,7 @@ type rawEvent struct {
 }
 
 func (d *batchDecoder) event(b []byte, ev *rawEvent) ([]byte, error) {
-	if len(b) > 0 && isMapLead(b[0]) {
+	if len(b) > 0 && schemas.IsMsgpackMap(b[0]) {
 		return d.mapEvent(b, ev)
 	}
 	n, b, err := readArrayLen(b, "event")

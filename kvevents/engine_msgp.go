@@ -1,7 +1,8 @@
 package kvevents
 
 // Bounded msgpack readers for the engine-batch adapter: each checks a
-// header against the bytes left before trusting it, and none recurses.
+// header against the bytes left before trusting it, and a skipped value
+// goes through schemas.SkipMsgpack, the one bounded walk.
 
 import (
 	"errors"
@@ -13,7 +14,7 @@ import (
 )
 
 func skipField(b []byte, field string) ([]byte, error) {
-	rest, err := skipValue(b)
+	rest, err := schemas.SkipMsgpack(b, maxSkipDepth)
 	if err != nil {
 		return nil, readErr(field, err)
 	}
@@ -149,68 +150,6 @@ func skipNumber(b []byte, field string) ([]byte, error) {
 // unknown fields), as schemas.Limits.MaxDepth bounds our own events'.
 const maxSkipDepth = 32
 
-// errTooDeep is skipValue's error for nesting past maxSkipDepth.
-var errTooDeep = errors.New("nested too deeply")
-
-// skipValue skips one msgpack object of any shape. Unlike msgp.Skip it
-// does not recurse, so nesting depth costs no stack; it rejects a
-// container that claims more elements than bytes remain, and nesting
-// deeper than maxSkipDepth.
-func skipValue(b []byte) ([]byte, error) {
-	var left [maxSkipDepth + 1]int // objects still to skip, per level
-	depth := 0
-	left[0] = 1
-	pending := 1 // objects still to skip, at every nesting level
-	for pending > 0 {
-		for left[depth] == 0 {
-			depth--
-		}
-		if len(b) == 0 {
-			return nil, msgp.ErrShortBytes
-		}
-		left[depth]--
-		pending--
-		var (
-			n   uint32
-			err error
-		)
-		switch lead := b[0]; {
-		case isArrayLead(lead), isMapLead(lead):
-			if isArrayLead(lead) {
-				n, b, err = msgp.ReadArrayHeaderBytes(b)
-			} else {
-				n, b, err = msgp.ReadMapHeaderBytes(b)
-			}
-			if err != nil {
-				return nil, err
-			}
-			k := min(uint64(n), uint64(len(b))+1)
-			if isMapLead(lead) {
-				k = min(2*uint64(n), uint64(len(b))+1)
-			}
-			if k > 0 {
-				if depth == maxSkipDepth {
-					return nil, errTooDeep
-				}
-				depth++
-				left[depth] = int(k)
-				pending += int(k)
-			}
-		default: // scalars, str, bin, ext: msgp.Skip does not recurse
-			if b, err = msgp.Skip(b); err != nil {
-				return nil, err
-			}
-		}
-		if pending > len(b) {
-			return nil, msgp.ErrShortBytes
-		}
-	}
-	return b, nil
-}
-
-func isArrayLead(c byte) bool { return c >= 0x90 && c <= 0x9f || c == 0xdc || c == 0xdd }
-func isMapLead(c byte) bool   { return c >= 0x80 && c <= 0x8f || c == 0xde || c == 0xdf }
-
 func malformed(reason string, err error) error {
 	return &schemas.DecodeError{Kind: engineBatchKind, Reason: reason, Err: err}
 }
@@ -218,8 +157,8 @@ func malformed(reason string, err error) error {
 // readErr names a msgp error for a field; the reason stays a short,
 // bounded label.
 func readErr(field string, err error) error {
-	if errors.Is(err, errTooDeep) {
-		return malformed("msgpack nested too deeply", fmt.Errorf("%s: %w", field, err))
+	if errors.Is(err, schemas.ErrMsgpackTooDeep) {
+		return malformed(schemas.ErrMsgpackTooDeep.Error(), fmt.Errorf("%s: %w", field, err))
 	}
 	if errors.Is(err, msgp.ErrShortBytes) {
 		return malformed("truncated msgpack", fmt.Errorf("%s: %w", field, err))

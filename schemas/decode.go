@@ -96,7 +96,7 @@ func DetectFormat(contentType string, data []byte) (Format, bool) {
 	switch b := data[i]; {
 	case b == '{':
 		return FormatJSON, true
-	case b >= 0x80 && b <= 0x8f, b == 0xde, b == 0xdf:
+	case IsMsgpackMap(b):
 		return FormatMsgpack, true
 	}
 	return 0, false

@@ -724,3 +724,29 @@ func TestDecodeRequestIntoReusesTokenMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestSkipMsgpack: the walk the other decoders share returns the bytes
+// after the value, allows exactly maxDepth nested non-empty containers
+// (an empty one below them is no deeper), and bounds no length but by
+// the bytes.
+func TestSkipMsgpack(t *testing.T) {
+	nest := func(n int, inner ...byte) []byte { return append(bytes.Repeat([]byte{0x91}, n), inner...) }
+	for _, c := range []struct {
+		b    []byte
+		rest int
+		want error
+	}{
+		{append(nest(3, 0xc0), 0xc3, 0xc2), 2, nil},
+		{nest(3, 0x90), 0, nil},
+		{nest(4, 0xc0), 0, ErrMsgpackTooDeep},
+		{[]byte{0x82, 0xa1, 'a', 0x01}, 0, msgp.ErrShortBytes},
+		{[]byte{0xdd, 0x00, 0x40, 0x00, 0x01, 0xc0}, 0, msgp.ErrShortBytes},
+		{append([]byte{0xdf, 0, 0, 0x10, 0x01}, bytes.Repeat([]byte{0}, 2*(MaxMapEntries+1))...), 0, nil},
+		{[]byte{0x91, 0xc1}, 0, msgp.InvalidPrefixError(0xc1)},
+	} {
+		rest, err := SkipMsgpack(c.b, 3)
+		if !errors.Is(err, c.want) || err == nil && len(rest) != c.rest {
+			t.Errorf("SkipMsgpack(%x) = %d bytes left, %v; want %d, %v", c.b, len(rest), err, c.rest, c.want)
+		}
+	}
+}

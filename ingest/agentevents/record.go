@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/hintstream/hintstream/schemas"
@@ -43,6 +43,8 @@ const (
 	// MaxString bounds every string but the agent ids
 	// (schemas.DefaultMaxAgentID bounds those).
 	MaxString = 1024
+	// maxRecordDepth bounds a record's nesting; Dynamo's nest 2 deep.
+	maxRecordDepth = 8
 )
 
 // Kind is the DecodeError kind of a tool record.
@@ -92,111 +94,108 @@ func Decode(data []byte, contentType string) (*Record, error) {
 	if !ok {
 		return nil, bad("neither JSON nor a msgpack map", nil)
 	}
-	var v any
-	if f == schemas.FormatJSON {
-		if !utf8.Valid(data) {
-			return nil, bad("invalid UTF-8", nil)
-		}
-		d := json.NewDecoder(bytes.NewReader(data))
-		d.UseNumber()
-		if err := d.Decode(&v); err != nil {
-			return nil, bad("invalid JSON", err)
-		}
-		if d.More() {
-			return nil, bad("trailing bytes after JSON", nil)
+	fromJSON := f == schemas.FormatJSON
+	if fromJSON {
+		var err error
+		if data, err = jsonToMsgpack(data); err != nil {
+			return nil, err
 		}
 	} else {
 		data = bytes.TrimLeft(data, " \t\r\n")
-		if err := checkDepth(data, 8); err != nil {
-			return nil, err
-		}
-		rest, err := msgp.Skip(data)
-		if err != nil {
+		// msgp.Skip, which the generated decoder runs on unknown members,
+		// recurses; the bounded walk checks nesting and claims first.
+		rest, err := schemas.SkipMsgpack(data, maxRecordDepth)
+		switch {
+		case errors.Is(err, schemas.ErrMsgpackTooDeep):
+			return nil, bad(err.Error(), nil)
+		case err != nil:
 			return nil, bad("invalid msgpack", err)
-		}
-		if len(rest) != 0 {
+		case len(rest) != 0:
 			return nil, bad("trailing bytes after msgpack", nil)
 		}
-		v, _, err = msgp.ReadIntfBytes(data)
-		if err != nil {
-			return nil, bad("invalid msgpack", err)
+	}
+	if !schemas.IsMsgpackMap(data[0]) {
+		return nil, bad("record is not a map", nil)
+	}
+	var w wireRecord
+	_, err := w.UnmarshalMsg(data)
+	if err == nil && isMap(w.AgentContext) {
+		_, err = w.ctx.UnmarshalMsg(w.AgentContext)
+	}
+	if err == nil && isMap(w.Tool) {
+		_, err = w.tool.UnmarshalMsg(w.Tool)
+	}
+	if err != nil {
+		return nil, bad("invalid msgpack", err) // a map key neither str nor bin
+	}
+	return fromWire(&w, fromJSON)
+}
+
+func isMap(raw msgp.Raw) bool { return len(raw) > 0 && schemas.IsMsgpackMap(raw[0]) }
+
+// jsonToMsgpack re-encodes a JSON record as msgpack for the one decoder,
+// a number as the first of uint64, negative int64 or float64 it fits.
+func jsonToMsgpack(data []byte) ([]byte, error) {
+	if !utf8.Valid(data) {
+		return nil, bad("invalid UTF-8", nil)
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, bad("invalid JSON", err)
+	}
+	if d.More() {
+		return nil, bad("trailing bytes after JSON", nil)
+	}
+	b, err := msgp.AppendIntf(nil, numbers(v))
+	if err != nil {
+		return nil, bad("invalid JSON", err)
+	}
+	return b, nil
+}
+
+// numbers replaces v's json.Numbers by what msgpack encodes.
+func numbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if u, err := strconv.ParseUint(string(v), 10, 64); err == nil {
+			return u
+		}
+		if i, err := strconv.ParseInt(string(v), 10, 64); err == nil && i < 0 { // not "-0"
+			return i
+		}
+		f, _ := strconv.ParseFloat(string(v), 64) // out of range: ±Inf
+		return f
+	case map[string]any:
+		for k, e := range v {
+			v[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = numbers(e)
 		}
 	}
-	return fromValue(v)
+	return v
 }
 
 func bad(reason string, err error) error {
 	return &schemas.DecodeError{Kind: Kind, Reason: reason, Err: err}
 }
 
-// checkDepth refuses msgpack nested deeper than max before the generic
-// decode recurses into it.
-func checkDepth(b []byte, max int) error {
-	var walk func(b []byte, depth int) ([]byte, error)
-	walk = func(b []byte, depth int) ([]byte, error) {
-		if depth > max {
-			return nil, bad("msgpack nested too deeply", nil)
-		}
-		switch msgp.NextType(b) {
-		case msgp.MapType:
-			n, rest, err := msgp.ReadMapHeaderBytes(b)
-			if err != nil {
-				return nil, bad("invalid msgpack", err)
-			}
-			if int(n) > len(rest) {
-				return nil, bad("truncated msgpack", nil)
-			}
-			for range 2 * n {
-				if rest, err = walk(rest, depth+1); err != nil {
-					return nil, err
-				}
-			}
-			return rest, nil
-		case msgp.ArrayType:
-			n, rest, err := msgp.ReadArrayHeaderBytes(b)
-			if err != nil {
-				return nil, bad("invalid msgpack", err)
-			}
-			if int(n) > len(rest) {
-				return nil, bad("truncated msgpack", nil)
-			}
-			for range n {
-				if rest, err = walk(rest, depth+1); err != nil {
-					return nil, err
-				}
-			}
-			return rest, nil
-		}
-		rest, err := msgp.Skip(b)
-		if err != nil {
-			return nil, bad("invalid msgpack", err)
-		}
-		return rest, nil
-	}
-	_, err := walk(b, 0)
-	return err
-}
-
-// fields reads a map value as an object; nil for anything else.
-func fields(v any) (map[string]any, bool) {
-	m, ok := v.(map[string]any)
-	return m, ok
-}
-
-func fromValue(v any) (*Record, error) {
-	top, ok := fields(v)
-	if !ok {
-		return nil, bad("record is not a map", nil)
-	}
+// fromWire checks a decoded record in the order of Dynamo's
+// validate_tool_record, so that a record wrong in two ways gets the first
+// one's reason.
+func fromWire(w *wireRecord, fromJSON bool) (*Record, error) {
 	var r Record
 	var err error
-	if r.Schema, err = str(top, "schema", true, MaxString); err != nil {
+	if r.Schema, err = str(w.Schema, "schema", true, MaxString); err != nil {
 		return nil, err
 	}
 	if r.Schema != SchemaV1 {
 		return nil, bad("unsupported schema", nil)
 	}
-	if r.EventType, err = str(top, "event_type", true, MaxString); err != nil {
+	if r.EventType, err = str(w.EventType, "event_type", true, MaxString); err != nil {
 		return nil, err
 	}
 	switch r.EventType {
@@ -206,7 +205,7 @@ func fromValue(v any) (*Record, error) {
 	default:
 		return nil, bad("unknown event_type", nil)
 	}
-	if r.EventSource, err = str(top, "event_source", true, MaxString); err != nil {
+	if r.EventSource, err = str(w.EventSource, "event_source", true, MaxString); err != nil {
 		return nil, err
 	}
 	switch r.EventSource {
@@ -215,7 +214,7 @@ func fromValue(v any) (*Record, error) {
 	default:
 		return nil, bad("not harness-originated", nil)
 	}
-	t, present, err := u64(top, "event_time_unix_ms")
+	t, present, err := u64(w.EventTimeUnixMs, "event_time_unix_ms", fromJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -223,55 +222,60 @@ func fromValue(v any) (*Record, error) {
 		return nil, bad("missing event_time_unix_ms", nil)
 	}
 	r.EventTimeUnixMs = t
-	if req, ok := top["request"]; ok && req != nil {
+	if len(w.Request) != 0 {
 		return nil, bad("tool event with request metrics", nil)
 	}
-	ac, ok := top["agent_context"]
-	if !ok || ac == nil {
-		return nil, bad("missing agent_context", nil)
+	if err := mapMember(w.AgentContext, "agent_context"); err != nil {
+		return nil, err
 	}
-	acm, ok := fields(ac)
-	if !ok {
-		return nil, bad("wrong type for agent_context", nil)
-	}
+	ac := &w.ctx
 	for _, f := range []struct {
 		name string
+		src  *msgp.Raw
 		dst  *string
-	}{{"workflow_type_id", &r.AgentContext.WorkflowTypeID}, {"workflow_id", &r.AgentContext.WorkflowID},
-		{"program_id", &r.AgentContext.ProgramID}, {"parent_program_id", &r.AgentContext.ParentProgramID}} {
-		if *f.dst, err = str(acm, f.name, false, math.MaxInt); err != nil {
+	}{{"workflow_type_id", &ac.WorkflowTypeID, &r.AgentContext.WorkflowTypeID},
+		{"workflow_id", &ac.WorkflowID, &r.AgentContext.WorkflowID},
+		{"program_id", &ac.ProgramID, &r.AgentContext.ProgramID},
+		{"parent_program_id", &ac.ParentProgramID, &r.AgentContext.ParentProgramID}} {
+		if *f.dst, err = str(*f.src, f.name, false, math.MaxInt); err != nil {
 			return nil, bad("agent_context: "+err.(*schemas.DecodeError).Reason, nil)
 		}
 	}
 	if reason := schemas.CheckAgentContext(&r.AgentContext, 0); reason != "" {
 		return nil, bad(reason, nil)
 	}
-	tv, ok := top["tool"]
-	if !ok || tv == nil {
-		return nil, bad("missing tool", nil)
+	if err := mapMember(w.Tool, "tool"); err != nil {
+		return nil, err
 	}
-	tm, ok := fields(tv)
-	if !ok {
-		return nil, bad("wrong type for tool", nil)
-	}
-	if err := readTool(tm, &r.Tool); err != nil {
+	if err := readTool(&w.tool, &r.Tool, fromJSON); err != nil {
 		return nil, err
 	}
 	return &r, nil
 }
 
-func readTool(m map[string]any, t *Tool) error {
+// mapMember checks that a map member came (as a map: nil is absent).
+func mapMember(raw msgp.Raw, name string) error {
+	switch {
+	case len(raw) == 0:
+		return bad("missing "+name, nil)
+	case !isMap(raw):
+		return bad("wrong type for "+name, nil)
+	}
+	return nil
+}
+
+func readTool(w *wireToolFields, t *Tool, fromJSON bool) error {
 	var err error
-	if t.ToolCallID, err = str(m, "tool_call_id", true, MaxString); err != nil {
+	if t.ToolCallID, err = str(w.ToolCallID, "tool_call_id", true, MaxString); err != nil {
 		return err
 	}
-	if t.ToolClass, err = str(m, "tool_class", true, MaxString); err != nil {
+	if t.ToolClass, err = str(w.ToolClass, "tool_class", true, MaxString); err != nil {
 		return err
 	}
 	if t.ToolCallID == "" || t.ToolClass == "" {
 		return bad("empty tool_call_id or tool_class", nil)
 	}
-	status, err := str(m, "status", false, MaxString)
+	status, err := str(w.Status, "status", false, MaxString)
 	if err != nil {
 		return err
 	}
@@ -281,22 +285,24 @@ func readTool(m map[string]any, t *Tool) error {
 			return bad("unknown tool status", nil)
 		}
 	}
-	if t.ToolNameHash, err = str(m, "tool_name_hash", false, MaxString); err != nil {
+	if t.ToolNameHash, err = str(w.ToolNameHash, "tool_name_hash", false, MaxString); err != nil {
 		return err
 	}
-	if t.ErrorType, err = str(m, "error_type", false, MaxString); err != nil {
+	if t.ErrorType, err = str(w.ErrorType, "error_type", false, MaxString); err != nil {
 		return err
 	}
 	for _, f := range []struct {
 		name string
+		src  *msgp.Raw
 		dst  *uint64
-	}{{"started_at_unix_ms", &t.StartedAtUnixMs}, {"ended_at_unix_ms", &t.EndedAtUnixMs},
-		{"output_tokens", &t.OutputTokens}, {"output_bytes", &t.OutputBytes}} {
-		if *f.dst, _, err = u64(m, f.name); err != nil {
+	}{{"started_at_unix_ms", &w.StartedAtUnixMs, &t.StartedAtUnixMs},
+		{"ended_at_unix_ms", &w.EndedAtUnixMs, &t.EndedAtUnixMs},
+		{"output_tokens", &w.OutputTokens, &t.OutputTokens}, {"output_bytes", &w.OutputBytes, &t.OutputBytes}} {
+		if *f.dst, _, err = u64(*f.src, f.name, fromJSON); err != nil {
 			return err
 		}
 	}
-	d, present, err := f64(m, "duration_ms")
+	d, present, err := f64(w.DurationMs, "duration_ms", fromJSON)
 	if err != nil {
 		return err
 	}
@@ -307,82 +313,66 @@ func readTool(m map[string]any, t *Tool) error {
 	return nil
 }
 
-// str reads a string member: msgpack str or JSON string (never bin),
+// str reads a string member: msgpack str (never bin, as serde's String),
 // UTF-8, at most max bytes. A nil or absent optional member is "".
-func str(m map[string]any, name string, required bool, max int) (string, error) {
-	v, ok := m[name]
-	if !ok || v == nil {
+func str(raw msgp.Raw, name string, required bool, max int) (string, error) {
+	if len(raw) == 0 {
 		if required {
 			return "", bad("missing "+name, nil)
 		}
 		return "", nil
 	}
-	s, ok := v.(string)
-	if !ok {
+	s, _, err := msgp.ReadStringZC(raw)
+	switch {
+	case err != nil:
 		return "", bad("wrong type for "+name, nil)
-	}
-	if len(s) > max {
+	case len(s) > max:
 		return "", bad(name+" too long", nil)
-	}
-	if !utf8.ValidString(s) {
+	case !utf8.Valid(s):
 		return "", bad("invalid UTF-8", nil)
 	}
-	return s, nil
+	return string(s), nil
 }
 
 // u64 reads a non-negative integer member (serde u64); nil or absent is
-// not present.
-func u64(m map[string]any, name string) (uint64, bool, error) {
-	v, ok := m[name]
-	if !ok || v == nil {
+// not present. A raw member is one whole msgpack object (msgp.Raw checked
+// it), so its reads cannot fail. From JSON, where a number has no type,
+// one that is not a u64 (a float from jsonToMsgpack) is out of range.
+func u64(raw msgp.Raw, name string, fromJSON bool) (uint64, bool, error) {
+	switch msgp.NextType(raw) {
+	case msgp.InvalidType: // absent or nil
 		return 0, false, nil
-	}
-	switch n := v.(type) {
-	case int64:
-		if n >= 0 {
-			return uint64(n), true, nil
+	case msgp.UintType:
+		u, _, _ := msgp.ReadUint64Bytes(raw)
+		return u, true, nil
+	case msgp.IntType:
+		if i, _, _ := msgp.ReadInt64Bytes(raw); i >= 0 {
+			return uint64(i), true, nil
 		}
-	case uint64:
-		return n, true, nil
-	case json.Number:
-		var u uint64
-		if _, err := fmt.Sscan(string(n), &u); err == nil && isInt(string(n)) {
-			return u, true, nil
-		}
-	default:
-		return 0, false, bad("wrong type for "+name, nil)
-	}
-	return 0, false, bad(name+" out of range", nil)
-}
-
-func isInt(s string) bool {
-	for i := range len(s) {
-		if s[i] < '0' || s[i] > '9' {
-			return false
+		return 0, false, bad(name+" out of range", nil)
+	case msgp.Float64Type:
+		if fromJSON {
+			return 0, false, bad(name+" out of range", nil)
 		}
 	}
-	return s != ""
+	return 0, false, bad("wrong type for "+name, nil)
 }
 
 // f64 reads a number member into a float64, as serde reads any number
-// into an f64.
-func f64(m map[string]any, name string) (float64, bool, error) {
-	v, ok := m[name]
-	if !ok || v == nil {
+// into an f64. From JSON, an infinity is a number past float64's range.
+func f64(raw msgp.Raw, name string, fromJSON bool) (float64, bool, error) {
+	switch msgp.NextType(raw) {
+	case msgp.InvalidType: // absent or nil
 		return 0, false, nil
-	}
-	switch n := v.(type) {
-	case float64:
-		return n, true, nil
-	case float32:
-		return float64(n), true, nil
-	case int64:
-		return float64(n), true, nil
-	case uint64:
-		return float64(n), true, nil
-	case json.Number:
-		f, err := n.Float64()
-		if err != nil {
+	case msgp.UintType:
+		u, _, _ := msgp.ReadUint64Bytes(raw)
+		return float64(u), true, nil
+	case msgp.IntType:
+		i, _, _ := msgp.ReadInt64Bytes(raw)
+		return float64(i), true, nil
+	case msgp.Float64Type, msgp.Float32Type:
+		f, _, _ := msgp.ReadFloat64Bytes(raw)
+		if fromJSON && math.IsInf(f, 0) {
 			return 0, false, bad(name+" out of range", nil)
 		}
 		return f, true, nil

@@ -160,3 +160,16 @@ func TestMsgID(t *testing.T) {
 		t.Error("distinct records share an id")
 	}
 }
+
+// BenchmarkDecode: one tool_end record as a harness sends it.
+func BenchmarkDecode(b *testing.B) {
+	rec := pack(b, toolRecord(ToolEnd, func(_, tool map[string]any) {
+		tool["status"], tool["duration_ms"], tool["output_tokens"] = "ok", 420.5, int64(812)
+	}))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(rec, ContentType); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

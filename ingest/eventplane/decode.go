@@ -102,7 +102,7 @@ func DecodeEnvelope(data []byte, lim schemas.Limits) (Envelope, error) {
 			bit = fPayload
 			env.Payload, b, err = msgp.ReadBytesZC(b)
 		default:
-			if b, err = skipBounded(b, lim.MaxDepth-1); err != nil {
+			if b, err = schemas.SkipMsgpack(b, lim.MaxDepth-1); err != nil {
 				return env, malformed(kindEnvelope, skipReason(err), err)
 			}
 		}
@@ -176,7 +176,7 @@ func DecodeLoad(data []byte, lim schemas.Limits) (Envelope, *schemas.ActiveLoad,
 	if env.Topic != TopicKVMetrics {
 		return env, nil, malformed(kindEnvelope, "envelope topic is not kv_metrics", nil)
 	}
-	if len(env.Payload) == 0 || !isMapLead(env.Payload[0]) {
+	if len(env.Payload) == 0 || !schemas.IsMsgpackMap(env.Payload[0]) {
 		return env, nil, malformed(kindEnvelope, "load payload not a msgpack map", nil)
 	}
 	l, err := lim.DecodeLoad(env.Payload, "application/msgpack")
@@ -186,55 +186,10 @@ func DecodeLoad(data []byte, lim schemas.Limits) (Envelope, *schemas.ActiveLoad,
 	return env, l, nil
 }
 
-func isMapLead(c byte) bool { return c >= 0x80 && c <= 0x8f || c == 0xde || c == 0xdf }
-
-// errTooDeep is skipBounded's error past lim.MaxDepth.
-var errTooDeep = errors.New("msgpack nested too deeply")
-
-// skipBounded skips one msgpack value nested at most depth containers
-// deep (schemas.Limits.MaxDepth), where msgp.Skip would recurse up to
-// 100,000 levels. A container claiming more entries than bytes remain is
-// msgp.ErrShortBytes.
-func skipBounded(b []byte, depth int) ([]byte, error) {
-	if len(b) == 0 {
-		return b, msgp.ErrShortBytes
-	}
-	var n uint64
-	switch c := b[0]; {
-	case c >= 0x90 && c <= 0x9f || c == 0xdc || c == 0xdd:
-		m, rest, err := msgp.ReadArrayHeaderBytes(b)
-		if err != nil {
-			return rest, err
-		}
-		n, b = uint64(m), rest
-	case isMapLead(c):
-		m, rest, err := msgp.ReadMapHeaderBytes(b)
-		if err != nil {
-			return rest, err
-		}
-		n, b = 2*uint64(m), rest
-	default: // scalars, str, bin, ext: msgp.Skip does not recurse for them
-		return msgp.Skip(b)
-	}
-	if n > uint64(len(b)) {
-		return b, msgp.ErrShortBytes
-	}
-	if n > 0 && depth <= 0 {
-		return b, errTooDeep
-	}
-	var err error
-	for ; n > 0; n-- {
-		if b, err = skipBounded(b, depth-1); err != nil {
-			return b, err
-		}
-	}
-	return b, nil
-}
-
 // skipReason is the DecodeError reason of a failed skip.
 func skipReason(err error) string {
-	if errors.Is(err, errTooDeep) {
-		return "msgpack nested too deeply"
+	if errors.Is(err, schemas.ErrMsgpackTooDeep) {
+		return schemas.ErrMsgpackTooDeep.Error()
 	}
 	return "truncated msgpack"
 }

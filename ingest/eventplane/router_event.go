@@ -93,7 +93,9 @@ type payloadDecoder struct{ lim schemas.Limits }
 
 // skip skips an unknown field's value; RouterEvent nests at most 6 deep,
 // so MaxDepth bounds what a skipped value may add.
-func (d *payloadDecoder) skip(b []byte) ([]byte, error) { return skipBounded(b, d.lim.MaxDepth) }
+func (d *payloadDecoder) skip(b []byte) ([]byte, error) {
+	return schemas.SkipMsgpack(b, d.lim.MaxDepth)
+}
 
 func (d *payloadDecoder) bad(reason string, err error) error {
 	return malformed(kindPayload, reason, err)
