@@ -20,7 +20,7 @@ run: build
 
 ## test: formatting, vet, every test with the race detector (simulations
 ## at a small size), the simulations at full size without it, the full
-## Dynamo parity run, and the Helm chart: about 7.5 minutes on 2 cores (clean clone, warm Go build cache)
+## Dynamo parity run, and the Helm chart: about 6 minutes on 2 quiet cores (clean clone, warm Go build cache; docs/benchmarks.md)
 test: deps check race sim parity chart-test
 
 ## test-long: what is long by nature (HINTSTREAM_TEST_LONG=1: the 65,536-rank
@@ -81,7 +81,7 @@ FUZZTIME ?= 20s
 # Minimizing a new input can outlast a short -fuzztime (default 60s) and
 # end the run with "context deadline exceeded": keep it short.
 FUZZMINTIME ?= 2s
-FUZZPKGS := ./schemas/ ./kvevents/ ./kvevents/index/ ./ingest/bridge/ ./streams/ ./state/registry/ ./ingest/eventplane/ ./emit/receiver/ ./decide/engine/ ./consumers/ ./service/ ./ingest/agentevents/ ./decide/agents/ ./whatif/ ./decide/retention/ ./whatif/workload/
+FUZZPKGS := ./schemas/ ./kvevents/ ./kvevents/index/ ./ingest/bridge/ ./streams/ ./state/registry/ ./ingest/eventplane/ ./emit/receiver/ ./decide/engine/ ./consumers/ ./service/ ./ingest/agentevents/ ./decide/agents/ ./decide/retention/ ./whatif/workload/
 fuzz: deps
 	@GO="$(GO)" FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME) ./scripts/fuzz.sh $(FUZZPKGS)
 
