@@ -7,12 +7,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hintstream/hintstream/schemas"
 )
 
 // Headers set on a dead-lettered copy, so an operator can tell from the
 // copy alone why and where it failed.
 const (
-	HeaderDLQReason  = "Hintstream-Error"
+	HeaderDLQReason  = schemas.HeaderDeadLetterReason
 	HeaderDLQSubject = "Hintstream-Subject"
 	HeaderDLQStream  = "Hintstream-Stream"
 	HeaderDLQSeq     = "Hintstream-Stream-Seq"

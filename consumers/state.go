@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hintstream/hintstream/internal/retry"
 	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/nats-io/nats.go/jetstream"
@@ -190,14 +191,13 @@ func (c *StateConsumer) checkRecreated() {
 func (c *StateConsumer) watchRecreated() {
 	defer c.resets.Done()
 	defer c.resetting.Store(false)
-	wait := 50 * time.Millisecond
+	wait := retry.Doubling(50*time.Millisecond, time.Second)
 	for {
 		select {
 		case <-c.stopping:
 			return
-		case <-time.After(wait):
+		case <-time.After(wait.NextBackOff()):
 		}
-		wait = min(2*wait, time.Second)
 		ctx, cancel := opContext(c.ctx)
 		st, err := c.js.Stream(ctx, c.cfg.Stream)
 		cancel()

@@ -16,3 +16,8 @@ const (
 	// name: time unknown).
 	HeaderSimToolCall = "x-dynamo-experimental-sim-tool-call"
 )
+
+// HeaderDeadLetterReason carries, on a dead-lettered copy, the short
+// reason it was refused: the consumers' dead-letter middleware and the
+// agent-event bridge both set it, so one filter finds every copy.
+const HeaderDeadLetterReason = "Hintstream-Error"

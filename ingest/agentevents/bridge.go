@@ -16,6 +16,7 @@ import (
 	zmq "github.com/pebbe/zmq4"
 
 	"github.com/hintstream/hintstream/internal/retry"
+	"github.com/hintstream/hintstream/schemas"
 )
 
 // ErrInvalidOption: a Bridge option or its Config cannot work.
@@ -349,7 +350,7 @@ func (b *Bridge) badFrame(ctx context.Context, log *slog.Logger, endpoint string
 		data = data[:MaxRecordBytes]
 	}
 	h := nats.Header{}
-	h.Set("Hintstream-Error", reason)
+	h.Set(schemas.HeaderDeadLetterReason, reason)
 	h.Set("Hintstream-Agent-Endpoint", endpoint)
 	h.Set("Hintstream-Frames", strconv.Itoa(len(frames)))
 	if len(frames) == 3 && len(frames[1]) == 8 {
