@@ -41,16 +41,27 @@ func TestStandinsRejectWhatEnginesReject(t *testing.T) {
 		{"set_priority without ttl", vl.URL, "/v1/completions", setPrio(``), 400},
 		{"set_priority zero ttl", vl.URL, "/v1/completions", setPrio(`,"ttl_seconds":0`), 400},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url+c.path, bytes.NewBufferString(c.body))
-		resp, err := http.DefaultClient.Do(req)
-		cancel()
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != c.status {
-			t.Errorf("%s: status %d, want %d", c.name, resp.StatusCode, c.status)
+		if got := statusOf(t, c.url+c.path, c.body, nil); got != c.status {
+			t.Errorf("%s: status %d, want %d", c.name, got, c.status)
 		}
 	}
+}
+
+// statusOf POSTs the JSON body to url with header and returns the
+// answer's status.
+func statusOf(t *testing.T, url, body string, header map[string]string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewBufferString(body))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -1,8 +1,6 @@
 package adapter
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -259,20 +257,8 @@ func TestTargetStandinsRefuse(t *testing.T) {
 		{"lmcache bad salt", l.URL + "/l2/prefetch", `{"model_name":"` + model + `","world_size":1,"token_ids":[1],"cache_salt":"a/b"}`, nil, 400},
 		{"lmcache long salt", l.URL + "/l2/prefetch", `{"model_name":"` + model + `","world_size":1,"token_ids":[1],"cache_salt":"` + strings.Repeat("s", 129) + `"}`, nil, 400},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewBufferString(c.body))
-		req.Header.Set("Content-Type", "application/json")
-		for k, v := range c.header {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		cancel()
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != c.status {
-			t.Errorf("%s: status %d, want %d", c.name, resp.StatusCode, c.status)
+		if got := statusOf(t, c.url, c.body, c.header); got != c.status {
+			t.Errorf("%s: status %d, want %d", c.name, got, c.status)
 		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // Dynamo is a Go stand-in (net/http/httptest on 127.0.0.1) for the
@@ -48,12 +47,9 @@ import (
 // It records every request it accepted, with the routing it resolved.
 type Dynamo struct {
 	*httptest.Server
+	ledger[DynamoCall]
 	models  []string
 	workers map[uint64]uint32 // instance id → data-parallel size
-
-	mu       sync.Mutex
-	accepted []DynamoCall
-	rejected []Rejected
 }
 
 // DynamoCall is one request the Dynamo stand-in accepted.
@@ -95,34 +91,16 @@ func NewDynamo(models []string, workers map[uint64]uint32) *Dynamo {
 	return d
 }
 
-// Accepted returns the requests accepted so far.
-func (d *Dynamo) Accepted() []DynamoCall {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.accepted)
-}
-
-// Rejected returns the requests refused so far.
-func (d *Dynamo) Rejected() []Rejected {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.rejected)
-}
-
 func (d *Dynamo) serve(w http.ResponseWriter, r *http.Request, chat bool) {
 	c, status, err := d.check(r, chat)
 	if err != nil {
-		d.mu.Lock()
-		d.rejected = append(d.rejected, Rejected{Status: status, Error: err.Error()})
-		d.mu.Unlock()
+		d.reject(status, err)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": err.Error(), "code": status}})
 		return
 	}
-	d.mu.Lock()
-	d.accepted = append(d.accepted, c)
-	d.mu.Unlock()
+	d.accept(c)
 	w.Header().Set("Content-Type", "application/json")
 	if chat {
 		fmt.Fprintf(w, `{"id":"chatcmpl-standin","object":"chat.completion","model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":"x"},"finish_reason":"length"}],"usage":{"prompt_tokens":0,"completion_tokens":1,"total_tokens":1}}`, c.Body["model"])

@@ -8,10 +8,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // LMCache is a Go stand-in (net/http/httptest on 127.0.0.1) for LMCache's
@@ -37,11 +35,7 @@ type LMCache struct {
 	// ChunkSize is LMCache's chunk_size (256 by default).
 	ChunkSize int
 	layouts   map[lmcacheLayout]bool
-
-	mu       sync.Mutex
-	accepted []LMCachePrefetch
-	rejected []Rejected
-	next     int
+	ledger[LMCachePrefetch]
 }
 
 type lmcacheLayout struct {
@@ -72,39 +66,22 @@ func NewLMCache(model string, worldSizes ...int64) *LMCache {
 	return l
 }
 
-// Accepted returns the prefetches accepted so far.
-func (l *LMCache) Accepted() []LMCachePrefetch {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.accepted)
-}
-
-// Rejected returns the requests refused so far.
-func (l *LMCache) Rejected() []Rejected {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.rejected)
-}
-
 func (l *LMCache) serve(w http.ResponseWriter, r *http.Request) {
 	p, status, err := l.check(r)
 	w.Header().Set("Content-Type", "application/json")
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if err != nil {
-		l.rejected = append(l.rejected, Rejected{Status: status, Error: err.Error()})
+		l.reject(status, err)
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(map[string]any{"detail": err.Error()})
 		return
 	}
-	l.accepted = append(l.accepted, p)
+	n := l.accept(p)
 	w.WriteHeader(http.StatusAccepted)
 	if p.Chunks == 0 {
 		fmt.Fprint(w, `{"chunks":0,"status":"noop"}`)
 		return
 	}
-	l.next++
-	fmt.Fprintf(w, `{"request_id":"warm-%d","chunks":%d,"status":"submitted"}`, l.next, p.Chunks)
+	fmt.Fprintf(w, `{"request_id":"warm-%d","chunks":%d,"status":"submitted"}`, n, p.Chunks)
 }
 
 func (l *LMCache) check(r *http.Request) (LMCachePrefetch, int, error) {
