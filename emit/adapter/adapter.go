@@ -530,8 +530,11 @@ func (a *Adapter) execute(ctx context.Context, j job) {
 		c, err = buildCall(a.cfg.Engine, a.base, j.w, a.cfg.EnginePriority)
 	}
 	if err != nil {
+		// The hint's content is what the target refuses (a salt LMCache
+		// forbids, a chat request without messages): counted, and logged
+		// at debug only, as a sender could send such hints at any rate.
 		a.counters.Dropped.Inc(metrics.AdapterDropUnsupported)
-		a.log.Warn("request not built", "target", a.cfg.PrefetchTarget, "action", j.action, "message_id", j.w.msgID, "err", err)
+		a.log.Debug("request not built", "target", a.cfg.PrefetchTarget, "action", j.action, "message_id", j.w.msgID, "err", err)
 		return
 	}
 	b := retry.Doubling(a.cfg.RetryDelay, maxRetryDelay)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // lmcachePrefetch is the body of LMCache's multi-process server
@@ -52,8 +53,8 @@ func lmcacheCall(base string, worldSize int, w warmUp) (call, error) {
 	switch {
 	case len(w.tokens) > lmcacheMaxPrefetchTokens:
 		return call{}, fmt.Errorf("adapter: %d tokens, LMCache prefetches at most %d", len(w.tokens), lmcacheMaxPrefetchTokens)
-	case len(w.cacheSalt) > lmcacheMaxSalt:
-		return call{}, fmt.Errorf("adapter: cache_salt of %d bytes, LMCache takes at most %d", len(w.cacheSalt), lmcacheMaxSalt)
+	case utf8.RuneCountInString(w.cacheSalt) > lmcacheMaxSalt: // Python's len: characters
+		return call{}, fmt.Errorf("adapter: cache_salt of %d characters, LMCache takes at most %d", utf8.RuneCountInString(w.cacheSalt), lmcacheMaxSalt)
 	case strings.ContainsAny(w.cacheSalt, lmcacheSaltForbidden):
 		return call{}, fmt.Errorf("adapter: cache_salt %q holds a character LMCache refuses (@ / \\ NUL)", w.cacheSalt)
 	}

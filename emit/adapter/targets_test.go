@@ -262,3 +262,20 @@ func TestTargetStandinsRefuse(t *testing.T) {
 		}
 	}
 }
+
+// TestLMCacheSaltBounds: the salt bounds are LMCache's: 128 characters
+// (Python's len, not bytes) and none of @ / \ NUL.
+func TestLMCacheSaltBounds(t *testing.T) {
+	for salt, ok := range map[string]bool{
+		strings.Repeat("é", 128): true, strings.Repeat("s", 129): false,
+		"a@b": false, "a/b": false, `a\b`: false, "a\x00b": false, "tenant-7_x.y": true,
+	} {
+		_, err := lmcacheCall("http://l", 1, warmUp{tokens: tokens(4), model: model, cacheSalt: salt})
+		if (err == nil) != ok {
+			t.Errorf("salt %q: err %v, want accepted %v", salt, err, ok)
+		}
+	}
+	if _, err := lmcacheCall("http://l", 1, warmUp{tokens: make([]uint32, lmcacheMaxPrefetchTokens+1), model: model}); err == nil {
+		t.Error("a prompt past LMCache's token cap was built")
+	}
+}
