@@ -93,7 +93,8 @@ type sglangSampling struct {
 //     7966f717dd4eb09461dd97102db1352c924bbf50). The CompletionRequest
 //     at d5dba2d7 (and at 002032ee) has no such field, and its base model
 //     is extra="allow" (vllm/entrypoints/openai/engine/protocol.py at
-//     040a2cc2a6295ea9c313d86526ff90a103eacb3e), so an engine without it
+//     040a2cc2a6295ea9c313d86526ff90a103eacb3e and at
+//     d7e52523a55cfd60207c99d9f3b7ed527d2115b7), so an engine without it
 //     logs the field as ignored and still warms the prefix.
 type vllmCompletion struct {
 	Model     string       `json:"model"`
