@@ -34,6 +34,7 @@ type Prefetch struct {
 	DpRank    uint32
 	ExpiresAt time.Time // required
 	WorkerID  uint64    // the chosen worker; receivers bound to another drop it
+	CacheSalt string    // the request's cache namespace; empty: none (omitted on the wire)
 }
 
 // PrefetchMessageID is the envelope message_id for the wake-up request
@@ -110,7 +111,7 @@ func prefetchPayload(p Prefetch) (schemas.PrefetchPayload, error) {
 		return schemas.PrefetchPayload{}, fmt.Errorf("%w: prefetch %s without expiry", ErrInvalidHint, p.RequestID)
 	}
 	for _, f := range [...]struct{ name, s string }{
-		{"request_id", p.RequestID}, {"session_id", p.SessionID}, {"model", p.Model},
+		{"request_id", p.RequestID}, {"session_id", p.SessionID}, {"model", p.Model}, {"cache_salt", p.CacheSalt},
 	} {
 		if !utf8.ValidString(f.s) {
 			return schemas.PrefetchPayload{}, fmt.Errorf("%w: prefetch %s is not valid UTF-8", ErrInvalidHint, f.name)
@@ -124,6 +125,7 @@ func prefetchPayload(p Prefetch) (schemas.PrefetchPayload, error) {
 		DpRank:      p.DpRank,
 		ExpiresAtMs: p.ExpiresAt.UnixMilli(),
 		WorkerID:    p.WorkerID,
+		CacheSalt:   p.CacheSalt,
 	}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/hintstream/hintstream/internal/testvectors"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/emit/receiver"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/tinylib/msgp/msgp"
 )
@@ -263,4 +264,35 @@ func BenchmarkEncodePrefetch(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestPrefetchCacheSalt: a salted prefetch carries cache_salt, which the
+// worker-side decoder reads back; an unsalted one encodes without the
+// key, byte for byte as before it existed, so msgspec receivers that
+// never heard of it see the same payload.
+func TestPrefetchCacheSalt(t *testing.T) {
+	in := actions.Prefetch{RequestID: "req-1", Model: "m", TokenIDs: []uint32{1, 2}, ExpiresAt: time.UnixMilli(1_700_000_000_000)}
+	plain, _, err := actions.EncodePrefetch(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(plain, []byte("cache_salt")) {
+		t.Fatal("an unsalted prefetch names cache_salt")
+	}
+	in.CacheSalt = "tenant-7"
+	salted, _, err := actions.EncodePrefetch(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := receiver.Decode(salted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := env.Actions[0].Prefetch.CacheSalt; got != "tenant-7" {
+		t.Fatalf("cache_salt decoded as %q", got)
+	}
+	in.CacheSalt = "\xff"
+	if _, _, err := actions.EncodePrefetch(in); !errors.Is(err, actions.ErrInvalidHint) {
+		t.Fatalf("invalid UTF-8 salt: err = %v, want ErrInvalidHint", err)
+	}
 }

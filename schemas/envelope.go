@@ -39,6 +39,11 @@ type PrefetchPayload struct {
 	// WorkerID is the worker the hint is for: a receiver bound to another
 	// worker (two records listing one endpoint, a reused address) drops it.
 	WorkerID uint64 `msg:"worker_id" json:"worker_id"`
+	// CacheSalt is the request's cache namespace (its cache_salt): the
+	// engines and LMCache key a salted prompt's KV by it, so a warm-up or
+	// store prefetch without it would load another tenant's (or no) KV.
+	// Omitted when empty, so an unsalted prefetch encodes as before.
+	CacheSalt string `msg:"cache_salt,omitempty" json:"cache_salt,omitempty"`
 }
 
 // PinPayload is the payload of kv.pin@1.0: keep the Mooncake objects Keys

@@ -812,6 +812,12 @@ func (z *PrefetchPayload) DecodeMsg(dc *msgp.Reader) (err error) {
 				err = msgp.WrapError(err, "WorkerID")
 				return
 			}
+		case "cache_salt":
+			z.CacheSalt, err = dc.ReadString()
+			if err != nil {
+				err = msgp.WrapError(err, "CacheSalt")
+				return
+			}
 		default:
 			err = dc.Skip()
 			if err != nil {
@@ -825,83 +831,111 @@ func (z *PrefetchPayload) DecodeMsg(dc *msgp.Reader) (err error) {
 
 // EncodeMsg implements msgp.Encodable
 func (z *PrefetchPayload) EncodeMsg(en *msgp.Writer) (err error) {
-	// map header, size 7
-	// write "request_id"
-	err = en.Append(0x87, 0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
+	// check for omitted fields
+	zb0001Len := uint32(8)
+	var zb0001Mask uint8 /* 8 bits */
+	_ = zb0001Mask
+	if z.CacheSalt == "" {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	// variable map header, size zb0001Len
+	err = en.Append(0x80 | uint8(zb0001Len))
 	if err != nil {
 		return
 	}
-	err = en.WriteString(z.RequestID)
-	if err != nil {
-		err = msgp.WrapError(err, "RequestID")
-		return
-	}
-	// write "session_id"
-	err = en.Append(0xaa, 0x73, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e, 0x5f, 0x69, 0x64)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.SessionID)
-	if err != nil {
-		err = msgp.WrapError(err, "SessionID")
-		return
-	}
-	// write "model"
-	err = en.Append(0xa5, 0x6d, 0x6f, 0x64, 0x65, 0x6c)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.Model)
-	if err != nil {
-		err = msgp.WrapError(err, "Model")
-		return
-	}
-	// write "token_ids"
-	err = en.Append(0xa9, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x5f, 0x69, 0x64, 0x73)
-	if err != nil {
-		return
-	}
-	err = en.WriteArrayHeader(uint32(len(z.TokenIDs)))
-	if err != nil {
-		err = msgp.WrapError(err, "TokenIDs")
-		return
-	}
-	for za0001 := range z.TokenIDs {
-		err = en.WriteUint32(z.TokenIDs[za0001])
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// write "request_id"
+		err = en.Append(0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
 		if err != nil {
-			err = msgp.WrapError(err, "TokenIDs", za0001)
 			return
 		}
-	}
-	// write "dp_rank"
-	err = en.Append(0xa7, 0x64, 0x70, 0x5f, 0x72, 0x61, 0x6e, 0x6b)
-	if err != nil {
-		return
-	}
-	err = en.WriteUint32(z.DpRank)
-	if err != nil {
-		err = msgp.WrapError(err, "DpRank")
-		return
-	}
-	// write "expires_at_ms"
-	err = en.Append(0xad, 0x65, 0x78, 0x70, 0x69, 0x72, 0x65, 0x73, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
-	if err != nil {
-		return
-	}
-	err = en.WriteInt64(z.ExpiresAtMs)
-	if err != nil {
-		err = msgp.WrapError(err, "ExpiresAtMs")
-		return
-	}
-	// write "worker_id"
-	err = en.Append(0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
-	if err != nil {
-		return
-	}
-	err = en.WriteUint64(z.WorkerID)
-	if err != nil {
-		err = msgp.WrapError(err, "WorkerID")
-		return
+		err = en.WriteString(z.RequestID)
+		if err != nil {
+			err = msgp.WrapError(err, "RequestID")
+			return
+		}
+		// write "session_id"
+		err = en.Append(0xaa, 0x73, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e, 0x5f, 0x69, 0x64)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.SessionID)
+		if err != nil {
+			err = msgp.WrapError(err, "SessionID")
+			return
+		}
+		// write "model"
+		err = en.Append(0xa5, 0x6d, 0x6f, 0x64, 0x65, 0x6c)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.Model)
+		if err != nil {
+			err = msgp.WrapError(err, "Model")
+			return
+		}
+		// write "token_ids"
+		err = en.Append(0xa9, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x5f, 0x69, 0x64, 0x73)
+		if err != nil {
+			return
+		}
+		err = en.WriteArrayHeader(uint32(len(z.TokenIDs)))
+		if err != nil {
+			err = msgp.WrapError(err, "TokenIDs")
+			return
+		}
+		for za0001 := range z.TokenIDs {
+			err = en.WriteUint32(z.TokenIDs[za0001])
+			if err != nil {
+				err = msgp.WrapError(err, "TokenIDs", za0001)
+				return
+			}
+		}
+		// write "dp_rank"
+		err = en.Append(0xa7, 0x64, 0x70, 0x5f, 0x72, 0x61, 0x6e, 0x6b)
+		if err != nil {
+			return
+		}
+		err = en.WriteUint32(z.DpRank)
+		if err != nil {
+			err = msgp.WrapError(err, "DpRank")
+			return
+		}
+		// write "expires_at_ms"
+		err = en.Append(0xad, 0x65, 0x78, 0x70, 0x69, 0x72, 0x65, 0x73, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
+		if err != nil {
+			return
+		}
+		err = en.WriteInt64(z.ExpiresAtMs)
+		if err != nil {
+			err = msgp.WrapError(err, "ExpiresAtMs")
+			return
+		}
+		// write "worker_id"
+		err = en.Append(0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
+		if err != nil {
+			return
+		}
+		err = en.WriteUint64(z.WorkerID)
+		if err != nil {
+			err = msgp.WrapError(err, "WorkerID")
+			return
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// write "cache_salt"
+			err = en.Append(0xaa, 0x63, 0x61, 0x63, 0x68, 0x65, 0x5f, 0x73, 0x61, 0x6c, 0x74)
+			if err != nil {
+				return
+			}
+			err = en.WriteString(z.CacheSalt)
+			if err != nil {
+				err = msgp.WrapError(err, "CacheSalt")
+				return
+			}
+		}
 	}
 	return
 }
@@ -909,31 +943,49 @@ func (z *PrefetchPayload) EncodeMsg(en *msgp.Writer) (err error) {
 // MarshalMsg implements msgp.Marshaler
 func (z *PrefetchPayload) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 7
-	// string "request_id"
-	o = append(o, 0x87, 0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
-	o = msgp.AppendString(o, z.RequestID)
-	// string "session_id"
-	o = append(o, 0xaa, 0x73, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e, 0x5f, 0x69, 0x64)
-	o = msgp.AppendString(o, z.SessionID)
-	// string "model"
-	o = append(o, 0xa5, 0x6d, 0x6f, 0x64, 0x65, 0x6c)
-	o = msgp.AppendString(o, z.Model)
-	// string "token_ids"
-	o = append(o, 0xa9, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x5f, 0x69, 0x64, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.TokenIDs)))
-	for za0001 := range z.TokenIDs {
-		o = msgp.AppendUint32(o, z.TokenIDs[za0001])
+	// check for omitted fields
+	zb0001Len := uint32(8)
+	var zb0001Mask uint8 /* 8 bits */
+	_ = zb0001Mask
+	if z.CacheSalt == "" {
+		zb0001Len--
+		zb0001Mask |= 0x80
 	}
-	// string "dp_rank"
-	o = append(o, 0xa7, 0x64, 0x70, 0x5f, 0x72, 0x61, 0x6e, 0x6b)
-	o = msgp.AppendUint32(o, z.DpRank)
-	// string "expires_at_ms"
-	o = append(o, 0xad, 0x65, 0x78, 0x70, 0x69, 0x72, 0x65, 0x73, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
-	o = msgp.AppendInt64(o, z.ExpiresAtMs)
-	// string "worker_id"
-	o = append(o, 0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
-	o = msgp.AppendUint64(o, z.WorkerID)
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "request_id"
+		o = append(o, 0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
+		o = msgp.AppendString(o, z.RequestID)
+		// string "session_id"
+		o = append(o, 0xaa, 0x73, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e, 0x5f, 0x69, 0x64)
+		o = msgp.AppendString(o, z.SessionID)
+		// string "model"
+		o = append(o, 0xa5, 0x6d, 0x6f, 0x64, 0x65, 0x6c)
+		o = msgp.AppendString(o, z.Model)
+		// string "token_ids"
+		o = append(o, 0xa9, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x5f, 0x69, 0x64, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.TokenIDs)))
+		for za0001 := range z.TokenIDs {
+			o = msgp.AppendUint32(o, z.TokenIDs[za0001])
+		}
+		// string "dp_rank"
+		o = append(o, 0xa7, 0x64, 0x70, 0x5f, 0x72, 0x61, 0x6e, 0x6b)
+		o = msgp.AppendUint32(o, z.DpRank)
+		// string "expires_at_ms"
+		o = append(o, 0xad, 0x65, 0x78, 0x70, 0x69, 0x72, 0x65, 0x73, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
+		o = msgp.AppendInt64(o, z.ExpiresAtMs)
+		// string "worker_id"
+		o = append(o, 0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
+		o = msgp.AppendUint64(o, z.WorkerID)
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "cache_salt"
+			o = append(o, 0xaa, 0x63, 0x61, 0x63, 0x68, 0x65, 0x5f, 0x73, 0x61, 0x6c, 0x74)
+			o = msgp.AppendString(o, z.CacheSalt)
+		}
+	}
 	return
 }
 
@@ -1018,6 +1070,12 @@ func (z *PrefetchPayload) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "WorkerID")
 				return
 			}
+		case "cache_salt":
+			z.CacheSalt, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CacheSalt")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1032,6 +1090,6 @@ func (z *PrefetchPayload) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *PrefetchPayload) Msgsize() (s int) {
-	s = 1 + 11 + msgp.StringPrefixSize + len(z.RequestID) + 11 + msgp.StringPrefixSize + len(z.SessionID) + 6 + msgp.StringPrefixSize + len(z.Model) + 10 + msgp.ArrayHeaderSize + (len(z.TokenIDs) * (msgp.Uint32Size)) + 8 + msgp.Uint32Size + 14 + msgp.Int64Size + 10 + msgp.Uint64Size
+	s = 1 + 11 + msgp.StringPrefixSize + len(z.RequestID) + 11 + msgp.StringPrefixSize + len(z.SessionID) + 6 + msgp.StringPrefixSize + len(z.Model) + 10 + msgp.ArrayHeaderSize + (len(z.TokenIDs) * (msgp.Uint32Size)) + 8 + msgp.Uint32Size + 14 + msgp.Int64Size + 10 + msgp.Uint64Size + 11 + msgp.StringPrefixSize + len(z.CacheSalt)
 	return
 }

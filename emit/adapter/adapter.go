@@ -3,6 +3,7 @@ package adapter
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +20,7 @@ import (
 	"github.com/hintstream/hintstream/emit/receiver"
 	"github.com/hintstream/hintstream/internal/retry"
 	"github.com/hintstream/hintstream/observe/metrics"
+	"github.com/hintstream/hintstream/schemas"
 )
 
 // Defaults of Config.
@@ -72,6 +75,9 @@ const (
 	maxDrainBody = 64 << 10
 	// maxRedirects bounds the same-host redirects followed.
 	maxRedirects = 3
+	// DefaultLMCacheWorldSize is the world_size of an LMCache prefetch:
+	// an engine without tensor parallelism.
+	DefaultLMCacheWorldSize = 1
 )
 
 // ErrInvalidOption is wrapped by every configuration error.
@@ -79,10 +85,29 @@ var ErrInvalidOption = errors.New("adapter: invalid option")
 
 // Config configures an Adapter.
 type Config struct {
-	Bind      string // ZeroMQ endpoint to bind the PULL socket at (the worker's hint endpoint); required
-	Engine    string // EngineSGLang or EngineVLLM; required
-	EngineURL string // the engine's HTTP base URL, e.g. http://127.0.0.1:30000; required
-	// Model names the served model to vLLM when a hint carries none.
+	Bind string // ZeroMQ endpoint to bind the PULL socket at (the worker's hint endpoint); required
+	// Engine (EngineSGLang or EngineVLLM) and EngineURL (its HTTP base
+	// URL, e.g. http://127.0.0.1:30000) name the engine beside the
+	// adapter: required for PrefetchTarget TargetEngine, and the only
+	// place a retain goes (without them retains are dropped unsupported).
+	Engine    string
+	EngineURL string
+	// PrefetchTarget is what a prefetch becomes: TargetEngine,
+	// TargetDynamo or TargetLMCache (DefaultPrefetchTarget).
+	PrefetchTarget string
+	// FrontendURL is the Dynamo frontend's HTTP base URL, e.g.
+	// http://dynamo-frontend:8000; required for TargetDynamo.
+	FrontendURL string
+	// LMCacheURL is the HTTP base URL of LMCache's multi-process server on
+	// the worker's node, e.g. http://127.0.0.1:8080; required for
+	// TargetLMCache.
+	LMCacheURL string
+	// LMCacheWorldSize is the world_size LMCache registered the model's KV
+	// layout under: the engine's tensor-parallel size
+	// (DefaultLMCacheWorldSize).
+	LMCacheWorldSize int
+	// Model names the served model when a hint carries none (vLLM, the
+	// Dynamo frontend and LMCache need one).
 	Model string
 	// MaxInflight: concurrent engine calls (DefaultMaxInflight).
 	MaxInflight int
@@ -124,6 +149,12 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
+	if c.PrefetchTarget == "" {
+		c.PrefetchTarget = DefaultPrefetchTarget
+	}
+	if c.LMCacheWorldSize == 0 {
+		c.LMCacheWorldSize = DefaultLMCacheWorldSize
+	}
 	if c.MaxInflight == 0 {
 		c.MaxInflight = DefaultMaxInflight
 	}
@@ -160,8 +191,14 @@ func (c *Config) validate() error {
 	switch {
 	case c.Bind == "":
 		return fmt.Errorf("%w: no bind endpoint", ErrInvalidOption)
-	case c.Engine != EngineSGLang && c.Engine != EngineVLLM:
+	case c.Engine == "" && c.PrefetchTarget == TargetEngine:
+		return fmt.Errorf("%w: no engine for prefetch target %s", ErrInvalidOption, TargetEngine)
+	case c.Engine != "" && c.Engine != EngineSGLang && c.Engine != EngineVLLM:
 		return fmt.Errorf("%w: engine %q, want %s or %s", ErrInvalidOption, c.Engine, EngineSGLang, EngineVLLM)
+	case !slices.Contains(prefetchTargets, c.PrefetchTarget):
+		return fmt.Errorf("%w: prefetch target %q, want one of %s", ErrInvalidOption, c.PrefetchTarget, strings.Join(prefetchTargets, ", "))
+	case c.LMCacheWorldSize < 1:
+		return fmt.Errorf("%w: LMCache world size %d, want >= 1", ErrInvalidOption, c.LMCacheWorldSize)
 	case c.MaxInflight < 1:
 		return fmt.Errorf("%w: max inflight %d, want >= 1", ErrInvalidOption, c.MaxInflight)
 	case c.QueueSize < 1:
@@ -177,9 +214,20 @@ func (c *Config) validate() error {
 	case c.MaxMessageBytes < 1:
 		return fmt.Errorf("%w: max message bytes %d, want >= 1", ErrInvalidOption, c.MaxMessageBytes)
 	}
-	u, err := url.Parse(c.EngineURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%w: engine URL %q, want http://host:port", ErrInvalidOption, c.EngineURL)
+	for _, u := range []struct {
+		name, url string
+		need      bool
+	}{
+		{"engine", c.EngineURL, c.Engine != ""},
+		{"Dynamo frontend", c.FrontendURL, c.PrefetchTarget == TargetDynamo},
+		{"LMCache", c.LMCacheURL, c.PrefetchTarget == TargetLMCache},
+	} {
+		if !u.need && u.url == "" {
+			continue
+		}
+		if p, err := url.Parse(u.url); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return fmt.Errorf("%w: %s URL %q, want http://host:port", ErrInvalidOption, u.name, u.url)
+		}
 	}
 	return nil
 }
@@ -233,12 +281,16 @@ func WithCounters(c *metrics.Adapter) Option {
 	}
 }
 
-// job is one queued engine call.
+// job is one queued call.
 type job struct {
 	action   string
 	w        warmUp
 	deadline time.Time // no attempt starts at or after it
 }
+
+// size is what j holds against QueueTokens: its token ids, and a chat
+// body at 4 bytes a token (an id's size in memory).
+func (j job) size() int64 { return int64(len(j.w.tokens) + len(j.w.body)/4) }
 
 // Adapter is a bound hint socket and the engine calls it makes. Run
 // serves it.
@@ -252,7 +304,9 @@ type Adapter struct {
 	queue    chan job
 	tokens   atomic.Int64 // prompt tokens of the jobs queued or in flight (QueueTokens)
 	revs     *revisions
-	base     string
+	base     string      // EngineURL without a trailing slash
+	frontend string      // FrontendURL, likewise
+	lmcache  string      // LMCacheURL, likewise
 	running  atomic.Bool // Run is receiving (/readyz)
 }
 
@@ -264,7 +318,8 @@ func New(cfg Config, opts ...Option) (*Adapter, error) {
 		return nil, err
 	}
 	a := &Adapter{cfg: cfg, log: slog.Default(), now: time.Now, counters: metrics.NewAdapter(),
-		revs: newRevisions(defaultRevisionClaims), base: strings.TrimRight(cfg.EngineURL, "/")}
+		revs: newRevisions(defaultRevisionClaims), base: strings.TrimRight(cfg.EngineURL, "/"),
+		frontend: strings.TrimRight(cfg.FrontendURL, "/"), lmcache: strings.TrimRight(cfg.LMCacheURL, "/")}
 	for _, o := range opts {
 		if err := o(a); err != nil {
 			return nil, err
@@ -272,7 +327,7 @@ func New(cfg Config, opts ...Option) (*Adapter, error) {
 	}
 	if a.client == nil {
 		a.client = &http.Client{CheckRedirect: sameHostRedirects, Transport: &http.Transport{
-			Proxy:               nil, // the engine is beside the adapter, never behind a proxy
+			Proxy:               nil, // engine, frontend and LMCache are the cluster's own, never behind a proxy
 			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 			MaxIdleConnsPerHost: cfg.MaxInflight,
 			IdleConnTimeout:     90 * time.Second,
@@ -332,7 +387,7 @@ func (a *Adapter) Run(ctx context.Context) error {
 	for {
 		select {
 		case j := <-a.queue:
-			a.tokens.Add(-int64(len(j.w.tokens)))
+			a.tokens.Add(-j.size())
 			a.counters.Dropped.Inc(metrics.AdapterDropClosed)
 		default:
 			return err
@@ -347,25 +402,14 @@ func (a *Adapter) handle(_ context.Context, h receiver.Hint) {
 	var j job
 	switch {
 	case h.Prefetch != nil:
-		p := h.Prefetch
-		j = job{action: receiver.ActionPrefetch, deadline: time.UnixMilli(p.ExpiresAtMs),
-			w: warmUp{tokens: p.TokenIDs, model: p.Model, msgID: h.MessageID}}
-		if p.ExpiresAtMs == 0 { // a prefetch without expiry: bounded by one call
-			j.deadline = now.Add(a.cfg.CallTimeout)
-		}
-		j.deadline = a.believable(j.deadline, now)
-		if a.cfg.Engine == EngineVLLM {
-			j.w.claim = claimID(p.SessionID, p.RequestID)
-			j.w.revision = a.revs.next(j.w.claim, now.UnixMilli())
-			j.w.value = a.cfg.PrefetchValue
-			j.w.ttl = max(a.cfg.PrefetchTTL, j.deadline.Sub(now)).Seconds()
-		}
+		j = a.prefetchJob(h.Prefetch, h.MessageID, now)
 	case h.Retain != nil:
 		p := h.Retain
-		if a.cfg.Engine == EngineSGLang {
+		if a.cfg.Engine != EngineVLLM {
 			// SGLang's HTTP API has no per-request cache priority or pin
 			// to carry a retain with (see docs/adapter.md): a warm-up
 			// alone would not keep the pages past the radix cache's LRU.
+			// Without an engine there is nothing to carry it at all.
 			a.counters.Dropped.Inc(metrics.AdapterDropUnsupported)
 			a.log.Debug("retain not supported by engine", "engine", a.cfg.Engine, "message_id", h.MessageID)
 			return
@@ -379,29 +423,77 @@ func (a *Adapter) handle(_ context.Context, h receiver.Hint) {
 		a.log.Debug("action not for a worker", "action", h.Type, "message_id", h.MessageID)
 		return
 	}
-	if len(j.w.tokens) == 0 {
-		a.counters.Dropped.Inc(metrics.AdapterDropUnsupported)
-		return
+	a.enqueue(j)
+}
+
+// prefetchJob is the job of prefetch p (message msgID) arriving at now.
+func (a *Adapter) prefetchJob(p *schemas.PrefetchPayload, msgID string, now time.Time) job {
+	j := job{action: receiver.ActionPrefetch, deadline: time.UnixMilli(p.ExpiresAtMs),
+		w: warmUp{tokens: p.TokenIDs, model: p.Model, msgID: msgID, cacheSalt: p.CacheSalt,
+			workerID: p.WorkerID, dpRank: p.DpRank}}
+	if p.ExpiresAtMs == 0 { // a prefetch without expiry: bounded by one call
+		j.deadline = now.Add(a.cfg.CallTimeout)
 	}
-	if a.cfg.Engine == EngineVLLM && j.w.model == "" {
+	j.deadline = a.believable(j.deadline, now)
+	if a.cfg.PrefetchTarget == TargetEngine && a.cfg.Engine == EngineVLLM {
+		j.w.claim = claimID(p.SessionID, p.RequestID)
+		j.w.revision = a.revs.next(j.w.claim, now.UnixMilli())
+		j.w.value = a.cfg.PrefetchValue
+		j.w.ttl = max(a.cfg.PrefetchTTL, j.deadline.Sub(now)).Seconds()
+	}
+	return j
+}
+
+// SubmitPrefetch queues prefetch p as if it had arrived on the hint
+// socket (message id msgID), for a caller in this process that holds the
+// conversation's chat request: with PrefetchTarget TargetDynamo and a
+// non-empty body, the warm-up is that request cut to one token (see
+// chatWarmUp) rather than the token ids. It never waits; a hint it cannot
+// take is counted as the socket's would be. It reports whether the hint
+// was queued.
+func (a *Adapter) SubmitPrefetch(p schemas.PrefetchPayload, msgID string, body json.RawMessage) bool {
+	now := a.now()
+	if p.ExpiresAtMs != 0 && !now.Before(time.UnixMilli(p.ExpiresAtMs)) {
+		a.counters.Dropped.Inc(metrics.AdapterDropExpired)
+		return false
+	}
+	j := a.prefetchJob(&p, msgID, now)
+	j.w.body = body
+	return a.enqueue(j)
+}
+
+// enqueue queues j for a caller, never waiting: a hint the target cannot
+// take, or that finds the queue full, is dropped and counted.
+func (a *Adapter) enqueue(j job) bool {
+	if len(j.w.tokens) == 0 && len(j.w.body) == 0 {
+		a.counters.Dropped.Inc(metrics.AdapterDropUnsupported)
+		return false
+	}
+	needModel := a.cfg.Engine == EngineVLLM
+	if j.action == receiver.ActionPrefetch {
+		needModel = a.cfg.prefetchNeedsModel()
+	}
+	if needModel && j.w.model == "" {
 		j.w.model = a.cfg.Model
 		if j.w.model == "" {
 			a.counters.Dropped.Inc(metrics.AdapterDropNoModel)
-			return
+			return false
 		}
 	}
-	n := int64(len(j.w.tokens))
+	n := j.size()
 	if a.tokens.Add(n) > int64(a.cfg.QueueTokens) {
 		a.tokens.Add(-n)
 		a.counters.Dropped.Inc(metrics.AdapterDropQueueFull)
-		return
+		return false
 	}
 	select {
 	case a.queue <- j:
 		a.counters.Accepted.Inc(j.action)
+		return true
 	default:
 		a.tokens.Add(-n)
 		a.counters.Dropped.Inc(metrics.AdapterDropQueueFull)
+		return false
 	}
 }
 
@@ -422,18 +514,27 @@ func (a *Adapter) work(ctx context.Context) {
 			return
 		case j := <-a.queue:
 			a.execute(ctx, j)
-			a.tokens.Add(-int64(len(j.w.tokens)))
+			a.tokens.Add(-j.size())
 		}
 	}
 }
 
-// execute makes j's engine call, retrying a server error or a failed
+// execute makes j's call, retrying a server error or a failed
 // connection while the hint has not expired.
 func (a *Adapter) execute(ctx context.Context, j job) {
-	c, err := buildCall(a.cfg.Engine, j.w, a.cfg.EnginePriority)
+	var c call
+	var err error
+	if j.action == receiver.ActionPrefetch {
+		c, err = a.prefetchCall(j.w)
+	} else {
+		c, err = buildCall(a.cfg.Engine, a.base, j.w, a.cfg.EnginePriority)
+	}
 	if err != nil {
+		// The hint's content is what the target refuses (a salt LMCache
+		// forbids, a chat request without messages): counted, and logged
+		// at debug only, as a sender could send such hints at any rate.
 		a.counters.Dropped.Inc(metrics.AdapterDropUnsupported)
-		a.log.Error("engine request not built", "message_id", j.w.msgID, "err", err)
+		a.log.Debug("request not built", "target", a.cfg.PrefetchTarget, "action", j.action, "message_id", j.w.msgID, "err", err)
 		return
 	}
 	b := retry.Doubling(a.cfg.RetryDelay, maxRetryDelay)
@@ -475,19 +576,22 @@ func (a *Adapter) execute(ctx context.Context, j job) {
 func (a *Adapter) post(ctx context.Context, j job, c call) (reason string, retry bool) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+c.path, bytes.NewReader(c.body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(c.body))
 	if err != nil {
 		return metrics.AdapterFailUnreachable, false
+	}
+	for k, v := range c.header {
+		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
 	start := time.Now()
 	resp, err := a.client.Do(req)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			a.log.Warn("engine call timed out", "engine", a.cfg.Engine, "message_id", j.w.msgID, "timeout", a.cfg.CallTimeout)
+			a.log.Warn("engine call timed out", "engine", c.target, "message_id", j.w.msgID, "timeout", a.cfg.CallTimeout)
 			return metrics.AdapterFailTimeout, false
 		}
-		a.log.Debug("engine unreachable", "engine", a.cfg.Engine, "message_id", j.w.msgID, "err", err)
+		a.log.Debug("engine unreachable", "engine", c.target, "message_id", j.w.msgID, "err", err)
 		return metrics.AdapterFailUnreachable, true
 	}
 	defer resp.Body.Close() // unread past maxDrainBody: the connection is closed, not reused
@@ -496,19 +600,19 @@ func (a *Adapter) post(ctx context.Context, j job, c call) (reason string, retry
 	a.counters.CallTimes.Observe(time.Since(start).Seconds())
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		a.log.Debug("engine warmed", "engine", a.cfg.Engine, "action", j.action, "message_id", j.w.msgID,
+		a.log.Debug("engine warmed", "engine", c.target, "action", j.action, "message_id", j.w.msgID,
 			"tokens", len(j.w.tokens), "took", time.Since(start))
 		return "", false
 	case resp.StatusCode >= 500:
-		a.log.Debug("engine error", "engine", a.cfg.Engine, "message_id", j.w.msgID, "status", resp.StatusCode)
+		a.log.Debug("engine error", "engine", c.target, "message_id", j.w.msgID, "status", resp.StatusCode)
 		return metrics.AdapterFailServerError, true
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		// Only a redirect sameHostRedirects refused ends here.
-		a.log.Warn("engine redirect not followed", "engine", a.cfg.Engine, "message_id", j.w.msgID,
+		a.log.Warn("engine redirect not followed", "engine", c.target, "message_id", j.w.msgID,
 			"status", resp.StatusCode, "location", truncate(resp.Header.Get("Location"), maxErrorBody))
 		return metrics.AdapterFailRedirected, false
 	}
-	a.log.Warn("engine refused warm-up", "engine", a.cfg.Engine, "message_id", j.w.msgID,
+	a.log.Warn("engine refused warm-up", "engine", c.target, "message_id", j.w.msgID,
 		"status", resp.StatusCode, "body", string(bytes.ToValidUTF8(head, nil)))
 	return metrics.AdapterFailRefused, false
 }

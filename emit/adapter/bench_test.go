@@ -106,12 +106,12 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 		<-done
 	}
 	viaHTTP := func(i int) {
-		c, err := buildCall(EngineVLLM, warmUp{tokens: toks, model: model, claim: "hintstream/s", revision: int64(i),
+		c, err := buildCall(EngineVLLM, e.URL, warmUp{tokens: toks, model: model, claim: "hintstream/s", revision: int64(i),
 			value: DefaultPrefetchValue, ttl: 120, msgID: fmt.Sprintf("bench-%d", i)}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		resp, err := direct.Post(e.URL+c.path, "application/json", bytes.NewReader(c.body))
+		resp, err := direct.Post(c.url, "application/json", bytes.NewReader(c.body))
 		if err != nil {
 			b.Fatal(err)
 		}

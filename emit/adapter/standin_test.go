@@ -28,6 +28,9 @@ func TestStandinsRejectWhatEnginesReject(t *testing.T) {
 		{"sglang no input", sg.URL, "/generate", `{"sampling_params":{"max_new_tokens":1}}`, 400},
 		{"sglang token as string", sg.URL, "/generate", `{"input_ids":["1"]}`, 400},
 		{"sglang priority as string", sg.URL, "/generate", `{"input_ids":[1],"priority":"low"}`, 400},
+		{"sglang salted", sg.URL, "/generate", `{"input_ids":[1],"sampling_params":{"max_new_tokens":1},"cache_salt":"t"}`, 200},
+		{"sglang salt as number", sg.URL, "/generate", `{"input_ids":[1],"cache_salt":7}`, 400},
+		{"vllm salt as number", vl.URL, "/v1/completions", `{"model":"` + model + `","prompt":[1],"max_tokens":1,"cache_salt":7}`, 400},
 		{"vllm ok", vl.URL, "/v1/completions", setPrio(`,"ttl_seconds":60.0`), 200},
 		{"vllm int ttl", vl.URL, "/v1/completions", setPrio(`,"ttl_seconds":60`), 200},
 		{"vllm missing model", vl.URL, "/v1/completions", `{"prompt":[1],"max_tokens":1}`, 400},
@@ -38,16 +41,27 @@ func TestStandinsRejectWhatEnginesReject(t *testing.T) {
 		{"set_priority without ttl", vl.URL, "/v1/completions", setPrio(``), 400},
 		{"set_priority zero ttl", vl.URL, "/v1/completions", setPrio(`,"ttl_seconds":0`), 400},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url+c.path, bytes.NewBufferString(c.body))
-		resp, err := http.DefaultClient.Do(req)
-		cancel()
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != c.status {
-			t.Errorf("%s: status %d, want %d", c.name, resp.StatusCode, c.status)
+		if got := statusOf(t, c.url+c.path, c.body, nil); got != c.status {
+			t.Errorf("%s: status %d, want %d", c.name, got, c.status)
 		}
 	}
+}
+
+// statusOf POSTs the JSON body to url with header and returns the
+// answer's status.
+func statusOf(t *testing.T, url, body string, header map[string]string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewBufferString(body))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -270,6 +270,8 @@ func readPrefetch(b []byte, at string) (*schemas.PrefetchPayload, error) {
 			return readInt(v, at+".expires_at_ms", math.MinInt64, math.MaxInt64, &p.ExpiresAtMs)
 		case "worker_id":
 			return readUint64(v, at+".worker_id", &p.WorkerID)
+		case "cache_salt":
+			return readStr(v, at+".cache_salt", &p.CacheSalt)
 		}
 		return skip(v, at+"."+key)
 	})

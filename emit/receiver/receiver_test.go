@@ -239,3 +239,21 @@ func TestOptionsValidate(t *testing.T) {
 		t.Fatal("dedup window does not forget the oldest id")
 	}
 }
+
+// TestPrefetchCacheSaltIsStr: cache_salt is read as a str, and a salt of
+// another type (an int, a bin) rejects the hint as msgspec would.
+func TestPrefetchCacheSaltIsStr(t *testing.T) {
+	payload := func(salt any) []byte {
+		b, _ := msgp.AppendIntf(nil, map[string]any{"request_id": "r", "token_ids": []any{int64(1)}, "cache_salt": salt})
+		return b
+	}
+	env, err := Decode(envelope("kv.prefetch", payload("tenant")))
+	if err != nil || env.Actions[0].Prefetch.CacheSalt != "tenant" {
+		t.Fatalf("str salt: %+v, %v", env, err)
+	}
+	for _, bad := range []any{int64(7), []byte("tenant")} {
+		if _, err := Decode(envelope("kv.prefetch", payload(bad))); err == nil {
+			t.Errorf("cache_salt %T accepted", bad)
+		}
+	}
+}

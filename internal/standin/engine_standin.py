@@ -11,15 +11,17 @@ sees it):
       (python/sglang/srt/managers/io_struct.py @ 001067fffe33427bee0ed2f007fb7551a1d76b44):
       exactly one of text / input_ids / input_embeds; input_ids a non-empty
       list of int (or of lists of int); sampling_params a dict expanded into
-      SamplingParams(**...), so an unknown key is an error; priority an int.
-      Unknown top-level fields are ignored, as a pydantic dataclass does;
+      SamplingParams(**...), so an unknown key is an error; priority an int;
+      cache_salt and extra_key a str (or a list of str). Unknown top-level fields are ignored, as a pydantic dataclass does;
       they are recorded.
   --engine vllm    POST /v1/completions: vLLM's CompletionRequest
-      (vllm/entrypoints/openai/completion/protocol.py @ 002032ee2b18e1f7bd924ec47b62504ba3866063):
+      (vllm/entrypoints/openai/completion/protocol.py @ d5dba2d7b0ab9b98096560c69db7126b54b14d79,
+      the same fields @ 002032ee2b18e1f7bd924ec47b62504ba3866063):
       model must name the served model (404 otherwise; 400 when missing, as
       releases where model is required do); prompt a list of int >= 0 (or
       str / list of str / list of lists); max_tokens an int >= 1; priority an
-      int, and not 0 only with --priority-scheduling. extra="allow": unknown
+      int, and not 0 only with --priority-scheduling; cache_salt a str or
+      null. extra="allow": unknown
       fields are accepted and recorded. kv_hints: a KvHintsEnvelope
       (vllm/v1/kv_hints/protocol.py @ 01a37bc09a949a6a516afd924ad10e60c56f35f3)
       whose vllm.set_priority@1.0 payload follows SetPriority
@@ -115,6 +117,10 @@ def check_sglang(body, args):
     pr = body.get("priority")
     if pr is not None and not is_int(pr):
         raise Invalid(400, "priority: expected int")
+    for k in ("cache_salt", "extra_key"):
+        v = body.get(k)
+        if v is not None and not isinstance(v, str) and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            raise Invalid(400, f"{k}: expected str or list of str")
     if body.get("stream") not in (None, False, True):
         raise Invalid(400, "stream: expected bool")
     return ignored
@@ -196,6 +202,9 @@ def check_vllm(body, args):
         raise Invalid(400, "priority: Input should be a valid integer")
     if pr != 0 and not args.priority_scheduling:
         raise Invalid(400, "Priority scheduling is not enabled.")
+    salt = body.get("cache_salt")
+    if salt is not None and not isinstance(salt, str):
+        raise Invalid(400, "cache_salt: Input should be a valid string")
     if "kv_hints" in body and body["kv_hints"] is not None:
         check_kv_hints(body["kv_hints"])
     return ignored

@@ -1,9 +1,10 @@
-// Package standin runs engine_standin.py, a stand-in for SGLang's or
-// vLLM's HTTP API written from their request schemas (see the script's
-// docstring for the files and commits), for tests and the demo: no GPU
-// can run the real engines here.
-//
-// It needs /usr/bin/python3 (standard library only).
+// Package standin holds stand-ins for the HTTP APIs hintstream adapter
+// calls, each written from its upstream source, for tests and the demo
+// (no GPU can run the real engines here): engine_standin.py for SGLang's
+// and vLLM's (see the script's docstring for the files and commits; it
+// needs /usr/bin/python3, standard library only), and, in Go on
+// net/http/httptest, the Dynamo frontend's OpenAI endpoints (Dynamo) and
+// LMCache's /l2/prefetch (LMCache).
 package standin
 
 import (
