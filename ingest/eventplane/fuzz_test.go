@@ -43,3 +43,42 @@ func FuzzDecodeFrame(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeActiveSequences: whatever the bytes, the active-sequence
+// decoder returns events that hold what Dynamo requires (a request id, a
+// known variant, AddRequest fields only on an AddRequest) within the
+// limits, or a DecodeError; never a panic.
+func FuzzDecodeActiveSequences(f *testing.F) {
+	files, _ := filepath.Glob("testdata/seq_*.msgpack")
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+			f.Add(b[:len(b)-len(b)/3])
+		}
+	}
+	lim := schemas.Limits{MaxBytes: 1 << 16, MaxTokens: 64, MaxString: 256}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fr, err := DecodeActiveSequences(data, lim)
+		if err != nil {
+			if !errors.Is(err, schemas.ErrMalformed) {
+				t.Fatalf("error %v is not ErrMalformed", err)
+			}
+			return
+		}
+		if len(fr.Events) == 0 && !fr.Batch || len(fr.Events) > lim.MaxTokens {
+			t.Fatalf("%d events (batch %v)", len(fr.Events), fr.Batch)
+		}
+		for _, ev := range fr.Events {
+			switch {
+			case ev.RequestID == "" || len(ev.RequestID) > lim.MaxString:
+				t.Fatalf("request id %q", ev.RequestID)
+			case ev.Kind < SequenceAdd || ev.Kind > SequenceFree:
+				t.Fatalf("kind %d", ev.Kind)
+			case (ev.Kind == SequenceAdd) != (ev.Add != nil):
+				t.Fatalf("%v with Add %v", ev.Kind, ev.Add)
+			case ev.Add != nil && len(ev.Add.SequenceHashes) > lim.MaxTokens:
+				t.Fatalf("%d hashes", len(ev.Add.SequenceHashes))
+			}
+		}
+	})
+}
