@@ -35,6 +35,10 @@ var ErrBadScope = errors.New("eventplane: invalid Dynamo scope")
 // event plane.
 type Scope struct {
 	Namespace, Component string
+	// ActiveSequences also captures the component's
+	// active_sequences_events subjects (ApplySequences), where KV routers
+	// with DYN_ROUTER_REPLICA_SYNC=true publish ActiveSequenceEvents.
+	ActiveSequences bool
 }
 
 // Validate reports an empty namespace or component.
