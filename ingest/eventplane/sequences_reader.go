@@ -2,6 +2,7 @@ package eventplane
 
 import (
 	"context"
+	"maps"
 	"sync"
 
 	"github.com/hintstream/hintstream/schemas"
@@ -116,12 +117,12 @@ func (r *SequenceReader) Stats() SequenceStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := SequenceStats{Frames: r.stats.Frames, Gaps: r.gaps.Stats(),
-		Events: map[string]uint64{}, Malformed: map[string]uint64{}}
-	for k, v := range r.stats.Events {
-		out.Events[k] = v
+		Events: maps.Clone(r.stats.Events), Malformed: maps.Clone(r.stats.Malformed)}
+	if out.Events == nil {
+		out.Events = map[string]uint64{}
 	}
-	for k, v := range r.stats.Malformed {
-		out.Malformed[k] = v
+	if out.Malformed == nil {
+		out.Malformed = map[string]uint64{}
 	}
 	return out
 }
