@@ -132,6 +132,18 @@ func TestDynamoZMQEventPlane(t *testing.T) {
 	}, "the skipped sequence counted as a gap by the index")
 	br.waitLine(t, 10*time.Second, "gap in a Dynamo publisher's sequence")
 	br.waitLine(t, 10*time.Second, "not four frames [topic, publisher_id, sequence, frame]")
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		s, err := js.Stream(ctx, "HINTSTREAM_DLQ")
+		if err != nil {
+			return false
+		}
+		_, err = s.GetLastMsgForSubject(ctx, "hintstream.dlq.event_plane")
+		return err == nil
+	}, "dead-letter copy of the refused message")
+	if m := lastMsg(t, ctx, js, "HINTSTREAM_DLQ", "hintstream.dlq.event_plane"); string(m.Data) != "short" ||
+		m.Header.Get("Hintstream-Error") != "not four frames [topic, publisher_id, sequence, frame]" {
+		t.Fatalf("dead-letter copy %q %v", m.Data, m.Header)
+	}
 	p.stop(t)
 	br.stop(t)
 }

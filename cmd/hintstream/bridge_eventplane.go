@@ -48,17 +48,21 @@ func runEventPlaneBridge(ctx context.Context, js jetstream.JetStream, f *eventPl
 	set := streams.DefaultSet()
 	set.KVEvents = kv
 	set = scope.ApplyGiven(set)
-	need := map[string]streams.Config{eventplane.TopicKVEvents: set.KVEvents, eventplane.TopicKVMetrics: set.Load,
+	byTopic := map[string]streams.Config{eventplane.TopicKVEvents: set.KVEvents, eventplane.TopicKVMetrics: set.Load,
 		eventplane.TopicActiveSequences: set.Requests}
+	need := map[string]streams.Config{bridge.DefaultEventPlaneDeadLetter: set.DeadLetter}
 	for _, topic := range bridge.EventPlaneTopics(scope) {
-		_, err := js.StreamNameBySubject(ctx, scope.Subject(topic))
+		need[scope.Subject(topic)] = byTopic[topic]
+	}
+	for subject, cfg := range need {
+		_, err := js.StreamNameBySubject(ctx, subject)
 		if err == nil {
 			continue // an operator's stream, or run's: attached as it is
 		}
 		if !errors.Is(err, jetstream.ErrStreamNotFound) {
 			return err
 		}
-		if _, _, err := streams.Ensure(ctx, js, need[topic], streams.WithUpdate(update), streams.WithLogger(log)); err != nil {
+		if _, _, err := streams.Ensure(ctx, js, cfg, streams.WithUpdate(update), streams.WithLogger(log)); err != nil {
 			return err
 		}
 	}

@@ -41,7 +41,7 @@ func epSetup(t *testing.T, scope eventplane.Scope) jetstream.JetStream {
 	t.Helper()
 	_, js := natstest.Connect(t, natstest.Start(t))
 	set := scope.ApplyGiven(streams.DefaultSet())
-	for _, c := range []streams.Config{set.KVEvents, set.Load, set.Requests} {
+	for _, c := range []streams.Config{set.KVEvents, set.Load, set.Requests, set.DeadLetter} {
 		if _, _, err := streams.Ensure(context.Background(), js, c); err != nil {
 			t.Fatal(err)
 		}
@@ -142,10 +142,22 @@ func TestEventPlaneBridgeDirect(t *testing.T) {
 		Gaps: 1, Missing: 296, Publishers: 4}
 	natstest.Eventually(t, 10*time.Second, func() bool { return b.Stats() == want }, "bridge counters")
 	reasons := b.MalformedByReason()
-	for _, r := range []string{"envelope field of the wrong type", "publisher_id or sequence frame not 8 bytes",
-		"frames and envelope disagree on publisher_id or sequence"} {
+	refused := []string{"envelope field of the wrong type", "publisher_id or sequence frame not 8 bytes",
+		"frames and envelope disagree on publisher_id or sequence"}
+	for _, r := range refused {
 		if reasons[r] != 1 {
 			t.Errorf("malformed by reason %v lacks %q", reasons, r)
+		}
+	}
+	// Each refused message is copied, its reason in a header.
+	dlq := streamMsgs(t, js, streams.DefaultSet().DeadLetter.Name)
+	if len(dlq) != len(refused) {
+		t.Fatalf("%d dead-letter copies, want %d", len(dlq), len(refused))
+	}
+	for i, m := range dlq {
+		if m.Subject != bridge.DefaultEventPlaneDeadLetter || m.Header.Get(bridge.HeaderDLQReason) != refused[i] ||
+			m.Header.Get(bridge.HeaderZMQTopic) != eventplane.TopicActiveSequences {
+			t.Errorf("dead-letter copy %d: %q %v", i, m.Subject, m.Header)
 		}
 	}
 
