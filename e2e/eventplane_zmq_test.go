@@ -93,18 +93,9 @@ func TestDynamoZMQEventPlane(t *testing.T) {
 			"worker": 101, "decode": 1, "used": 100, "publisher": 1 << 41, "sequence": 0},
 		map[string]any{"kind": "load", "namespace": ns, "component": comp, "endpoint": "generate",
 			"worker": 303, "decode": 4, "used": 100, "publisher": 1 << 41, "sequence": 1})
-	stored := func(stream string) uint64 {
-		s, err := js.Stream(ctx, stream)
-		if err != nil {
-			return 0
-		}
-		info, err := s.Info(ctx)
-		if err != nil {
-			return 0
-		}
-		return info.State.Msgs
-	}
-	natstest.Eventually(t, 10*time.Second, func() bool { return stored("KV_EVENTS") == 3 && stored("KV_LOAD") == 2 },
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		return streamMsgs(t, js, "KV_EVENTS") == 3 && streamMsgs(t, js, "KV_LOAD") == 2
+	},
 		"the bridge stored the ZMQ frames")
 
 	p := start(t, append([]string{"run", "--nats-url", srv.ClientURL(), "--log-format", "json",
