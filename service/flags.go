@@ -63,6 +63,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.registerHTTPFlags(fs)       // flags_http.go
 	c.registerClusterFlags(fs)    // flags_cluster.go
 	c.registerPlannerFlags(fs)    // flags_planners.go
+	c.registerEventPlaneFlags(fs) // eventplane_zmq.go
 	c.Decisions.RegisterFlags(fs) // decide/engine/flags.go
 }
 

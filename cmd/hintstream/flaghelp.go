@@ -49,7 +49,7 @@ var flagGroups = map[string][]flagGroup{
 				"nats-inbox-prefix connect-timeout data-dir embedded-port"},
 		{headSources,
 			"group requests-subjects responses-subjects kv-events-subjects dynamo-namespace agents update-streams stream-replicas",
-			"dynamo-component requests-stream responses-stream kv-events-stream kv-streams load-stream load-subjects " +
+			"dynamo-component dynamo-active-sequences dynamo-zmq dynamo-zmq-broker requests-stream responses-stream kv-events-stream kv-streams load-stream load-subjects " +
 				"agent-events-stream models requests-durable responses-durable requests-deliver-all ack-wait " +
 				"requests-max-age requests-max-bytes responses-max-age responses-max-bytes stream-placement-tags " +
 				"kv-events-keep dead-letter-stream dead-letter-prefix"},
@@ -81,7 +81,7 @@ var flagGroups = map[string][]flagGroup{
 		{headSources,
 			"since until from-seq models",
 			"requests-stream responses-stream kv-events-stream kv-events-subjects load-stream " +
-				"dynamo-namespace dynamo-component registry-bucket"},
+				"dynamo-namespace dynamo-component dynamo-active-sequences registry-bucket"},
 		{headTargets, "dry-run out", "pin-endpoint"},
 		{headHints,
 			"prefetch-ttl pin-headroom pin-slack pin-max-ttl keep-pin-on-next-turn",
@@ -108,8 +108,8 @@ var flagGroups = map[string][]flagGroup{
 	"bridge": {
 		{headBus, "config " + natsShort, natsMore + " connect-timeout"},
 		{headSources,
-			"zmq-endpoint worker-id dp-rank replay-endpoint agent-events",
-			"topic replay-from replay-timeout agent-events-topic"},
+			"zmq-endpoint worker-id dp-rank replay-endpoint agent-events dynamo-zmq dynamo-namespace",
+			"topic replay-from replay-timeout agent-events-topic dynamo-component dynamo-active-sequences dynamo-zmq-broker"},
 		{headTargets,
 			"kv-events-subjects subject update-streams",
 			"kv-events-stream agent-events-stream publish-timeout"},
@@ -120,7 +120,7 @@ var flagGroups = map[string][]flagGroup{
 		{headBus, natsShort, natsMore},
 		{headSources,
 			"requests-subjects responses-subjects kv-events-subjects dynamo-namespace update-streams stream-replicas",
-			"requests-stream responses-stream kv-events-stream load-stream load-subjects dynamo-component " +
+			"requests-stream responses-stream kv-events-stream load-stream load-subjects dynamo-component dynamo-active-sequences " +
 				"dead-letter-stream dead-letter-prefix requests-max-age requests-max-bytes responses-max-age responses-max-bytes " +
 				"stream-placement-tags"},
 		{headOperation, "json strict", "timeout log-format log-level"},
