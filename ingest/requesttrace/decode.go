@@ -96,6 +96,9 @@ const (
 	ReasonEmptyRequestID = "empty request_id"
 	ReasonTooManyHeaders = "too many headers"
 	ReasonBodyNotObject  = "payload body is not an object"
+	// ReasonUnknownWorker is not Decode's: a consumer gives it to a
+	// request_end whose worker its registry does not know.
+	ReasonUnknownWorker = "unknown worker"
 )
 
 // AllReasons are the reasons Decode gives, the per-field families spelt
@@ -105,7 +108,7 @@ func AllReasons() []string {
 	r := []string{ReasonTooLarge, ReasonInvalidUTF8, ReasonInvalidJSON, ReasonNotObject, ReasonTooDeep,
 		ReasonSchema, ReasonEventType, ReasonToolStatus, ReasonTooManyHashes,
 		ReasonBlockSize, ReasonHashesPastEnd, ReasonDuration, ReasonEmptyTool, ReasonEmptySession,
-		ReasonEmptyRequestID, ReasonTooManyHeaders, ReasonBodyNotObject}
+		ReasonEmptyRequestID, ReasonTooManyHeaders, ReasonBodyNotObject, ReasonUnknownWorker}
 	for _, f := range []string{"schema", "event_type", "event_time_unix_ms", "request", "tool", "payload",
 		"agent_context", "request_id", "tool_call_id", "tool_class", "session_id", "trace_block_size",
 		"input_length", "input_sequence_hashes", "endpoint", "model", "payload_complete"} {
