@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -490,7 +491,7 @@ func (l Limits) tool(w *wireTool) (*Tool, error) {
 	}
 	if w.Status != nil {
 		var known bool
-		if t.Status, known = statusAliases[*w.Status]; !known {
+		if t.Status, known = agentevents.NormalStatus(*w.Status); !known {
 			return nil, bad(ReasonToolStatus, nil)
 		}
 	}
