@@ -265,3 +265,31 @@ func TestReasonsListed(t *testing.T) {
 		}
 	}
 }
+
+// The widest record Dynamo writes decodes, every field where it belongs.
+func TestDecodeEveryField(t *testing.T) {
+	r, err := Decode(marshal(t, dynamotrace.EveryField()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, m := r.AgentContext, r.Request
+	if a.SessionID != "s" || a.ParentSessionID != "p" || a.SessionFinal == nil || *a.SessionFinal || !a.EvictSession ||
+		a.InputTrigger != TriggerToolResult {
+		t.Fatalf("agent context %+v", a)
+	}
+	if m.XRequestID != "x" || *m.CachedTokens != 3 || *m.PrefillWaitTimeMs != 0.5 || *m.KVTransferEstimatedLatencyMs != 6 ||
+		*m.QueueDepth != 7 || *m.Worker.PrefillWorkerID != 10 || *m.Worker.DecodeDpRank != 2 {
+		t.Fatalf("metrics %+v", m)
+	}
+	if rp := m.Replay; rp.Hashes[0] != 18446744073709551615 || string(rp.KVHints) != `{"a":1}` || len(rp.Full()) != 1 || !rp.HasPartialTail() {
+		t.Fatalf("replay %+v", rp)
+	}
+	f := m.Finish
+	if f.FinishReason != "tool_calls" || f.BackendFinishReason != "stop" || string(f.StopReason) != `"eos"` ||
+		f.ToolCalls[0] != (ToolCallMetadata{ChoiceIndex: 0, ToolCallIndex: 1, ID: "c", Name: "n"}) || f.Choices[0].FinishReason != "tool_calls" {
+		t.Fatalf("finish %+v", f)
+	}
+	if id, dp, ok := m.WorkerID(); !ok || id != 11 || dp != 2 {
+		t.Fatalf("worker %d/%d %v: want the decode worker", id, dp, ok)
+	}
+}
