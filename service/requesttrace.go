@@ -68,9 +68,9 @@ func (s *Service) startRequestTrace(ctx context.Context, dlq *consumers.DeadLett
 }
 
 // traceHandler acts on one request-trace record: a request_end as a
-// response event (the engine's response path: tool-call pins and their
-// release, tool times, the session's last turn, outcomes), preceded for
-// the agent tracker by the request it ends; a tool record on the agent
+// response event on the engine's response path (Engine.OnResponse: the
+// pins, then the observers: the agent tracker's outcomes and turns),
+// preceded for the tracker by the request it ends; a tool record on the
 // tracker, as a harness's; a request_payload kept for its request's
 // request_end (headers). A record that does not decode is Rejected, so
 // the consumer's middleware counts it by reason and dead-letters it.
