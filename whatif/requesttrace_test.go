@@ -9,12 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/hintstream/hintstream/ingest/requesttrace"
 	"github.com/hintstream/hintstream/internal/dynamotrace"
-	"github.com/hintstream/hintstream/internal/natsembed"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/hintstream/hintstream/whatif/workload"
 )
@@ -101,20 +97,7 @@ func TestRunPlaysARequestTraceFile(t *testing.T) {
 // hintstream), the request trace gives the window its workers and block
 // size; without it either, the registry's absence is the error.
 func TestFromStreamsTraceWithoutRegistry(t *testing.T) {
-	srv, err := natsembed.Start(natsembed.Options{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := embedded(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cfg := requesttrace.StreamConfig(requesttrace.DefaultSubject)
