@@ -54,6 +54,9 @@ func (s *Service) startRequestTrace(ctx context.Context, dlq *consumers.DeadLett
 	default:
 		s.log.Info("request trace: attached to the stream that captures its subject", "stream", name, "subject", rt.Subject)
 	}
+	if s.agents == nil {
+		s.log.Info("request trace: tool records are counted only (agent hints off: --agents)")
+	}
 	h := newTraceHandler(rt.Limits, s.engine, s.agents, s.Counters.RequestTrace)
 	h.knownWorker = s.knownWorker
 	c := consumers.NewRequestTraceConsumer(s.js, consumers.TriggerConfig{Stream: name, Durable: rt.Durable,

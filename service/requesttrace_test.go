@@ -222,6 +222,7 @@ func TestSourceFlags(t *testing.T) {
 		{[]string{"--source", "vllm"}, `--source "vllm": want hintstream or dynamo`},
 		{[]string{"--source", "dynamo", "--request-trace-max-hashes", "0"}, "--request-trace-max-hashes must be at least 1"},
 		{[]string{"--source", "dynamo", "--request-trace-subject", ""}, "must not be empty"},
+		{[]string{"--source", "dynamo", "--request-trace-stream", "a.b"}, "--request-trace-stream"},
 	} {
 		var cfg Config
 		fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -230,6 +231,9 @@ func TestSourceFlags(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := cfg.ApplyFlags()
+		if err == nil {
+			err = cfg.validateNamesAndEndpoints()
+		}
 		if c.want != "" {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%q: %v, want %q", c.args, err, c.want)
