@@ -57,7 +57,16 @@ func (s *Service) startRequestTrace(ctx context.Context, dlq *consumers.DeadLett
 	if s.agents == nil {
 		s.log.Info("request trace: tool records are counted only (agent hints off: --agents)")
 	}
-	h := newTraceHandler(rt.Limits, s.engine, s.agents, s.Counters.RequestTrace)
+	// A record is a message like the others: run's --max-message-bytes
+	// and --max-headers bound it too.
+	lim := rt.Limits
+	if el := s.cfg.Decisions.Limits; lim.MaxBytes == 0 && el.MaxBytes > 0 {
+		lim.MaxBytes = el.MaxBytes
+	}
+	if el := s.cfg.Decisions.Limits; lim.MaxHeaders == 0 && el.MaxHeaders > 0 {
+		lim.MaxHeaders = el.MaxHeaders
+	}
+	h := newTraceHandler(lim, s.engine, s.agents, s.Counters.RequestTrace)
 	h.knownWorker = s.knownWorker
 	c := consumers.NewRequestTraceConsumer(s.js, consumers.TriggerConfig{Stream: name, Durable: rt.Durable,
 		Filter: []string{rt.Subject}, DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait,
