@@ -30,6 +30,9 @@ type Window struct {
 	// the workers' device caches for Observed; 0: DefaultKVLookback,
 	// negative: none.
 	KVLookback time.Duration
+	// RequestTrace is the stream of Dynamo's request-trace records, read
+	// beside the requests (requesttrace_streams.go); no Name: none.
+	RequestTrace streams.Config
 }
 
 // StreamSource is what FromStreams read.
@@ -67,7 +70,11 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 	out := StreamSource{Events: map[string]int{}}
 	out.Name = fmt.Sprintf("streams %s..%s", w.Since.UTC().Format(time.RFC3339), untilName(w.Until))
 	var err error
-	if out.Workers, out.BlockSize, err = readRegistry(ctx, js, w.RegistryBucket); err != nil {
+	out.Workers, out.BlockSize, err = readRegistry(ctx, js, w.RegistryBucket)
+	// A Dynamo deployment may register no worker with hintstream: its
+	// request trace names the workers and its block size (readRequestTrace).
+	regErr := err
+	if err != nil && w.RequestTrace.Name == "" {
 		return out, err
 	}
 	type pending struct {
@@ -92,6 +99,9 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 	}
 	err = readWindow(ctx, js, w.Streams.Requests, w, func(m jetstream.Msg, md *jetstream.MsgMetadata) error {
 		out.Events["requests"]++
+		if regErr != nil {
+			return fmt.Errorf("requests stream: %w (request events are hashed at the workers' block size)", regErr)
+		}
 		req, _, err := engine.DecodeRequest(w.Limits, engine.Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
 		if err != nil {
 			return bad("requests", md.Sequence.Stream, err)
@@ -142,6 +152,16 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 			out.Records[p.rec].OutputLength = n
 		}
 	}
+	traced, err := readRequestTrace(ctx, js, w, &out, bad)
+	if err != nil {
+		return out, err
+	}
+	if regErr != nil {
+		if traced.n == 0 {
+			return out, regErr
+		}
+		out.Workers = traced.workers
+	}
 	// The KV events, from the lookback on, rebuild the workers' device
 	// caches in a KV index; each request is scored against it as it
 	// stood when the request came (Observed).
@@ -156,6 +176,7 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 		r := out.Records[p.rec]
 		obs.recs[p.rec] = obsRec{at: r.Timestamp, full: r.HashIDs[:p.prompt/out.BlockSize], prompt: p.prompt, worker: servedBy[id]}
 	}
+	traced.observe(out.Records, obs.recs)
 	kw := w
 	if !w.Since.IsZero() {
 		kw.Since = w.Since.Add(-lookback)
@@ -175,9 +196,12 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 	}
 	out.Observed = obs.finish()
 	out.Source.Observed = &out.Observed
+	if traced.mismatch {
+		out.Source.Observed = nil // KV events at another block size than the records'
+	}
 	if len(out.Records) == 0 {
-		return out, fmt.Errorf("%w %s: %d request events (wake-ups and bad ones aside), %d responses, %d KV events",
-			ErrEmptyWindow, out.Name, out.Events["requests"], out.Events["responses"], out.Events["kv_events"])
+		return out, fmt.Errorf("%w %s: %d request events (wake-ups and bad ones aside), %d responses, %d request-trace records, %d KV events",
+			ErrEmptyWindow, out.Name, out.Events["requests"], out.Events["responses"], out.Events["request_trace"], out.Events["kv_events"])
 	}
 	return out, nil
 }
