@@ -11,7 +11,7 @@ import (
 // ZeroMQ is installed; only the senders (actions/zmqsend) and what wires
 // them link it.
 func TestDecisionsLinkNoZeroMQ(t *testing.T) {
-	pkgs := []string{"../decide/engine", "../decide/pins", "../replay", "../actions", "../kvevents", "../kvevents/index", "../decide/routing", "../decide/retention"}
+	pkgs := []string{"../decide/engine", "../decide/pins", "../replay", "../actions", "../kvevents", "../kvevents/index", "../decide/routing"}
 	out, err := exec.Command("go", append([]string{"list", "-deps"}, pkgs...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
@@ -72,7 +72,7 @@ var layers = []struct {
 	{"wire", []string{"schemas", "streams", "internal/"}},
 	{"formats", []string{"actions", "kvevents", "ingest/eventplane", "ingest/agentevents", "ingest/requesttrace", "decide/tooltime", "state/registry", "state/snapshots", "service/natsconn", "client"}},
 	{"metrics", []string{"observe/metrics"}},
-	{"decision parts", []string{"kvevents/index", "decide/routing", "decide/pins", "decide/retention", "emit/receiver"}},
+	{"decision parts", []string{"kvevents/index", "decide/routing", "decide/pins", "emit/receiver"}},
 	{"engine", []string{"decide/engine", "decide/agents"}},
 	{"transports", []string{"consumers", "ingest/bridge", "actions/zmqsend", "emit/adapter"}},
 	{"instance", []string{"service", "observe", "internal/demo"}},

@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hintstream/hintstream/actions/zmqsend"
-	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/decide/tooltime"
 	"github.com/hintstream/hintstream/kvevents"
@@ -51,9 +50,6 @@ type Sources struct {
 	Choose func(*schemas.RequestEvent) (routing.Candidate, []routing.Candidate, error)
 	// ToolTime answers GET /v1/tooltime; ok false (pins off) gives 404.
 	ToolTime func() (stats []tooltime.ToolStats, ok bool)
-	// Retention answers GET /v1/retention (retention.go); ok false (the
-	// planner is off) gives 404.
-	Retention func() (top []retention.Pinned, stats retention.Stats, ok bool)
 	// Outcomes answers GET /v1/outcomes (the last agent hints and their
 	// fate); ok false (agent hints off) gives 404.
 	Outcomes func() (v OutcomesView, ok bool)

@@ -141,7 +141,6 @@ func registerInspect(mux *http.ServeMux, s Sources) {
 	mux.HandleFunc("GET /v1/index", s.gate(s.Index != nil, "index inspection", s.indexView))
 	mux.HandleFunc("POST /v1/overlap", s.gate(s.Choose != nil, "overlap inspection", s.overlapView))
 	mux.HandleFunc("GET /v1/tooltime", s.gate(s.ToolTime != nil, "tool time inspection", s.toolTimeView))
-	mux.HandleFunc("GET /v1/retention", s.gate(s.Retention != nil, "retention inspection", s.retentionView))
 	mux.HandleFunc("GET /v1/outcomes", s.gate(s.Outcomes != nil, "outcome inspection", s.outcomesView))
 }
 

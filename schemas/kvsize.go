@@ -4,8 +4,7 @@ package schemas
 // operator does not say (--kv-bytes-per-token): Qwen3-8B in bf16, 36
 // layers x 8 KV heads x 128 dims x 2 (K and V) x 2 bytes, the model the
 // demo and the examples serve (Qwen/Qwen3-8B). Load times (bytes at the
-// L3 bandwidth) and the retention planner's byte budget count with it,
-// and whatif models the same load times, so the advisor and the service
+// L3 bandwidth) count with it, and whatif models the same load times, so the advisor and the service
 // it advises agree. (131,072, which whatif once used, is a 32-layer 8B
 // model's: Llama-3-8B, not the model served here.)
 const DefaultKVBytesPerToken = 147456

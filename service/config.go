@@ -12,7 +12,6 @@ import (
 	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/decide/engine"
-	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/ingest/eventplane"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service/natsconn"
@@ -188,17 +187,6 @@ type Config struct {
 	// DynamoScope is the Dynamo namespace and component of the event
 	// plane (--dynamo-namespace, --dynamo-component); zero when not given.
 	DynamoScope eventplane.Scope
-
-	// Retention, when set (and pins are on), runs the retention planner
-	// (package retention; retention_planner.go): it pins what the store
-	// should keep by expected reuse within a byte budget, beside the
-	// tool-call pins. Nil: tool-call pins alone.
-	Retention *retention.Config
-	// RetentionGroup, when set with Retention, makes one member's planner
-	// decide for the consumer group: members relay their observations and
-	// the holder of a KV lock alone sends pins (retention_group.go). Nil:
-	// each member plans alone.
-	RetentionGroup *retention.GroupConfig
 
 	// Decisions: the worker choice, index options, prefetch and
 	// pin TTLs, tool times, keep-pin, renewals, input limits and the

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/hintstream/hintstream/decide/agents"
-	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/ingest/eventplane"
 )
 
@@ -37,10 +36,6 @@ type runFlags struct {
 	agentsOn     bool
 	agentsStream string
 	agents       agents.Config
-
-	retention      retention.Config
-	retentionGroup retention.GroupConfig
-	groupOn        bool
 
 	source sourceFlags // flags_source.go
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/hintstream/hintstream/actions/zmqsend"
-	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/ingest/eventplane"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service/natsconn"
@@ -51,7 +50,7 @@ func TestRunFlagsDefaults(t *testing.T) {
 		t.Fatalf("NATS %+v", c.NATS)
 	case c.NoAffinity || c.AffinityBucket != schemas.DefaultAffinityBucket || c.Models != nil || c.KVStreams != nil:
 		t.Fatalf("cluster: affinity %q %v, models %q, kv streams %q", c.AffinityBucket, c.NoAffinity, c.Models, c.KVStreams)
-	case c.Agents != nil || c.Retention != nil || c.RetentionGroup != nil:
+	case c.Agents != nil:
 		t.Fatal("a planner is on by default")
 	case c.Routing == nil || c.EndpointRules.MaxDPRanks != schemas.DefaultMaxDPRanks:
 		t.Fatalf("decisions or endpoint rules unset: %+v %+v", c.Routing, c.EndpointRules)
@@ -107,9 +106,6 @@ func TestRunFlagErrors(t *testing.T) {
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), args[0]) {
 			t.Errorf("%v: want an error wrapping ErrInvalidConfig naming %s, got %v", args, args[0], err)
 		}
-	}
-	if _, err := parseRunFlags("--l3-pin-budget", "40%"); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, retention.ErrInvalidOption) {
-		t.Errorf("a share without a capacity: %v", err)
 	}
 }
 

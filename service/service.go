@@ -14,7 +14,6 @@ import (
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/decide/pins"
-	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/decide/tooltime"
 	"github.com/hintstream/hintstream/kvevents/index"
@@ -55,8 +54,6 @@ type Service struct {
 	responses *consumers.ResponseConsumer
 	// Learner holds the learned tool times (nil when pins are off).
 	Learner *tooltime.Learner
-	// Retention is the retention planner, nil when off (after Start).
-	Retention *retention.Planner
 	// agents follows agent programs (nil when Config.Agents is off).
 	agents *agents.Tracker
 

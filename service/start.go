@@ -11,7 +11,6 @@ import (
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/decide/pins"
-	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/decide/tooltime"
 	"github.com/hintstream/hintstream/internal/natsembed"
@@ -57,7 +56,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		s.startSenders,   // the ZeroMQ pool
 		s.startHTTP,      // /metrics, /healthz, /readyz, /v1/
 		s.startRegistry,  // loaded before any decision
-		s.startEngine,    // pins, affinity, the retention planner, the decisions
+		s.startEngine,    // pins, affinity, the decisions
 		s.startState,     // KV events and load, applied up to now
 		s.startTriggers,  // agents, requests, responses, renewals
 		s.startSnapshots, // saving the index
@@ -188,12 +187,6 @@ func (s *Service) startHTTP(context.Context, *starting) (err error) {
 				}
 				return s.Learner.Snapshot(), true
 			},
-			Retention: func() ([]retention.Pinned, retention.Stats, bool) {
-				if s.Retention == nil { // planner off
-					return nil, retention.Stats{}, false
-				}
-				return s.Retention.Top(observe.RetentionTop), s.Retention.Stats(), true
-			},
 			Outcomes: s.outcomesView})
 	if err != nil {
 		return err
@@ -228,13 +221,6 @@ func (s *Service) startEngine(ctx context.Context, st *starting) (err error) {
 		return err
 	}
 	var observers []engine.Observer
-	planner, err := s.retentionPlanner(ctx, st.pins, st.sender) // retention_planner.go
-	if err != nil {
-		return err
-	}
-	if planner != nil {
-		observers = append(observers, planner)
-	}
 	if s.agents, err = s.agentTracker(); err != nil { // agents.go
 		return err
 	}

@@ -14,7 +14,6 @@ type Features struct {
 	// off, not a peer).
 	Hintstream        bool   `json:"hintstream,omitempty"`
 	Affinity          bool   `json:"affinity,omitempty"`
-	Planner           bool   `json:"planner,omitempty"`
 	NoPrefetch        bool   `json:"no_prefetch,omitempty"`
 	NoPins            bool   `json:"no_pins,omitempty"`
 	KeepPinOnNextTurn bool   `json:"keep_pin_on_next_turn,omitempty"`
@@ -26,7 +25,7 @@ type Features struct {
 
 // features reads a policy's switches.
 func features(p simulate.Policy) *Features {
-	f := &Features{Hintstream: p.Peer == nil, Affinity: p.Affinity, Planner: p.Planner,
+	f := &Features{Hintstream: p.Peer == nil, Affinity: p.Affinity,
 		NoPrefetch: p.NoPrefetch, NoPins: p.NoPins, KeepPinOnNextTurn: p.Decisions.KeepPinOnNextTurn,
 		NoPinRenewal: p.Decisions.NoPinRenewal}
 	if p.L3Eviction != simulate.L3LRU {
@@ -58,7 +57,6 @@ func (f *Features) toggles() []string {
 	}
 	add(f.Hintstream, "hintstream's hints")
 	add(f.Affinity, "affinity")
-	add(f.Planner, "planner")
 	add(f.NoPrefetch, "no prefetch")
 	add(f.NoPins, "no pins")
 	add(f.KeepPinOnNextTurn, "keep pin on next turn")
@@ -83,13 +81,13 @@ func minus(a, b []string) []string {
 	return d
 }
 
-// runFlags is how `hintstream run` turns f on (budget: the
-// --l3-pin-budget value for a planner), and what no flag of it does.
-func (f *Features) runFlags(budget string) (flags []string, besides []string) {
+// runFlags is how `hintstream run` turns f on, and what no flag of it
+// does.
+func (f *Features) runFlags() (flags []string, besides []string) {
 	if f == nil || !f.Hintstream {
 		return nil, nil
 	}
-	if !f.NoPins || f.Planner {
+	if !f.NoPins {
 		flags = append(flags, "--pin-endpoint tcp://MOONCAKE-MASTER:50052 (or DYN_KVM_PIN_ENDPOINT)")
 	}
 	if f.KeepPinOnNextTurn {
@@ -97,9 +95,6 @@ func (f *Features) runFlags(budget string) (flags []string, besides []string) {
 	}
 	if f.NoPinRenewal {
 		flags = append(flags, "--pin-renew-max 0")
-	}
-	if f.Planner {
-		flags = append(flags, "--l3-pin-budget "+budget)
 	}
 	if f.Affinity {
 		// On by default in run; the frontend's part is what makes it work.

@@ -92,23 +92,23 @@ func mustReopen(t *testing.T, f *os.File) *os.File {
 
 // racePolicies are the rows a simulation-heavy test plays under -race
 // (make test's race pass), where a play is ten times slower: today's,
-// the planner, a peer that plays its own
-// mechanism and one on the ARC store. Together they take every path the
-// full set takes (engine, planner, peer, ARC); the full set runs
-// without -race in make test's sim pass.
+// today's + affinity, a peer that plays its own mechanism and one on the
+// ARC store. Together they take every path the full set takes (engine,
+// affinity, peer, ARC); the full set runs without -race in make test's
+// sim pass.
 func racePolicies(t *testing.T) []simulate.Policy {
 	t.Helper()
-	return namedPolicies(t, "today's,planner,Dynamo speculative prefill,today's + affinity on ARC L3")
+	return namedPolicies(t, "today's,today's + affinity,Dynamo speculative prefill,today's + affinity on ARC L3")
 }
 
 // raceInputPolicies are the rows under -race of the tests that compare
 // one input path with another (a spooled trace with one held, the
 // streams with the trace): the input is what they check, and two rows
-// (engine, planner) cross it; TestSweepOverL3 keeps the four of
+// (engine, affinity) cross it; TestSweepOverL3 keeps the four of
 // racePolicies under -race, and the sim pass plays every row.
 func raceInputPolicies(t *testing.T) []simulate.Policy {
 	t.Helper()
-	return namedPolicies(t, "today's,planner")
+	return namedPolicies(t, "today's,today's + affinity")
 }
 
 func namedPolicies(t *testing.T, names string) []simulate.Policy {

@@ -79,12 +79,12 @@ func (r *Report) summaryHTML(b *bytes.Buffer) {
 // by cause and by mechanism.
 func (p Point) tablesHTML(b *bytes.Buffer) {
 	c := p.Cluster
-	fmt.Fprintf(b, "<h2>Runs%s</h2>\n<p>%d workers × %d device blocks, L3 %s (%d pages), %s, α %.2f, %d KV bytes/token, %d-token blocks, planner budget %s.</p>\n",
+	fmt.Fprintf(b, "<h2>Runs%s</h2>\n<p>%d workers × %d device blocks, L3 %s (%d pages), %s, α %.2f, %d KV bytes/token, %d-token blocks.</p>\n",
 		html.EscapeString(labelSuffix(p.Label)), c.Workers, c.DeviceBlocks, FormatBytes(float64(c.L3Bytes)), p.L3Pages, bandwidth(c.L3Bandwidth),
-		c.Alpha, c.KVBytesPerToken, c.BlockSize, FormatBytes(float64(p.L3PinBudget)))
+		c.Alpha, c.KVBytesPerToken, c.BlockSize)
 	b.WriteString(`<table class="runs"><thead><tr><th>run</th><th>kind</th><th>prefill saved (tokens)</th><th>of prompt</th>` +
 		`<th>of clairvoyant bound</th><th>of hint-reachable bound</th><th>of oracle</th><th>prefetches</th><th>wasted prefetch</th>` +
-		`<th>pins</th><th>planner pins</th><th>time (s)</th><th>why equal</th></tr></thead><tbody>`)
+		`<th>pins</th><th>time (s)</th><th>why equal</th></tr></thead><tbody>`)
 	for _, run := range p.Runs {
 		class := run.Kind
 		if class == "reachable" {
@@ -96,7 +96,7 @@ func (p Point) tablesHTML(b *bytes.Buffer) {
 		}
 		fmt.Fprintf(b, `<tr class="%s"><td>%s</td><td>%s</td>`, class, name, html.EscapeString(run.Kind))
 		for _, v := range []string{tokens(run.Saving), pct(run.SavingShare), pct(run.OfBound), pct(run.OfReachable), pct(run.OfOracle),
-			fmt.Sprint(run.Prefetches), FormatBytes(run.WastedPrefetchBytes), fmt.Sprint(run.Pins), fmt.Sprint(run.PlannerPins),
+			fmt.Sprint(run.Prefetches), FormatBytes(run.WastedPrefetchBytes), fmt.Sprint(run.Pins),
 			fmt.Sprintf("%.2f", run.ElapsedS)} {
 			fmt.Fprintf(b, `<td class="n">%s</td>`, html.EscapeString(v))
 		}

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/internal/cmdline"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/whatif/cluster"
@@ -176,60 +175,6 @@ func FormatBytes(n float64) string {
 		}
 	}
 	return strconv.FormatFloat(n, 'f', 0, 64) + " B"
-}
-
-// PinBudget is the retention planner's budget (--l3-pin-budget, parsed
-// by package retention's flag): Bytes, or a Share of each point's L3;
-// neither: the planner's default share.
-type PinBudget struct {
-	Bytes int64
-	Share float64
-}
-
-// At is the budget in bytes on cluster c.
-func (b PinBudget) At(c Cluster) int64 {
-	switch {
-	case b.Bytes > 0:
-		return b.Bytes
-	case b.Share > 0:
-		return int64(b.Share * float64(c.L3Bytes))
-	}
-	return int64(retention.DefaultBudgetShare * float64(c.L3Bytes))
-}
-
-// String is the budget as --l3-pin-budget takes it ("" for the default).
-func (b PinBudget) String() string {
-	switch {
-	case b.Bytes > 0:
-		return strconv.FormatInt(b.Bytes, 10)
-	case b.Share > 0:
-		return strconv.FormatFloat(b.Share*100, 'g', -1, 64) + "%"
-	}
-	return ""
-}
-
-// Validate refuses, naming --l3-pin-budget, a budget the planner cannot
-// keep to at some point: more bytes than its L3 holds, or a share of
-// less than a byte.
-func (b PinBudget) Validate(c Cluster, sw *Sweep) error {
-	points, labels := []Cluster{c}, []string{"--l3 " + FormatBytes(float64(c.L3Bytes))}
-	if sw != nil {
-		points, labels = nil, nil
-		for i := range sw.Values {
-			points = append(points, sw.apply(c, i))
-			labels = append(labels, "--sweep "+sw.Dim+" value "+strconv.Quote(sw.Labels[i])+" ("+FormatBytes(float64(sw.apply(c, i).L3Bytes))+" of L3)")
-		}
-	}
-	for k, p := range points {
-		switch {
-		case b.Bytes > 0 && b.Bytes > p.L3Bytes:
-			return fmt.Errorf("%w: --l3-pin-budget %d is more than %s: the planner would pin more than the store holds",
-				ErrInvalidOption, b.Bytes, labels[k])
-		case (b.Bytes > 0 || b.Share > 0) && b.At(p) < 1:
-			return fmt.Errorf("%w: --l3-pin-budget %s of %s is less than a byte", ErrInvalidOption, b, labels[k])
-		}
-	}
-	return nil
 }
 
 // SelectPolicies picks rows by name from every policy whatif has

@@ -48,9 +48,6 @@ type Report struct {
 	// second of it (each sweep point counting the trace once).
 	ElapsedS     float64 `json:"elapsed_s"`
 	RequestsPerS float64 `json:"requests_per_s"`
-	// L3PinBudget is --l3-pin-budget as given (bytes, or a share of
-	// --l3 such as "40%"); empty: the planner's default share.
-	L3PinBudget string `json:"l3_pin_budget,omitempty"`
 	// HintsWorthL3Bytes (an l3 sweep): how much more L3 no hints (LRU
 	// alone) needs to cost what hintstream's best policy costs at the
 	// smallest point (HintsWorthL3At), interpolated between points;
@@ -68,9 +65,6 @@ type Point struct {
 	// HeldPrompts is the most requests' hashes held at once: those in
 	// flight or announced, not the trace.
 	HeldPrompts int `json:"held_prompts"`
-	// L3PinBudget is the retention planner's budget at this point, in
-	// bytes (its default share of L3 unless --l3-pin-budget).
-	L3PinBudget int64 `json:"l3_pin_budget_bytes"`
 	// Summary is what to turn on here (nil without a hintstream policy).
 	Summary *Summary `json:"summary,omitempty"`
 }
@@ -109,8 +103,6 @@ type RunResult struct {
 	WastedPrefetchBytes float64 `json:"wasted_prefetch_bytes"`
 	Pins                int     `json:"pins"`
 	Renewals            int     `json:"renewals"`
-	// PlannerPins are the retention planner's pins (planner rows).
-	PlannerPins int `json:"planner_pins"`
 	// Mechanism is the saving missed against the clairvoyant bound by
 	// mechanism (policy and peer rows, once the simulator measures it).
 	Mechanism *Mechanism `json:"mechanism,omitempty"`

@@ -33,7 +33,7 @@ func row(name string, pol simulate.Policy, cost float64) RunResult {
 func handPoint(l3 int64, runs ...RunResult) Point {
 	c := DefaultCluster()
 	c.L3Bytes = l3
-	p := Point{Cluster: c, L3Pages: c.L3Pages(), L3PinBudget: l3 / 2}
+	p := Point{Cluster: c, L3Pages: c.L3Pages()}
 	p.Runs = append([]RunResult{{Name: "no hints", Kind: "off", Cost: 1000, Policy: &Features{}}}, runs...)
 	p.Runs = append(p.Runs, RunResult{Name: "clairvoyant bound", Kind: "bound", Cost: 400},
 		RunResult{Name: "hint-reachable bound", Kind: "reachable", Cost: 500})
@@ -43,27 +43,23 @@ func handPoint(l3 int64, runs ...RunResult) Point {
 		r.OfBound, r.OfReachable = Num(r.Saving/600), Num(r.Saving/500)
 	}
 	p.annotate()
-	p.summarise("")
+	p.summarise()
 	return p
 }
 
 func TestEqualRowsSayWhy(t *testing.T) {
 	aff := simulate.Policy{Affinity: true}
-	planner := simulate.Policy{Affinity: true, Planner: true}
 	noRenewal := engine.Decisions{NoPinRenewal: true}
-	idle := row("planner", planner, 900)
-	idle.PlannerPins = 0
-	// Equal to today's (two switches apart) and to no pin renewal (the
-	// planner apart): the note gives the planner's facts.
-	busy := row("planner, no pin renewal", simulate.Policy{Planner: true, Decisions: noRenewal}, 950)
-	busy.PlannerPins = 7
+	// Equal to today's (two switches apart) and to no pin renewal (one
+	// apart): the note names the one switch.
+	busy := row("affinity, no pin renewal", simulate.Policy{Affinity: true, Decisions: noRenewal}, 950)
 	renew := row("no pin renewal", simulate.Policy{Decisions: noRenewal}, 950)
 	p := handPoint(8<<30,
 		row("today's", simulate.Policy{}, 950),
 		renew,
 		row("today's + affinity", aff, 900),
-		idle, busy,
-		row("faster", simulate.Policy{Affinity: true, Planner: true, NoPins: true}, 899.4), // 899 ≠ 900
+		busy,
+		row("faster", simulate.Policy{Affinity: true, NoPins: true}, 899.4), // 899 ≠ 900
 		row("tool-call TTL (60 s)", simulate.Peers()[1], 1000),
 	)
 	notes := map[string]string{}
@@ -71,13 +67,12 @@ func TestEqualRowsSayWhy(t *testing.T) {
 		notes[r.Name] = r.Note
 	}
 	for name, want := range map[string]string{
-		"today's":                 "",
-		"today's + affinity":      "",
-		"faster":                  "",
-		"planner":                 "planner: 0 pins within budget 4.0 GiB",
-		"planner, no pin renewal": "planner: 7 pins, none changed an eviction",
-		"no pin renewal":          "same cost as today's to the token: this row has no pin renewal, today's not; none of it changed a prefill token",
-		"tool-call TTL (60 s)":    "same cost as no hints to the token: this row has tool-call TTL of 1m0s, no hints not; none of it changed a prefill token",
+		"today's":                  "",
+		"today's + affinity":       "",
+		"faster":                   "",
+		"affinity, no pin renewal": "same cost as no pin renewal to the token: this row has affinity, no pin renewal not; none of it changed a prefill token",
+		"no pin renewal":           "same cost as today's to the token: this row has no pin renewal, today's not; none of it changed a prefill token",
+		"tool-call TTL (60 s)":     "same cost as no hints to the token: this row has tool-call TTL of 1m0s, no hints not; none of it changed a prefill token",
 	} {
 		if got := notes[name]; got != want {
 			t.Errorf("%s: note %q, want %q", name, got, want)
@@ -89,16 +84,16 @@ func TestEqualRowsSayWhy(t *testing.T) {
 }
 
 func TestSummaryAndHintsWorth(t *testing.T) {
-	planner := simulate.Policy{Affinity: true, Planner: true}
+	aff := simulate.Policy{Affinity: true}
 	arc := simulate.Peers()[3]
 	pt := func(l3 int64, off, best, peer float64) Point {
-		p := handPoint(l3, row("today's", simulate.Policy{}, 1000-best/2), row("planner", planner, 1000-best),
-			row("ARC L3 eviction", arc, 1000-peer), row("planner on ARC L3", simulate.Peers()[5], 1000-best-50))
+		p := handPoint(l3, row("today's", simulate.Policy{}, 1000-best/2), row("today's + affinity", aff, 1000-best),
+			row("ARC L3 eviction", arc, 1000-peer), row("today's + affinity on ARC L3", simulate.Peers()[4], 1000-best-50))
 		// Rescale: this point's off run costs off.
 		for i := range p.Runs {
 			p.Runs[i].Cost += off - 1000
 		}
-		p.summarise("")
+		p.summarise()
 		return p
 	}
 	sw := Sweep{Dim: SweepL3, Values: []float64{8 << 30, 16 << 30, 32 << 30}, Labels: []string{"8GiB", "16GiB", "32GiB"}}
@@ -113,20 +108,15 @@ func TestSummaryAndHintsWorth(t *testing.T) {
 		t.Fatalf("worth: %q", s)
 	}
 	s := rep.Points[1].Summary
-	if s == nil || s.Best != "planner" || s.BestPeer != "ARC L3 eviction" || s.OverPeer != 4 ||
-		math.Abs(float64(s.OfNoHints)-0.4) > 1e-12 || s.Better != "planner on ARC L3" {
+	if s == nil || s.Best != "today's + affinity" || s.BestPeer != "ARC L3 eviction" || s.OverPeer != 4 ||
+		math.Abs(float64(s.OfNoHints)-0.4) > 1e-12 || s.Better != "today's + affinity on ARC L3" {
 		t.Fatalf("summary %+v", s)
 	}
 	flags := strings.Join(s.RunFlags, " ")
-	for _, f := range []string{"--pin-endpoint", "--l3-pin-budget 4294967296", "--affinity-bucket"} {
+	for _, f := range []string{"--pin-endpoint", "--affinity-bucket"} {
 		if !strings.Contains(flags, f) {
 			t.Fatalf("run flags %q lack %s", flags, f)
 		}
-	}
-	// A budget given as a share needs run's --l3-capacity beside it.
-	rep.Points[1].summarise("40%")
-	if f := strings.Join(rep.Points[1].Summary.RunFlags, " "); !strings.Contains(f, "--l3-pin-budget 40% --l3-capacity 8589934592") {
-		t.Fatalf("run flags %q", f)
 	}
 
 	// No point gets there: the field is omitted and the page says so.
@@ -147,8 +137,8 @@ func TestSummaryAndHintsWorth(t *testing.T) {
 // The page: real tables, the summary first, full legend names, charts,
 // both bounds on every row, the notes, and nothing to fetch.
 func TestHTMLReportIsTables(t *testing.T) {
-	long := "today's + affinity + retention planner"
-	planned := row(long, simulate.Policy{Affinity: true, Planner: true}, 900)
+	long := "today's + affinity + keep pin on next turn"
+	planned := row(long, simulate.Policy{Affinity: true, Decisions: engine.Decisions{KeepPinOnNextTurn: true}}, 900)
 	planned.Mechanism = &Mechanism{Retention: 300, Placement: 100, Timing: 50, WrongWorker: 25, NoSignal: 25, Total: 500}
 	planned.Lost = &simulate.Lost{NoWakeup: 500, Total: 500}
 	planned.SavingOverTime = []TimePoint{{1, 10}, {2, 100}}
@@ -181,7 +171,7 @@ func TestHTMLReportIsTables(t *testing.T) {
 		`<table class="lost"`, `<table class="mechanism"`, `id="sweep-chart"`, `id="l3-worth-chart"`, `id="hints-worth"`,
 		"hints are worth 5.3 GiB of L3", // off costs 1,000 at 8 GiB, 850 at 16; the best saves 100 at 8: 8 × 100/150
 		"<th>of clairvoyant bound</th><th>of hint-reachable bound</th>",
-		"planner: 0 pins within budget 4.0 GiB",
+		"this row has keep pin on next turn, today&#39;s + affinity not; none of it changed a prefill token",
 		"after ai-dynamo/dynamo", "hand &lt;trace&gt;", "--affinity-bucket",
 		"<td class=\"n\">300</td>", // mechanism: retention
 	} {
@@ -229,7 +219,7 @@ func TestJSONFieldsOnlyAdded(t *testing.T) {
 	r := v.Points[0].Runs[1]
 	for _, k := range []string{"name", "kind", "cost", "saving", "saving_share", "of_bound", "of_oracle", "device_hit_tokens",
 		"l3_hit_tokens", "recomputed_tokens", "prefetches", "prefetched_bytes", "wasted_prefetch_bytes", "pins", "renewals",
-		"elapsed_s", "of_reachable", "planner_pins", "policy"} {
+		"elapsed_s", "of_reachable", "policy"} {
 		if _, ok := r[k]; !ok {
 			t.Errorf("run lacks %q: %s", k, b.String())
 		}
@@ -239,27 +229,9 @@ func TestJSONFieldsOnlyAdded(t *testing.T) {
 	}
 }
 
-func TestPinBudgetAndPolicies(t *testing.T) {
-	c := DefaultCluster()
-	sw, err := ParseSweep("l3=1GiB,8GiB")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := (PinBudget{Bytes: 2 << 30}).Validate(c, &sw); !errors.Is(err, ErrInvalidOption) ||
-		!strings.Contains(err.Error(), `--l3-pin-budget 2147483648 is more than --sweep l3 value "1GiB"`) {
-		t.Fatalf("a budget past a sweep point's L3: %v", err)
-	}
-	if err := (PinBudget{Share: 0.4}).Validate(c, &sw); err != nil {
-		t.Fatal(err)
-	}
-	if b := (PinBudget{Share: 0.25}).At(c); b != c.L3Bytes/4 {
-		t.Fatalf("25%% of %d = %d", c.L3Bytes, b)
-	}
-	if b := (PinBudget{}).At(c); b != c.L3Bytes/2 {
-		t.Fatalf("default budget %d, want half of %d", b, c.L3Bytes)
-	}
-	ps, err := SelectPolicies("planner, ARC L3 eviction")
-	if err != nil || len(ps) != 2 || ps[0].Name != "planner" || ps[1].Peer == nil {
+func TestSelectPolicies(t *testing.T) {
+	ps, err := SelectPolicies("today's + affinity, ARC L3 eviction")
+	if err != nil || len(ps) != 2 || ps[0].Name != "today's + affinity" || ps[1].Peer == nil {
 		t.Fatalf("select: %v %+v", err, ps)
 	}
 	if _, err := SelectPolicies("today's,nope"); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), `--policies: no policy "nope"`) {

@@ -47,8 +47,6 @@ type Options struct {
 	// (simulate.Policies, then simulate.Peers): the report answers "why
 	// hintstream, and not what I run already".
 	Policies []simulate.Policy
-	// PinBudget is the retention planner's budget on the planner rows.
-	PinBudget PinBudget
 	// Sweep, when set, runs every policy at each of its points.
 	Sweep *Sweep
 	// Progress, when set, gets a progress bar with an ETA (a terminal).
@@ -102,7 +100,7 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 	rep := &Report{Source: src.Name, Requests: stats.Requests, Conversations: stats.Sessions, NextTurns: stats.NextTurns,
 		PromptTokens: stats.PromptTokens, DurationS: stats.Duration.Seconds(), Skipped: src.Skipped,
 		Reusable: Num(reusable), Cluster: o.Cluster, Sweep: o.Sweep,
-		Observed: src.Observed, L3PinBudget: o.PinBudget.String()}
+		Observed: src.Observed}
 	if src.FirstSkipped != nil {
 		rep.FirstSkipped = src.FirstSkipped.Error()
 	}
@@ -120,25 +118,18 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	for _, c := range points {
-		if err := o.PinBudget.Validate(c, nil); err != nil {
-			return nil, err
-		}
-	}
 	bar := newProgress(o.Progress, len(points)*(len(o.Policies)+2)*w.NumEvents())
 	for k, c := range points {
 		cfg := simulate.Config{Workload: w, Workers: c.Workers, DeviceBlocks: c.DeviceBlocks, L3Blocks: c.L3Pages(),
 			Alpha: c.Alpha, TransferTime: c.L3Bandwidth > 0, KVBytesPerToken: c.KVBytesPerToken, L3Bandwidth: c.L3Bandwidth,
-			Logger: o.Logger, Progress: bar.add, TimePoints: o.TimePoints, IDs: src.IDs, TempDir: o.TempDir,
-			L3PinBudget: o.PinBudget.At(c)}
+			Logger: o.Logger, Progress: bar.add, TimePoints: o.TimePoints, IDs: src.IDs, TempDir: o.TempDir}
 		s, err := simulate.Simulate(ctx, cfg, o.Policies)
 		if err != nil {
 			return nil, err
 		}
 		pt := point(labels[k], c, s, o.Policies)
-		pt.L3PinBudget = cfg.L3PinBudget
 		pt.annotate()
-		pt.summarise(rep.L3PinBudget)
+		pt.summarise()
 		rep.Points = append(rep.Points, pt)
 	}
 	rep.hintsWorth()
@@ -211,8 +202,7 @@ func point(label string, c Cluster, s simulate.Simulation, policies []simulate.P
 			DeviceHitTokens: m.DeviceHitTokens, L3HitTokens: m.L3HitTokens,
 			RecomputedTokens: m.RecomputedTokens, Prefetches: m.Prefetches,
 			PrefetchedBytes:     float64(m.PrefetchedBlocks) * bytesPerBlock,
-			WastedPrefetchBytes: float64(m.WastedPrefetchBlocks) * bytesPerBlock, Pins: m.Pins, Renewals: m.Renewals,
-			PlannerPins: m.PlannerPins, ElapsedS: m.Elapsed.Seconds()}
+			WastedPrefetchBytes: float64(m.WastedPrefetchBlocks) * bytesPerBlock, Pins: m.Pins, Renewals: m.Renewals, ElapsedS: m.Elapsed.Seconds()}
 		if lost {
 			l := m.Lost
 			r.Lost = &l

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 )
 
 // Summary is the answer a reader came for, at one point: which of
@@ -32,9 +31,8 @@ type Summary struct {
 	Better string `json:"better_with_store_setting,omitempty"`
 }
 
-// summarise fills p.Summary from its rows (budget: --l3-pin-budget as
-// given, "" for the default share).
-func (p *Point) summarise(budget string) {
+// summarise fills p.Summary from its rows.
+func (p *Point) summarise() {
 	var best, peer, other *RunResult
 	off := -1
 	for i := range p.Runs {
@@ -67,12 +65,7 @@ func (p *Point) summarise(budget string) {
 		s.BestPeer, s.BestPeerSaving = peer.Name, peer.Saving
 		s.OverPeer = Num(ratio(best.Saving, peer.Saving))
 	}
-	if budget == "" {
-		budget = strconv.FormatInt(p.L3PinBudget, 10)
-	} else if strings.HasSuffix(budget, "%") {
-		budget += " --l3-capacity " + strconv.FormatInt(p.Cluster.L3Bytes, 10)
-	}
-	s.RunFlags, s.Besides = best.Policy.runFlags(budget)
+	s.RunFlags, s.Besides = best.Policy.runFlags()
 	if other != nil && other.Saving > best.Saving && !sameCost(other.Saving, best.Saving) {
 		s.Better = other.Name
 	}

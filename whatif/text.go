@@ -67,15 +67,15 @@ func (r *Report) Text(w io.Writer) error {
 // text writes one point's tables.
 func (p Point) text(w io.Writer) error {
 	c := p.Cluster
-	fmt.Fprintf(w, "\n%scluster: %d workers × %d device blocks, L3 %s (%d pages), %s, α %.2f, %d KV bytes/token, %d-token blocks, planner budget %s\n",
+	fmt.Fprintf(w, "\n%scluster: %d workers × %d device blocks, L3 %s (%d pages), %s, α %.2f, %d KV bytes/token, %d-token blocks\n",
 		labelPrefix(p.Label), c.Workers, c.DeviceBlocks, FormatBytes(float64(c.L3Bytes)), p.L3Pages, bandwidth(c.L3Bandwidth),
-		c.Alpha, c.KVBytesPerToken, c.BlockSize, FormatBytes(float64(p.L3PinBudget)))
+		c.Alpha, c.KVBytesPerToken, c.BlockSize)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\tprefill saved\tof prompt\tof clairvoyant bound\tof reachable bound\tof oracle\tprefetches\twasted prefetch\tpins\tplanner pins\ttime\t")
+	fmt.Fprintln(tw, "run\tprefill saved\tof prompt\tof clairvoyant bound\tof reachable bound\tof oracle\tprefetches\twasted prefetch\tpins\ttime\t")
 	for _, run := range p.Runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%.1f s\t\n", run.Name+peerMark(run), tokens(run.Saving), pct(run.SavingShare),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%.1f s\t\n", run.Name+peerMark(run), tokens(run.Saving), pct(run.SavingShare),
 			pct(run.OfBound), pct(run.OfReachable), pct(run.OfOracle), run.Prefetches, FormatBytes(run.WastedPrefetchBytes), run.Pins,
-			run.PlannerPins, run.ElapsedS)
+			run.ElapsedS)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

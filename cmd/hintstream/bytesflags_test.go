@@ -12,18 +12,14 @@ import (
 // internal/cmdline (BytesVar), so every one of them takes units, on the
 // command line and in a config file.
 func TestByteSizeFlags(t *testing.T) {
-	if code, out, errOut := call("run", "--check-config", "--l3-capacity", "384GiB", "--l3-pin-budget", "40%"); code != 0 || !strings.Contains(out, "configuration ok") {
-		t.Fatalf("run --l3-capacity 384GiB: exit %d\n%s%s", code, out, errOut)
+	if code, out, errOut := call("run", "--check-config", "--max-message-bytes", "4MiB"); code != 0 || !strings.Contains(out, "configuration ok") {
+		t.Fatalf("run --max-message-bytes 4MiB: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, _, errOut := call("run", "--check-config", "--l3-capacity", "384gib", "--l3-pin-budget", "40%"); code != 2 || !strings.Contains(errOut, "-l3-capacity") || !strings.Contains(errOut, "not a byte size") {
-		t.Errorf("run --l3-capacity 384gib: exit %d, %s", code, errOut)
-	}
-	// A budget in bytes with a unit, checked against the capacity.
-	if code, _, errOut := call("run", "--check-config", "--l3-capacity", "1GiB", "--l3-pin-budget", "2GB"); code != 2 || !strings.Contains(errOut, "--l3-pin-budget 2000000000 is more than --l3-capacity 1073741824") {
-		t.Errorf("run --l3-pin-budget 2GB over --l3-capacity 1GiB: exit %d, %s", code, errOut)
+	if code, _, errOut := call("run", "--check-config", "--max-message-bytes", "4mib"); code != 2 || !strings.Contains(errOut, "-max-message-bytes") || !strings.Contains(errOut, "not a byte size") {
+		t.Errorf("run --max-message-bytes 4mib: exit %d, %s", code, errOut)
 	}
 	cfg := filepath.Join(t.TempDir(), "run.yaml")
-	if err := os.WriteFile(cfg, []byte("l3-capacity: 384GiB\nl3-pin-budget: 100GiB\nrequests-max-bytes: 1 GiB\nmax-message-bytes: 4MiB\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte("requests-max-bytes: 1 GiB\nmax-message-bytes: 4MiB\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if code, out, errOut := call("run", "--check-config", "--config", cfg); code != 0 || !strings.Contains(out, "configuration ok") {
@@ -31,7 +27,7 @@ func TestByteSizeFlags(t *testing.T) {
 	}
 
 	// Every flag in bytes, in every command's help, is of type size.
-	byteFlag := regexp.MustCompile(`^-(l3|l3-capacity|max-string|[a-z0-9-]+-bytes)$`)
+	byteFlag := regexp.MustCompile(`^-(l3|max-string|[a-z0-9-]+-bytes)$`)
 	seen := 0
 	for _, cmd := range docCommands() {
 		code, out, _ := call(cmd, "--help-all")

@@ -58,11 +58,10 @@ var flagGroups = map[string][]flagGroup{
 			"registry-bucket registration-prefix worker-grace affinity-bucket pin-curve-public-key curve-public-key " +
 				"curve-secret-key allow-ipc-endpoints sender-queue sender-max-held sender-settle-delay sender-idle-close"},
 		{headHints,
-			"prefetch-ttl pin-headroom pin-slack pin-max-ttl keep-pin-on-next-turn l3-pin-budget",
-			"pin-min-ttl pin-renew-max pin-slot-linger pin-slot-marker-ttl request-index-ttl l3-capacity " +
+			"prefetch-ttl pin-headroom pin-slack pin-max-ttl keep-pin-on-next-turn",
+			"pin-min-ttl pin-renew-max pin-slot-linger pin-slot-marker-ttl request-index-ttl " +
 				"tool-time-default tool-time-min-samples tool-time-percentile " +
 				"agent-feedback agent-predict agent-predict-min-samples " +
-				"retention-group retention-horizon retention-interval retention-lock-ttl retention-member retention-min-probability " +
 				"spread-wakeups spread-half-life exclude-stale overlap-jump overlap-score-weight router-cost router-temperature " +
 				"router-kv-overlap-score-credit router-kv-overlap-score-credit-decay router-host-cache-hit-weight " +
 				"router-disk-cache-hit-weight router-prefill-load-scale router-decode-active-request-weight " +
@@ -102,7 +101,7 @@ var flagGroups = map[string][]flagGroup{
 		{headTargets,
 			"workers device-blocks l3 l3-bandwidth kv-bytes-per-token",
 			"alpha"},
-		{headHints, "policies sweep l3-pin-budget", ""},
+		{headHints, "policies sweep", ""},
 		{headOperation, "report json", "log-format log-level spool-dir"},
 	},
 	"bridge": {

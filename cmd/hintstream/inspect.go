@@ -27,7 +27,6 @@ Asks a running instance (its --http-addr) what it sees:
   overlap    the worker choice for a prompt: --model M and --tokens 1,2,3 or
              --tokens-file F (a JSON array of token ids, "-" for stdin)
   tooltime   the learned tool times (tool-call pins must be on)
-  retention  the retention planner's top pinned pages: score, bytes, expiry, reason
   outcomes   the last agent hints (prefetches, pins) and their fate (run --agents)
 
 Flags (before or after COMMAND):
@@ -61,16 +60,16 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprint(stderr, inspectUsage)
-		return errors.New("missing command: workers, index, overlap, tooltime, retention or outcomes")
+		return errors.New("missing command: workers, index, overlap, tooltime or outcomes")
 	}
 	what := fs.Arg(0)
 	switch what {
-	case "workers", "index", "tooltime", "overlap", "retention", "outcomes":
+	case "workers", "index", "tooltime", "overlap", "outcomes":
 	default:
 		if why, ok := removedCommands["inspect "+what]; ok { // removed.go
 			return fmt.Errorf("inspect %s was removed: %s", what, why)
 		}
-		return fmt.Errorf("unknown command %q: want workers, index, overlap, tooltime, retention or outcomes", what)
+		return fmt.Errorf("unknown command %q: want workers, index, overlap, tooltime or outcomes", what)
 	}
 	sub := flag.NewFlagSet("inspect "+what, flag.ContinueOnError)
 	sub.SetOutput(stderr)
@@ -109,8 +108,6 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 		return inspectGet(ctx, c, "/v1/index", common.json, stdout, printIndex)
 	case "tooltime":
 		return inspectGet(ctx, c, "/v1/tooltime", common.json, stdout, printToolTime)
-	case "retention":
-		return inspectGet(ctx, c, "/v1/retention", common.json, stdout, printRetention) // inspect_retention.go
 	case "outcomes":
 		return inspectGet(ctx, c, "/v1/outcomes", common.json, stdout, printOutcomes)
 	case "overlap":

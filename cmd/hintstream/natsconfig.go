@@ -128,7 +128,6 @@ accounts {
               "$JS.API.STREAM.CREATE.KV_hintstream_pins",
               "$JS.API.STREAM.CREATE.OBJ_hintstream_snapshots",
               "$JS.API.STREAM.CREATE.KV_hintstream_affinity",
-              "$JS.API.STREAM.CREATE.KV_hintstream_retention_leader",
               # KV events behind a snapshot (only streams it created);
               # replacing a snapshot purges the old one's chunks.
               "$JS.API.STREAM.PURGE.KV_EVENTS",
@@ -146,8 +145,6 @@ accounts {
               "$JS.API.STREAM.MSG.GET.KV_hintstream_requests",
               "$JS.API.STREAM.MSG.GET.KV_hintstream_pins",
               "$JS.API.STREAM.MSG.GET.OBJ_hintstream_snapshots",
-              "$JS.API.DIRECT.GET.KV_hintstream_retention_leader.>",
-              "$JS.API.STREAM.MSG.GET.KV_hintstream_retention_leader",
               # Consumers: the group's durables, the per-member ordered
               # consumers, bucket watchers and object readers.
               "$JS.API.CONSUMER.CREATE.LLM_REQUESTS.>",
@@ -183,10 +180,6 @@ accounts {
               # Each prefetch's worker per session, for frontends.
               "$KV.hintstream_affinity.>",
               "$O.hintstream_snapshots.>",
-              # The retention planner's lock, and the observations members
-              # relay to its holder (--retention-group).
-              "$KV.hintstream_retention_leader.>",
-              "hintstream.retention.observations",
               # Dead-lettered copies.
               "hintstream.dlq.>",
             ]
@@ -201,8 +194,6 @@ accounts {
               "$JS.EVENT.ADVISORY.STREAM.DELETED.*",
               "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.LLM_REQUESTS.*",
               "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.LLM_RESPONSES.*",
-              # Other members' retention planner observations.
-              "hintstream.retention.observations",
             ]
           }
           # One answer to each registration request, on the asker's inbox.

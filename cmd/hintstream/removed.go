@@ -15,12 +15,24 @@ var removedFlags = map[string]string{
 	"prefetch-ahead-contexts": headerFreeRemoved,
 	"prefetch-ahead-warmup":   headerFreeRemoved,
 	"max-prefetch-waste":      headerFreeRemoved,
+	// The retention planner and its group (ADR 0013).
+	"l3-pin-budget":             plannerRemoved,
+	"l3-capacity":               plannerRemoved,
+	"retention-horizon":         plannerRemoved,
+	"retention-interval":        plannerRemoved,
+	"retention-min-probability": plannerRemoved,
+	"retention-group":           plannerRemoved,
+	"retention-lock-ttl":        plannerRemoved,
+	"retention-member":          plannerRemoved,
 }
 
 // removedCommands are sub-commands removed the same way ("inspect WHAT").
 var removedCommands = map[string]string{
-	"inspect ahead": headerFreeRemoved,
+	"inspect ahead":     headerFreeRemoved,
+	"inspect retention": plannerRemoved,
 }
+
+const plannerRemoved = "the retention planner saved less than today's pins with affinity on the workloads measured, and the tool-call pins are hintstream's one retention mechanism (docs/adr/0013-one-retention-mechanism.md)"
 
 const headerFreeRemoved = "header-free prefetch sent no prefetch on any workload with wake-ups, and where none announced a turn it wasted more than it used (docs/adr/0012-no-header-free-prefetch.md)"
 

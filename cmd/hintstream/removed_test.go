@@ -8,20 +8,31 @@ import (
 	"testing"
 )
 
-const adr12 = "docs/adr/0012-no-header-free-prefetch.md"
+const (
+	adr12 = "docs/adr/0012-no-header-free-prefetch.md"
+	adr13 = "docs/adr/0013-one-retention-mechanism.md"
+)
+
+// recordOf is the record a removed flag's message must name.
+func recordOf(name string) string {
+	if strings.HasPrefix(name, "prefetch-ahead") || name == "max-prefetch-waste" {
+		return adr12
+	}
+	return adr13
+}
 
 // TestRemovedFlagsNameTheADR: each removed flag, on every command, in
 // each form the flag package takes, after other flags too, exits 2 with
 // a message naming the flag and the record of its removal.
 func TestRemovedFlagsNameTheADR(t *testing.T) {
-	if len(removedFlags) != 4 {
-		t.Fatalf("%d removed flags, want header-free prefetch's 4", len(removedFlags))
+	if len(removedFlags) != 12 {
+		t.Fatalf("%d removed flags, want header-free prefetch's 4 and the retention planner's 8", len(removedFlags))
 	}
 	for name := range removedFlags {
 		for _, cmd := range append(commands, "whatif") {
 			for _, arg := range []string{"--" + name, "-" + name, "--" + name + "=1"} {
 				code, out, errOut := call(cmd, arg, "1")
-				if code != 2 || out != "" || !strings.Contains(errOut, "flag --"+name+" was removed: ") || !strings.Contains(errOut, adr12) {
+				if code != 2 || out != "" || !strings.Contains(errOut, "flag --"+name+" was removed: ") || !strings.Contains(errOut, recordOf(name)) {
 					t.Errorf("%s %s: exit %d, stdout %q, stderr %q", cmd, arg, code, out, errOut)
 				}
 			}
@@ -76,17 +87,19 @@ func TestRemovedConfigKeysNameTheADR(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, _, errOut := call("run", "--check-config", "--config", path)
-		if code != 2 || !strings.Contains(errOut, "--config "+path+": flag --"+name+" was removed: ") || !strings.Contains(errOut, adr12) {
+		if code != 2 || !strings.Contains(errOut, "--config "+path+": flag --"+name+" was removed: ") || !strings.Contains(errOut, recordOf(name)) {
 			t.Errorf("%s in a config file: exit %d, stderr %q", name, code, errOut)
 		}
 	}
 }
 
-// TestRemovedInspectNamesTheADR: `inspect ahead`, which served the
-// removed feature's view, says so.
+// TestRemovedInspectNamesTheADR: `inspect ahead` and `inspect
+// retention`, which served removed features' views, say so.
 func TestRemovedInspectNamesTheADR(t *testing.T) {
-	code, _, errOut := call("inspect", "ahead")
-	if code != 2 || !strings.Contains(errOut, "inspect ahead was removed: ") || !strings.Contains(errOut, adr12) {
-		t.Errorf("inspect ahead: exit %d, stderr %q", code, errOut)
+	for what, adr := range map[string]string{"ahead": adr12, "retention": adr13} {
+		code, _, errOut := call("inspect", what)
+		if code != 2 || !strings.Contains(errOut, "inspect "+what+" was removed: ") || !strings.Contains(errOut, adr) {
+			t.Errorf("inspect %s: exit %d, stderr %q", what, code, errOut)
+		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/ingest/requesttrace"
 	"github.com/hintstream/hintstream/internal/cmdline"
 	"github.com/hintstream/hintstream/service/natsconn"
@@ -59,12 +58,6 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	)
 	var l3 int64
 	cmdline.BytesVar(fs, &l3, "l3", dc.L3Bytes, "L3 (Mooncake) capacity in bytes")
-	// --l3-pin-budget is run's own flag (package retention parses it, so
-	// both take the same values); here a share is of --l3 at each point.
-	var pinBudget retention.Config
-	runFlags := flag.NewFlagSet("run", flag.ContinueOnError)
-	pinBudget.RegisterFlags(runFlags)
-	fs.Var(runFlags.Lookup("l3-pin-budget").Value, "l3-pin-budget", "the retention planner's budget on the planner rows: bytes, or a share of --l3 at each point (\"40%\"), as hintstream run takes it; empty: the planner's default share (50%)")
 	natsCfg := natsFlags(fs, "hintstream-whatif")
 	usageHeader(fs, "Usage: hintstream whatif (--trace FILE | --from-streams --since TIME [--until TIME]) [flags]\n\n"+
 		"Plays the traffic on a simulated cluster, in virtual time, through hintstream's own decision\n"+
@@ -104,13 +97,6 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		if err := o.Sweep.Validate(c); err != nil {
 			return fmt.Errorf("--sweep: %w", err)
 		}
-	}
-	if err := pinBudget.CheckFlags(); err != nil {
-		return err
-	}
-	o.PinBudget = whatif.PinBudget{Bytes: pinBudget.Budget, Share: pinBudget.BudgetShare}
-	if err := o.PinBudget.Validate(c, o.Sweep); err != nil {
-		return err
 	}
 	if *policies != "" {
 		if o.Policies, err = whatif.SelectPolicies(*policies); err != nil {

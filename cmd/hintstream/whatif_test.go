@@ -17,7 +17,7 @@ import (
 
 // TestWhatifRefusesBadFlagsBeforeReading: `hintstream whatif` with a
 // directory or a pipe for --trace, junk --sweep values, or a --report
-// path it cannot write, a junk --l3-pin-budget or --policies, refuses at
+// path it cannot write, a removed flag or a junk --policies, refuses at
 // once, naming the flag, before it reads the trace. The trace is the
 // full synthetic one (3,993 requests), whose run takes seconds: before,
 // --report under a regular file failed only after the run (4.9 s on 2
@@ -50,13 +50,7 @@ func TestWhatifRefusesBadFlagsBeforeReading(t *testing.T) {
 		{[]string{"--trace", trace, "--sweep", "device=" + strings.Repeat("8,", 64) + "8"}, "--sweep: whatif: invalid option: sweep of 65 values (at most 64"},
 		{[]string{"--trace", trace, "--report", filepath.Join(file, "out")}, "--report: mkdir " + file + ": not a directory"},
 		{[]string{"--trace", trace, "--block-size", "2000000"}, "--block-size 2000000 (want 1 … 1048576)"},
-		// run's own parser: the same values, the same refusals.
-		{[]string{"--trace", trace, "--l3-pin-budget", "junk"}, `invalid value "junk" for flag -l3-pin-budget: "junk": want bytes or a share`},
-		{[]string{"--trace", trace, "--l3-pin-budget", "0"}, `invalid value "0" for flag -l3-pin-budget: "0": a budget of 0 pins nothing`},
-		{[]string{"--trace", trace, "--l3-pin-budget", "150%"}, `invalid value "150%" for flag -l3-pin-budget`},
-		{[]string{"--trace", trace, "--l3-pin-budget", "1000000000000"}, "--l3-pin-budget 1000000000000 is more than --l3 432.0 GiB"},
-		{[]string{"--trace", trace, "--l3", "64GiB", "--sweep", "l3=1GiB,128GiB", "--l3-pin-budget", "2147483648"},
-			`--l3-pin-budget 2147483648 is more than --sweep l3 value "1GiB"`},
+		{[]string{"--trace", trace, "--l3-pin-budget", "40%"}, "flag --l3-pin-budget was removed: the retention planner"},
 		{[]string{"--trace", trace, "--policies", "today's,nope"}, `--policies: no policy "nope" (want names separated by commas from "today's"`},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -11,9 +11,8 @@ import (
 // Observer is the one way to extend the engine (EngineDeps.Observers):
 // it is told of each request and response the engine decided on, after
 // the engine's own decisions, with the event as the engine decoded it
-// and its time; nothing is decoded twice. The retention planner and the
-// agent tracker (which follows what became of the engine's hints) are
-// observers. An Observer that is also a pins.Observer hears each pin and
+// and its time; nothing is decoded twice. The agent tracker (which
+// follows what became of the engine's hints) is one. An Observer that is also a pins.Observer hears each pin and
 // renewal too (pins on).
 //
 // Its methods are called from the consumers' goroutines, in the order of

@@ -98,9 +98,6 @@ func startHintstream(ctx context.Context, p *simulate.Player) (_ simulate.Hooks,
 	}
 	scfg := service.Config{NATSURL: h.srv.ClientURL(), PinEndpoint: h.ep.PinEndpoint(), Streams: st,
 		SnapshotInterval: -1, Logger: cfg.Logger, NoAffinity: !cfg.Affinity}
-	if cfg.Planner {
-		scfg.Retention = simulate.PlannerConfig(cfg) // planner.go
-	}
 	h.svc = service.New(scfg)
 	if err = h.svc.Start(ctx); err != nil {
 		return nil, err
@@ -242,7 +239,7 @@ func (h *hintstreamRun) settled() bool {
 		}
 	}
 	want := c.HintsPrefetchQueued.Value() + c.HintsPrefetchDropped.Value("expired") + c.HintsPrefetchDropped.Value("queue_full")
-	for _, kind := range []string{"pin", "release", "renew", "retain", "retention"} {
+	for _, kind := range []string{"pin", "release", "renew", "retain"} {
 		queued, dropped := c.Hint(kind)
 		want += queued.Value() + dropped.Value("expired") + dropped.Value("queue_full")
 	}

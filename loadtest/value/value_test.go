@@ -101,7 +101,6 @@ func TestConfigIsChecked(t *testing.T) {
 // HINTSTREAM_VALUE_SYNTHETIC=1 plays the synthetic sessions (seed 1,
 // as the load test) instead;
 // HINTSTREAM_VALUE_OUT names a file for the Markdown report;
-// HINTSTREAM_VALUE_PLANNER=1 turns hintstream's retention planner on;
 // HINTSTREAM_VALUE_WAKE_FIRST=1 announces first turns too (a wake-up 1 s
 // before each).
 //
@@ -123,8 +122,7 @@ func BenchmarkValue(b *testing.B) {
 		w.WakeFirstTurns(time.Second)
 	}
 	cfg := Config{Workload: w, AnnounceToolTime: os.Getenv("HINTSTREAM_VALUE_ANNOUNCE") == "1",
-		TransferTime: os.Getenv("HINTSTREAM_VALUE_TRANSFER") == "1", Affinity: os.Getenv("HINTSTREAM_VALUE_AFFINITY") == "1",
-		Planner: os.Getenv("HINTSTREAM_VALUE_PLANNER") == "1"}
+		TransferTime: os.Getenv("HINTSTREAM_VALUE_TRANSFER") == "1", Affinity: os.Getenv("HINTSTREAM_VALUE_AFFINITY") == "1"}
 	var res Result
 	for b.Loop() {
 		if res, err = Run(context.Background(), cfg); err != nil {

@@ -86,9 +86,6 @@ type Families struct {
 	HintsRetainQueued                          *Counter    // kv.retain to the serving worker (--retain-on-worker)
 	HintsRetainDropped                         *CounterVec // by drop reason, and "encode" / "no_endpoint"
 
-	// Retention planner pins (retention.go).
-	Retention Retention
-
 	// Tool-call pins and their renewals.
 	PinsRequestIndexFull, PinsSlotsFull *Counter
 	PinsExpectedFrom                    *CounterVec
@@ -165,8 +162,6 @@ func New() *Families {
 	f.HintsReleaseDropped = b.vec("hintstream_hints_release_dropped_total", "reason", "Pin releases the sender refused to queue, by reason.", dropReasons...)
 	f.HintsRetainQueued = b.counter("hintstream_hints_retain_queued_total", "kv.retain hints to the worker that served a tool call (--retain-on-worker), handed to the sender's queue.")
 	f.HintsRetainDropped = b.vec("hintstream_hints_retain_dropped_total", "reason", "kv.retain hints not queued, by reason.", append(slices.Clone(dropReasons), "encode", "no_endpoint")...)
-
-	f.Retention = newRetention(b)
 
 	f.PinsRequestIndexFull = b.counter("hintstream_pins_request_index_full_total", "Requests not recorded for a later pin because the request index (KV bucket) was full.")
 	f.PinsSlotsFull = b.counter("hintstream_pins_slots_full_total", "Pins not recorded in the slot bucket because it was full.")
@@ -306,8 +301,8 @@ type State struct {
 }
 
 // Hint returns the counters of a hint kind the pin path sends ("pin",
-// "renew", "release", "retain" to a worker, "retention" for the retention
-// planner's pin actions); another kind gets counters that are not exported.
+// "renew", "release", "retain" to a worker); another kind gets counters
+// that are not exported.
 func (f *Families) Hint(kind string) (queued *Counter, dropped *CounterVec) {
 	switch kind {
 	case "pin":
@@ -318,8 +313,6 @@ func (f *Families) Hint(kind string) (queued *Counter, dropped *CounterVec) {
 		return f.HintsReleaseQueued, f.HintsReleaseDropped
 	case "retain":
 		return f.HintsRetainQueued, f.HintsRetainDropped
-	case "retention":
-		return f.Retention.Queued, f.Retention.Dropped
 	}
 	return f.orphans.queued, f.orphans.dropped
 }

@@ -76,13 +76,6 @@ type Config struct {
 	// the instance's affinity bucket; for the next-turn oracle, the worker
 	// its prefetch went to. Off: the router chooses freely.
 	Affinity bool
-	// Planner turns hintstream's retention planner on (package
-	// retention), with the budget a share of the L3 store (planner.go).
-	Planner bool
-	// L3PinBudget is the retention planner's budget in bytes of L3
-	// (Policy.Planner, and Planner here); 0: the planner's default share
-	// of the L3 store.
-	L3PinBudget int64
 	// Hintstream starts Run's hintstream run (ModeHintstream): a real
 	// service on a real bus, which the simulator does not link
 	// (loadtest/value supplies it). Nil: Run fails with ErrConfig.
@@ -217,8 +210,10 @@ type ModeResult struct {
 	// Mechanism is the run's lost saving against the clairvoyant bound by
 	// mechanism (Simulate's policy runs; nil elsewhere).
 	Mechanism *Mechanism
-	// PlannerPins counts pins the retention planner applied (Planner).
-	PlannerPins int
+	// Placed is, on the hint-reachable bound, the part of its saving
+	// that placing announced turns adds (Alpha a kept page on such a
+	// turn): Saving − Placed is what keeping L3 pages alone reaches.
+	Placed float64
 	// SavingOverTime is the saving so far at Config.TimePoints even steps
 	// (Simulate; PerRequestCost is not kept there).
 	SavingOverTime []SavingPoint

@@ -29,9 +29,6 @@ type Policy struct {
 	// Affinity: the frontend passes each turn's prefetch worker to the
 	// router (see Config.Affinity).
 	Affinity bool
-	// Planner turns hintstream's retention planner on (package
-	// retention), with Config.L3PinBudget as its budget.
-	Planner bool
 	// L3Eviction is the L3 store's eviction order: "" or L3LRU (what
 	// Mooncake's master does), L3ARC.
 	L3Eviction string
@@ -50,7 +47,6 @@ func Policies() []Policy {
 		{Name: "keep pin on next turn", Decisions: engine.Decisions{KeepPinOnNextTurn: true}},
 		{Name: "no pin renewal", Decisions: engine.Decisions{NoPinRenewal: true}},
 		{Name: "today's + affinity", Affinity: true},
-		{Name: "planner", Affinity: true, Planner: true},
 	}
 }
 
@@ -81,7 +77,6 @@ type engineRun struct {
 	slots    *hpins.MemSlots
 	worker   map[string]int // hint endpoint → worker index
 	forgets  int            // requests forgotten, to prune now and then
-	planner  *plannerRun    // Policy.Planner; nil: off
 }
 
 func startEngine(p *player, pol Policy) (*engineRun, error) {
@@ -110,16 +105,6 @@ func startEngine(p *player, pol Policy) (*engineRun, error) {
 	}
 	if pol.Affinity {
 		deps.Affinity = h
-	}
-	if pol.Planner {
-		if pol.NoPins {
-			// As the service: the planner sends to the pins' endpoint.
-			return nil, fmt.Errorf("%w: policy %q: the planner needs pins", ErrConfig, pol.Name)
-		}
-		if h.planner, err = newPlannerRun(h); err != nil {
-			return nil, err
-		}
-		deps.Observers = []engine.Observer{h.planner}
 	}
 	if h.eng, err = engine.NewEngine(pol.Decisions, deps); err != nil {
 		return nil, err

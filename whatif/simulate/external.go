@@ -3,7 +3,6 @@ package simulate
 import (
 	"context"
 
-	"github.com/hintstream/hintstream/decide/retention"
 	"github.com/hintstream/hintstream/whatif/cluster"
 	"github.com/hintstream/hintstream/whatif/workload"
 )
@@ -78,6 +77,3 @@ func (p *Player) Arriving(i int) (*cluster.Prompt, error) { return p.p.prompt(i)
 // Prefetch applies a prefetch of request i's prompt pr on worker wk, as
 // the worker's scheduler does with a kv.prefetch hint.
 func (p *Player) Prefetch(i, wk int, pr *cluster.Prompt) error { return p.p.prefetch(i, wk, pr) }
-
-// PlannerConfig is the retention planner of a run with Config.Planner.
-func PlannerConfig(cfg Config) *retention.Config { return plannerConfig(cfg) }

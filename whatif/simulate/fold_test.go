@@ -46,10 +46,10 @@ func TestFoldedResultsEqualPerRequestArrays(t *testing.T) {
 	var cases []tc
 	seeds, stretch, pols := uint64(4), 0, Policies()
 	if race.Enabled { // the full case runs without -race (make test's sim pass)
-		// Today's, the planner and one peer, in
+		// Today's, today's + affinity and one peer, in
 		// stretches of 128 events (several on every case).
 		seeds, stretch = 2, 128
-		pols = []Policy{Policies()[0], Policies()[6], Peers()[0]}
+		pols = []Policy{Policies()[0], Policies()[5], Peers()[0]}
 	}
 	for seed := range seeds {
 		w, err := workload.Generate(workload.SyntheticConfig{Seed: seed + 1, Sessions: 30 + int(seed)*10,

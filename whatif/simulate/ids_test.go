@@ -72,10 +72,10 @@ func TestSimulateReadingIDsBackEqualsHoldingThem(t *testing.T) {
 	var cases []tc
 	seeds, limit, stretch, policies := uint64(4), 1200, simulateStretch, Policies()
 	if race.Enabled { // the full case runs without -race (make test's sim pass)
-		// Today's, the planner (each path that reads a next turn's ids),
+		// Today's, today's + affinity (each path that reads a next turn's ids),
 		// and one peer; stretches of 128 events.
 		seeds, limit, stretch = 1, 400, 128
-		policies = []Policy{Policies()[0], Policies()[6], Peers()[0]}
+		policies = []Policy{Policies()[0], Policies()[5], Peers()[0]}
 	}
 	for seed := range seeds {
 		w, err := workload.Generate(workload.SyntheticConfig{Seed: seed + 11, Sessions: 30 + int(seed)*10,

@@ -46,6 +46,5 @@ func Peers() []Policy {
 		{Name: "ARC L3 eviction", L3Eviction: L3ARC, Peer: &Peer{
 			Source: "Megiddo and Modha, FAST '03; docs/eviction-study.md"}},
 		{Name: "today's + affinity on ARC L3", Affinity: true, L3Eviction: L3ARC},
-		{Name: "planner on ARC L3", Affinity: true, Planner: true, L3Eviction: L3ARC},
 	}
 }

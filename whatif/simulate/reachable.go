@@ -224,6 +224,7 @@ func reachablePlay(cfg Config, pr *prompts, stream bool) (ModeResult, error) {
 			res.PerRequestCost[i] = c
 		}
 		res.Cost += c
+		res.Placed += bs * cfg.Alpha * float64(announced[i])
 	}
 	res.RecomputedTokens = int64(math.Round(res.Cost))
 	return res, nil
