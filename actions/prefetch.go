@@ -34,6 +34,11 @@ type Prefetch struct {
 	DpRank    uint32
 	ExpiresAt time.Time // required
 	WorkerID  uint64    // the chosen worker; receivers bound to another drop it
+	// SequenceHashes (at SequenceBlockSize) and BlockHashes name a prompt
+	// known without TokenIDs (schemas.PrefetchPayload).
+	SequenceHashes    []uint64
+	SequenceBlockSize uint32
+	BlockHashes       []uint64
 }
 
 // PrefetchMessageID is the envelope message_id for the wake-up request
@@ -124,6 +129,8 @@ func prefetchPayload(p Prefetch) (schemas.PrefetchPayload, error) {
 		DpRank:      p.DpRank,
 		ExpiresAtMs: p.ExpiresAt.UnixMilli(),
 		WorkerID:    p.WorkerID,
+
+		SequenceHashes: p.SequenceHashes, SequenceBlockSize: p.SequenceBlockSize, BlockHashes: p.BlockHashes,
 	}, nil
 }
 

@@ -489,6 +489,35 @@ func (z *PinPayload) DecodeMsg(dc *msgp.Reader) (err error) {
 				err = msgp.WrapError(err, "Revision")
 				return
 			}
+		case "block_hashes":
+			var zb0003 uint32
+			zb0003, err = dc.ReadArrayHeader()
+			if err != nil {
+				err = msgp.WrapError(err, "BlockHashes")
+				return
+			}
+			if zb0003 > zd663989dlimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.BlockHashes) >= int(zb0003) {
+				z.BlockHashes = (z.BlockHashes)[:zb0003]
+			} else {
+				z.BlockHashes = make([]uint64, zb0003)
+			}
+			for za0002 := range z.BlockHashes {
+				z.BlockHashes[za0002], err = dc.ReadUint64()
+				if err != nil {
+					err = msgp.WrapError(err, "BlockHashes", za0002)
+					return
+				}
+			}
+		case "worker_id":
+			z.WorkerID, err = dc.ReadUint64()
+			if err != nil {
+				err = msgp.WrapError(err, "WorkerID")
+				return
+			}
 		default:
 			err = dc.Skip()
 			if err != nil {
@@ -503,12 +532,20 @@ func (z *PinPayload) DecodeMsg(dc *msgp.Reader) (err error) {
 // EncodeMsg implements msgp.Encodable
 func (z *PinPayload) EncodeMsg(en *msgp.Writer) (err error) {
 	// check for omitted fields
-	zb0001Len := uint32(6)
-	var zb0001Mask uint8 /* 6 bits */
+	zb0001Len := uint32(8)
+	var zb0001Mask uint8 /* 8 bits */
 	_ = zb0001Mask
 	if z.Revision == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x20
+	}
+	if z.BlockHashes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.WorkerID == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x80
 	}
 	// variable map header, size zb0001Len
 	err = en.Append(0x80 | uint8(zb0001Len))
@@ -587,6 +624,37 @@ func (z *PinPayload) EncodeMsg(en *msgp.Writer) (err error) {
 				return
 			}
 		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// write "block_hashes"
+			err = en.Append(0xac, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
+			if err != nil {
+				return
+			}
+			err = en.WriteArrayHeader(uint32(len(z.BlockHashes)))
+			if err != nil {
+				err = msgp.WrapError(err, "BlockHashes")
+				return
+			}
+			for za0002 := range z.BlockHashes {
+				err = en.WriteUint64(z.BlockHashes[za0002])
+				if err != nil {
+					err = msgp.WrapError(err, "BlockHashes", za0002)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// write "worker_id"
+			err = en.Append(0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
+			if err != nil {
+				return
+			}
+			err = en.WriteUint64(z.WorkerID)
+			if err != nil {
+				err = msgp.WrapError(err, "WorkerID")
+				return
+			}
+		}
 	}
 	return
 }
@@ -595,12 +663,20 @@ func (z *PinPayload) EncodeMsg(en *msgp.Writer) (err error) {
 func (z *PinPayload) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(6)
-	var zb0001Mask uint8 /* 6 bits */
+	zb0001Len := uint32(8)
+	var zb0001Mask uint8 /* 8 bits */
 	_ = zb0001Mask
 	if z.Revision == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x20
+	}
+	if z.BlockHashes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.WorkerID == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x80
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -629,6 +705,19 @@ func (z *PinPayload) MarshalMsg(b []byte) (o []byte, err error) {
 			// string "revision"
 			o = append(o, 0xa8, 0x72, 0x65, 0x76, 0x69, 0x73, 0x69, 0x6f, 0x6e)
 			o = msgp.AppendUint64(o, z.Revision)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "block_hashes"
+			o = append(o, 0xac, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.BlockHashes)))
+			for za0002 := range z.BlockHashes {
+				o = msgp.AppendUint64(o, z.BlockHashes[za0002])
+			}
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "worker_id"
+			o = append(o, 0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
+			o = msgp.AppendUint64(o, z.WorkerID)
 		}
 	}
 	return
@@ -709,6 +798,35 @@ func (z *PinPayload) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Revision")
 				return
 			}
+		case "block_hashes":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "BlockHashes")
+				return
+			}
+			if zb0003 > zd663989dlimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.BlockHashes) >= int(zb0003) {
+				z.BlockHashes = (z.BlockHashes)[:zb0003]
+			} else {
+				z.BlockHashes = make([]uint64, zb0003)
+			}
+			for za0002 := range z.BlockHashes {
+				z.BlockHashes[za0002], bts, err = msgp.ReadUint64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "BlockHashes", za0002)
+					return
+				}
+			}
+		case "worker_id":
+			z.WorkerID, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "WorkerID")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -727,7 +845,7 @@ func (z *PinPayload) Msgsize() (s int) {
 	for za0001 := range z.Keys {
 		s += msgp.StringPrefixSize + len(z.Keys[za0001])
 	}
-	s += 7 + msgp.Int64Size + 9 + msgp.Int64Size + 7 + msgp.Int64Size + 9 + msgp.Uint64Size
+	s += 7 + msgp.Int64Size + 9 + msgp.Int64Size + 7 + msgp.Int64Size + 9 + msgp.Uint64Size + 13 + msgp.ArrayHeaderSize + (len(z.BlockHashes) * (msgp.Uint64Size)) + 10 + msgp.Uint64Size
 	return
 }
 
@@ -812,6 +930,58 @@ func (z *PrefetchPayload) DecodeMsg(dc *msgp.Reader) (err error) {
 				err = msgp.WrapError(err, "WorkerID")
 				return
 			}
+		case "sequence_hashes":
+			var zb0003 uint32
+			zb0003, err = dc.ReadArrayHeader()
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashes")
+				return
+			}
+			if zb0003 > zd663989dlimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.SequenceHashes) >= int(zb0003) {
+				z.SequenceHashes = (z.SequenceHashes)[:zb0003]
+			} else {
+				z.SequenceHashes = make([]uint64, zb0003)
+			}
+			for za0002 := range z.SequenceHashes {
+				z.SequenceHashes[za0002], err = dc.ReadUint64()
+				if err != nil {
+					err = msgp.WrapError(err, "SequenceHashes", za0002)
+					return
+				}
+			}
+		case "sequence_block_size":
+			z.SequenceBlockSize, err = dc.ReadUint32()
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceBlockSize")
+				return
+			}
+		case "block_hashes":
+			var zb0004 uint32
+			zb0004, err = dc.ReadArrayHeader()
+			if err != nil {
+				err = msgp.WrapError(err, "BlockHashes")
+				return
+			}
+			if zb0004 > zd663989dlimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.BlockHashes) >= int(zb0004) {
+				z.BlockHashes = (z.BlockHashes)[:zb0004]
+			} else {
+				z.BlockHashes = make([]uint64, zb0004)
+			}
+			for za0003 := range z.BlockHashes {
+				z.BlockHashes[za0003], err = dc.ReadUint64()
+				if err != nil {
+					err = msgp.WrapError(err, "BlockHashes", za0003)
+					return
+				}
+			}
 		default:
 			err = dc.Skip()
 			if err != nil {
@@ -825,83 +995,157 @@ func (z *PrefetchPayload) DecodeMsg(dc *msgp.Reader) (err error) {
 
 // EncodeMsg implements msgp.Encodable
 func (z *PrefetchPayload) EncodeMsg(en *msgp.Writer) (err error) {
-	// map header, size 7
-	// write "request_id"
-	err = en.Append(0x87, 0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
+	// check for omitted fields
+	zb0001Len := uint32(10)
+	var zb0001Mask uint16 /* 10 bits */
+	_ = zb0001Mask
+	if z.SequenceHashes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x80
+	}
+	if z.SequenceBlockSize == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.BlockHashes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	// variable map header, size zb0001Len
+	err = en.Append(0x80 | uint8(zb0001Len))
 	if err != nil {
 		return
 	}
-	err = en.WriteString(z.RequestID)
-	if err != nil {
-		err = msgp.WrapError(err, "RequestID")
-		return
-	}
-	// write "session_id"
-	err = en.Append(0xaa, 0x73, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e, 0x5f, 0x69, 0x64)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.SessionID)
-	if err != nil {
-		err = msgp.WrapError(err, "SessionID")
-		return
-	}
-	// write "model"
-	err = en.Append(0xa5, 0x6d, 0x6f, 0x64, 0x65, 0x6c)
-	if err != nil {
-		return
-	}
-	err = en.WriteString(z.Model)
-	if err != nil {
-		err = msgp.WrapError(err, "Model")
-		return
-	}
-	// write "token_ids"
-	err = en.Append(0xa9, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x5f, 0x69, 0x64, 0x73)
-	if err != nil {
-		return
-	}
-	err = en.WriteArrayHeader(uint32(len(z.TokenIDs)))
-	if err != nil {
-		err = msgp.WrapError(err, "TokenIDs")
-		return
-	}
-	for za0001 := range z.TokenIDs {
-		err = en.WriteUint32(z.TokenIDs[za0001])
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// write "request_id"
+		err = en.Append(0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
 		if err != nil {
-			err = msgp.WrapError(err, "TokenIDs", za0001)
 			return
 		}
-	}
-	// write "dp_rank"
-	err = en.Append(0xa7, 0x64, 0x70, 0x5f, 0x72, 0x61, 0x6e, 0x6b)
-	if err != nil {
-		return
-	}
-	err = en.WriteUint32(z.DpRank)
-	if err != nil {
-		err = msgp.WrapError(err, "DpRank")
-		return
-	}
-	// write "expires_at_ms"
-	err = en.Append(0xad, 0x65, 0x78, 0x70, 0x69, 0x72, 0x65, 0x73, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
-	if err != nil {
-		return
-	}
-	err = en.WriteInt64(z.ExpiresAtMs)
-	if err != nil {
-		err = msgp.WrapError(err, "ExpiresAtMs")
-		return
-	}
-	// write "worker_id"
-	err = en.Append(0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
-	if err != nil {
-		return
-	}
-	err = en.WriteUint64(z.WorkerID)
-	if err != nil {
-		err = msgp.WrapError(err, "WorkerID")
-		return
+		err = en.WriteString(z.RequestID)
+		if err != nil {
+			err = msgp.WrapError(err, "RequestID")
+			return
+		}
+		// write "session_id"
+		err = en.Append(0xaa, 0x73, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e, 0x5f, 0x69, 0x64)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.SessionID)
+		if err != nil {
+			err = msgp.WrapError(err, "SessionID")
+			return
+		}
+		// write "model"
+		err = en.Append(0xa5, 0x6d, 0x6f, 0x64, 0x65, 0x6c)
+		if err != nil {
+			return
+		}
+		err = en.WriteString(z.Model)
+		if err != nil {
+			err = msgp.WrapError(err, "Model")
+			return
+		}
+		// write "token_ids"
+		err = en.Append(0xa9, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x5f, 0x69, 0x64, 0x73)
+		if err != nil {
+			return
+		}
+		err = en.WriteArrayHeader(uint32(len(z.TokenIDs)))
+		if err != nil {
+			err = msgp.WrapError(err, "TokenIDs")
+			return
+		}
+		for za0001 := range z.TokenIDs {
+			err = en.WriteUint32(z.TokenIDs[za0001])
+			if err != nil {
+				err = msgp.WrapError(err, "TokenIDs", za0001)
+				return
+			}
+		}
+		// write "dp_rank"
+		err = en.Append(0xa7, 0x64, 0x70, 0x5f, 0x72, 0x61, 0x6e, 0x6b)
+		if err != nil {
+			return
+		}
+		err = en.WriteUint32(z.DpRank)
+		if err != nil {
+			err = msgp.WrapError(err, "DpRank")
+			return
+		}
+		// write "expires_at_ms"
+		err = en.Append(0xad, 0x65, 0x78, 0x70, 0x69, 0x72, 0x65, 0x73, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
+		if err != nil {
+			return
+		}
+		err = en.WriteInt64(z.ExpiresAtMs)
+		if err != nil {
+			err = msgp.WrapError(err, "ExpiresAtMs")
+			return
+		}
+		// write "worker_id"
+		err = en.Append(0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
+		if err != nil {
+			return
+		}
+		err = en.WriteUint64(z.WorkerID)
+		if err != nil {
+			err = msgp.WrapError(err, "WorkerID")
+			return
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// write "sequence_hashes"
+			err = en.Append(0xaf, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
+			if err != nil {
+				return
+			}
+			err = en.WriteArrayHeader(uint32(len(z.SequenceHashes)))
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashes")
+				return
+			}
+			for za0002 := range z.SequenceHashes {
+				err = en.WriteUint64(z.SequenceHashes[za0002])
+				if err != nil {
+					err = msgp.WrapError(err, "SequenceHashes", za0002)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// write "sequence_block_size"
+			err = en.Append(0xb3, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x73, 0x69, 0x7a, 0x65)
+			if err != nil {
+				return
+			}
+			err = en.WriteUint32(z.SequenceBlockSize)
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceBlockSize")
+				return
+			}
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// write "block_hashes"
+			err = en.Append(0xac, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
+			if err != nil {
+				return
+			}
+			err = en.WriteArrayHeader(uint32(len(z.BlockHashes)))
+			if err != nil {
+				err = msgp.WrapError(err, "BlockHashes")
+				return
+			}
+			for za0003 := range z.BlockHashes {
+				err = en.WriteUint64(z.BlockHashes[za0003])
+				if err != nil {
+					err = msgp.WrapError(err, "BlockHashes", za0003)
+					return
+				}
+			}
+		}
 	}
 	return
 }
@@ -909,31 +1153,73 @@ func (z *PrefetchPayload) EncodeMsg(en *msgp.Writer) (err error) {
 // MarshalMsg implements msgp.Marshaler
 func (z *PrefetchPayload) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// map header, size 7
-	// string "request_id"
-	o = append(o, 0x87, 0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
-	o = msgp.AppendString(o, z.RequestID)
-	// string "session_id"
-	o = append(o, 0xaa, 0x73, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e, 0x5f, 0x69, 0x64)
-	o = msgp.AppendString(o, z.SessionID)
-	// string "model"
-	o = append(o, 0xa5, 0x6d, 0x6f, 0x64, 0x65, 0x6c)
-	o = msgp.AppendString(o, z.Model)
-	// string "token_ids"
-	o = append(o, 0xa9, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x5f, 0x69, 0x64, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.TokenIDs)))
-	for za0001 := range z.TokenIDs {
-		o = msgp.AppendUint32(o, z.TokenIDs[za0001])
+	// check for omitted fields
+	zb0001Len := uint32(10)
+	var zb0001Mask uint16 /* 10 bits */
+	_ = zb0001Mask
+	if z.SequenceHashes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x80
 	}
-	// string "dp_rank"
-	o = append(o, 0xa7, 0x64, 0x70, 0x5f, 0x72, 0x61, 0x6e, 0x6b)
-	o = msgp.AppendUint32(o, z.DpRank)
-	// string "expires_at_ms"
-	o = append(o, 0xad, 0x65, 0x78, 0x70, 0x69, 0x72, 0x65, 0x73, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
-	o = msgp.AppendInt64(o, z.ExpiresAtMs)
-	// string "worker_id"
-	o = append(o, 0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
-	o = msgp.AppendUint64(o, z.WorkerID)
+	if z.SequenceBlockSize == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.BlockHashes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "request_id"
+		o = append(o, 0xaa, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x69, 0x64)
+		o = msgp.AppendString(o, z.RequestID)
+		// string "session_id"
+		o = append(o, 0xaa, 0x73, 0x65, 0x73, 0x73, 0x69, 0x6f, 0x6e, 0x5f, 0x69, 0x64)
+		o = msgp.AppendString(o, z.SessionID)
+		// string "model"
+		o = append(o, 0xa5, 0x6d, 0x6f, 0x64, 0x65, 0x6c)
+		o = msgp.AppendString(o, z.Model)
+		// string "token_ids"
+		o = append(o, 0xa9, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x5f, 0x69, 0x64, 0x73)
+		o = msgp.AppendArrayHeader(o, uint32(len(z.TokenIDs)))
+		for za0001 := range z.TokenIDs {
+			o = msgp.AppendUint32(o, z.TokenIDs[za0001])
+		}
+		// string "dp_rank"
+		o = append(o, 0xa7, 0x64, 0x70, 0x5f, 0x72, 0x61, 0x6e, 0x6b)
+		o = msgp.AppendUint32(o, z.DpRank)
+		// string "expires_at_ms"
+		o = append(o, 0xad, 0x65, 0x78, 0x70, 0x69, 0x72, 0x65, 0x73, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
+		o = msgp.AppendInt64(o, z.ExpiresAtMs)
+		// string "worker_id"
+		o = append(o, 0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
+		o = msgp.AppendUint64(o, z.WorkerID)
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "sequence_hashes"
+			o = append(o, 0xaf, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.SequenceHashes)))
+			for za0002 := range z.SequenceHashes {
+				o = msgp.AppendUint64(o, z.SequenceHashes[za0002])
+			}
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "sequence_block_size"
+			o = append(o, 0xb3, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x73, 0x69, 0x7a, 0x65)
+			o = msgp.AppendUint32(o, z.SequenceBlockSize)
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "block_hashes"
+			o = append(o, 0xac, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.BlockHashes)))
+			for za0003 := range z.BlockHashes {
+				o = msgp.AppendUint64(o, z.BlockHashes[za0003])
+			}
+		}
+	}
 	return
 }
 
@@ -1018,6 +1304,58 @@ func (z *PrefetchPayload) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "WorkerID")
 				return
 			}
+		case "sequence_hashes":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashes")
+				return
+			}
+			if zb0003 > zd663989dlimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.SequenceHashes) >= int(zb0003) {
+				z.SequenceHashes = (z.SequenceHashes)[:zb0003]
+			} else {
+				z.SequenceHashes = make([]uint64, zb0003)
+			}
+			for za0002 := range z.SequenceHashes {
+				z.SequenceHashes[za0002], bts, err = msgp.ReadUint64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "SequenceHashes", za0002)
+					return
+				}
+			}
+		case "sequence_block_size":
+			z.SequenceBlockSize, bts, err = msgp.ReadUint32Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceBlockSize")
+				return
+			}
+		case "block_hashes":
+			var zb0004 uint32
+			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "BlockHashes")
+				return
+			}
+			if zb0004 > zd663989dlimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.BlockHashes) >= int(zb0004) {
+				z.BlockHashes = (z.BlockHashes)[:zb0004]
+			} else {
+				z.BlockHashes = make([]uint64, zb0004)
+			}
+			for za0003 := range z.BlockHashes {
+				z.BlockHashes[za0003], bts, err = msgp.ReadUint64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "BlockHashes", za0003)
+					return
+				}
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1032,6 +1370,6 @@ func (z *PrefetchPayload) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *PrefetchPayload) Msgsize() (s int) {
-	s = 1 + 11 + msgp.StringPrefixSize + len(z.RequestID) + 11 + msgp.StringPrefixSize + len(z.SessionID) + 6 + msgp.StringPrefixSize + len(z.Model) + 10 + msgp.ArrayHeaderSize + (len(z.TokenIDs) * (msgp.Uint32Size)) + 8 + msgp.Uint32Size + 14 + msgp.Int64Size + 10 + msgp.Uint64Size
+	s = 1 + 11 + msgp.StringPrefixSize + len(z.RequestID) + 11 + msgp.StringPrefixSize + len(z.SessionID) + 6 + msgp.StringPrefixSize + len(z.Model) + 10 + msgp.ArrayHeaderSize + (len(z.TokenIDs) * (msgp.Uint32Size)) + 8 + msgp.Uint32Size + 14 + msgp.Int64Size + 10 + msgp.Uint64Size + 16 + msgp.ArrayHeaderSize + (len(z.SequenceHashes) * (msgp.Uint64Size)) + 20 + msgp.Uint32Size + 13 + msgp.ArrayHeaderSize + (len(z.BlockHashes) * (msgp.Uint64Size))
 	return
 }

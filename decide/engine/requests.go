@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/schemas"
 )
@@ -144,16 +145,30 @@ func (e *Engine) prefetchTo(d Delivery, req *schemas.RequestEvent) (routing.Cand
 		e.counters.HintsPrefetchSkipped.Inc("expired")
 		return routing.Candidate{}, time.Time{}, false
 	}
-	cand, err := e.selector.Select(req)
-	if err != nil {
-		e.counters.HintsPrefetchSkipped.Inc("no_worker")
-		e.log.Debug("no worker for wake-up", "request_id", req.RequestID, "model", req.Model)
+	byHashes := len(req.TokenIDs) == 0 && len(req.SequenceHashes) > 0
+	if byHashes {
+		if r := pins.HashesUnusable(req.SequenceHashScheme, req.LoraName, req.CacheSalt); r != "" {
+			e.counters.HintsPrefetchSkipped.Inc(r)
+			e.log.Debug("no prefetch: sequence hashes cannot be the workers'", "request_id", req.RequestID, "reason", r)
+			return routing.Candidate{}, time.Time{}, false
+		}
+	}
+	cand, reason := e.place(req)
+	if reason != "" {
+		e.counters.HintsPrefetchSkipped.Inc(reason)
+		e.log.Debug("no worker for prefetch", "request_id", req.RequestID, "model", req.Model, "reason", reason,
+			"worker_id", req.WorkerID)
 		return routing.Candidate{}, time.Time{}, false
 	}
-	body, id, err := actions.AppendPrefetch(e.bodies.get(), actions.Prefetch{
+	p := actions.Prefetch{
 		RequestID: req.RequestID, SessionID: req.SessionID, Model: req.Model,
 		TokenIDs: req.TokenIDs, DpRank: cand.Worker.DpRank, ExpiresAt: expires, WorkerID: cand.Worker.WorkerID,
-	})
+	}
+	if byHashes {
+		p.SequenceHashes, p.SequenceBlockSize = req.SequenceHashes, req.SequenceBlockSize
+		p.BlockHashes = e.pages(cand.Worker, req.SequenceHashes)
+	}
+	body, id, err := actions.AppendPrefetch(e.bodies.get(), p)
 	if err != nil {
 		e.counters.HintsPrefetchSkipped.Inc("encode")
 		e.log.Error("encode prefetch", "request_id", req.RequestID, "err", err)
