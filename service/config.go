@@ -52,6 +52,9 @@ type Config struct {
 	// outcomes at /v1/outcomes. See docs/agents.md.
 	Agents            *agents.Config
 	AgentEventsStream string
+	// RequestTrace, when set (run --source dynamo), consumes Dynamo's
+	// request-trace records (requesttrace.go).
+	RequestTrace *RequestTraceConfig
 
 	RegistryBucket  string // default "hintstream_workers"
 	RequestsDurable string // default consumers.DefaultRequestsDurable

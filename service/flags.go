@@ -41,6 +41,8 @@ type runFlags struct {
 	retention      retention.Config
 	retentionGroup retention.GroupConfig
 	groupOn        bool
+
+	source sourceFlags // flags_source.go
 }
 
 // RegisterFlags registers every flag of `hintstream run` that sets a
@@ -63,6 +65,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.registerHTTPFlags(fs)       // flags_http.go
 	c.registerClusterFlags(fs)    // flags_cluster.go
 	c.registerPlannerFlags(fs)    // flags_planners.go
+	c.registerSourceFlags(fs)     // flags_source.go
 	c.Decisions.RegisterFlags(fs) // decide/engine/flags.go
 }
 
@@ -92,7 +95,7 @@ func (c *Config) ApplyFlags() error {
 	}
 	for _, apply := range []func(*runFlags) error{
 		c.applyConsumerFlags, c.applySenderFlags, c.applyPinFlags, c.applySnapshotFlags,
-		c.applyBusFlags, c.applyPlannerFlags, c.applyHTTPFlags, c.applyClusterFlags,
+		c.applyBusFlags, c.applyPlannerFlags, c.applyHTTPFlags, c.applyClusterFlags, c.applySourceFlags,
 	} {
 		if err := apply(f.run); err != nil {
 			return invalidFlag(err)

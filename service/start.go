@@ -311,7 +311,7 @@ func (s *Service) startTriggers(ctx context.Context, st *starting) error {
 		s.lc.run(stageResponses, "responses consumer", s.responses.Run)
 		s.startRenewals(st.pinning)
 	}
-	return nil
+	return s.startRequestTrace(ctx, st.dlq) // requesttrace.go
 }
 
 func (s *Service) startSnapshots(context.Context, *starting) error {

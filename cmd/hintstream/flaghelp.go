@@ -48,11 +48,11 @@ var flagGroups = map[string][]flagGroup{
 			"nats-tls-cert nats-tls-key nats-tls-server-name nats-tls-insecure nats-user nats-password nats-token " +
 				"nats-inbox-prefix connect-timeout data-dir embedded-port"},
 		{headSources,
-			"group requests-subjects responses-subjects kv-events-subjects dynamo-namespace agents update-streams stream-replicas",
+			"group source requests-subjects responses-subjects kv-events-subjects dynamo-namespace agents update-streams stream-replicas",
 			"dynamo-component requests-stream responses-stream kv-events-stream kv-streams load-stream load-subjects " +
 				"agent-events-stream models requests-durable responses-durable requests-deliver-all ack-wait " +
 				"requests-max-age requests-max-bytes responses-max-age responses-max-bytes stream-placement-tags " +
-				"kv-events-keep dead-letter-stream dead-letter-prefix"},
+				"kv-events-keep dead-letter-stream dead-letter-prefix request-trace-subject request-trace-stream request-trace-durable"},
 		{headTargets,
 			"pin-endpoint retain-on-worker",
 			"registry-bucket registration-prefix worker-grace affinity-bucket pin-curve-public-key curve-public-key " +
@@ -71,7 +71,7 @@ var flagGroups = map[string][]flagGroup{
 			"index-max-blocks max-message-bytes max-endpoints",
 			"max-ack-pending max-tokens max-string max-depth max-headers max-header-bytes max-dp-ranks " +
 				"holding-workers holding-blocks agent-max-programs pin-max-keys pin-max-bytes pin-renew-rate " +
-				"pin-slots-max-bytes request-index-max-bytes index-capacity metrics-top-tools"},
+				"pin-slots-max-bytes request-index-max-bytes index-capacity metrics-top-tools request-trace-max-hashes"},
 		{headOperation,
 			"http-addr log-format log-level shutdown-timeout check-config",
 			"pprof hints-log snapshot-interval snapshot-bucket snapshot-reclaim-grace kv-apply-shards index-shards"},

@@ -70,6 +70,9 @@ type Families struct {
 	// Agent are the families of agent-aware hints and hint outcomes
 	// (agent.go).
 	Agent *Agent
+	// RequestTrace are the families of Dynamo's request-trace consumer
+	// (requesttrace.go).
+	RequestTrace *RequestTrace
 
 	// Trigger consumers (LLM_REQUESTS, LLM_RESPONSES).
 	RequestsReceived, RequestsTransientErrors, RequestsHeaderUnrecognised *Counter
@@ -138,6 +141,7 @@ func New() *Families {
 	f := &Families{set: newSet(), orphans: newOrphans()}
 	b := builder{&f.set}
 	f.Agent = newAgent(f)
+	f.RequestTrace = newRequestTrace(f)
 
 	f.RequestsReceived = b.counter("hintstream_requests_received_total", "Request events delivered by the LLM_REQUESTS consumer, counted on each delivery (redeliveries included) before decoding.")
 	f.RequestsTransientErrors = b.counter("hintstream_requests_transient_errors_total", "Request events nak'ed for a retry because a store they need failed (not their content).")
@@ -280,6 +284,9 @@ func (f *Families) Trigger(kind string) Trigger {
 		return Trigger{f.RequestsMalformed, f.RequestsAckErrors, f.RequestsConsumerRecreated, f.RequestsMaxDeliveries, f.RequestsExpiredUnread}
 	case "responses":
 		return Trigger{f.ResponsesMalformed, f.ResponsesAckErrors, f.ResponsesConsumerRecreated, f.ResponsesMaxDeliveries, f.ResponsesExpiredUnread}
+	case "request_trace":
+		rt := f.RequestTrace
+		return Trigger{rt.Malformed, rt.AckErrors, rt.ConsumerRecreated, rt.MaxDeliveries, rt.ExpiredUnread}
 	}
 	return f.orphans.trigger
 }

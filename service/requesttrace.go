@@ -1,0 +1,160 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/decide/agents"
+	"github.com/hintstream/hintstream/decide/engine"
+	"github.com/hintstream/hintstream/ingest/requesttrace"
+	"github.com/hintstream/hintstream/observe/metrics"
+	"github.com/hintstream/hintstream/streams"
+)
+
+// RequestTraceConfig is where run reads Dynamo's request trace (--source
+// dynamo).
+type RequestTraceConfig struct {
+	// Subject the nats sink publishes on (requesttrace.DefaultSubject).
+	Subject string
+	// Stream created on Subject when no stream captures it
+	// (requesttrace.DefaultStream); a stream that does is attached.
+	Stream string
+	// Durable is the group's durable consumer (default
+	// <group>-request-trace).
+	Durable string
+	Limits  requesttrace.Limits
+}
+
+// startRequestTrace attaches to the stream that captures the request
+// trace's subject, whatever its name and config (an operator's stream is
+// never changed), or creates a bounded one (requesttrace.StreamConfig)
+// when none does; then it starts the group's durable consumer on it.
+func (s *Service) startRequestTrace(ctx context.Context, dlq *consumers.DeadLetter) error {
+	rt := s.cfg.RequestTrace
+	if rt == nil {
+		return nil
+	}
+	name, err := s.js.StreamNameBySubject(ctx, rt.Subject)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		c := requesttrace.StreamConfig(rt.Subject)
+		c.Name = rt.Stream
+		if _, _, err := streams.Ensure(ctx, s.js, c, streams.WithUpdate(s.cfg.UpdateStreams), streams.WithLogger(s.log)); err != nil {
+			return fmt.Errorf("request trace stream: %w", err)
+		}
+		name = c.Name
+	case err != nil:
+		return fmt.Errorf("request trace: look up the stream of %q: %w", rt.Subject, err)
+	default:
+		s.log.Info("request trace: attached to the stream that captures its subject", "stream", name, "subject", rt.Subject)
+	}
+	h := newTraceHandler(rt.Limits, s.engine, s.agents, s.Counters.RequestTrace)
+	c := consumers.NewRequestTraceConsumer(s.js, consumers.TriggerConfig{Stream: name, Durable: rt.Durable,
+		Filter: []string{rt.Subject}, DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait,
+		MaxAckPending: s.cfg.MaxAckPending}, h.Decide, dlq, s.Counters, s.log)
+	if err := c.Start(ctx); err != nil {
+		c.Stop()
+		return fmt.Errorf("request trace stream %s: %w", name, err)
+	}
+	s.lc.run(stageResponses, "request trace consumer", c.Run)
+	return nil
+}
+
+// traceHandler acts on one request-trace record: a request_end as a
+// response event (the engine's response path: tool-call pins and their
+// release, tool times, the session's last turn, outcomes), preceded for
+// the agent tracker by the request it ends; a tool record on the agent
+// tracker, as a harness's; a request_payload kept for its request's
+// request_end (headers). A record that does not decode is Rejected, so
+// the consumer's middleware counts it by reason and dead-letters it.
+type traceHandler struct {
+	lim      requesttrace.Limits
+	engine   *engine.Engine
+	agents   *agents.Tracker // nil: agent hints off
+	m        *metrics.RequestTrace
+	payloads *payloadCache
+}
+
+func newTraceHandler(lim requesttrace.Limits, e *engine.Engine, a *agents.Tracker, m *metrics.RequestTrace) *traceHandler {
+	return &traceHandler{lim: lim, engine: e, agents: a, m: m, payloads: newPayloadCache(maxPayloads)}
+}
+
+// Decide is the consumer's consumers.Decide.
+func (h *traceHandler) Decide(ctx context.Context, d engine.Delivery, m engine.Message) engine.Outcome {
+	rec, err := h.lim.Decode(m.Data)
+	if err != nil {
+		return engine.Rejected(err)
+	}
+	h.m.Records.Inc(rec.EventType)
+	switch {
+	case rec.EventType == requesttrace.RequestEnd:
+		return h.requestEnd(ctx, d, rec)
+	case rec.IsTool():
+		if h.agents != nil {
+			h.agents.OnRecord(ctx, rec.AgentRecord())
+		}
+	case rec.EventType == requesttrace.RequestPayload:
+		h.payloads.put(rec.Payload)
+	}
+	return engine.Done()
+}
+
+// requestEnd hands a request_end to the engine's response path. rec
+// carries the prompt's full-block sequence hashes at its trace block size
+// (rec.Request.Replay.Full(), .TraceBlockSize), the prompt's identity
+// where no token ids exist.
+func (h *traceHandler) requestEnd(ctx context.Context, d engine.Delivery, rec *requesttrace.Record) engine.Outcome {
+	if rec.Request.Replay.HasPartialTail() && d.Delivered <= 1 {
+		h.m.PartialTails.Inc()
+	}
+	if h.agents != nil {
+		// The tracker follows an agent's turns from their requests; the
+		// trace has no record at a request's start, so its end stands for
+		// it (a redelivery is the same request again: ignored).
+		h.agents.ObserveRequest(rec.RequestEvent(h.payloads.take(rec.Request.RequestID)))
+	}
+	return h.engine.OnResponse(ctx, d, rec.Response())
+}
+
+// maxPayloads bounds the payloads kept for a request_end not seen yet.
+const maxPayloads = 1024
+
+// payloadCache keeps request_payload records by request id until their
+// request_end takes them; past its bound the oldest go (a payload is
+// optional: a lost one loses its headers only).
+type payloadCache struct {
+	mu    sync.Mutex
+	max   int
+	byID  map[string]*requesttrace.Payload
+	order []string
+}
+
+func newPayloadCache(max int) *payloadCache {
+	return &payloadCache{max: max, byID: map[string]*requesttrace.Payload{}}
+}
+
+func (c *payloadCache) put(p *requesttrace.Payload) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byID[p.RequestID]; !ok {
+		for len(c.order) >= c.max {
+			delete(c.byID, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.order = append(c.order, p.RequestID)
+	}
+	c.byID[p.RequestID] = p
+}
+
+func (c *payloadCache) take(id string) *requesttrace.Payload {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.byID[id]
+	delete(c.byID, id) // its id leaves order when it reaches the front
+	return p
+}
