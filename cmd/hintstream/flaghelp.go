@@ -49,7 +49,7 @@ var flagGroups = map[string][]flagGroup{
 				"nats-inbox-prefix connect-timeout data-dir embedded-port"},
 		{headSources,
 			"group source requests-subjects responses-subjects kv-events-subjects dynamo-namespace agents update-streams stream-replicas",
-			"dynamo-component requests-stream responses-stream kv-events-stream kv-streams load-stream load-subjects " +
+			"dynamo-component dynamo-active-sequences requests-stream responses-stream kv-events-stream kv-streams load-stream load-subjects " +
 				"agent-events-stream models requests-durable responses-durable requests-deliver-all ack-wait " +
 				"requests-max-age requests-max-bytes responses-max-age responses-max-bytes stream-placement-tags " +
 				"kv-events-keep dead-letter-stream dead-letter-prefix request-trace-subject request-trace-stream request-trace-durable"},
@@ -81,7 +81,7 @@ var flagGroups = map[string][]flagGroup{
 		{headSources,
 			"since until from-seq models",
 			"requests-stream responses-stream kv-events-stream kv-events-subjects load-stream " +
-				"dynamo-namespace dynamo-component registry-bucket"},
+				"dynamo-namespace dynamo-component dynamo-active-sequences registry-bucket"},
 		{headTargets, "dry-run out", "pin-endpoint"},
 		{headHints,
 			"prefetch-ttl pin-headroom pin-slack pin-max-ttl keep-pin-on-next-turn",
@@ -120,7 +120,7 @@ var flagGroups = map[string][]flagGroup{
 		{headBus, natsShort, natsMore},
 		{headSources,
 			"requests-subjects responses-subjects kv-events-subjects dynamo-namespace update-streams stream-replicas",
-			"requests-stream responses-stream kv-events-stream load-stream load-subjects dynamo-component " +
+			"requests-stream responses-stream kv-events-stream load-stream load-subjects dynamo-component dynamo-active-sequences " +
 				"dead-letter-stream dead-letter-prefix requests-max-age requests-max-bytes responses-max-age responses-max-bytes " +
 				"stream-placement-tags"},
 		{headOperation, "json strict", "timeout log-format log-level"},

@@ -1,10 +1,15 @@
-// Package eventplane reads Dynamo's event plane as its NATS transport
-// publishes it: KV events (topic "kv-events", a RouterEvent per frame) and
-// worker load (topic "kv_metrics", an ActiveLoad per frame), each wrapped
-// in an EventEnvelope and sent with a plain core-NATS publish. JetStream
-// stores such publishes when a stream captures their subjects, which is
-// how hintstream consumes them (see Scope.Apply and the --dynamo-namespace
-// and --dynamo-component flags).
+// Package eventplane reads Dynamo's event plane: KV events (topic
+// "kv-events", a RouterEvent per frame), worker load (topic "kv_metrics",
+// an ActiveLoad per frame) and, from KV routers with replica sync on,
+// the routing-time request lifecycle (topic "active_sequences_events",
+// ActiveSequenceEvents), each wrapped in an EventEnvelope. The NATS
+// transport (DYN_EVENT_PLANE=nats) sends the envelope with a plain
+// core-NATS publish, which JetStream stores when a stream captures the
+// subject (see Scope.Apply, Scope.ApplySequences and the
+// --dynamo-namespace and --dynamo-component flags); the ZMQ transport
+// (Dynamo's default) is bridged onto the same subjects, with the same
+// bytes, by package bridge (`hintstream bridge --dynamo-zmq`). Either
+// way hintstream's consumers read one format.
 //
 // The rules follow ai-dynamo/dynamo at these commits (file → commit):
 //
@@ -39,7 +44,24 @@
 //     RouterEvent {worker_id, storage_tier, residency_domain?, event,
 //     state_source?}, KvCacheEvent {event_id, data, dp_rank},
 //     KvCacheEventData externally tagged (unit variant "cleared" as a bare
-//     string, as rmp_serde writes unit variants), ActiveLoad.
+//     string, as rmp_serde writes unit variants), ActiveLoad;
+//     ActiveSequenceEvent {request_id, worker: {worker_id, dp_rank}, data,
+//     router_id, lora_name?}, ActiveSequenceEventBatch {events},
+//     ActiveSequenceEventData (no rename: "AddRequest" {token_sequence,
+//     track_prefill_tokens, expected_output_tokens, prefill_load_hint},
+//     "Free", "MarkPrefillCompleted"), PrefillLoadHint. Earlier revisions'
+//     AddRequest carries isl and overlap instead, and the event a bare
+//     worker_id: both are read.
+//   - lib/llm/src/kv_router/sequence.rs → 0266c3eba4f56312ce2cae8cc69db3cb2cbc4402:
+//     the router publishes ActiveSequenceEvents endpoint-scoped on the
+//     workers' endpoint (earlier revisions component-scoped), one event a
+//     frame on NATS and an ActiveSequenceEventBatch (up to 256 events,
+//     1 ms) on ZMQ; token_sequence is None with router_track_active_blocks
+//     off (lib/llm/src/kv_router config).
+//   - lib/runtime/src/transports/event_plane/zmq_transport.rs → 9dd09cdb79b22597f611c4a84682dfd2ebd55d90
+//     and frame.rs (read in the wxsms/dynamo mirror at
+//     ebde0f662ca789686611a2a3c635cda2e24879eb; the index holds no
+//     ai-dynamo copy): see package bridge for the ZMQ wire.
 //
 // Every decoder here returns a *schemas.DecodeError (errors.Is
 // schemas.ErrMalformed) with a short, stable reason, and never panics.

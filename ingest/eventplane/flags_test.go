@@ -35,4 +35,24 @@ func TestScopeFlags(t *testing.T) {
 	if _, err := parse("--dynamo-component", ""); err == nil {
 		t.Fatal("empty component accepted")
 	}
+	if slices.ContainsFunc(s.ApplyGiven(def).Requests.Subjects, IsActiveSequencesSubject) {
+		t.Fatal("active sequences captured without --dynamo-active-sequences")
+	}
+	// --dynamo-active-sequences alone: Dynamo's default scope, captured
+	// in the request stream beside hintstream's own request subjects.
+	s, err = parse("--dynamo-active-sequences")
+	if err != nil || !s.Given() {
+		t.Fatalf("active sequences: %+v %v", s, err)
+	}
+	got := s.ApplyGiven(def).Requests.Subjects
+	wantSeq := Scope{Namespace: DefaultNamespace, Component: DefaultComponent}.ActiveSequenceSubjects()
+	if !slices.Equal(got, append(slices.Clone(def.Requests.Subjects), wantSeq...)) {
+		t.Fatalf("request subjects %q", got)
+	}
+	for _, subj := range []string{"namespace.dynamo.component.backend.active_sequences_events",
+		"namespace.dynamo.component.backend.endpoint.generate.active_sequences_events"} {
+		if !IsActiveSequencesSubject(subj) || !slices.ContainsFunc(got, func(f string) bool { return streams.SubjectMatches(f, subj) }) {
+			t.Errorf("%s not captured", subj)
+		}
+	}
 }

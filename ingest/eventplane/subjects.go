@@ -35,6 +35,10 @@ var ErrBadScope = errors.New("eventplane: invalid Dynamo scope")
 // event plane.
 type Scope struct {
 	Namespace, Component string
+	// ActiveSequences also captures the component's
+	// active_sequences_events subjects (ApplySequences), where KV routers
+	// with DYN_ROUTER_REPLICA_SYNC=true publish ActiveSequenceEvents.
+	ActiveSequences bool
 }
 
 // Validate reports an empty namespace or component.
@@ -70,6 +74,22 @@ func (s Scope) LoadSubjects() []string {
 	return []string{s.Subject(TopicKVMetrics), s.prefix() + ".endpoint.*." + TopicKVMetrics}
 }
 
+// ActiveSequenceSubjects captures the scope's ActiveSequenceEvents:
+// today's routers publish them endpoint-scoped (on the workers' endpoint,
+// lib/llm/src/kv_router/sequence.rs @ 0266c3eba4f56312ce2cae8cc69db3cb2cbc4402),
+// earlier ones component-scoped.
+func (s Scope) ActiveSequenceSubjects() []string {
+	return []string{s.Subject(TopicActiveSequences), s.prefix() + ".endpoint.*." + TopicActiveSequences}
+}
+
+// ApplySequences adds the scope's ActiveSequenceEvent subjects to the
+// request stream of set: an AddRequest is a request's start, a trigger
+// shared by the members of a consumer group as request events are.
+func (s Scope) ApplySequences(set streams.Set) streams.Set {
+	set.Requests.Subjects = appendNew(slices.Clone(set.Requests.Subjects), s.ActiveSequenceSubjects()...)
+	return set
+}
+
 // Apply adds the scope's subjects to the KV-events and load streams of set
 // (subjects already there are not repeated). The streams keep their names
 // and their other subjects: hintstream's own kv.events.> and kv.load.> are
@@ -95,6 +115,10 @@ func IsKVEventsSubject(subject string) bool { return isTopic(subject, TopicKVEve
 
 // IsLoadSubject reports an event-plane subject of topic kv_metrics.
 func IsLoadSubject(subject string) bool { return isTopic(subject, TopicKVMetrics) }
+
+// IsActiveSequencesSubject reports an event-plane subject of topic
+// active_sequences_events.
+func IsActiveSequencesSubject(subject string) bool { return isTopic(subject, TopicActiveSequences) }
 
 func isTopic(subject, topic string) bool {
 	return strings.HasPrefix(subject, subjectRoot) && strings.HasSuffix(subject, "."+topic)

@@ -9,12 +9,20 @@ hintstream's Go decoder:
   subject    lib/runtime/src/discovery/mod.rs @ 020f5c1764a9
              (namespace.{ns}.component.{comp}[.endpoint.{ep}].{topic})
   payloads   lib/kv-router/src/protocols.rs @ 038eab23a6b6
-             (RouterEvent, KvCacheEvent, KvCacheEventData, ActiveLoad)
+             (RouterEvent, KvCacheEvent, KvCacheEventData, ActiveLoad,
+             ActiveSequenceEvent, ActiveSequenceEventBatch,
+             ActiveSequenceEventData, PrefillLoadHint; serde's externally
+             tagged enums: unit variants as a bare string, the struct
+             variant AddRequest as {"AddRequest": {...}}; Duration as
+             {secs, nanos}); the isl/overlap AddRequest of earlier revisions
+  batching   lib/llm/src/kv_router/sequence.rs @ 0266c3eba4f5 (one event a
+             frame on NATS, {events: [...]} on ZMQ)
   hashing    lib/kv-router/src/protocols.rs (compute_block_hash_for_seq) and
              lib/kv-hashing/src/salt.rs: block seed 1337 + xxh3(lora, 0) +
              xxh3(cache namespace, 1), wrapping; chain seed 1337.
 
   dynamo_frames.py samples DIR   writes DIR/*.msgpack and DIR/samples.json
+  dynamo_frames.py sequences DIR writes DIR/seq_*.msgpack and DIR/sequences.json
   dynamo_frames.py frame         JSON spec on stdin -> one frame on stdout
   dynamo_frames.py frames        JSON list of specs on stdin -> JSON list of
                                  {"subject", "hex"} on stdout
@@ -92,6 +100,89 @@ def active_load(worker_id, dp_rank, decode=None, prefill=None, used=None, scope=
         load["scheduler_load_scope"] = scope
     load["kv_used_blocks"] = used
     return msgpack.packb(load, use_bin_type=True)
+
+
+def seq_hashes(local):
+    """Dynamo's rolling sequence hashes: seq[0] = local[0], then
+    xxh3(u64le(parent) || u64le(local), seed 1337)."""
+    out = []
+    for h in local:
+        out.append(h if not out else xxhash.xxh3_64_intdigest(struct.pack("<QQ", out[-1], h), seed=1337))
+    return out
+
+
+def sequence_event(request_id, worker_id, dp_rank, data, router_id=0, lora_name=None):
+    # ActiveSequenceEvent's field order; lora_name is an Option, written as nil.
+    return {"request_id": request_id, "worker": {"worker_id": worker_id, "dp_rank": dp_rank},
+            "data": data, "router_id": router_id, "lora_name": lora_name}
+
+
+def add_request(token_sequence, track_prefill_tokens=True, expected_output_tokens=None, hint=None):
+    return {"AddRequest": {"token_sequence": token_sequence, "track_prefill_tokens": track_prefill_tokens,
+                           "expected_output_tokens": expected_output_tokens, "prefill_load_hint": hint}}
+
+
+def add_request_legacy(token_sequence, isl, overlap, expected_output_tokens=None):
+    return {"AddRequest": {"token_sequence": token_sequence, "isl": isl, "overlap": overlap,
+                           "expected_output_tokens": expected_output_tokens}}
+
+
+def prefill_hint(tokens, duration_ns=None):
+    dur = None if duration_ns is None else {"secs": duration_ns // 10**9, "nanos": duration_ns % 10**9}
+    return {"initial_effective_prefill_tokens": tokens, "expected_prefill_duration": dur}
+
+
+def pack(obj):
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+def sequence_samples():
+    toks = list(range(2000, 2000 + 48))
+    hashes = seq_hashes(local_hashes(toks, 16))
+    router = 0x0ABCDEF012345  # a discovery instance id
+    out = []
+
+    def expect(ev, **kw):
+        x = {"request_id": ev["request_id"], "worker_id": ev["worker"]["worker_id"],
+             "dp_rank": ev["worker"]["dp_rank"], "router_id": ev["router_id"], "lora_name": ev["lora_name"] or ""}
+        x.update(kw)
+        return x
+
+    ev = sequence_event("req-1", 7, 0, add_request(hashes, expected_output_tokens=128), router_id=router)
+    out.append(("seq_add_nats", PUB + 3, 0, pack(ev), False,
+                [expect(ev, kind="AddRequest", hashes=hashes, has_sequence=True, track_prefill_tokens=True,
+                        expected_output_tokens=128)]))
+    ev = sequence_event("req-2", 8, 1, add_request(None, track_prefill_tokens=False,
+                                                   hint=prefill_hint(3000, 1_250_000_000)),
+                        router_id=router, lora_name="sql-adapter")
+    out.append(("seq_add_untracked_lora", PUB + 3, 1, pack(ev), False,
+                [expect(ev, kind="AddRequest", hashes=None, has_sequence=False, track_prefill_tokens=False,
+                        hint_tokens=3000, hint_duration_ns=1_250_000_000)]))
+    ev = sequence_event("req-3", 7, 0, add_request_legacy(hashes[:2], 40, 1), router_id=router)
+    out.append(("seq_add_legacy", PUB + 3, 2, pack(ev), False,
+                [expect(ev, kind="AddRequest", hashes=hashes[:2], has_sequence=True, track_prefill_tokens=True,
+                        isl=40, overlap=1)]))
+    evs = [sequence_event("req-4", 9, 0, add_request(hashes, hint=prefill_hint(48)), router_id=router),
+           sequence_event("req-4", 9, 0, "MarkPrefillCompleted", router_id=router),
+           sequence_event("req-1", 7, 0, "Free", router_id=router)]
+    out.append(("seq_batch_zmq", PUB + 4, 5, pack({"events": evs}), True,
+                [expect(evs[0], kind="AddRequest", hashes=hashes, has_sequence=True, track_prefill_tokens=True,
+                        hint_tokens=48),
+                 expect(evs[1], kind="MarkPrefillCompleted"), expect(evs[2], kind="Free")]))
+    return out
+
+
+def write_sequences(d):
+    index = []
+    for name, pub, seq, payload, batch, events in sequence_samples():
+        with open(os.path.join(d, name + ".msgpack"), "wb") as f:
+            f.write(envelope(pub, seq, AT + seq, "active_sequences_events", payload))
+        index.append({"name": name, "subject": subject("dynamo", "backend", "active_sequences_events",
+                                                       endpoint="generate"),
+                      "publisher_id": pub, "sequence": seq, "batch": batch, "events": events})
+    with open(os.path.join(d, "sequences.json"), "w") as f:
+        json.dump({"about": __doc__.strip().splitlines()[0], "samples": index}, f, indent=1)
+        f.write("\n")
 
 
 PUB = 0x1F2E3D4C5B6A79  # below 2^53, as discovery_safe_publisher_id keeps it
@@ -182,6 +273,8 @@ def frame(spec):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["samples"]:
         write_samples(sys.argv[2])
+    elif sys.argv[1:2] == ["sequences"]:
+        write_sequences(sys.argv[2])
     elif sys.argv[1:2] == ["frame"]:
         sys.stdout.buffer.write(frame(json.load(sys.stdin)))
     elif sys.argv[1:2] == ["frames"]:
