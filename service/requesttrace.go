@@ -118,7 +118,9 @@ func (h *traceHandler) requestEnd(ctx context.Context, d engine.Delivery, rec *r
 		// it (a redelivery is the same request again: ignored).
 		h.agents.ObserveRequest(rec.RequestEvent(h.payloads.take(rec.Request.RequestID)))
 	}
-	return h.engine.OnResponse(ctx, d, rec.Response())
+	resp := rec.Response()
+	traceSequences(resp, rec.Request.Replay)
+	return h.engine.OnResponse(ctx, d, resp)
 }
 
 // maxPayloads bounds the payloads kept for a request_end not seen yet.

@@ -166,7 +166,13 @@ func (e *Engine) prefetchTo(d Delivery, req *schemas.RequestEvent) (routing.Cand
 	}
 	if byHashes {
 		p.SequenceHashes, p.SequenceBlockSize = req.SequenceHashes, req.SequenceBlockSize
-		p.BlockHashes = e.pages(cand.Worker, req.SequenceHashes)
+		if p.BlockHashes = e.pages(cand.Worker, req.SequenceHashes); len(p.BlockHashes) == 0 {
+			// No worker reported a block of the prompt: nothing the
+			// worker could be asked to load (also what keyed or random
+			// router hashes come to).
+			e.counters.HintsPrefetchSkipped.Inc("no_pages")
+			return routing.Candidate{}, time.Time{}, false
+		}
 	}
 	body, id, err := actions.AppendPrefetch(e.bodies.get(), p)
 	if err != nil {

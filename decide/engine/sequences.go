@@ -24,6 +24,10 @@ func (e *Engine) place(req *schemas.RequestEvent) (routing.Candidate, string) {
 	want := kvevents.WorkerKey{WorkerID: req.WorkerID, DpRank: req.DpRank}
 	for _, c := range e.selector.Candidates(req) {
 		if c.Worker == want {
+			if req.SequenceBlockSize == 0 && len(req.SequenceHashes) > 0 {
+				// The router's hashes (AddRequest) are at its workers' block size.
+				req.SequenceBlockSize = uint32(c.BlockSize)
+			}
 			return c, ""
 		}
 	}
