@@ -70,7 +70,7 @@ var layers = []struct {
 	pkgs []string
 }{
 	{"wire", []string{"schemas", "streams", "internal/"}},
-	{"formats", []string{"actions", "kvevents", "ingest/eventplane", "ingest/agentevents", "decide/tooltime", "state/registry", "state/snapshots", "service/natsconn", "client"}},
+	{"formats", []string{"actions", "kvevents", "ingest/eventplane", "ingest/agentevents", "ingest/requesttrace", "decide/tooltime", "state/registry", "state/snapshots", "service/natsconn", "client"}},
 	{"metrics", []string{"observe/metrics"}},
 	{"decision parts", []string{"kvevents/index", "decide/routing", "decide/pins", "decide/retention", "emit/receiver"}},
 	{"engine", []string{"decide/engine", "decide/agents"}},

@@ -13,6 +13,7 @@ import (
 	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/ingest/requesttrace"
 	"github.com/hintstream/hintstream/observe/metrics"
+	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/streams"
 )
 
@@ -54,6 +55,7 @@ func (s *Service) startRequestTrace(ctx context.Context, dlq *consumers.DeadLett
 		s.log.Info("request trace: attached to the stream that captures its subject", "stream", name, "subject", rt.Subject)
 	}
 	h := newTraceHandler(rt.Limits, s.engine, s.agents, s.Counters.RequestTrace)
+	h.knownWorker = s.knownWorker
 	c := consumers.NewRequestTraceConsumer(s.js, consumers.TriggerConfig{Stream: name, Durable: rt.Durable,
 		Filter: []string{rt.Subject}, DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait,
 		MaxAckPending: s.cfg.MaxAckPending}, h.Decide, dlq, s.Counters, s.log)
@@ -78,6 +80,8 @@ type traceHandler struct {
 	agents   *agents.Tracker // nil: agent hints off
 	m        *metrics.RequestTrace
 	payloads *payloadCache
+	// knownWorker tells a worker the registry knows (nil: every one).
+	knownWorker func(id uint64) bool
 }
 
 func newTraceHandler(lim requesttrace.Limits, e *engine.Engine, a *agents.Tracker, m *metrics.RequestTrace) *traceHandler {
@@ -109,6 +113,10 @@ func (h *traceHandler) Decide(ctx context.Context, d engine.Delivery, m engine.M
 // (rec.Request.Replay.Full(), .TraceBlockSize), the prompt's identity
 // where no token ids exist.
 func (h *traceHandler) requestEnd(ctx context.Context, d engine.Delivery, rec *requesttrace.Record) engine.Outcome {
+	if id, _, ok := rec.Request.WorkerID(); ok && h.knownWorker != nil && !h.knownWorker(id) {
+		// A hint for it would have no endpoint, and its pages no index.
+		return engine.Rejected(&schemas.DecodeError{Kind: requesttrace.Kind, Reason: requesttrace.ReasonUnknownWorker})
+	}
 	if rec.Request.Replay.HasPartialTail() && d.Delivered <= 1 {
 		h.m.PartialTails.Inc()
 	}
@@ -121,6 +129,18 @@ func (h *traceHandler) requestEnd(ctx context.Context, d engine.Delivery, rec *r
 	resp := rec.Response()
 	traceSequences(resp, rec.Request.Replay)
 	return h.engine.OnResponse(ctx, d, resp)
+}
+
+// knownWorker: the registry holds worker id, or holds no worker at all
+// (a deployment that registers none has nothing to tell a worker from).
+func (s *Service) knownWorker(id uint64) bool {
+	if s.registry == nil {
+		return true
+	}
+	if _, ok := s.registry.Get(id); ok {
+		return true
+	}
+	return len(s.registry.Workers()) == 0
 }
 
 // maxPayloads bounds the payloads kept for a request_end not seen yet.

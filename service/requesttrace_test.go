@@ -14,6 +14,8 @@ import (
 	"github.com/hintstream/hintstream/ingest/requesttrace"
 	"github.com/hintstream/hintstream/internal/dynamotrace"
 	"github.com/hintstream/hintstream/internal/natstest"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/state/registry"
 )
 
 func traceTurn(id, session, trigger, finish string, tools []string, at uint64) dynamotrace.Turn {
@@ -167,4 +169,44 @@ func TestRequestTraceAttachesOperatorsStream(t *testing.T) {
 	}
 	natstest.Eventually(t, 10*time.Second, func() bool { return svc.Counters.RequestTrace.Records.Value("tool_end") == 1 },
 		"the record read from the operator's stream")
+}
+
+// A request_end served by a worker the registry does not know is counted
+// ("unknown worker") and dead-lettered; one by a registered worker is
+// taken. With no worker registered at all, nothing is refused (the first
+// test).
+func TestRequestTraceRefusesUnknownWorker(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(30*time.Second))
+	defer cancel()
+	svc := New(Config{NATSURL: srv.ClientURL(), NoAffinity: true, Logger: quietLog,
+		RequestTrace: &RequestTraceConfig{Subject: requesttrace.DefaultSubject, Stream: requesttrace.DefaultStream}})
+	if err := svc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Stop(context.Background()) })
+	kv, err := registry.Bucket(ctx, js, registry.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := registry.Put(ctx, kv, schemas.WorkerRecord{WorkerID: 7, Model: "m", KvBlockSize: 16,
+		HintEndpoints: []string{"tcp://127.0.0.1:1"}}); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 5*time.Second, func() bool { _, ok := svc.Registry().Get(7); return ok }, "worker 7 registered")
+	known := traceTurn("r-7", "s", "", "stop", nil, uint64(time.Now().UnixMilli()))
+	unknown := known
+	unknown.RequestID, unknown.Worker = "r-99", 99
+	for _, turn := range []dynamotrace.Turn{unknown, known} {
+		if err := dynamotrace.Publish(ctx, js, requesttrace.DefaultSubject, turn.RequestEnd()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := svc.Counters.RequestTrace
+	natstest.Eventually(t, 10*time.Second, func() bool { return m.Records.Total() == 2 }, "2 records decoded")
+	natstest.Eventually(t, 10*time.Second, func() bool { return m.Malformed.Total() == 1 }, "1 record refused")
+	if got := m.Malformed.Value(requesttrace.ReasonUnknownWorker); got != 1 {
+		t.Fatalf("unknown worker refusals: %d, want 1 (%v)", got, m.Malformed.Values())
+	}
 }

@@ -30,6 +30,9 @@ type Window struct {
 	// the workers' device caches for Observed; 0: DefaultKVLookback,
 	// negative: none.
 	KVLookback time.Duration
+	// RequestTrace is the stream of Dynamo's request-trace records, read
+	// beside the requests (requesttrace_streams.go); no Name: none.
+	RequestTrace streams.Config
 }
 
 // StreamSource is what FromStreams read.
@@ -142,6 +145,10 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 			out.Records[p.rec].OutputLength = n
 		}
 	}
+	traced, err := readRequestTrace(ctx, js, w, &out, bad)
+	if err != nil {
+		return out, err
+	}
 	// The KV events, from the lookback on, rebuild the workers' device
 	// caches in a KV index; each request is scored against it as it
 	// stood when the request came (Observed).
@@ -156,6 +163,7 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 		r := out.Records[p.rec]
 		obs.recs[p.rec] = obsRec{at: r.Timestamp, full: r.HashIDs[:p.prompt/out.BlockSize], prompt: p.prompt, worker: servedBy[id]}
 	}
+	traced.observe(out.Records, obs.recs)
 	kw := w
 	if !w.Since.IsZero() {
 		kw.Since = w.Since.Add(-lookback)
@@ -175,9 +183,12 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 	}
 	out.Observed = obs.finish()
 	out.Source.Observed = &out.Observed
+	if traced.mismatch {
+		out.Source.Observed = nil // KV events at another block size than the records'
+	}
 	if len(out.Records) == 0 {
-		return out, fmt.Errorf("%w %s: %d request events (wake-ups and bad ones aside), %d responses, %d KV events",
-			ErrEmptyWindow, out.Name, out.Events["requests"], out.Events["responses"], out.Events["kv_events"])
+		return out, fmt.Errorf("%w %s: %d request events (wake-ups and bad ones aside), %d responses, %d request-trace records, %d KV events",
+			ErrEmptyWindow, out.Name, out.Events["requests"], out.Events["responses"], out.Events["request_trace"], out.Events["kv_events"])
 	}
 	return out, nil
 }

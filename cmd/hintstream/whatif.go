@@ -9,11 +9,13 @@ import (
 	"os"
 
 	"github.com/hintstream/hintstream/decide/retention"
+	"github.com/hintstream/hintstream/ingest/requesttrace"
 	"github.com/hintstream/hintstream/internal/cmdline"
 	"github.com/hintstream/hintstream/service/natsconn"
 	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/hintstream/hintstream/whatif"
+	"github.com/hintstream/hintstream/whatif/workload"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -28,7 +30,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	def := streams.DefaultSet()
 	dc := whatif.DefaultCluster()
 	var (
-		trace       = fs.String("trace", "", "a Mooncake-format JSONL trace (timestamp, input_length, output_length, hash_ids; optional session_id)")
+		trace       = fs.String("trace", "", "a Mooncake-format JSONL trace (timestamp, input_length, output_length, hash_ids; optional session_id), or Dynamo's request-trace records as its file sink writes them (plain or gzip): the first record tells which")
 		fromStreams = fs.Bool("from-streams", false, "replay the cluster's recorded requests and responses from JetStream (read-only)")
 		since       = fs.String("since", "", "with --from-streams: from this time (RFC 3339, or a duration ago such as 1h)")
 		until       = fs.String("until", "", "with --from-streams: up to this time (RFC 3339 or a duration ago; empty: now)")
@@ -37,13 +39,15 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		reqStream   = fs.String("requests-stream", def.Requests.Name, "as in run")
 		respStream  = fs.String("responses-stream", def.Responses.Name, "as in run")
 		kvStream    = fs.String("kv-events-stream", def.KVEvents.Name, "as in run")
+		rtStream    = fs.String("request-trace-stream", requesttrace.DefaultStream, "stream of Dynamo's request-trace records, read too with --from-streams (absent: none)")
+		rtSubject   = fs.String("request-trace-subject", requesttrace.DefaultSubject, "as in run")
 		kvLookback  = fs.Duration("kv-lookback", whatif.DefaultKVLookback, "with --from-streams: read KV events from this long before --since, to rebuild the workers' device caches for the observed device hit share (0: none)")
 		workers     = fs.Int("workers", dc.Workers, "simulated workers (--from-streams: the registry's count unless set)")
 		device      = fs.Int("device-blocks", dc.DeviceBlocks, "device KV cache per worker, in blocks")
 		bw          = fs.String("l3-bandwidth", fmt.Sprintf("%gGB/s", dc.L3Bandwidth/1e9), "L3 → device link per worker, bytes/s (0: instant loads)")
 		alpha       = fs.Float64("alpha", dc.Alpha, "prefill cost of a token loaded from L3 relative to a recomputed one (0 < α ≤ 1)")
 		kvBytes     = fs.Int("kv-bytes-per-token", dc.KVBytesPerToken, "KV cache bytes per token (default: run's, Qwen3-8B in bf16)")
-		blockSize   = fs.Int("block-size", dc.BlockSize, "tokens per hash_ids block (--trace; --from-streams reads it from the registry)")
+		blockSize   = fs.Int("block-size", dc.BlockSize, "tokens per hash_ids block (a Mooncake --trace; a request trace gives its trace_block_size, --from-streams the registry's)")
 		sweep       = fs.String("sweep", "", "run at each point of one dimension: l3=1GiB,4GiB,16GiB | device=512,1024 | bandwidth=10GB/s,25GB/s")
 		skipBad     = fs.Bool("skip-bad", false, "count bad lines or events and go on (default: stop at the first, naming it)")
 		spoolDir    = fs.String("spool-dir", "", "where the run keeps what it reads back as it plays (the trace's requests and events, the bound's tape; removed at the end); default $TMPDIR or /tmp")
@@ -132,6 +136,8 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	win := whatif.Window{Streams: def, RegistryBucket: *bucket, SkipBad: *skipBad}
 	if *fromStreams {
 		win.Streams.Requests.Name, win.Streams.Responses.Name, win.Streams.KVEvents.Name = *reqStream, *respStream, *kvStream
+		win.RequestTrace = requesttrace.StreamConfig(*rtSubject)
+		win.RequestTrace.Name = *rtStream
 		if win.Since, err = parseWhen(*since); err != nil {
 			return fmt.Errorf("--since: %w", err)
 		}
@@ -177,13 +183,35 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 		// Open to the end: the play reads each request's ids back.
 		defer f.Close()
-		// Kept on disk and read back as the play goes: memory follows
-		// the trace's distinct blocks, not its length.
-		if src, err = whatif.SpoolTrace(f, c.BlockSize, *skipBad, *spoolDir); err != nil {
+		isRT, head, err := workload.IsRequestTrace(f)
+		if err != nil {
 			return fmt.Errorf("%s: %w", *trace, err)
 		}
-		defer src.Workload.Close()
-		src.Name = *trace
+		if isRT {
+			ts, err := whatif.ReadRequestTrace(head, *trace, *skipBad)
+			if err != nil {
+				return err
+			}
+			// The ids are sequence hashes at the trace's block size.
+			if flagSet(fs, "block-size") && c.BlockSize != ts.BlockSize {
+				return fmt.Errorf("--block-size %d: %s's records are hashed at trace_block_size %d", c.BlockSize, *trace, ts.BlockSize)
+			}
+			src, c.BlockSize = ts.Source, ts.BlockSize
+			if !flagSet(fs, "workers") && ts.Workers > 0 {
+				c.Workers = ts.Workers
+			}
+		} else {
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
+			// Kept on disk and read back as the play goes: memory follows
+			// the trace's distinct blocks, not its length.
+			if src, err = whatif.SpoolTrace(f, c.BlockSize, *skipBad, *spoolDir); err != nil {
+				return fmt.Errorf("%s: %w", *trace, err)
+			}
+			defer src.Workload.Close()
+			src.Name = *trace
+		}
 	}
 	o.Cluster = c
 	o.TempDir = *spoolDir

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hintstream/hintstream/internal/dynamotrace"
 	"github.com/hintstream/hintstream/internal/testvectors"
 )
 
@@ -76,5 +78,52 @@ func TestWhatifRefusesBadFlagsBeforeReading(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
 		t.Fatalf("the refusals left files behind: %v", entries)
+	}
+}
+
+// TestWhatifReadsARequestTraceFile: `whatif --trace` on a file of Dynamo
+// request-trace records (the stand-in's, as the file sink writes them,
+// gzip) tells the format from the first record and reports the trace's
+// requests, sessions and next turns at its trace_block_size and serving
+// workers, as a table and as --json.
+func TestWhatifReadsARequestTraceFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dynamo-request-trace")
+	if err := dynamotrace.WriteFile(path, true, 16, dynamotrace.Sessions(dynamotrace.SessionsConfig{Sessions: 5,
+		Turns: 4, BlockSize: 32, StartMs: 1_700_000_000_000, Workers: 3, Payloads: true})); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	if err := whatifCmd(ctx, []string{"--trace", path, "--json", "--policies", "today's"}, &out, &errb); err != nil {
+		t.Fatalf("%v: %s", err, errb.String())
+	}
+	var rep struct {
+		Requests      int `json:"requests"`
+		Conversations int `json:"conversations"`
+		NextTurns     int `json:"next_turns"`
+		Cluster       struct {
+			Workers   int `json:"workers"`
+			BlockSize int `json:"block_size"`
+		} `json:"cluster"`
+		Points []json.RawMessage `json:"points"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v: %.300s", err, out.String())
+	}
+	if rep.Requests != 20 || rep.Conversations != 5 || rep.NextTurns != 15 || rep.Cluster.Workers != 3 ||
+		rep.Cluster.BlockSize != 32 || len(rep.Points) != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	out.Reset()
+	if err := whatifCmd(ctx, []string{"--trace", path, "--policies", "today's"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "20 requests") || !strings.Contains(out.String(), path) {
+		t.Fatalf("table:\n%s", out.String())
+	}
+	if err := whatifCmd(ctx, []string{"--trace", path, "--block-size", "512"}, &out, &errb); err == nil ||
+		!strings.Contains(err.Error(), "trace_block_size 32") {
+		t.Fatalf("--block-size against the trace's: %v", err)
 	}
 }

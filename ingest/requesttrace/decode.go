@@ -86,8 +86,6 @@ const (
 	ReasonTooDeep        = "JSON nested too deeply"
 	ReasonSchema         = "unsupported schema"
 	ReasonEventType      = "unknown event_type"
-	ReasonEventSource    = "unknown event_source"
-	ReasonInputTrigger   = "unknown input_trigger"
 	ReasonToolStatus     = "unknown tool status"
 	ReasonTooManyHashes  = "too many sequence hashes"
 	ReasonBlockSize      = "trace_block_size is 0"
@@ -98,6 +96,9 @@ const (
 	ReasonEmptyRequestID = "empty request_id"
 	ReasonTooManyHeaders = "too many headers"
 	ReasonBodyNotObject  = "payload body is not an object"
+	// ReasonUnknownWorker is not Decode's: a consumer gives it to a
+	// request_end whose worker its registry does not know.
+	ReasonUnknownWorker = "unknown worker"
 )
 
 // AllReasons are the reasons Decode gives, the per-field families spelt
@@ -105,9 +106,9 @@ const (
 // start-up.
 func AllReasons() []string {
 	r := []string{ReasonTooLarge, ReasonInvalidUTF8, ReasonInvalidJSON, ReasonNotObject, ReasonTooDeep,
-		ReasonSchema, ReasonEventType, ReasonEventSource, ReasonInputTrigger, ReasonToolStatus, ReasonTooManyHashes,
+		ReasonSchema, ReasonEventType, ReasonToolStatus, ReasonTooManyHashes,
 		ReasonBlockSize, ReasonHashesPastEnd, ReasonDuration, ReasonEmptyTool, ReasonEmptySession,
-		ReasonEmptyRequestID, ReasonTooManyHeaders, ReasonBodyNotObject}
+		ReasonEmptyRequestID, ReasonTooManyHeaders, ReasonBodyNotObject, ReasonUnknownWorker}
 	for _, f := range []string{"schema", "event_type", "event_time_unix_ms", "request", "tool", "payload",
 		"agent_context", "request_id", "tool_call_id", "tool_class", "session_id", "trace_block_size",
 		"input_length", "input_sequence_hashes", "endpoint", "model", "payload_complete"} {
@@ -279,13 +280,11 @@ func (l Limits) fromWire(w *wireRecord) (*Record, error) {
 		return nil, bad("missing event_time_unix_ms", nil)
 	}
 	r.EventTimeUnixMs = *w.EventTimeUnixMs
-	if w.EventSource != nil {
-		switch *w.EventSource {
-		case SourceDynamo, SourceHarness:
-			r.EventSource = *w.EventSource
-		default:
-			return nil, bad(ReasonEventSource, nil)
-		}
+	// An event source or input trigger Dynamo adds later is kept as it
+	// is: the record is still one of a request or a tool, and refusing
+	// it would stop every record of a newer frontend.
+	if r.EventSource, err = l.optional(w.EventSource, "event_source"); err != nil {
+		return nil, err
 	}
 	if w.AgentContext != nil {
 		if r.AgentContext, err = l.agent(w.AgentContext); err != nil {
@@ -359,13 +358,8 @@ func (l Limits) agent(w *wireAgent) (*AgentContext, error) {
 	if w.KVHints != nil && w.KVHints.EvictSession != nil {
 		a.EvictSession = *w.KVHints.EvictSession
 	}
-	if w.InputTrigger != nil {
-		switch *w.InputTrigger {
-		case TriggerUserMessage, TriggerToolResult, TriggerOther:
-			a.InputTrigger = *w.InputTrigger
-		default:
-			return nil, bad(ReasonInputTrigger, nil)
-		}
+	if a.InputTrigger, err = l.optional(w.InputTrigger, "input_trigger"); err != nil {
+		return nil, err
 	}
 	return &a, nil
 }

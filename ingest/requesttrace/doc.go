@@ -60,9 +60,11 @@
 // Errors are *schemas.DecodeError of Kind (errors.Is schemas.ErrMalformed)
 // with a short, stable reason (AllReasons). The hash list is parsed
 // without a slice for all of it: past Limits.MaxHashes it is refused,
-// whatever its length on the wire. Enums are as strict as serde's: an
-// unknown schema, event type, source, input trigger or tool status is
-// refused; unknown members are skipped, as serde skips them.
+// whatever its length on the wire. The schema, the event type and a tool's
+// status are as strict as serde's: an unknown one is refused. An unknown
+// event source or input trigger is kept as given (a newer frontend's
+// record is still a request's or a tool's, and refusing it would stop
+// them all); unknown members are skipped, as serde skips them.
 //
 // # Files
 //

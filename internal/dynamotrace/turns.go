@@ -1,7 +1,10 @@
 package dynamotrace
 
 import (
+	"cmp"
 	"encoding/json"
+	"slices"
+	"strconv"
 )
 
 // Turn is one LLM call of an agent session, as a Dynamo frontend would
@@ -63,7 +66,7 @@ func (t Turn) RequestEnd() *Record {
 		}
 		for i, name := range t.ToolCalls {
 			f.ToolCalls = append(f.ToolCalls, ToolCallMetadata{ChoiceIndex: 0, ToolCallIndex: uint32(i),
-				ID: Ptr(t.RequestID + "-call-" + string(rune('a'+i%26))), Name: Ptr(name)})
+				ID: Ptr(t.RequestID + "-call-" + strconv.Itoa(i)), Name: Ptr(name)})
 		}
 		m.FinishReasonMetadata = f
 	}
@@ -106,4 +109,90 @@ func Tool(eventType, session, callID, class string, startMs, endMs uint64) *Reco
 	}
 	return &Record{Schema: "dynamo.request.trace.v1", EventType: eventType, EventTimeUnixMs: at,
 		EventSource: Ptr("harness"), AgentContext: &AgentContext{SessionID: session}, Tool: t}
+}
+
+// SessionsConfig shapes Sessions' traffic.
+type SessionsConfig struct {
+	Sessions, Turns int    // sessions, and LLM calls in each
+	BlockSize       int    // trace_block_size
+	StartMs         uint64 // the first request's receipt time
+	Model           string
+	Workers         int // sessions are served round robin by workers 1..Workers
+	// Payloads adds each turn's request_payload record.
+	Payloads bool
+}
+
+// Sessions is the request trace of agent sessions as a Dynamo frontend
+// with DYN_REQUEST_TRACE=1 and the tool relay writes it: each session's
+// turns in order, every turn but the last ending in a tool call
+// (finish_reason tool_calls, tool "search" or "run_tests" by turn),
+// followed by the harness's tool_start and tool_end, and the next turn
+// (input_trigger tool_result) extending the previous prompt with its
+// output and the tool's result. Each prompt is 4.5 blocks plus 2 per turn
+// (so its last block is partial). Records are in the order the sinks
+// write them: by time.
+func Sessions(c SessionsConfig) []*Record {
+	if c.Workers <= 0 {
+		c.Workers = 1
+	}
+	if c.Model == "" {
+		c.Model = "Qwen/Qwen3-8B"
+	}
+	type timed struct {
+		at uint64
+		r  *Record
+	}
+	var all []timed
+	bs := c.BlockSize
+	for s := range c.Sessions {
+		session := "agent-" + strconv.Itoa(s)
+		// A prefix of its own: equal tokens only within the session.
+		prompt := make([]uint32, bs*9/2)
+		for i := range prompt {
+			prompt[i] = uint32(s*1_000_003 + i)
+		}
+		at := c.StartMs + uint64(s)*700
+		for k := range c.Turns {
+			tool := []string{"search", "run_tests"}[k%2]
+			t := Turn{RequestID: session + "-turn-" + strconv.Itoa(k), Session: session, Model: c.Model,
+				Prompt: append([]uint32(nil), prompt...), BlockSize: bs, Worker: uint64(s%c.Workers + 1),
+				ReceivedMs: at, TotalMs: 400, OutputTokens: uint64(bs)}
+			if k == 0 {
+				t.Trigger = "user_message"
+			} else {
+				t.Trigger = "tool_result"
+			}
+			last := k == c.Turns-1
+			if last {
+				t.FinishReason = "stop"
+			} else {
+				t.FinishReason, t.ToolCalls = "tool_calls", []string{tool}
+			}
+			end := at + 400
+			all = append(all, timed{end, t.RequestEnd()})
+			if c.Payloads {
+				all = append(all, timed{end, t.RequestPayload([]byte(`[{"role":"user","content":"go"}]`),
+					map[string]string{"x-request-id": t.RequestID})})
+			}
+			if last {
+				break
+			}
+			call := t.RequestID + "-call"
+			toolStart, toolEnd := end+50, end+50+uint64(1000+500*(k%2))
+			all = append(all, timed{toolStart, Tool("tool_start", session, call, tool, toolStart, 0)},
+				timed{toolEnd, Tool("tool_end", session, call, tool, toolStart, toolEnd)})
+			// The next prompt: this one, its output, the tool's result.
+			for i := range 2 * bs {
+				prompt = append(prompt, uint32(s*1_000_003+500_000+k*4*bs+i))
+			}
+			at = toolEnd + 20
+		}
+	}
+	// The sinks write records as they are emitted.
+	slices.SortStableFunc(all, func(a, b timed) int { return cmp.Compare(a.at, b.at) })
+	out := make([]*Record, len(all))
+	for i, t := range all {
+		out[i] = t.r
+	}
+	return out
 }

@@ -20,7 +20,7 @@ func newRequestTrace(f *Families) *RequestTrace {
 	return &RequestTrace{
 		Records: b.vec("hintstream_request_trace_records_total", "event", "Dynamo request-trace records decoded, by event type (counted on each delivery).", RequestTraceEventTypes...),
 		Malformed: b.vec("hintstream_request_trace_malformed_total", "reason", "Dynamo request-trace records dead-lettered and terminated because they can never be processed, by decode reason.",
-			ReasonMalformed, "record too large", "unsupported schema", "unknown event_type", "too many sequence hashes"),
+			ReasonMalformed, "record too large", "unsupported schema", "unknown event_type", "too many sequence hashes", "unknown worker"),
 		PartialTails:      b.counter("hintstream_request_trace_partial_tails_total", "request_end records whose last sequence hash was a partial block's, dropped (no KV event names it)."),
 		AckErrors:         b.counter("hintstream_request_trace_ack_errors_total", "Acks of request-trace records that JetStream did not confirm (the record will come back)."),
 		ConsumerRecreated: b.counter("hintstream_request_trace_consumer_recreated_total", "Times the durable request-trace consumer was found deleted and created again."),

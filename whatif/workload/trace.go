@@ -39,6 +39,10 @@ type Record struct {
 	InputLength, OutputLength int
 	HashIDs                   []uint64
 	Session                   string
+	// FinishReason is the response's finish_reason when the trace gives
+	// it ("tool_calls": a tool call); "" when it does not, and the
+	// assumed rule decides. Tool names the tool called, when given.
+	FinishReason, Tool string
 	// Source is where the record came from; a spooled workload keeps it
 	// (Workload.Source) in place of HashIDs.
 	Source SourceRef
