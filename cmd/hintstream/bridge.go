@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,13 +43,17 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		logLevel   = fs.String("log-level", env("HINTSTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env HINTSTREAM_LOG_LEVEL)")
 	)
 	agentFlags := registerAgentBridgeFlags(fs)
+	dynFlags := registerEventPlaneBridgeFlags(fs)
 	natsCfg := natsFlags(fs, "hintstream-bridge")
 	connectTimeout := connectTimeoutFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: hintstream bridge --zmq-endpoint tcp://... --worker-id N [flags]\n"+
-			"       hintstream bridge --agent-events tcp://... [--agent-events tcp://...] [flags]\n\n"+
+			"       hintstream bridge --agent-events tcp://... [--agent-events tcp://...] [flags]\n"+
+			"       hintstream bridge --dynamo-zmq tcp://... [--dynamo-zmq tcp://...] [--dynamo-namespace NS] [flags]\n\n"+
 			"Republishes an engine's ZMQ KV events to JetStream kv.events.<worker-id>,\n"+
-			"and agent harnesses' tool events to agent.events.<workflow>.\n\nFlags (default in brackets):\n")
+			"agent harnesses' tool events to agent.events.<workflow>, and Dynamo's ZMQ\n"+
+			"event plane (KV events, load, router request starts) to the subjects its NATS\n"+
+			"transport would use.\n\nFlags (default in brackets):\n")
 		printFlags(fs)
 	}
 	applyConfig := configFlag(fs)
@@ -61,9 +66,9 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	kvBridge := *endpoint != "" || *workerID != "" || len(agentFlags.endpoints) == 0
+	kvBridge := *endpoint != "" || *workerID != "" || len(agentFlags.endpoints) == 0 && !dynFlags.given()
 	if kvBridge && (*endpoint == "" || *workerID == "") {
-		return errors.New("--zmq-endpoint and --worker-id are required (unless only --agent-events is given)")
+		return errors.New("--zmq-endpoint and --worker-id are required (unless only --agent-events or --dynamo-zmq is given)")
 	}
 	var id uint64
 	if kvBridge {
@@ -103,28 +108,50 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return fmt.Errorf("connect to %s: %w", *natsURL, err)
 	}
 	defer nc.Close()
-	if !kvBridge {
-		return runAgentBridge(ctx, js, agentFlags, *update, log)
-	}
-	if len(agentFlags.endpoints) > 0 {
-		agentDone := make(chan error, 1)
-		actx, cancel := context.WithCancel(ctx)
-		go func() { agentDone <- runAgentBridge(actx, js, agentFlags, *update, log) }()
-		defer func() {
-			cancel()
-			if aerr := <-agentDone; err == nil {
-				err = aerr
-			}
-		}()
-	}
 	cfg := def.KVEvents
 	cfg.Name, cfg.Subjects = *kvStream, split(*kvSubj)
+	opts := []bridge.Option{bridge.WithLogger(log), bridge.WithReplayTimeout(*replayWait),
+		bridge.WithPublishTimeout(*pubWait), bridge.WithReceiveHWM(*rcvHWM), bridge.WithMaxReplay(*maxReplay)}
+
+	// The agent and Dynamo bridges run beside the engine KV bridge, or
+	// alone; the first error of any ends them all.
+	var side []func(context.Context) error
+	if len(agentFlags.endpoints) > 0 {
+		side = append(side, func(ctx context.Context) error { return runAgentBridge(ctx, js, agentFlags, *update, log) })
+	}
+	if dynFlags.given() {
+		epOpts := slices.Clone(opts) // the KV bridge appends to opts below
+		side = append(side, func(ctx context.Context) error {
+			return runEventPlaneBridge(ctx, js, dynFlags, cfg, *update, epOpts, log)
+		})
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sideDone := make(chan error, len(side))
+	for _, run := range side {
+		go func() {
+			err := run(sctx)
+			if err != nil {
+				cancel()
+			}
+			sideDone <- err
+		}()
+	}
+	defer func() {
+		cancel()
+		for range side {
+			if serr := <-sideDone; err == nil {
+				err = serr
+			}
+		}
+	}()
+	if !kvBridge {
+		<-sctx.Done()
+		return nil
+	}
 	if _, _, err := streams.Ensure(ctx, js, cfg, streams.WithUpdate(*update), streams.WithLogger(log)); err != nil {
 		return err
 	}
-
-	opts := []bridge.Option{bridge.WithLogger(log), bridge.WithReplayTimeout(*replayWait),
-		bridge.WithPublishTimeout(*pubWait), bridge.WithReceiveHWM(*rcvHWM), bridge.WithMaxReplay(*maxReplay)}
 	if *replayFrom >= 0 {
 		opts = append(opts, bridge.WithReplayFrom(uint64(*replayFrom)))
 	}
@@ -132,7 +159,7 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		Endpoint: *endpoint, Topic: *topic, ReplayEndpoint: *replay,
 		WorkerID: id, DpRank: uint32(*dpRank), Subject: *subject,
 	}, opts...)
-	err = b.Run(ctx)
+	err = b.Run(sctx)
 	log.Info("stopped", "stats", b.Stats())
 	return err
 }

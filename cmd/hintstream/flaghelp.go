@@ -108,8 +108,8 @@ var flagGroups = map[string][]flagGroup{
 	"bridge": {
 		{headBus, "config " + natsShort, natsMore + " connect-timeout"},
 		{headSources,
-			"zmq-endpoint worker-id dp-rank replay-endpoint agent-events",
-			"topic replay-from replay-timeout agent-events-topic"},
+			"zmq-endpoint worker-id dp-rank replay-endpoint agent-events dynamo-zmq dynamo-namespace",
+			"topic replay-from replay-timeout agent-events-topic dynamo-component dynamo-active-sequences dynamo-zmq-broker"},
 		{headTargets,
 			"kv-events-subjects subject update-streams",
 			"kv-events-stream agent-events-stream publish-timeout"},

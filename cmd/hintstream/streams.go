@@ -35,9 +35,12 @@ captures <stream>.* and keeps 10 minutes. For namespace "dynamo", component
 "check" then reports its max_age as a difference (exit status 0): hintstream
 never changes a stream it did not create.
 
-Dynamo's event plane (current default path, with DYN_EVENT_PLANE=nats) is a
-plain core-NATS publish per event; have the KV-events and load streams
-capture it (here and in "run") with:
+Dynamo's event plane with DYN_EVENT_PLANE=nats is a plain core-NATS
+publish per event; have the KV-events and load streams capture it (here
+and in "run") with the flags below (add --dynamo-active-sequences for the
+routers' request starts in the request stream). Its ZMQ transport,
+Dynamo's default, reaches the same subjects through
+"hintstream bridge --dynamo-zmq".
 
   --dynamo-namespace dynamo --dynamo-component backend
 `

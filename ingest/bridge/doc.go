@@ -1,5 +1,7 @@
 // Package bridge republishes an engine's ZeroMQ KV-event stream to
-// JetStream, turning a lossy PUB stream into a durable, replayable one.
+// JetStream, turning a lossy PUB stream into a durable, replayable one
+// (Bridge), and does the same for Dynamo's ZMQ event plane
+// (EventPlaneBridge, below).
 //
 // # Engine wire
 //
@@ -61,4 +63,20 @@
 // from the ones published under its seq, means the engine restarted: a
 // new epoch begins and, with replay, the bridge fetches the new
 // incarnation's batches from 0.
+//
+// # Dynamo's ZMQ event plane
+//
+// EventPlaneBridge reads the publishers of Dynamo's event plane when it
+// runs on ZMQ (DYN_EVENT_PLANE=zmq, Dynamo's default): each
+// EventPublisher's own PUB socket, or a broker's XPUB. Messages are
+// [topic, publisher_id, sequence, 5-byte header + EventEnvelope]
+// (eventplane.ParseZMQ has the wire and its sources). Each envelope that
+// agrees with its frames goes to JetStream unchanged, with only
+// Nats-Msg-Id "ep-<publisher_id>-<sequence>", on the subject Dynamo's NATS
+// transport would have used (eventplane.ZMQMessage.Subject), so the
+// consumers that read the NATS transport read it with no change. There is
+// no replay on this transport: a jump in a publisher's sequence is
+// counted and logged (eventplane.Gaps) and the index sees the same jump
+// in the envelopes. A message that breaks the wire is counted by reason
+// and its last frame copied to DefaultEventPlaneDeadLetter.
 package bridge

@@ -20,6 +20,7 @@ import (
 	"github.com/hintstream/hintstream/ingest/eventplane"
 	"github.com/hintstream/hintstream/internal/retry"
 	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/streams"
 )
 
 // EventPlaneConfig says which of Dynamo's ZMQ event-plane publishers to
@@ -40,7 +41,14 @@ type EventPlaneConfig struct {
 	// Topics to bridge; default kv-events and kv_metrics, and
 	// active_sequences_events with Scope.ActiveSequences.
 	Topics []string
+	// DeadLetter is the subject refused messages are copied to; default
+	// DefaultEventPlaneDeadLetter.
+	DeadLetter string
 }
+
+// DefaultEventPlaneDeadLetter is where the bridge copies a ZMQ message it
+// refuses: its last frame, with the reason in Hintstream-Error.
+var DefaultEventPlaneDeadLetter = streams.DeadLetterSubject("event_plane")
 
 // EventPlaneTopics is the default of EventPlaneConfig.Topics.
 func EventPlaneTopics(s eventplane.Scope) []string {
@@ -60,6 +68,9 @@ func (c EventPlaneConfig) withDefaults() (EventPlaneConfig, error) {
 	}
 	if len(c.Topics) == 0 {
 		c.Topics = EventPlaneTopics(c.Scope)
+	}
+	if c.DeadLetter == "" {
+		c.DeadLetter = DefaultEventPlaneDeadLetter
 	}
 	for _, t := range c.Topics {
 		if t == "" || strings.ContainsAny(t, ". *>") {
@@ -90,9 +101,11 @@ type EventPlaneStats struct {
 	Gaps, Missing uint64
 	Repeated      uint64 // frames at or below their publisher's last sequence (two brokers)
 	Skipped       uint64 // frames of a topic or subject not bridged
-	Malformed     uint64 // messages refused (see MalformedByReason)
-	Dropped       uint64 // envelopes JetStream refuses for good
-	Publishers    uint64 // publishers seen
+	Malformed     uint64 // messages refused (see MalformedByReason), each copied to the dead-letter subject
+	// DeadLetterErrors counts refused messages whose copy was not stored.
+	DeadLetterErrors uint64
+	Dropped          uint64 // envelopes JetStream refuses for good
+	Publishers       uint64 // publishers seen
 }
 
 // LogValue logs s with snake_case keys.
@@ -100,7 +113,8 @@ func (s EventPlaneStats) LogValue() slog.Value {
 	return slog.GroupValue(slog.Uint64("received", s.Received), slog.Uint64("published", s.Published),
 		slog.Uint64("duplicates", s.Duplicates), slog.Uint64("gaps", s.Gaps), slog.Uint64("missing", s.Missing),
 		slog.Uint64("repeated", s.Repeated), slog.Uint64("skipped", s.Skipped), slog.Uint64("malformed", s.Malformed),
-		slog.Uint64("dropped", s.Dropped), slog.Uint64("publishers", s.Publishers))
+		slog.Uint64("dropped", s.Dropped), slog.Uint64("publishers", s.Publishers),
+		slog.Uint64("dead_letter_errors", s.DeadLetterErrors))
 }
 
 // EventPlaneBridge republishes Dynamo's ZMQ event plane (KV events, load,
@@ -113,8 +127,8 @@ type EventPlaneBridge struct {
 	o   options
 	err error
 
-	running                                                      atomic.Bool
-	received, published, duplicates, skipped, malformed, dropped atomic.Uint64
+	running                                                                 atomic.Bool
+	received, published, duplicates, skipped, malformed, dropped, dlqErrors atomic.Uint64
 
 	mu      sync.Mutex
 	gaps    eventplane.Gaps
@@ -136,7 +150,8 @@ func (b *EventPlaneBridge) Stats() EventPlaneStats {
 	b.mu.Unlock()
 	return EventPlaneStats{Received: b.received.Load(), Published: b.published.Load(), Duplicates: b.duplicates.Load(),
 		Gaps: g.Gaps, Missing: g.Missing, Repeated: g.Repeated, Skipped: b.skipped.Load(),
-		Malformed: b.malformed.Load(), Dropped: b.dropped.Load(), Publishers: g.Publishers}
+		Malformed: b.malformed.Load(), Dropped: b.dropped.Load(), Publishers: g.Publishers,
+		DeadLetterErrors: b.dlqErrors.Load()}
 }
 
 // MalformedByReason returns the refused messages per reason.
@@ -218,7 +233,7 @@ func (b *EventPlaneBridge) Run(ctx context.Context) error {
 func (b *EventPlaneBridge) onMessage(ctx context.Context, log *slog.Logger, frames [][]byte) error {
 	m, err := eventplane.ParseZMQ(frames, schemas.Limits{})
 	if err != nil {
-		b.refuse(log, err)
+		b.refuse(ctx, log, frames, err)
 		return nil
 	}
 	if !slices.Contains(b.cfg.Topics, m.Envelope.Topic) {
@@ -245,7 +260,10 @@ func (b *EventPlaneBridge) onMessage(ctx context.Context, log *slog.Logger, fram
 	return b.publish(ctx, log, subject, m)
 }
 
-func (b *EventPlaneBridge) refuse(log *slog.Logger, err error) {
+// refuse counts a message that breaks the wire by its reason and copies
+// its last frame, with the reason and its frame count, to the
+// dead-letter subject.
+func (b *EventPlaneBridge) refuse(ctx context.Context, log *slog.Logger, frames [][]byte, err error) {
 	n := b.malformed.Add(1)
 	reason := "malformed"
 	var de *schemas.DecodeError
@@ -258,9 +276,32 @@ func (b *EventPlaneBridge) refuse(log *slog.Logger, err error) {
 	}
 	b.mu.Unlock()
 	if n&(n-1) == 0 {
-		log.Warn("malformed Dynamo event-plane message skipped", "reason", reason, "err", err, "malformed_total", n)
+		log.Warn("malformed Dynamo event-plane message dead-lettered", "reason", reason, "err", err, "malformed_total", n)
+	}
+	h := nats.Header{}
+	h.Set(HeaderDLQReason, reason)
+	h.Set(HeaderZMQFrames, strconv.Itoa(len(frames)))
+	if len(frames) > 0 && len(frames[0]) <= 256 {
+		h.Set(HeaderZMQTopic, string(frames[0]))
+	}
+	var data []byte
+	if len(frames) > 0 {
+		data = frames[len(frames)-1]
+	}
+	actx, cancel := context.WithTimeout(ctx, b.o.publishTimeout)
+	defer cancel()
+	if _, err := b.js.PublishMsg(actx, &nats.Msg{Subject: b.cfg.DeadLetter, Header: h, Data: data}); err != nil && ctx.Err() == nil {
+		b.dlqErrors.Add(1)
+		log.Warn("dead-letter copy not stored", "err", err)
 	}
 }
+
+// Headers of a dead-lettered ZMQ message.
+const (
+	HeaderDLQReason = "Hintstream-Error"
+	HeaderZMQFrames = "Hintstream-Zmq-Frames"
+	HeaderZMQTopic  = "Hintstream-Zmq-Topic"
+)
 
 // EventPlaneMsgID is the Nats-Msg-Id of a bridged envelope: its
 // publisher and sequence, which no other frame shares (a restarted

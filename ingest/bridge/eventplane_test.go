@@ -41,7 +41,7 @@ func epSetup(t *testing.T, scope eventplane.Scope) jetstream.JetStream {
 	t.Helper()
 	_, js := natstest.Connect(t, natstest.Start(t))
 	set := scope.ApplyGiven(streams.DefaultSet())
-	for _, c := range []streams.Config{set.KVEvents, set.Load, set.Requests} {
+	for _, c := range []streams.Config{set.KVEvents, set.Load, set.Requests, set.DeadLetter} {
 		if _, _, err := streams.Ensure(context.Background(), js, c); err != nil {
 			t.Fatal(err)
 		}
@@ -68,29 +68,6 @@ func startEventPlane(t *testing.T, js jetstream.JetStream, cfg bridge.EventPlane
 		}
 	})
 	return b
-}
-
-// streamMsgs returns every message of a stream, in order.
-func streamMsgs(t *testing.T, js jetstream.JetStream, name string) []*jetstream.RawStreamMsg {
-	t.Helper()
-	ctx := context.Background()
-	s, err := js.Stream(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []*jetstream.RawStreamMsg
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, m)
-	}
-	return out
 }
 
 // TestEventPlaneBridgeDirect: two of Dynamo's ZMQ publishers, bound
@@ -142,16 +119,28 @@ func TestEventPlaneBridgeDirect(t *testing.T) {
 		Gaps: 1, Missing: 296, Publishers: 4}
 	natstest.Eventually(t, 10*time.Second, func() bool { return b.Stats() == want }, "bridge counters")
 	reasons := b.MalformedByReason()
-	for _, r := range []string{"envelope field of the wrong type", "publisher_id or sequence frame not 8 bytes",
-		"frames and envelope disagree on publisher_id or sequence"} {
+	refused := []string{"envelope field of the wrong type", "publisher_id or sequence frame not 8 bytes",
+		"frames and envelope disagree on publisher_id or sequence"}
+	for _, r := range refused {
 		if reasons[r] != 1 {
 			t.Errorf("malformed by reason %v lacks %q", reasons, r)
+		}
+	}
+	// Each refused message is copied, its reason in a header.
+	dlq := natstest.Messages(t, js, streams.DefaultSet().DeadLetter.Name)
+	if len(dlq) != len(refused) {
+		t.Fatalf("%d dead-letter copies, want %d", len(dlq), len(refused))
+	}
+	for i, m := range dlq {
+		if m.Subject != bridge.DefaultEventPlaneDeadLetter || m.Header.Get(bridge.HeaderDLQReason) != refused[i] ||
+			m.Header.Get(bridge.HeaderZMQTopic) != eventplane.TopicActiveSequences {
+			t.Errorf("dead-letter copy %d: %q %v", i, m.Subject, m.Header)
 		}
 	}
 
 	// KV events: the envelope bytes on the component subject, each once,
 	// in the publisher's order; they decode as the index reads them.
-	msgs := streamMsgs(t, js, streams.DefaultSet().KVEvents.Name)
+	msgs := natstest.Messages(t, js, streams.DefaultSet().KVEvents.Name)
 	if len(msgs) != len(kv) {
 		t.Fatalf("%d KV messages, want %d", len(msgs), len(kv))
 	}
@@ -169,7 +158,7 @@ func TestEventPlaneBridgeDirect(t *testing.T) {
 			t.Errorf("Msg-Id %q", got)
 		}
 	}
-	loads := streamMsgs(t, js, streams.DefaultSet().Load.Name)
+	loads := natstest.Messages(t, js, streams.DefaultSet().Load.Name)
 	if len(loads) != 1 || !eventplane.IsLoadSubject(loads[0].Subject) {
 		t.Fatalf("load messages %+v", loads)
 	}
@@ -184,7 +173,7 @@ func TestEventPlaneBridgeDirect(t *testing.T) {
 			handled = append(handled, ev.RequestID+"/"+ev.Kind.String())
 			return nil
 		})}
-	reqs := streamMsgs(t, js, streams.DefaultSet().Requests.Name)
+	reqs := natstest.Messages(t, js, streams.DefaultSet().Requests.Name)
 	if len(reqs) != len(seqs) {
 		t.Fatalf("%d request-stream messages, want %d", len(reqs), len(seqs))
 	}
@@ -222,7 +211,7 @@ func TestEventPlaneBridgeBroker(t *testing.T) {
 		s := b.Stats()
 		return s.Received == 3 && s.Published == 2 && s.Skipped == 1
 	}, "two bridged, active sequences skipped (not asked for)")
-	loads := streamMsgs(t, js, streams.DefaultSet().Load.Name)
+	loads := natstest.Messages(t, js, streams.DefaultSet().Load.Name)
 	if len(loads) != 1 || loads[0].Subject != loadSubj {
 		t.Fatalf("load messages %+v", loads)
 	}

@@ -31,9 +31,9 @@ func (s *Scope) RegisterFlags(fs *flag.FlagSet) {
 			return nil
 		}
 	}
-	fs.Func("dynamo-namespace", "read Dynamo's event plane (NATS transport, DYN_EVENT_PLANE=nats) of this namespace: "+
-		"the KV-events and load streams capture its kv-events and kv_metrics subjects (default component \""+
-		DefaultComponent+"\")", nonEmpty(&s.Namespace))
+	fs.Func("dynamo-namespace", "read Dynamo's event plane of this namespace (NATS transport, DYN_EVENT_PLANE=nats, "+
+		"or ZMQ through hintstream bridge --dynamo-zmq): the KV-events and load streams capture its kv-events and "+
+		"kv_metrics subjects (default component \""+DefaultComponent+"\")", nonEmpty(&s.Namespace))
 	fs.Func("dynamo-component", "with --dynamo-namespace: the workers' Dynamo component (default namespace \""+
 		DefaultNamespace+"\")", nonEmpty(&s.Component))
 	fs.BoolVar(&s.ActiveSequences, "dynamo-active-sequences", false, "also read the KV routers' routing-time request starts "+
