@@ -89,6 +89,7 @@ type EngineDeps struct {
 type Engine struct {
 	d          Decisions
 	index      *index.Memory
+	workers    routing.Workers
 	holding    *index.Holding
 	loads      *routing.LoadTable
 	selector   *routing.Selector
@@ -117,7 +118,7 @@ func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
 	if deps.Index == nil {
 		return nil, fmt.Errorf("%w: no index", ErrEngineDeps)
 	}
-	e := &Engine{d: d, index: deps.Index, holding: deps.Holding, loads: deps.Loads, sender: deps.Sender, affinity: deps.Affinity,
+	e := &Engine{d: d, index: deps.Index, workers: deps.Workers, holding: deps.Holding, loads: deps.Loads, sender: deps.Sender, affinity: deps.Affinity,
 		retryDelay: deps.RetryDelay, counters: deps.Counters, log: deps.Log, now: deps.Clock,
 		bodies: newBodyPool(), requests: newRequestPool(), observers: deps.Observers}
 	if e.loads == nil {

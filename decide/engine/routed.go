@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hintstream/hintstream/ingest/eventplane"
+	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -21,14 +22,53 @@ func (e *Engine) Routed(ctx context.Context, d Delivery, m Message) Outcome {
 		return Rejected(err)
 	}
 	d.Done = nil
+	unknown := 0
 	for i := range fr.Events {
-		if req := RoutedRequest(&fr.Events[i]); req != nil {
-			// The router's clock at publishing: the request's start.
-			req.ReceivedAtMs = int64(min(fr.Envelope.PublishedAt, maxEventMs))
-			e.OnRouted(ctx, d, req)
+		req := RoutedRequest(&fr.Events[i])
+		if req == nil {
+			continue
 		}
+		if !e.registered(req.WorkerID, req.DpRank) {
+			// A hint for it would have no endpoint, and its pages no index.
+			unknown++
+			e.counters.HintsPrefetchSkipped.Inc("unknown_worker")
+			e.log.Debug("routed request for a worker not registered", "request_id", req.RequestID,
+				"worker_id", req.WorkerID, "dp_rank", req.DpRank)
+			continue
+		}
+		// The router's clock at publishing: the request's start.
+		req.ReceivedAtMs = int64(min(fr.Envelope.PublishedAt, maxEventMs))
+		e.OnRouted(ctx, d, req)
+	}
+	if unknown > 0 {
+		// Dead-lettered (the frame, once its other requests are hinted) so
+		// that an operator sees which router names which worker.
+		return Rejected(&schemas.DecodeError{Kind: KindRoutedRequest, Reason: metrics.ReasonUnknownWorker})
 	}
 	return Done()
+}
+
+// KindRoutedRequest is the DecodeError kind of a routing-time frame
+// refused for what it names.
+const KindRoutedRequest = "routed_request"
+
+// registered reports whether the registry lists the worker with that dp
+// rank; an empty registry tells nothing, so it lists every worker (as the
+// request trace's consumer reads it).
+func (e *Engine) registered(workerID uint64, rank uint32) bool {
+	if e.workers == nil {
+		return true
+	}
+	ws := e.workers.Workers()
+	if len(ws) == 0 {
+		return true
+	}
+	for _, w := range ws {
+		if w.WorkerID == workerID {
+			return int(rank) < len(w.HintEndpoints)
+		}
+	}
+	return false
 }
 
 // maxEventMs bounds a publisher's clock read as a time (year 9999).

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -225,5 +226,67 @@ func TestPinBySequenceHashes(t *testing.T) {
 	}
 	if hs := sent.take(); len(hs) != 1 {
 		t.Errorf("want only the plain unsalted pin, got %d hints", len(hs))
+	}
+}
+
+// TestRoutedAddRequest: a KV router's AddRequest frame (made by the
+// independent Python builder, ingest/eventplane/testdata) prefetches to
+// the worker it names, its blocks named by the engine hashes that
+// worker's KV events gave; a frame naming a worker the registry does not
+// list is counted and refused with its reason, to be dead-lettered.
+func TestRoutedAddRequest(t *testing.T) {
+	frame, err := os.ReadFile("../../ingest/eventplane/testdata/seq_add_nats.msgpack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const subject = "namespace.dynamo.component.backend.endpoint.generate.active_sequences_events"
+	tokens := make([]uint32, 48)
+	for i := range tokens {
+		tokens[i] = uint32(2000 + i)
+	}
+	ix := index.New()
+	ev := kvevents.Event{Worker: kvevents.WorkerKey{WorkerID: 7}, EventID: 1, Kind: schemas.KindStored}
+	for i, h := range kvevents.LocalBlockHashes(tokens, 16) {
+		ev.Blocks = append(ev.Blocks, kvevents.Block{ExternalHash: 70 + uint64(i), LocalHash: h})
+	}
+	if err := ix.Apply(ev); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		reg     registry
+		verdict Verdict
+	}{
+		{"registered", registry{7: {WorkerID: 7, Model: "m", KvBlockSize: 16, HintEndpoints: []string{"tcp://127.0.0.1:7"}}}, Ack},
+		{"unknown", registry{8: {WorkerID: 8, Model: "m", KvBlockSize: 16, HintEndpoints: []string{"tcp://127.0.0.1:8"}}}, Reject},
+	} {
+		sent := &sentHints{}
+		c := metrics.New()
+		// The frame's publisher stamped it in 2025: the engine's clock is
+		// the frame's, or its prefetch would have expired.
+		at := time.UnixMilli(1764547200000 + 100)
+		e, err := NewEngine(Decisions{}, EngineDeps{Index: ix, Workers: tc.reg, Sender: sent, Counters: c,
+			Clock: func() time.Time { return at }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := e.Routed(context.Background(), Delivery{Time: at, Delivered: 1},
+			Message{Subject: subject, Data: frame})
+		if o.Verdict != tc.verdict {
+			t.Fatalf("%s: %+v, want verdict %v", tc.name, o, tc.verdict)
+		}
+		hs := sent.take()
+		if tc.verdict == Reject {
+			if o.Reason() != metrics.ReasonUnknownWorker || len(hs) != 0 ||
+				c.HintsPrefetchSkipped.With("unknown_worker").Value() != 1 {
+				t.Errorf("unknown worker: reason %q, %d hints, skipped %d", o.Reason(), len(hs),
+					c.HintsPrefetchSkipped.With("unknown_worker").Value())
+			}
+			continue
+		}
+		if len(hs) != 1 || hs[0].prefetch.RequestID != "req-1" || hs[0].endpoint != "tcp://127.0.0.1:7" ||
+			!slices.Equal(hs[0].prefetch.BlockHashes, []uint64{70, 71, 72}) || hs[0].prefetch.SequenceBlockSize != 16 {
+			t.Errorf("registered: %+v", hs)
+		}
 	}
 }
