@@ -80,6 +80,16 @@ func payloadHashes(t *testing.T, m pypeer.Received, field string) []uint64 {
 	return out
 }
 
+// payloadField is a field of a received hint's first payload, as text.
+func payloadField(m pypeer.Received, field string) string {
+	acts, _ := m.Envelope["actions"].([]any)
+	if len(acts) == 0 {
+		return ""
+	}
+	pl, _ := acts[0].(map[string]any)["payload"].(map[string]any)
+	return fmt.Sprint(pl[field])
+}
+
 // bySlot are the received pins of a slot.
 func bySlot(ms []pypeer.Received, slot string) []pypeer.Received {
 	var out []pypeer.Received
@@ -109,6 +119,8 @@ func bySlot(ms []pypeer.Received, slot string) []pypeer.Received {
 //   - the request_end ending in a tool call pins, at the pin endpoint, the
 //     pages worker 101 reported for the record's sequence hashes (the
 //     partial last block's hash dropped), with no token ids anywhere;
+//   - the session's next request_end releases the pin (its request's
+//     start as far as the trace tells it);
 //   - a request_end and an AddRequest frame for a worker no registry knows
 //     are counted by reason and dead-lettered, and hint nothing;
 //   - records of another schema version, an unknown event type, a missing
@@ -225,6 +237,20 @@ func TestDynamoTrafficAlone(t *testing.T) {
 		t.Fatalf("pin names blocks %v, want worker 101's engine hashes %v", got, want)
 	}
 
+	// The session's next turn (the tool's result) ends: its request_end
+	// stands for its start too, so the pin is released.
+	next := turn
+	next.RequestID, next.Trigger, next.FinishReason, next.ToolCalls = "r-A2", "tool_result", "stop", nil
+	next.Prompt, next.ReceivedMs = seq(3000, 12*16), uint64(time.Now().Add(time.Second).UnixMilli())
+	if err := dynamotrace.Publish(ctx, js, dynamotrace.DefaultSubject, next.RequestEnd()); err != nil {
+		t.Fatal(err)
+	}
+	sink.WaitFor(t, 10*time.Second, func(ms []pypeer.Received) bool { return len(bySlot(ms, "session:sess-A")) == 2 },
+		"release of sess-A's pin on its next turn")
+	if rel := bySlot(sink.Messages(), "session:sess-A")[1]; !rel.OK || payloadField(rel, "ttl_ms") != "0" {
+		t.Fatalf("second message of the slot: %+v, want a release (ttl_ms 0)", rel.Envelope)
+	}
+
 	// A worker nobody registered: the router's frame is counted and
 	// dead-lettered, nothing sent (the request_end is among the bad
 	// records below).
@@ -312,8 +338,8 @@ func TestDynamoTrafficAlone(t *testing.T) {
 	if len(seen) != len(bad) {
 		t.Fatalf("dead letters for %v, want one for each of %d reasons", seen, len(bad))
 	}
-	if n := len(sink.Messages()); n != 2 {
-		t.Errorf("%d hints received, want the prefetch and the pin only", n)
+	if n := len(sink.Messages()); n != 3 {
+		t.Errorf("%d hints received, want the prefetch, the pin and its release only", n)
 	}
 	p.stop(t)
 

@@ -21,6 +21,22 @@ func (s *Service) decideRequest(ctx context.Context, d engine.Delivery, m engine
 	return s.engine.Request(ctx, d, m)
 }
 
+// startTurn hands a request_end's request to the engine's request path
+// before its response: with pins on it indexes the request, releases the
+// session's previous pin and learns the tool's time from the gap between
+// that pin's response and this request's receipt. The trace has no record
+// at a request's start, so the release comes when the next turn ends, a
+// turn later than a frontend's request event would give it (the pin
+// outlives the tool by the turn's own duration). A request carrying the
+// wake-up header is not a turn (engine.OnRequest).
+func startTurn(ctx context.Context, e *engine.Engine, d engine.Delivery, req *schemas.RequestEvent) engine.Outcome {
+	if req == nil {
+		return engine.Done()
+	}
+	d.Done = nil // the record is settled by its response's outcome
+	return e.OnRequest(ctx, d, req, false)
+}
+
 // traceSequences gives a request_end's response its prompt's sequence
 // hashes, so that its tool-call pin names the pages the serving worker
 // reported for them with no token ids anywhere: the full blocks' hashes
