@@ -1,14 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // TestComposeDynamoFile: deploy/dynamo's compose file (no container
@@ -17,20 +14,8 @@ import (
 // the stand-in's pin socket, the stand-in's flags are those
 // examples/dynamo defines, and both builds name files that exist.
 func TestComposeDynamoFile(t *testing.T) {
-	b, err := os.ReadFile("../deploy/dynamo/docker-compose.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Services map[string]composeService `yaml:"services"`
-		Volumes  map[string]any            `yaml:"volumes"`
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		t.Fatalf("deploy/dynamo/docker-compose.yml: %v", err)
-	}
-	hs, dyn := f.Services["hintstream"], f.Services["dynamo"]
+	services := readComposeAt(t, "../deploy/dynamo/docker-compose.yml")
+	hs, dyn := services["hintstream"], services["dynamo"]
 	if !slices.Contains(hs.Command, "--source") || hs.Command[slices.Index(hs.Command, "--source")+1] != "dynamo" {
 		t.Fatalf("hintstream does not read the request trace: %v", hs.Command)
 	}

@@ -91,19 +91,7 @@ func payloadField(m pypeer.Received, field string) string {
 }
 
 // bySlot are the received pins of a slot.
-func bySlot(ms []pypeer.Received, slot string) []pypeer.Received {
-	var out []pypeer.Received
-	for _, m := range ms {
-		acts, _ := m.Envelope["actions"].([]any)
-		for _, a := range acts {
-			pl, _ := a.(map[string]any)["payload"].(map[string]any)
-			if pl["slot"] == slot {
-				out = append(out, m)
-			}
-		}
-	}
-	return out
-}
+func bySlot(ms []pypeer.Received, slot string) []pypeer.Received { return byPayload(ms, "slot", slot) }
 
 // TestDynamoTrafficAlone: an unmodified Dynamo's traffic, and nothing of
 // hintstream's own schema, makes hintstream prefetch and pin. On a real
