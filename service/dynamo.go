@@ -4,22 +4,9 @@ import (
 	"context"
 
 	"github.com/hintstream/hintstream/decide/engine"
-	"github.com/hintstream/hintstream/ingest/eventplane"
 	"github.com/hintstream/hintstream/ingest/requesttrace"
 	"github.com/hintstream/hintstream/schemas"
 )
-
-// decideRequest is the request consumer's decision. A frame of a KV
-// router's active_sequences_events subject (captured in the request
-// stream with --dynamo-active-sequences) is a routing-time start, which
-// prefetches to the router's worker (engine.Routed); anything else is a
-// request event (engine.Request).
-func (s *Service) decideRequest(ctx context.Context, d engine.Delivery, m engine.Message) engine.Outcome {
-	if eventplane.IsActiveSequencesSubject(m.Subject) {
-		return s.engine.Routed(ctx, d, m)
-	}
-	return s.engine.Request(ctx, d, m)
-}
 
 // startTurn hands a request_end's request to the engine's request path
 // before its response: with pins on it indexes the request, releases the

@@ -273,7 +273,7 @@ func (s *Service) startState(ctx context.Context, st *starting) error {
 	s.requests = consumers.NewRequestConsumer(s.js, consumers.RequestConfig{
 		Stream: ss.Requests.Name, Durable: s.cfg.RequestsDurable, Filter: s.consumerFilter(ss.Requests.Subjects, streams.RequestPrefix),
 		DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait, MaxAckPending: s.cfg.MaxAckPending,
-	}, s.decideRequest, st.dlq, s.Counters, s.log)
+	}, s.engine.Request, st.dlq, s.Counters, s.log)
 	if st.pinning != nil || s.agents != nil {
 		s.responses = consumers.NewResponseConsumer(s.js, consumers.ResponseConfig{
 			Stream: ss.Responses.Name, Durable: s.cfg.ResponsesDurable, Filter: s.consumerFilter(ss.Responses.Subjects, streams.ResponsePrefix),

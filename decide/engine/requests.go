@@ -8,6 +8,7 @@ import (
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/decide/routing"
+	"github.com/hintstream/hintstream/ingest/eventplane"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -39,7 +40,14 @@ func decodeRequestInto(lim schemas.Limits, m Message, req *schemas.RequestEvent)
 // Request decodes one request event (DecodeRequest) and decides on it
 // (OnRequest); a malformed one is Rejected. The decoded event is reused
 // for the next request unless the pins keep it (a turn, with pins on).
+// A frame of a KV router's active_sequences_events subject, which the
+// request stream captures beside request events
+// (--dynamo-active-sequences), is a routing-time start (Routed), so that
+// run and replay read that stream alike.
 func (e *Engine) Request(ctx context.Context, d Delivery, m Message) Outcome {
+	if eventplane.IsActiveSequencesSubject(m.Subject) {
+		return e.Routed(ctx, d, m)
+	}
 	e.counters.RequestsReceived.Inc()
 	req := e.requests.get()
 	odd, err := decodeRequestInto(e.d.Limits, m, req)

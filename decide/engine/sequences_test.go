@@ -270,7 +270,8 @@ func TestRoutedAddRequest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := e.Routed(context.Background(), Delivery{Time: at, Delivered: 1},
+		// Through Request: the request stream carries the routers' frames.
+		o := e.Request(context.Background(), Delivery{Time: at, Delivered: 1},
 			Message{Subject: subject, Data: frame})
 		if o.Verdict != tc.verdict {
 			t.Fatalf("%s: %+v, want verdict %v", tc.name, o, tc.verdict)
