@@ -54,7 +54,19 @@ func (s *Service) startRequestTrace(ctx context.Context, dlq *consumers.DeadLett
 	default:
 		s.log.Info("request trace: attached to the stream that captures its subject", "stream", name, "subject", rt.Subject)
 	}
-	h := newTraceHandler(rt.Limits, s.engine, s.agents, s.Counters.RequestTrace)
+	if s.agents == nil {
+		s.log.Info("request trace: tool records are counted only (agent hints off: --agents)")
+	}
+	// A record is a message like the others: run's --max-message-bytes
+	// and --max-headers bound it too.
+	lim := rt.Limits
+	if el := s.cfg.Decisions.Limits; lim.MaxBytes == 0 && el.MaxBytes > 0 {
+		lim.MaxBytes = el.MaxBytes
+	}
+	if el := s.cfg.Decisions.Limits; lim.MaxHeaders == 0 && el.MaxHeaders > 0 {
+		lim.MaxHeaders = el.MaxHeaders
+	}
+	h := newTraceHandler(lim, s.engine, s.agents, s.Counters.RequestTrace)
 	h.knownWorker = s.knownWorker
 	c := consumers.NewRequestTraceConsumer(s.js, consumers.TriggerConfig{Stream: name, Durable: rt.Durable,
 		Filter: []string{rt.Subject}, DeliverNew: !s.cfg.RequestsDeliverAll, AckWait: s.cfg.AckWait,
@@ -68,9 +80,9 @@ func (s *Service) startRequestTrace(ctx context.Context, dlq *consumers.DeadLett
 }
 
 // traceHandler acts on one request-trace record: a request_end as a
-// response event (the engine's response path: tool-call pins and their
-// release, tool times, the session's last turn, outcomes), preceded for
-// the agent tracker by the request it ends; a tool record on the agent
+// response event on the engine's response path (Engine.OnResponse: the
+// pins, then the observers: the agent tracker's outcomes and turns),
+// preceded for the tracker by the request it ends; a tool record on the
 // tracker, as a harness's; a request_payload kept for its request's
 // request_end (headers). A record that does not decode is Rejected, so
 // the consumer's middleware counts it by reason and dead-letters it.

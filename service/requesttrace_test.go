@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strings"
 	"testing"
@@ -208,5 +209,50 @@ func TestRequestTraceRefusesUnknownWorker(t *testing.T) {
 	natstest.Eventually(t, 10*time.Second, func() bool { return m.Malformed.Total() == 1 }, "1 record refused")
 	if got := m.Malformed.Value(requesttrace.ReasonUnknownWorker); got != 1 {
 		t.Fatalf("unknown worker refusals: %d, want 1 (%v)", got, m.Malformed.Values())
+	}
+}
+
+func TestSourceFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // "" : accepted
+	}{
+		{[]string{"--source", "dynamo", "--group", "g", "--request-trace-max-hashes", "9"}, ""},
+		{[]string{"--source", "hintstream"}, ""},
+		{[]string{"--source", "vllm"}, `--source "vllm": want hintstream or dynamo`},
+		{[]string{"--source", "dynamo", "--request-trace-max-hashes", "0"}, "--request-trace-max-hashes must be at least 1"},
+		{[]string{"--source", "dynamo", "--request-trace-subject", ""}, "must not be empty"},
+		{[]string{"--source", "dynamo", "--request-trace-stream", "a.b"}, "--request-trace-stream"},
+	} {
+		var cfg Config
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		cfg.RegisterFlags(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		err := cfg.ApplyFlags()
+		if err == nil {
+			err = cfg.validateNamesAndEndpoints()
+		}
+		if c.want != "" {
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%q: %v, want %q", c.args, err, c.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		rt := cfg.RequestTrace
+		if c.args[1] == SourceHintstream {
+			if rt != nil {
+				t.Fatalf("--source hintstream set %+v", rt)
+			}
+			continue
+		}
+		if rt == nil || rt.Subject != requesttrace.DefaultSubject || rt.Stream != requesttrace.DefaultStream ||
+			rt.Durable != "g-request-trace" || rt.Limits.MaxHashes != 9 {
+			t.Fatalf("%q: %+v", c.args, rt)
+		}
 	}
 }

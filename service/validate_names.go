@@ -27,6 +27,16 @@ func (c Config) validateNamesAndEndpoints() error {
 	if err := c.Streams.Validate(); err != nil {
 		return err
 	}
+	if rt := c.RequestTrace; rt != nil {
+		if err := streams.ValidName("stream name", rt.Stream); err != nil {
+			return fmt.Errorf("--request-trace-stream: %w", err)
+		}
+		if rt.Durable != "" {
+			if err := streams.ValidName("durable name", rt.Durable); err != nil {
+				return fmt.Errorf("--request-trace-durable (default <group>-request-trace): %w", err)
+			}
+		}
+	}
 	if c.PinEndpoint != "" {
 		if reason, why := (schemas.EndpointRules{AllowIPC: true}).CheckEndpoint(c.PinEndpoint); reason != "" {
 			return fmt.Errorf("--pin-endpoint %.80q: %s (%s)", c.PinEndpoint, why, reason)

@@ -17,6 +17,7 @@ type tracedWindow struct {
 	first    int // index of the first record it added
 	n        int
 	served   []uint64
+	workers  int  // distinct serving workers
 	mismatch bool // trace_block_size is not the workers' block size
 }
 
@@ -59,7 +60,7 @@ func readRequestTrace(ctx context.Context, js jetstream.JetStream, w Window, out
 	t.mismatch = rd.BlockSize != out.BlockSize
 	out.BlockSize = rd.BlockSize
 	out.Records = append(out.Records, rd.Records...)
-	t.n, t.served = len(rd.Records), rd.ServedBy
+	t.n, t.served, t.workers = len(rd.Records), rd.ServedBy, rd.Workers
 	if out.Model == "" {
 		out.Model = rd.Model
 	}

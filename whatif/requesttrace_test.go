@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,5 +90,35 @@ func TestRunPlaysARequestTraceFile(t *testing.T) {
 	if rep.Requests != 12 || rep.Conversations != 4 || rep.NextTurns != 8 || rep.Cluster.BlockSize != 16 || rep.Cluster.Workers != 2 {
 		t.Fatalf("report: %d requests, %d conversations, %d next turns, block %d, %d workers", rep.Requests,
 			rep.Conversations, rep.NextTurns, rep.Cluster.BlockSize, rep.Cluster.Workers)
+	}
+}
+
+// Without a worker registry (a Dynamo deployment registers none with
+// hintstream), the request trace gives the window its workers and block
+// size; without it either, the registry's absence is the error.
+func TestFromStreamsTraceWithoutRegistry(t *testing.T) {
+	js := embedded(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := requesttrace.StreamConfig(requesttrace.DefaultSubject)
+	win := Window{Streams: streams.DefaultSet(), RequestTrace: cfg, Since: time.Now()}
+	if _, err := FromStreams(ctx, js, win); err == nil || !strings.Contains(err.Error(), "registry bucket") {
+		t.Fatalf("no registry, no trace: %v", err)
+	}
+	if _, _, err := streams.Ensure(ctx, js, cfg, streams.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range dynamotrace.Sessions(dynamotrace.SessionsConfig{Sessions: 2, Turns: 2, BlockSize: 64,
+		StartMs: uint64(win.Since.UnixMilli()), Workers: 2}) {
+		if err := dynamotrace.Publish(ctx, js, requesttrace.DefaultSubject, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ss, err := FromStreams(ctx, js, win)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss.Records) != 4 || ss.Workers != 2 || ss.BlockSize != 64 || ss.Source.Observed != nil {
+		t.Fatalf("%d records, %d workers, block %d, observed %v", len(ss.Records), ss.Workers, ss.BlockSize, ss.Source.Observed)
 	}
 }

@@ -70,7 +70,11 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 	out := StreamSource{Events: map[string]int{}}
 	out.Name = fmt.Sprintf("streams %s..%s", w.Since.UTC().Format(time.RFC3339), untilName(w.Until))
 	var err error
-	if out.Workers, out.BlockSize, err = readRegistry(ctx, js, w.RegistryBucket); err != nil {
+	out.Workers, out.BlockSize, err = readRegistry(ctx, js, w.RegistryBucket)
+	// A Dynamo deployment may register no worker with hintstream: its
+	// request trace names the workers and its block size (readRequestTrace).
+	regErr := err
+	if err != nil && w.RequestTrace.Name == "" {
 		return out, err
 	}
 	type pending struct {
@@ -95,6 +99,9 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 	}
 	err = readWindow(ctx, js, w.Streams.Requests, w, func(m jetstream.Msg, md *jetstream.MsgMetadata) error {
 		out.Events["requests"]++
+		if regErr != nil {
+			return fmt.Errorf("requests stream: %w (request events are hashed at the workers' block size)", regErr)
+		}
 		req, _, err := engine.DecodeRequest(w.Limits, engine.Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
 		if err != nil {
 			return bad("requests", md.Sequence.Stream, err)
@@ -148,6 +155,12 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 	traced, err := readRequestTrace(ctx, js, w, &out, bad)
 	if err != nil {
 		return out, err
+	}
+	if regErr != nil {
+		if traced.n == 0 {
+			return out, regErr
+		}
+		out.Workers = traced.workers
 	}
 	// The KV events, from the lookback on, rebuild the workers' device
 	// caches in a KV index; each request is scored against it as it

@@ -20,9 +20,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// bus starts an embedded JetStream server with hintstream's streams and
-// a registry of four 512-token workers.
-func bus(t *testing.T) jetstream.JetStream {
+// embedded starts an embedded JetStream server with nothing on it.
+func embedded(t *testing.T) jetstream.JetStream {
 	t.Helper()
 	srv, err := natsembed.Start(natsembed.Options{StoreDir: t.TempDir(), MaxPayload: 8 << 20})
 	if err != nil {
@@ -38,6 +37,14 @@ func bus(t *testing.T) jetstream.JetStream {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return js
+}
+
+// bus starts an embedded JetStream server with hintstream's streams and
+// a registry of four 512-token workers.
+func bus(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	js := embedded(t)
 	ctx := context.Background()
 	if _, err := streams.EnsureSet(ctx, js, streams.DefaultSet(), streams.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
 		t.Fatal(err)

@@ -36,6 +36,14 @@ var statusAliases = map[string]string{
 	"canceled": StatusCancelled,
 }
 
+// NormalStatus returns a tool status after serde's aliases, and whether
+// Dynamo knows it: the request trace's RequestTraceToolStatus has the
+// same variants and aliases as AgentToolStatus.
+func NormalStatus(s string) (string, bool) {
+	v, ok := statusAliases[s]
+	return v, ok
+}
+
 // Bounds of a record.
 const (
 	// MaxRecordBytes bounds one record; Dynamo's are a few hundred bytes.

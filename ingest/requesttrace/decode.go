@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hintstream/hintstream/ingest/agentevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -233,14 +234,28 @@ func (l Limits) Decode(data []byte) (*Record, error) {
 	if len(data) == 0 || data[0] != '{' {
 		return nil, bad(ReasonNotObject, nil)
 	}
-	// The depth walk also rejects what is not one JSON value, before
-	// encoding/json allocates for it.
-	if reason := checkDepth(data, l.MaxDepth); reason != "" {
+	// The walk bounds the depth and rejects what is not one JSON value
+	// before encoding/json allocates for it, and finds the hash list.
+	hashes, reason := walk(data, l.MaxDepth)
+	if reason != "" {
 		return nil, bad(reason, nil)
 	}
+	// The hash list is most of a request_end's bytes, and encoding/json
+	// scans what it decodes three times over (valid, skip, parse): it gets
+	// the record without the list, which parseHashes reads once. Where the
+	// walk did not find it (an escaped key), encoding/json meets it as it
+	// meets any member.
+	doc := data
+	if hashes.end > hashes.start {
+		doc = make([]byte, 0, len(data)-(hashes.end-hashes.start)+2)
+		doc = append(append(append(doc, data[:hashes.start]...), "[]"...), data[hashes.end:]...)
+	}
 	var w wireRecord
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := json.Unmarshal(doc, &w); err != nil {
 		return nil, jsonError(err)
+	}
+	if hashes.end > hashes.start && w.Request != nil && w.Request.Replay != nil {
+		w.Request.Replay.Hashes = inPlace(data[hashes.start:hashes.end])
 	}
 	return l.fromWire(&w)
 }
@@ -490,7 +505,7 @@ func (l Limits) tool(w *wireTool) (*Tool, error) {
 	}
 	if w.Status != nil {
 		var known bool
-		if t.Status, known = statusAliases[*w.Status]; !known {
+		if t.Status, known = agentevents.NormalStatus(*w.Status); !known {
 			return nil, bad(ReasonToolStatus, nil)
 		}
 	}
@@ -591,10 +606,12 @@ func parseHashes(raw []byte, max int) ([]uint64, string) {
 		return nil, wrong
 	}
 	i = skipSpace(raw, i+1)
-	var out []uint64
 	if i < len(raw) && raw[i] == ']' {
 		return []uint64{}, ""
 	}
+	// One slice of the list's length (its commas, counted at memory
+	// speed), never more than max.
+	out := make([]uint64, 0, min(max, bytes.Count(raw, []byte{','})+1))
 	for {
 		start := i
 		var v uint64
@@ -637,11 +654,26 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// checkDepth walks data as JSON, outside strings, and returns a reason if
-// its containers nest deeper than max or it is not one value.
-func checkDepth(data []byte, max int) string {
-	depth, inString, escaped := 0, false, false
-	for i, c := range data {
+// span is a value's bytes [start, end) in a record.
+type span struct{ start, end int }
+
+// hashPath is where the hash list is: request.replay.input_sequence_hashes.
+var hashPath = [...]string{"request", "replay", "input_sequence_hashes"}
+
+// walk walks data as JSON, outside strings, and returns a reason if its
+// containers nest deeper than max or it is not one value; and the span
+// of the array at hashPath, when its keys are written plainly (as serde
+// writes them).
+func walk(data []byte, max int) (span, string) {
+	type frame struct {
+		obj, expectKey bool
+		key            []byte
+	}
+	var stack []frame
+	var hashes span
+	inString, escaped, strStart := false, false, 0
+	for i := 0; i < len(data); i++ {
+		c := data[i]
 		switch {
 		case inString:
 			switch {
@@ -651,23 +683,72 @@ func checkDepth(data []byte, max int) string {
 				escaped = true
 			case c == '"':
 				inString = false
+				if n := len(stack); n > 0 && stack[n-1].obj && stack[n-1].expectKey {
+					stack[n-1].key = data[strStart:i]
+				}
 			}
 		case c == '"':
-			inString = true
+			inString, strStart = true, i+1
 		case c == '{' || c == '[':
-			depth++
-			if depth > max {
-				return ReasonTooDeep
+			if len(stack) >= max {
+				return span{}, ReasonTooDeep
 			}
+			if c == '[' && len(stack) == len(hashPath) && onHashPath(len(stack), func(d int) ([]byte, bool) {
+				return stack[d].key, stack[d].obj
+			}) {
+				hashes.start = i
+				// A list of numbers (all a good one holds) is passed in a
+				// tight loop; anything else is walked as the rest is.
+				j := i + 1
+				for j < len(data) && isNumberListByte(data[j]) {
+					j++
+				}
+				if j < len(data) && data[j] == ']' {
+					hashes.end = j + 1
+					i = j
+					continue
+				}
+			}
+			stack = append(stack, frame{obj: c == '{', expectKey: c == '{'})
 		case c == '}' || c == ']':
-			depth--
-			if depth < 0 {
-				return ReasonInvalidJSON
+			if len(stack) == 0 {
+				return span{}, ReasonInvalidJSON
 			}
-			if depth == 0 && len(bytes.TrimSpace(data[i+1:])) != 0 {
-				return ReasonInvalidJSON
+			if c == ']' && len(stack) == len(hashPath)+1 && hashes.start > 0 && hashes.end == 0 {
+				hashes.end = i + 1
+			}
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 && len(bytes.TrimSpace(data[i+1:])) != 0 {
+				return span{}, ReasonInvalidJSON
+			}
+		case c == ',':
+			if n := len(stack); n > 0 && stack[n-1].obj {
+				stack[n-1].expectKey = true
+			}
+		case c == ':':
+			if n := len(stack); n > 0 && stack[n-1].obj {
+				stack[n-1].expectKey = false
 			}
 		}
 	}
-	return ""
+	if hashes.end == 0 {
+		hashes = span{}
+	}
+	return hashes, ""
+}
+
+func isNumberListByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == ',' || c == ' ' || c == '\n' || c == '\r' || c == '\t'
+}
+
+// onHashPath reports whether the containers above depth n (keys and
+// kinds given by at) are hashPath's objects.
+func onHashPath(n int, at func(d int) ([]byte, bool)) bool {
+	for d := range n {
+		key, obj := at(d)
+		if !obj || string(key) != hashPath[d] {
+			return false
+		}
+	}
+	return true
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hintstream/hintstream/internal/dynamotrace"
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -262,6 +263,106 @@ func TestReasonsListed(t *testing.T) {
 		"missing tool_class", "missing agent_context", ReasonTooManyHashes, ReasonTooLarge} {
 		if !slices.Contains(all, r) {
 			t.Errorf("%q not in AllReasons", r)
+		}
+	}
+}
+
+// The widest record Dynamo writes decodes, every field where it belongs.
+func TestDecodeEveryField(t *testing.T) {
+	r, err := Decode(marshal(t, dynamotrace.EveryField()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, m := r.AgentContext, r.Request
+	if a.SessionID != "s" || a.ParentSessionID != "p" || a.SessionFinal == nil || *a.SessionFinal || !a.EvictSession ||
+		a.InputTrigger != TriggerToolResult {
+		t.Fatalf("agent context %+v", a)
+	}
+	if m.XRequestID != "x" || *m.CachedTokens != 3 || *m.PrefillWaitTimeMs != 0.5 || *m.KVTransferEstimatedLatencyMs != 6 ||
+		*m.QueueDepth != 7 || *m.Worker.PrefillWorkerID != 10 || *m.Worker.DecodeDpRank != 2 {
+		t.Fatalf("metrics %+v", m)
+	}
+	if rp := m.Replay; rp.Hashes[0] != 18446744073709551615 || string(rp.KVHints) != `{"a":1}` || len(rp.Full()) != 1 || !rp.HasPartialTail() {
+		t.Fatalf("replay %+v", rp)
+	}
+	f := m.Finish
+	if f.FinishReason != "tool_calls" || f.BackendFinishReason != "stop" || string(f.StopReason) != `"eos"` ||
+		f.ToolCalls[0] != (ToolCallMetadata{ChoiceIndex: 0, ToolCallIndex: 1, ID: "c", Name: "n"}) || f.Choices[0].FinishReason != "tool_calls" {
+		t.Fatalf("finish %+v", f)
+	}
+	if id, dp, ok := m.WorkerID(); !ok || id != 11 || dp != 2 {
+		t.Fatalf("worker %d/%d %v: want the decode worker", id, dp, ok)
+	}
+}
+
+// The full-block hashes of a record are the ones hintstream derives from
+// the same tokens (kvevents.PromptHashes, Dynamo's router rule): a prompt
+// known by its trace hashes and one known by its tokens are one prompt.
+func TestFullHashesAreThePromptHashes(t *testing.T) {
+	for _, n := range []int{16, 100, 1000, 4096} {
+		turn := agentTurn()
+		turn.Prompt = prompt(n)
+		r, err := Decode(marshal(t, turn.RequestEnd()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := r.Request.Replay.Full(), kvevents.PromptHashes(turn.Prompt, 16); !slices.Equal(got, want) {
+			t.Fatalf("%d tokens: trace %v, hintstream %v", n, got, want)
+		}
+	}
+}
+
+// BenchmarkDecodeRequestEnd: Decode against encoding/json decoding the
+// whole record, the list included (then parseHashes): the path the
+// list's excision replaced.
+func BenchmarkDecodeRequestEnd(b *testing.B) {
+	turn := agentTurn()
+	turn.Prompt = prompt(32 << 10) // 2,048 hashes at 16 tokens
+	data := marshal(b, turn.RequestEnd())
+	b.Run("decode", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Decode(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var rec wireRecord
+			if err := json.Unmarshal(data, &rec); err != nil {
+				b.Fatal(err)
+			}
+			if _, reason := parseHashes(rec.Request.Replay.Hashes, DefaultMaxHashes); reason != "" {
+				b.Fatal(reason)
+			}
+		}
+	})
+}
+
+// The hash list read apart from the record (walk's span) and read by
+// encoding/json where the walk cannot see it (an escaped key) are one
+// list; a list that is not all numbers is refused either way.
+func TestHashListPathsAgree(t *testing.T) {
+	end := string(marshal(t, agentTurn().RequestEnd()))
+	plain, err := Decode([]byte(end))
+	if err != nil {
+		t.Fatal(err)
+	}
+	escaped, err := Decode([]byte(strings.Replace(end, `"input_sequence_hashes"`, `"input\u005fsequence_hashes"`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(plain.Request.Replay.Hashes, escaped.Request.Replay.Hashes) || len(plain.Request.Replay.Hashes) != 7 {
+		t.Fatalf("walked %v, escaped %v", plain.Request.Replay.Hashes, escaped.Request.Replay.Hashes)
+	}
+	for _, list := range []string{`[1,"]",2]`, `[1,[2]]`, `[1.5]`, `{"a":1}`} {
+		bad := strings.Replace(end, `"input_sequence_hashes":[`, `"input_sequence_hashes":`+list+`,"x":[`, 1)
+		if _, err := Decode([]byte(bad)); reasonOf(err) != "wrong type for request.replay.input_sequence_hashes" {
+			t.Errorf("%s: %v", list, err)
 		}
 	}
 }

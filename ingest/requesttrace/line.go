@@ -24,7 +24,10 @@ func (l Limits) DecodeLine(line []byte) (*Record, error) {
 // record (one with a schema member) or what is not an object.
 func unwrap(line []byte) (json.RawMessage, bool) {
 	t := bytes.TrimSpace(line)
-	if len(t) == 0 || t[0] != '{' || checkDepth(t, DefaultMaxDepth) != "" {
+	if len(t) == 0 || t[0] != '{' {
+		return nil, false
+	}
+	if _, reason := walk(t, DefaultMaxDepth); reason != "" {
 		return nil, false
 	}
 	var env struct {

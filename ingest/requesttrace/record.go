@@ -29,20 +29,6 @@ const (
 	TriggerOther       = "other"
 )
 
-// Tool statuses after serde's aliases (RequestTraceToolStatus).
-const (
-	StatusRunning   = "running"
-	StatusSucceeded = "succeeded"
-	StatusError     = "error"
-	StatusCancelled = "cancelled"
-)
-
-var statusAliases = map[string]string{
-	"running": StatusRunning, "succeeded": StatusSucceeded, "ok": StatusSucceeded, "success": StatusSucceeded,
-	"error": StatusError, "failed": StatusError, "cancelled": StatusCancelled, "canceled": StatusCancelled,
-	"timeout": StatusCancelled,
-}
-
 // Record is one decoded request-trace record. Exactly one of Request,
 // Tool and Payload is set, as EventType says: Request for request_end,
 // Tool for the tool events, Payload for request_payload.
@@ -159,7 +145,7 @@ type Tool struct {
 	ToolClass       string
 	StartedAtUnixMs uint64
 	EndedAtUnixMs   uint64
-	Status          string // normalised (StatusRunning, ...) or ""
+	Status          string // normalised (agentevents.StatusRunning, ...) or ""
 	DurationMs      float64
 	HasDuration     bool
 	OutputTokens    uint64

@@ -143,3 +143,36 @@ func TestFileSinkLines(t *testing.T) {
 		}
 	}
 }
+
+// Every field set: the order is the Rust structs' declaration order
+// (types.rs@0366e63a, extensions.rs@004e2c53), as serde derives it.
+func TestMarshalFieldOrderAsSerde(t *testing.T) {
+	r := EveryField()
+	b, err := Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"schema":"dynamo.request.trace.v1","event_type":"request_end","event_time_unix_ms":9,"event_source":"dynamo",` +
+		`"agent_context":{"session_id":"s","parent_session_id":"p","session_final":false,"compaction":{"trigger":"auto",` +
+		`"reason":"r","implementation":"i","phase":"ph","strategy":"st"},"kv_hints":{"evict_session":true},"input_trigger":"tool_result"},` +
+		`"request":{"request_id":"q","x_request_id":"x","model":"m","input_tokens":1,"output_tokens":2,"cached_tokens":3,` +
+		`"request_received_ms":4,"prefill_wait_time_ms":0.5,"prefill_time_ms":1.0,"ttft_ms":2.0,"total_time_ms":3.0,` +
+		`"avg_itl_ms":4.0,"kv_hit_rate":0.25,"kv_transfer_estimated_latency_ms":6.0,"queue_depth":7,` +
+		`"worker":{"prefill_worker_id":10,"prefill_dp_rank":1,"decode_worker_id":11,"decode_dp_rank":2},` +
+		`"replay":{"trace_block_size":2,"input_length":3,"input_sequence_hashes":[18446744073709551615,1],"kv_hints":{"a":1}},` +
+		`"finish_reason_metadata":{"finish_reason":"tool_calls","backend_finish_reason":"stop","stop_reason":"eos",` +
+		`"tool_calls":[{"choice_index":0,"tool_call_index":1,"id":"c","name":"n"}],` +
+		`"choices":[{"choice_index":0,"finish_reason":"tool_calls","backend_finish_reason":"stop","stop_reason":7}]}}}`
+	if string(b) != want {
+		t.Fatalf("got  %s\nwant %s", b, want)
+	}
+	tool := Tool("tool_error", "s", "c", "x", 5, 8)
+	tool.Tool.ToolNameHash = Ptr("h")
+	b, _ = Marshal(tool)
+	want = `{"schema":"dynamo.request.trace.v1","event_type":"tool_error","event_time_unix_ms":8,"event_source":"harness",` +
+		`"agent_context":{"session_id":"s"},"tool":{"tool_call_id":"c","tool_class":"x","started_at_unix_ms":5,` +
+		`"ended_at_unix_ms":8,"status":"error","duration_ms":3.0,"output_bytes":512,"tool_name_hash":"h","error_type":"timeout"}}`
+	if string(b) != want {
+		t.Fatalf("got  %s\nwant %s", b, want)
+	}
+}

@@ -196,3 +196,24 @@ func Sessions(c SessionsConfig) []*Record {
 	}
 	return out
 }
+
+// EveryField is a request_end record with every optional field set (its
+// payload aside): the widest record Dynamo writes, for decoders' tests.
+func EveryField() *Record {
+	return &Record{Schema: "dynamo.request.trace.v1", EventType: "request_end", EventTimeUnixMs: 9, EventSource: Ptr("dynamo"),
+		AgentContext: &AgentContext{SessionID: "s", ParentSessionID: Ptr("p"), SessionFinal: Ptr(false),
+			Compaction: &AgentCompaction{Trigger: Ptr("auto"), Reason: Ptr("r"), Implementation: Ptr("i"), Phase: Ptr("ph"), Strategy: Ptr("st")},
+			KVHints:    &KVHints{EvictSession: true}, InputTrigger: Ptr("tool_result")},
+		Request: &Metrics{RequestID: "q", XRequestID: Ptr("x"), Model: Ptr("m"), InputTokens: Ptr(uint64(1)),
+			OutputTokens: Ptr(uint64(2)), CachedTokens: Ptr(uint64(3)), RequestReceivedMs: Ptr(uint64(4)),
+			PrefillWaitTimeMs: Ptr(F64(0.5)), PrefillTimeMs: Ptr(F64(1)), TTFTMs: Ptr(F64(2)), TotalTimeMs: Ptr(F64(3)),
+			AvgITLMs: Ptr(F64(4)), KVHitRate: Ptr(F64(0.25)), KVTransferEstimatedLatencyMs: Ptr(F64(6)), QueueDepth: Ptr(uint64(7)),
+			Worker: &WorkerInfo{PrefillWorkerID: Ptr(uint64(10)), PrefillDpRank: Ptr(uint32(1)), DecodeWorkerID: Ptr(uint64(11)),
+				DecodeDpRank: Ptr(uint32(2))},
+			Replay: &ReplayMetrics{TraceBlockSize: 2, InputLength: 3, InputSequenceHashes: []uint64{18446744073709551615, 1},
+				KVHints: RawJSON(`{"a":1}`)},
+			FinishReasonMetadata: &FinishReasonMetadata{FinishReason: Ptr("tool_calls"), BackendFinishReason: Ptr("stop"),
+				StopReason: RawJSON(`"eos"`), ToolCalls: []ToolCallMetadata{{ChoiceIndex: 0, ToolCallIndex: 1, ID: Ptr("c"), Name: Ptr("n")}},
+				Choices: []ChoiceFinishReasonMetadata{{ChoiceIndex: 0, FinishReason: Ptr("tool_calls"), BackendFinishReason: Ptr("stop"),
+					StopReason: RawJSON(`7`)}}}}}
+}
