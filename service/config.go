@@ -13,6 +13,7 @@ import (
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/decide/retention"
+	"github.com/hintstream/hintstream/ingest/eventplane"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service/natsconn"
 	"github.com/hintstream/hintstream/state/registry"
@@ -177,6 +178,16 @@ type Config struct {
 	// KVStreams are extra KV-event streams read beside Streams.KVEvents
 	// (attached, never created or purged; kvstreams.go).
 	KVStreams []string
+	// DynamoZMQ, when set, runs a bridge of Dynamo's ZMQ event plane in
+	// the service (bridge.EventPlaneBridge; eventplane_zmq.go): these
+	// publishers' (or, with DynamoZMQBroker, a broker's XPUB) KV events,
+	// load and ActiveSequenceEvents go to the streams DynamoScope's
+	// subjects are captured by, as `hintstream bridge --dynamo-zmq` does.
+	DynamoZMQ       []string
+	DynamoZMQBroker bool
+	// DynamoScope is the Dynamo namespace and component of the event
+	// plane (--dynamo-namespace, --dynamo-component); zero when not given.
+	DynamoScope eventplane.Scope
 
 	// Retention, when set (and pins are on), runs the retention planner
 	// (package retention; retention_planner.go): it pins what the store

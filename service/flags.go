@@ -66,6 +66,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.registerClusterFlags(fs)    // flags_cluster.go
 	c.registerPlannerFlags(fs)    // flags_planners.go
 	c.registerSourceFlags(fs)     // flags_source.go
+	c.registerEventPlaneFlags(fs) // eventplane_zmq.go
 	c.Decisions.RegisterFlags(fs) // decide/engine/flags.go
 }
 

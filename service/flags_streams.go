@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/consumers"
+	"github.com/hintstream/hintstream/ingest/eventplane"
 	"github.com/hintstream/hintstream/internal/cmdline"
 	"github.com/hintstream/hintstream/streams"
 )
@@ -57,7 +58,11 @@ func (c *Config) applyStreamFlags(f *streamFlags) error {
 	set.Load.Subjects = cmdline.List(f.loadSubj)
 	set.DeadLetter.Subjects = []string{c.DeadLetterPrefix + ".>"}
 	set = set.Apply(streams.Placement{Replicas: f.replicas, Tags: cmdline.List(f.tags)})
+	if len(c.DynamoZMQ) > 0 && !f.scope.Given() {
+		f.scope.Namespace = eventplane.DefaultNamespace // --dynamo-zmq alone: Dynamo's default scope
+	}
 	c.Streams = f.scope.ApplyGiven(set)
+	c.DynamoScope = f.scope
 	return checkStreamRetention(c.Streams, c.RequestIndexTTL)
 }
 

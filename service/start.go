@@ -52,6 +52,7 @@ func (s *Service) Start(ctx context.Context) (err error) {
 		s.checkConfig,    // validated once, before anything is connected
 		s.connect,        // the embedded server when no URL, then NATS and JetStream
 		s.ensureStreams,  // and the watcher that recreates them
+		s.bridgeZMQ,      // with --dynamo-zmq: Dynamo's ZMQ event plane onto them
 		s.openIndex,      // the snapshot, the holding area, snapshot reclaim
 		s.startSenders,   // the ZeroMQ pool
 		s.startHTTP,      // /metrics, /healthz, /readyz, /v1/

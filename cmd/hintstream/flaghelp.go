@@ -49,7 +49,7 @@ var flagGroups = map[string][]flagGroup{
 				"nats-inbox-prefix connect-timeout data-dir embedded-port"},
 		{headSources,
 			"group source requests-subjects responses-subjects kv-events-subjects dynamo-namespace agents update-streams stream-replicas",
-			"dynamo-component dynamo-active-sequences requests-stream responses-stream kv-events-stream kv-streams load-stream load-subjects " +
+			"dynamo-component dynamo-active-sequences dynamo-zmq dynamo-zmq-broker requests-stream responses-stream kv-events-stream kv-streams load-stream load-subjects " +
 				"agent-events-stream models requests-durable responses-durable requests-deliver-all ack-wait " +
 				"requests-max-age requests-max-bytes responses-max-age responses-max-bytes stream-placement-tags " +
 				"kv-events-keep dead-letter-stream dead-letter-prefix request-trace-subject request-trace-stream request-trace-durable"},

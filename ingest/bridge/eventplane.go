@@ -59,6 +59,12 @@ func EventPlaneTopics(s eventplane.Scope) []string {
 	return t
 }
 
+// Validate reports a config Run would refuse (wrapping ErrConfig).
+func (c EventPlaneConfig) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
 func (c EventPlaneConfig) withDefaults() (EventPlaneConfig, error) {
 	if len(c.Endpoints) == 0 || slices.Contains(c.Endpoints, "") {
 		return c, fmt.Errorf("%w: no Dynamo event-plane endpoint", ErrConfig)

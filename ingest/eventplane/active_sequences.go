@@ -81,12 +81,14 @@ type ActiveSequenceEvent struct {
 // and overlap. Whichever are present are set.
 type AddRequest struct {
 	// SequenceHashes are the prompt's rolling sequence hashes, one per
-	// full block at the router's block size (token_sequence), the same
-	// values a worker's KV events carry as block hashes when the router
-	// and the engine agree on hashing. HasSequence is false when the
-	// router sent None (router_track_active_blocks off); with
-	// router_assume_kv_reuse off the router sends random hashes, which
-	// match nothing.
+	// full block at the router's block size (token_sequence, from
+	// KvRouterConfig::compute_seq_hashes_for_tracking): the values the
+	// index holds for those blocks when the router hashes as the workers'
+	// KV events do (the request's LoRA name and cache namespace in
+	// current sources; unsalted in older ones; keyed tracking matches
+	// nothing). HasSequence is false when the router sent None
+	// (router_track_active_blocks off); with router_assume_kv_reuse off
+	// the router sends random hashes, which match nothing.
 	SequenceHashes []uint64
 	HasSequence    bool
 	// ExpectedOutputTokens is the request's expected output length, nil

@@ -25,7 +25,8 @@ hintstream's Go decoder:
   dynamo_frames.py sequences DIR writes DIR/seq_*.msgpack and DIR/sequences.json
   dynamo_frames.py frame         JSON spec on stdin -> one frame on stdout
   dynamo_frames.py frames        JSON list of specs on stdin -> JSON list of
-                                 {"subject", "hex"} on stdout
+                                 {"subject", "hex"} on stdout (kinds "kv",
+                                 "load" and "sequence": see frame())
 """
 import json
 import os
@@ -250,10 +251,40 @@ def write_samples(d):
         f.write("\n")
 
 
+def sequence_payload(spec):
+    """An ActiveSequenceEvent, or with "batch" an ActiveSequenceEventBatch,
+    from spec["events"]: each {"op": "add" | "free" | "mark",
+    "request_id", "worker", "dp", "router_id", "lora"} and, for "add",
+    "tokens" and "block_size" (token_sequence: the prompt's sequence
+    hashes, the adapter's seed when "lora" is set, as the worker's KV
+    events hash them; "untracked": None), "expected_output_tokens"."""
+    events = []
+    for ev in spec["events"]:
+        op = ev["op"]
+        if op == "add":
+            hashes = None
+            if not ev.get("untracked"):
+                hashes = seq_hashes(local_hashes(ev["tokens"], ev["block_size"], ev.get("lora")))
+            data = add_request(hashes, expected_output_tokens=ev.get("expected_output_tokens"))
+        else:
+            data = {"free": "Free", "mark": "MarkPrefillCompleted"}[op]
+        events.append(sequence_event(ev["request_id"], ev["worker"], ev.get("dp", 0), data,
+                                     router_id=ev.get("router_id", 1), lora_name=ev.get("lora")))
+    if spec.get("batch"):
+        return pack({"events": events})
+    if len(events) != 1:
+        raise ValueError("a frame without batch holds one event")
+    return pack(events[0])
+
+
 def frame(spec):
     """One frame from a JSON spec: kind "kv" (worker, event_id, dp, tier,
     tokens, block_size, lora, salt, parent_tokens (blocks already stored
-    before), external hashes derived from local ones) or "load"."""
+    before), external hashes derived from local ones), "load", or
+    "sequence" (see sequence_payload)."""
+    if spec["kind"] == "sequence":
+        return envelope(spec["publisher"], spec["sequence"], spec.get("published_at", AT),
+                        "active_sequences_events", sequence_payload(spec))
     if spec["kind"] == "load":
         payload = active_load(spec["worker"], spec.get("dp", 0), decode=spec.get("decode"),
                               prefill=spec.get("prefill"), used=spec.get("used"))
@@ -280,7 +311,7 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["frames"]:
         out = []
         for sp in json.load(sys.stdin):
-            topic = "kv_metrics" if sp["kind"] == "load" else "kv-events"
+            topic = {"load": "kv_metrics", "sequence": "active_sequences_events"}.get(sp["kind"], "kv-events")
             out.append({"subject": subject(sp["namespace"], sp["component"], topic, sp.get("endpoint")),
                         "hex": frame(sp).hex()})
         json.dump(out, sys.stdout)
