@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -24,35 +23,17 @@ import (
 	"github.com/hintstream/hintstream/state/registry"
 )
 
-// addRequestFrame builds a KV router's AddRequest frame on the NATS event
-// plane (an ActiveSequenceEvent in its envelope) with the independent
-// Python builder's functions (ingest/eventplane/testdata/dynamo_frames.py),
-// published at. It returns the subject and the frame's bytes.
-func addRequestFrame(t *testing.T, ns, comp, requestID string, worker uint64, hashes []uint64, sequence uint64, at time.Time) (string, []byte) {
+// addRequestFrame is a KV router's AddRequest frame on the NATS event
+// plane (an ActiveSequenceEvent in its envelope, published at), made by
+// the independent Python builder (ingest/eventplane/testdata/dynamo_frames.py),
+// which hashes tokens into the router's sequence hashes itself: its
+// subject and bytes.
+func addRequestFrame(t *testing.T, ns, comp, requestID string, worker uint64, tokens []uint32, sequence uint64, at time.Time) (string, []byte) {
 	t.Helper()
-	const script = `
-import json, sys
-sys.path.insert(0, "../ingest/eventplane/testdata")
-import dynamo_frames as d
-sp = json.load(sys.stdin)
-ev = d.sequence_event(sp["request_id"], sp["worker"], 0, d.add_request(sp["hashes"], expected_output_tokens=64), router_id=77)
-frame = d.envelope(1 << 45, sp["sequence"], sp["at"], "active_sequences_events", d.pack(ev))
-json.dump({"subject": d.subject(sp["namespace"], sp["component"], "active_sequences_events", "generate"), "hex": frame.hex()}, sys.stdout)
-`
-	in, _ := json.Marshal(map[string]any{"request_id": requestID, "worker": worker, "hashes": hashes,
-		"sequence": sequence, "at": at.UnixMilli(), "namespace": ns, "component": comp})
-	cmd := exec.Command(pypeer.Python(), "-c", script)
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("frame builder: %v: %s", err, stderr.String())
-	}
-	var f struct{ Subject, Hex string }
-	if err := json.Unmarshal(out, &f); err != nil {
-		t.Fatal(err)
-	}
+	f := dynFrames(t, []map[string]any{{"kind": "sequence", "namespace": ns, "component": comp, "endpoint": "generate",
+		"publisher": 1 << 45, "sequence": sequence, "published_at": at.UnixMilli(),
+		"events": []map[string]any{{"op": "add", "request_id": requestID, "worker": worker, "router_id": 77,
+			"tokens": tokens, "block_size": 16, "expected_output_tokens": 64}}}})[0]
 	data, err := hex.DecodeString(f.Hex)
 	if err != nil {
 		t.Fatal(err)
@@ -186,8 +167,7 @@ func TestDynamoTrafficAlone(t *testing.T) {
 	}, "a stream capturing the request trace's subject")
 
 	// The router books request r-A on worker 101 (replica sync).
-	hashesA := kvevents.PromptHashes(promptA, 16)
-	subj, frame := addRequestFrame(t, ns, comp, "r-A", 101, hashesA, 0, time.Now())
+	subj, frame := addRequestFrame(t, ns, comp, "r-A", 101, promptA, 0, time.Now())
 	if err := nc.Publish(subj, frame); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +222,7 @@ func TestDynamoTrafficAlone(t *testing.T) {
 	// A worker nobody registered: the router's frame is counted and
 	// dead-lettered, nothing sent (the request_end is among the bad
 	// records below).
-	ghostSubj, ghostFrame := addRequestFrame(t, ns, comp, "r-ghost", 999, kvevents.PromptHashes(promptB, 16), 1, time.Now())
+	ghostSubj, ghostFrame := addRequestFrame(t, ns, comp, "r-ghost", 999, promptB, 1, time.Now())
 	if err := nc.Publish(ghostSubj, ghostFrame); err != nil {
 		t.Fatal(err)
 	}
