@@ -10,9 +10,14 @@ import "github.com/hintstream/hintstream/kvevents"
 // A block the worker holds under two external hashes gives the one on
 // device first.
 //
-// It costs one pass over k's tables (O(its blocks)) under k's lock, which
-// delays k's events that long: a hint decision per tool call or wake-up
-// can afford it, a per-event path could not.
+// It costs a pass over k's tables (O(its blocks), stopping once every
+// block is found) under k's lock, which delays k's events that long:
+// BenchmarkPages (a 128-block prompt) measures medians of 0.14 ms at
+// 10,000 blocks, 1 ms at 100,000 and 25 ms at 10^6 on a loaded two-core
+// machine: a 128-block prompt's last block is near the end of the pass. A hint
+// decision per request can afford the first two; an index of millions of
+// blocks a worker wants a table from sequence hash to engine hash instead
+// (twice the index's memory), which this one does without.
 func (ix *Memory) Pages(k kvevents.WorkerKey, seqHashes []uint64) []uint64 {
 	if len(seqHashes) == 0 {
 		return nil
@@ -31,11 +36,14 @@ func (ix *Memory) Pages(k kvevents.WorkerKey, seqHashes []uint64) []uint64 {
 	}
 	out := make([]uint64, len(seqHashes))
 	found := make([]bool, len(seqHashes))
+	left := len(pos)
+	// Stops the pass once every wanted block is found.
 	fill := func(ext, seq uint64) bool {
 		if i, ok := pos[seq]; ok && !found[i] {
 			out[i], found[i] = ext, true
+			left--
 		}
-		return true
+		return left > 0
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -44,6 +52,9 @@ func (ix *Memory) Pages(k kvevents.WorkerKey, seqHashes []uint64) []uint64 {
 	}
 	st.device.all(fill)
 	for _, m := range st.other {
+		if left == 0 {
+			break
+		}
 		m.all(fill)
 	}
 	n := 0

@@ -177,3 +177,31 @@ func TestPagesStopsAtAHole(t *testing.T) {
 		t.Errorf("no hashes: %v", got)
 	}
 }
+
+// BenchmarkPages: one worker holding n device blocks (in chains of 1,024)
+// answers a 128-block prompt's pages: a pass over its table, per pin or
+// prefetch of a prompt known by hashes.
+func BenchmarkPages(b *testing.B) {
+	for _, n := range []int{10_000, 100_000, 1_000_000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			ix := New()
+			w := kvevents.WorkerKey{WorkerID: 1}
+			var seq []uint64
+			for c := 0; c*1024 < n; c++ {
+				local, s := randomPrompt(uint64(c), 1024)
+				if err := ix.Apply(storeRange(w, uint64(c+1), local, 0, 1024, uint64(c)<<20)); err != nil {
+					b.Fatal(err)
+				}
+				if c == 0 {
+					seq = s[:128]
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				if got := ix.Pages(w, seq); len(got) != 128 {
+					b.Fatalf("%d pages", len(got))
+				}
+			}
+		})
+	}
+}
