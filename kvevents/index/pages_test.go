@@ -205,3 +205,36 @@ func BenchmarkPages(b *testing.B) {
 		})
 	}
 }
+
+// TestPagesBesideApply: Pages reads a worker's tables under its lock
+// while its events are applied and it is removed and re-added (run with
+// -race): every answer is a leading run of the pages some moment held.
+func TestPagesBesideApply(t *testing.T) {
+	local, seq := randomPrompt(9, 64)
+	ix := New()
+	w := kvevents.WorkerKey{WorkerID: 3}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			ev := storeRange(w, uint64(2*i+1), local, 0, 64, 1000)
+			_ = ix.Apply(ev)
+			_ = ix.Apply(kvevents.Event{Worker: w, EventID: uint64(2*i + 2), Kind: schemas.KindRemoved, Removed: []uint64{1000 + uint64(i%64)}})
+			if i%50 == 49 {
+				ix.RemoveWorker(3)
+			}
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		for i, h := range ix.Pages(w, seq) {
+			if h != 1000+uint64(i) {
+				t.Fatalf("page %d is %d, not the block's engine hash %d", i, h, 1000+i)
+			}
+		}
+	}
+}
