@@ -31,6 +31,11 @@ type Pin struct {
 	// revision): a receiver applies it only when it is above the last
 	// it applied to Slot. 0 leaves it out (unordered).
 	Revision uint64
+	// BlockHashes name the pages by WorkerID's engine block hashes when
+	// no Keys can be derived (a prompt known only by its sequence
+	// hashes); a pin needs Keys or BlockHashes.
+	BlockHashes []uint64
+	WorkerID    uint64
 }
 
 // PinMessageID is the envelope message_id for a pin (release false) or a
@@ -80,6 +85,8 @@ func NewPinEnvelope(p Pin) (*schemas.KvHintsEnvelope, error) {
 		Priority: int64(prio),
 		Tokens:   int64(p.Tokens),
 		Revision: p.Revision,
+
+		BlockHashes: p.BlockHashes, WorkerID: p.WorkerID,
 	}
 	raw, err := payload.MarshalMsg(make([]byte, 0, payload.Msgsize()))
 	if err != nil {
@@ -108,7 +115,7 @@ func validatePin(p *Pin, release bool) error {
 		return fmt.Errorf("%w: pin %s ttl %v outside [0, %v]", ErrInvalidHint, p.Trigger, p.TTL, MaxPinTTL)
 	case p.Tokens < 0:
 		return fmt.Errorf("%w: pin %s tokens %d is negative", ErrInvalidHint, p.Trigger, p.Tokens)
-	case !release && len(p.Keys) == 0:
+	case !release && len(p.Keys) == 0 && len(p.BlockHashes) == 0:
 		return fmt.Errorf("%w: pin %s has no keys", ErrInvalidHint, p.Trigger)
 	case (p.Priority < 1 || p.Priority > 100) && !(release && p.Priority == 0):
 		return fmt.Errorf("%w: pin %s priority %d outside 1..100", ErrInvalidHint, p.Trigger, p.Priority)

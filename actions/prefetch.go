@@ -35,6 +35,11 @@ type Prefetch struct {
 	ExpiresAt time.Time // required
 	WorkerID  uint64    // the chosen worker; receivers bound to another drop it
 	CacheSalt string    // the request's cache namespace; empty: none (omitted on the wire)
+	// SequenceHashes (at SequenceBlockSize) and BlockHashes name a prompt
+	// known without TokenIDs (schemas.PrefetchPayload).
+	SequenceHashes    []uint64
+	SequenceBlockSize uint32
+	BlockHashes       []uint64
 }
 
 // PrefetchMessageID is the envelope message_id for the wake-up request
@@ -126,6 +131,8 @@ func prefetchPayload(p Prefetch) (schemas.PrefetchPayload, error) {
 		ExpiresAtMs: p.ExpiresAt.UnixMilli(),
 		WorkerID:    p.WorkerID,
 		CacheSalt:   p.CacheSalt,
+
+		SequenceHashes: p.SequenceHashes, SequenceBlockSize: p.SequenceBlockSize, BlockHashes: p.BlockHashes,
 	}, nil
 }
 

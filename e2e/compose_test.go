@@ -45,7 +45,13 @@ type composeService struct {
 
 func readCompose(t *testing.T) map[string]composeService {
 	t.Helper()
-	b, err := os.ReadFile("../docker-compose.yml")
+	return readComposeAt(t, "../docker-compose.yml")
+}
+
+// readComposeAt decodes a compose file's services, refusing unknown keys.
+func readComposeAt(t *testing.T, file string) map[string]composeService {
+	t.Helper()
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +62,7 @@ func readCompose(t *testing.T) map[string]composeService {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
-		t.Fatalf("docker-compose.yml: %v", err)
+		t.Fatalf("%s: %v", file, err)
 	}
 	return f.Services
 }

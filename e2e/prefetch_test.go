@@ -226,12 +226,18 @@ func hasRequest(id string) func([]pypeer.Received) bool {
 }
 
 func byRequest(ms []pypeer.Received, id string) []pypeer.Received {
+	return byPayload(ms, "request_id", id)
+}
+
+// byPayload are the received hints with an action whose payload has
+// field set to value.
+func byPayload(ms []pypeer.Received, field, value string) []pypeer.Received {
 	var out []pypeer.Received
 	for _, m := range ms {
 		acts, _ := m.Envelope["actions"].([]any)
 		for _, a := range acts {
 			pl, _ := a.(map[string]any)["payload"].(map[string]any)
-			if pl["request_id"] == id {
+			if pl[field] == value {
 				out = append(out, m)
 			}
 		}

@@ -171,6 +171,9 @@ func (l Limits) decodeRequestInto(ev *RequestEvent, data []byte, contentType str
 	if reason := checkNvExt(ev.NvExt, &ev.SessionID); reason != "" {
 		return malformed(kind, reason, nil)
 	}
+	if reason := l.checkSequences(ev.SequenceHashes, ev.SequenceBlockSize, ev.SequenceHashScheme, ev.PromptTokens); reason != "" {
+		return malformed(kind, reason, nil)
+	}
 	strs := []string{ev.RequestID, ev.SessionID, ev.Model, ev.LoraName, ev.CacheSalt}
 	for k, v := range ev.Headers {
 		strs = append(strs, k, v)
@@ -201,7 +204,10 @@ func (l Limits) DecodeResponse(data []byte, contentType string) (*ResponseEvent,
 	if reason := checkNvExt(ev.NvExt, &ev.SessionID); reason != "" {
 		return nil, malformed(kind, reason, nil)
 	}
-	strs := []string{ev.RequestID, ev.SessionID, ev.Model, ev.FinishReason}
+	if reason := l.checkSequences(ev.SequenceHashes, ev.SequenceBlockSize, ev.SequenceHashScheme, ev.PromptTokens); reason != "" {
+		return nil, malformed(kind, reason, nil)
+	}
+	strs := []string{ev.RequestID, ev.SessionID, ev.Model, ev.FinishReason, ev.LoraName, ev.CacheSalt}
 	for _, tc := range ev.ToolCalls {
 		strs = append(strs, tc.Name)
 	}
@@ -209,6 +215,32 @@ func (l Limits) DecodeResponse(data []byte, contentType string) (*ResponseEvent,
 		return nil, malformed(kind, reason, nil)
 	}
 	return &ev, nil
+}
+
+// SequenceDecodeReasons are the reasons checkSequences gives, for
+// counters listed before they move.
+var SequenceDecodeReasons = []string{"sequence_hashes without sequence_block_size", "too many sequence_hashes",
+	"prompt_tokens out of range", "unknown sequence_hash_scheme"}
+
+// checkSequences returns a reason when an event's sequence hashes cannot
+// be used: hashes without a block size, a prompt longer than MaxTokens
+// (hashes times block size, or prompt_tokens: a 10^6-hash prompt is
+// refused as a 10^6-token one would be), or a seeding this version does
+// not know.
+func (l Limits) checkSequences(hashes []uint64, blockSize uint32, scheme string, promptTokens uint32) string {
+	switch {
+	case len(hashes) > 0 && blockSize == 0:
+		return SequenceDecodeReasons[0]
+	case uint64(len(hashes))*uint64(blockSize) > uint64(l.MaxTokens):
+		return SequenceDecodeReasons[1]
+	case uint64(promptTokens) > uint64(l.MaxTokens):
+		return SequenceDecodeReasons[2]
+	}
+	switch scheme {
+	case "", HashSchemeRouter, HashSchemeUnsalted, HashSchemeKeyed:
+		return ""
+	}
+	return SequenceDecodeReasons[3]
 }
 
 // DecodeLoad decodes a load report (JSON or msgpack).

@@ -44,6 +44,14 @@ type PrefetchPayload struct {
 	// store prefetch without it would load another tenant's (or no) KV.
 	// Omitted when empty, so an unsalted prefetch encodes as before.
 	CacheSalt string `msg:"cache_salt,omitempty" json:"cache_salt,omitempty"`
+	// SequenceHashes and SequenceBlockSize name a prompt known without
+	// its token ids (TokenIDs empty) by Dynamo's sequence hashes;
+	// BlockHashes are the engine's own hashes of those blocks, as the
+	// workers' KV events reported them (the worker loads the pages it
+	// stores under those hashes). Absent for a prompt known by tokens.
+	SequenceHashes    []uint64 `msg:"sequence_hashes,omitempty" json:"sequence_hashes,omitempty"`
+	SequenceBlockSize uint32   `msg:"sequence_block_size,omitempty" json:"sequence_block_size,omitempty"`
+	BlockHashes       []uint64 `msg:"block_hashes,omitempty" json:"block_hashes,omitempty"`
 }
 
 // PinPayload is the payload of kv.pin@1.0: keep the Mooncake objects Keys
@@ -61,4 +69,11 @@ type PinPayload struct {
 	Priority int64    `msg:"priority" json:"priority"`
 	Tokens   int64    `msg:"tokens" json:"tokens"`
 	Revision uint64   `msg:"revision,omitempty" json:"revision,omitempty"`
+	// BlockHashes name the pages by the engine's own block hashes, as
+	// WorkerID's KV events reported them, for a prompt known only by its
+	// sequence hashes (no token ids to derive Keys from): Keys is then
+	// empty. For SGLang HiCache each is the first 16 hex digits of the
+	// page hash that the page's object keys carry (docs/wire.md).
+	BlockHashes []uint64 `msg:"block_hashes,omitempty" json:"block_hashes,omitempty"`
+	WorkerID    uint64   `msg:"worker_id,omitempty" json:"worker_id,omitempty"`
 }

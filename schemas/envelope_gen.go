@@ -489,6 +489,35 @@ func (z *PinPayload) DecodeMsg(dc *msgp.Reader) (err error) {
 				err = msgp.WrapError(err, "Revision")
 				return
 			}
+		case "block_hashes":
+			var zb0003 uint32
+			zb0003, err = dc.ReadArrayHeader()
+			if err != nil {
+				err = msgp.WrapError(err, "BlockHashes")
+				return
+			}
+			if zb0003 > zd663989dlimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.BlockHashes) >= int(zb0003) {
+				z.BlockHashes = (z.BlockHashes)[:zb0003]
+			} else {
+				z.BlockHashes = make([]uint64, zb0003)
+			}
+			for za0002 := range z.BlockHashes {
+				z.BlockHashes[za0002], err = dc.ReadUint64()
+				if err != nil {
+					err = msgp.WrapError(err, "BlockHashes", za0002)
+					return
+				}
+			}
+		case "worker_id":
+			z.WorkerID, err = dc.ReadUint64()
+			if err != nil {
+				err = msgp.WrapError(err, "WorkerID")
+				return
+			}
 		default:
 			err = dc.Skip()
 			if err != nil {
@@ -503,12 +532,20 @@ func (z *PinPayload) DecodeMsg(dc *msgp.Reader) (err error) {
 // EncodeMsg implements msgp.Encodable
 func (z *PinPayload) EncodeMsg(en *msgp.Writer) (err error) {
 	// check for omitted fields
-	zb0001Len := uint32(6)
-	var zb0001Mask uint8 /* 6 bits */
+	zb0001Len := uint32(8)
+	var zb0001Mask uint8 /* 8 bits */
 	_ = zb0001Mask
 	if z.Revision == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x20
+	}
+	if z.BlockHashes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.WorkerID == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x80
 	}
 	// variable map header, size zb0001Len
 	err = en.Append(0x80 | uint8(zb0001Len))
@@ -587,6 +624,37 @@ func (z *PinPayload) EncodeMsg(en *msgp.Writer) (err error) {
 				return
 			}
 		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// write "block_hashes"
+			err = en.Append(0xac, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
+			if err != nil {
+				return
+			}
+			err = en.WriteArrayHeader(uint32(len(z.BlockHashes)))
+			if err != nil {
+				err = msgp.WrapError(err, "BlockHashes")
+				return
+			}
+			for za0002 := range z.BlockHashes {
+				err = en.WriteUint64(z.BlockHashes[za0002])
+				if err != nil {
+					err = msgp.WrapError(err, "BlockHashes", za0002)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// write "worker_id"
+			err = en.Append(0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
+			if err != nil {
+				return
+			}
+			err = en.WriteUint64(z.WorkerID)
+			if err != nil {
+				err = msgp.WrapError(err, "WorkerID")
+				return
+			}
+		}
 	}
 	return
 }
@@ -595,12 +663,20 @@ func (z *PinPayload) EncodeMsg(en *msgp.Writer) (err error) {
 func (z *PinPayload) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(6)
-	var zb0001Mask uint8 /* 6 bits */
+	zb0001Len := uint32(8)
+	var zb0001Mask uint8 /* 8 bits */
 	_ = zb0001Mask
 	if z.Revision == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x20
+	}
+	if z.BlockHashes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40
+	}
+	if z.WorkerID == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x80
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -629,6 +705,19 @@ func (z *PinPayload) MarshalMsg(b []byte) (o []byte, err error) {
 			// string "revision"
 			o = append(o, 0xa8, 0x72, 0x65, 0x76, 0x69, 0x73, 0x69, 0x6f, 0x6e)
 			o = msgp.AppendUint64(o, z.Revision)
+		}
+		if (zb0001Mask & 0x40) == 0 { // if not omitted
+			// string "block_hashes"
+			o = append(o, 0xac, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.BlockHashes)))
+			for za0002 := range z.BlockHashes {
+				o = msgp.AppendUint64(o, z.BlockHashes[za0002])
+			}
+		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "worker_id"
+			o = append(o, 0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
+			o = msgp.AppendUint64(o, z.WorkerID)
 		}
 	}
 	return
@@ -709,6 +798,35 @@ func (z *PinPayload) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "Revision")
 				return
 			}
+		case "block_hashes":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "BlockHashes")
+				return
+			}
+			if zb0003 > zd663989dlimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.BlockHashes) >= int(zb0003) {
+				z.BlockHashes = (z.BlockHashes)[:zb0003]
+			} else {
+				z.BlockHashes = make([]uint64, zb0003)
+			}
+			for za0002 := range z.BlockHashes {
+				z.BlockHashes[za0002], bts, err = msgp.ReadUint64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "BlockHashes", za0002)
+					return
+				}
+			}
+		case "worker_id":
+			z.WorkerID, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "WorkerID")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -727,7 +845,7 @@ func (z *PinPayload) Msgsize() (s int) {
 	for za0001 := range z.Keys {
 		s += msgp.StringPrefixSize + len(z.Keys[za0001])
 	}
-	s += 7 + msgp.Int64Size + 9 + msgp.Int64Size + 7 + msgp.Int64Size + 9 + msgp.Uint64Size
+	s += 7 + msgp.Int64Size + 9 + msgp.Int64Size + 7 + msgp.Int64Size + 9 + msgp.Uint64Size + 13 + msgp.ArrayHeaderSize + (len(z.BlockHashes) * (msgp.Uint64Size)) + 10 + msgp.Uint64Size
 	return
 }
 
@@ -818,6 +936,58 @@ func (z *PrefetchPayload) DecodeMsg(dc *msgp.Reader) (err error) {
 				err = msgp.WrapError(err, "CacheSalt")
 				return
 			}
+		case "sequence_hashes":
+			var zb0003 uint32
+			zb0003, err = dc.ReadArrayHeader()
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashes")
+				return
+			}
+			if zb0003 > zd663989dlimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.SequenceHashes) >= int(zb0003) {
+				z.SequenceHashes = (z.SequenceHashes)[:zb0003]
+			} else {
+				z.SequenceHashes = make([]uint64, zb0003)
+			}
+			for za0002 := range z.SequenceHashes {
+				z.SequenceHashes[za0002], err = dc.ReadUint64()
+				if err != nil {
+					err = msgp.WrapError(err, "SequenceHashes", za0002)
+					return
+				}
+			}
+		case "sequence_block_size":
+			z.SequenceBlockSize, err = dc.ReadUint32()
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceBlockSize")
+				return
+			}
+		case "block_hashes":
+			var zb0004 uint32
+			zb0004, err = dc.ReadArrayHeader()
+			if err != nil {
+				err = msgp.WrapError(err, "BlockHashes")
+				return
+			}
+			if zb0004 > zd663989dlimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.BlockHashes) >= int(zb0004) {
+				z.BlockHashes = (z.BlockHashes)[:zb0004]
+			} else {
+				z.BlockHashes = make([]uint64, zb0004)
+			}
+			for za0003 := range z.BlockHashes {
+				z.BlockHashes[za0003], err = dc.ReadUint64()
+				if err != nil {
+					err = msgp.WrapError(err, "BlockHashes", za0003)
+					return
+				}
+			}
 		default:
 			err = dc.Skip()
 			if err != nil {
@@ -832,12 +1002,24 @@ func (z *PrefetchPayload) DecodeMsg(dc *msgp.Reader) (err error) {
 // EncodeMsg implements msgp.Encodable
 func (z *PrefetchPayload) EncodeMsg(en *msgp.Writer) (err error) {
 	// check for omitted fields
-	zb0001Len := uint32(8)
-	var zb0001Mask uint8 /* 8 bits */
+	zb0001Len := uint32(11)
+	var zb0001Mask uint16 /* 11 bits */
 	_ = zb0001Mask
 	if z.CacheSalt == "" {
 		zb0001Len--
 		zb0001Mask |= 0x80
+	}
+	if z.SequenceHashes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.SequenceBlockSize == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	if z.BlockHashes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400
 	}
 	// variable map header, size zb0001Len
 	err = en.Append(0x80 | uint8(zb0001Len))
@@ -936,6 +1118,56 @@ func (z *PrefetchPayload) EncodeMsg(en *msgp.Writer) (err error) {
 				return
 			}
 		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// write "sequence_hashes"
+			err = en.Append(0xaf, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
+			if err != nil {
+				return
+			}
+			err = en.WriteArrayHeader(uint32(len(z.SequenceHashes)))
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashes")
+				return
+			}
+			for za0002 := range z.SequenceHashes {
+				err = en.WriteUint64(z.SequenceHashes[za0002])
+				if err != nil {
+					err = msgp.WrapError(err, "SequenceHashes", za0002)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// write "sequence_block_size"
+			err = en.Append(0xb3, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x73, 0x69, 0x7a, 0x65)
+			if err != nil {
+				return
+			}
+			err = en.WriteUint32(z.SequenceBlockSize)
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceBlockSize")
+				return
+			}
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// write "block_hashes"
+			err = en.Append(0xac, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
+			if err != nil {
+				return
+			}
+			err = en.WriteArrayHeader(uint32(len(z.BlockHashes)))
+			if err != nil {
+				err = msgp.WrapError(err, "BlockHashes")
+				return
+			}
+			for za0003 := range z.BlockHashes {
+				err = en.WriteUint64(z.BlockHashes[za0003])
+				if err != nil {
+					err = msgp.WrapError(err, "BlockHashes", za0003)
+					return
+				}
+			}
+		}
 	}
 	return
 }
@@ -944,12 +1176,24 @@ func (z *PrefetchPayload) EncodeMsg(en *msgp.Writer) (err error) {
 func (z *PrefetchPayload) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(8)
-	var zb0001Mask uint8 /* 8 bits */
+	zb0001Len := uint32(11)
+	var zb0001Mask uint16 /* 11 bits */
 	_ = zb0001Mask
 	if z.CacheSalt == "" {
 		zb0001Len--
 		zb0001Mask |= 0x80
+	}
+	if z.SequenceHashes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100
+	}
+	if z.SequenceBlockSize == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	if z.BlockHashes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -984,6 +1228,27 @@ func (z *PrefetchPayload) MarshalMsg(b []byte) (o []byte, err error) {
 			// string "cache_salt"
 			o = append(o, 0xaa, 0x63, 0x61, 0x63, 0x68, 0x65, 0x5f, 0x73, 0x61, 0x6c, 0x74)
 			o = msgp.AppendString(o, z.CacheSalt)
+		}
+		if (zb0001Mask & 0x100) == 0 { // if not omitted
+			// string "sequence_hashes"
+			o = append(o, 0xaf, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.SequenceHashes)))
+			for za0002 := range z.SequenceHashes {
+				o = msgp.AppendUint64(o, z.SequenceHashes[za0002])
+			}
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "sequence_block_size"
+			o = append(o, 0xb3, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x73, 0x69, 0x7a, 0x65)
+			o = msgp.AppendUint32(o, z.SequenceBlockSize)
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "block_hashes"
+			o = append(o, 0xac, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.BlockHashes)))
+			for za0003 := range z.BlockHashes {
+				o = msgp.AppendUint64(o, z.BlockHashes[za0003])
+			}
 		}
 	}
 	return
@@ -1076,6 +1341,58 @@ func (z *PrefetchPayload) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "CacheSalt")
 				return
 			}
+		case "sequence_hashes":
+			var zb0003 uint32
+			zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashes")
+				return
+			}
+			if zb0003 > zd663989dlimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.SequenceHashes) >= int(zb0003) {
+				z.SequenceHashes = (z.SequenceHashes)[:zb0003]
+			} else {
+				z.SequenceHashes = make([]uint64, zb0003)
+			}
+			for za0002 := range z.SequenceHashes {
+				z.SequenceHashes[za0002], bts, err = msgp.ReadUint64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "SequenceHashes", za0002)
+					return
+				}
+			}
+		case "sequence_block_size":
+			z.SequenceBlockSize, bts, err = msgp.ReadUint32Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceBlockSize")
+				return
+			}
+		case "block_hashes":
+			var zb0004 uint32
+			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "BlockHashes")
+				return
+			}
+			if zb0004 > zd663989dlimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.BlockHashes) >= int(zb0004) {
+				z.BlockHashes = (z.BlockHashes)[:zb0004]
+			} else {
+				z.BlockHashes = make([]uint64, zb0004)
+			}
+			for za0003 := range z.BlockHashes {
+				z.BlockHashes[za0003], bts, err = msgp.ReadUint64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "BlockHashes", za0003)
+					return
+				}
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1090,6 +1407,6 @@ func (z *PrefetchPayload) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *PrefetchPayload) Msgsize() (s int) {
-	s = 1 + 11 + msgp.StringPrefixSize + len(z.RequestID) + 11 + msgp.StringPrefixSize + len(z.SessionID) + 6 + msgp.StringPrefixSize + len(z.Model) + 10 + msgp.ArrayHeaderSize + (len(z.TokenIDs) * (msgp.Uint32Size)) + 8 + msgp.Uint32Size + 14 + msgp.Int64Size + 10 + msgp.Uint64Size + 11 + msgp.StringPrefixSize + len(z.CacheSalt)
+	s = 1 + 11 + msgp.StringPrefixSize + len(z.RequestID) + 11 + msgp.StringPrefixSize + len(z.SessionID) + 6 + msgp.StringPrefixSize + len(z.Model) + 10 + msgp.ArrayHeaderSize + (len(z.TokenIDs) * (msgp.Uint32Size)) + 8 + msgp.Uint32Size + 14 + msgp.Int64Size + 10 + msgp.Uint64Size + 11 + msgp.StringPrefixSize + len(z.CacheSalt) + 16 + msgp.ArrayHeaderSize + (len(z.SequenceHashes) * (msgp.Uint64Size)) + 20 + msgp.Uint32Size + 13 + msgp.ArrayHeaderSize + (len(z.BlockHashes) * (msgp.Uint64Size))
 	return
 }

@@ -143,6 +143,59 @@ func (z *RequestEvent) DecodeMsg(dc *msgp.Reader) (err error) {
 					return
 				}
 			}
+		case "sequence_hashes":
+			var zb0004 uint32
+			zb0004, err = dc.ReadArrayHeader()
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashes")
+				return
+			}
+			if zb0004 > z39c7353alimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.SequenceHashes) >= int(zb0004) {
+				z.SequenceHashes = (z.SequenceHashes)[:zb0004]
+			} else {
+				z.SequenceHashes = make([]uint64, zb0004)
+			}
+			for za0004 := range z.SequenceHashes {
+				z.SequenceHashes[za0004], err = dc.ReadUint64()
+				if err != nil {
+					err = msgp.WrapError(err, "SequenceHashes", za0004)
+					return
+				}
+			}
+		case "sequence_block_size":
+			z.SequenceBlockSize, err = dc.ReadUint32()
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceBlockSize")
+				return
+			}
+		case "sequence_hash_scheme":
+			z.SequenceHashScheme, err = dc.ReadString()
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashScheme")
+				return
+			}
+		case "prompt_tokens":
+			z.PromptTokens, err = dc.ReadUint32()
+			if err != nil {
+				err = msgp.WrapError(err, "PromptTokens")
+				return
+			}
+		case "worker_id":
+			z.WorkerID, err = dc.ReadUint64()
+			if err != nil {
+				err = msgp.WrapError(err, "WorkerID")
+				return
+			}
+		case "dp_rank":
+			z.DpRank, err = dc.ReadUint32()
+			if err != nil {
+				err = msgp.WrapError(err, "DpRank")
+				return
+			}
 		default:
 			err = dc.Skip()
 			if err != nil {
@@ -157,12 +210,36 @@ func (z *RequestEvent) DecodeMsg(dc *msgp.Reader) (err error) {
 // EncodeMsg implements msgp.Encodable
 func (z *RequestEvent) EncodeMsg(en *msgp.Writer) (err error) {
 	// check for omitted fields
-	zb0001Len := uint32(9)
-	var zb0001Mask uint16 /* 9 bits */
+	zb0001Len := uint32(15)
+	var zb0001Mask uint16 /* 15 bits */
 	_ = zb0001Mask
 	if z.NvExt == nil {
 		zb0001Len--
 		zb0001Mask |= 0x100
+	}
+	if z.SequenceHashes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	if z.SequenceBlockSize == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	if z.SequenceHashScheme == "" {
+		zb0001Len--
+		zb0001Mask |= 0x800
+	}
+	if z.PromptTokens == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1000
+	}
+	if z.WorkerID == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2000
+	}
+	if z.DpRank == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4000
 	}
 	// variable map header, size zb0001Len
 	err = en.Append(0x80 | uint8(zb0001Len))
@@ -290,6 +367,85 @@ func (z *RequestEvent) EncodeMsg(en *msgp.Writer) (err error) {
 				}
 			}
 		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// write "sequence_hashes"
+			err = en.Append(0xaf, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
+			if err != nil {
+				return
+			}
+			err = en.WriteArrayHeader(uint32(len(z.SequenceHashes)))
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashes")
+				return
+			}
+			for za0004 := range z.SequenceHashes {
+				err = en.WriteUint64(z.SequenceHashes[za0004])
+				if err != nil {
+					err = msgp.WrapError(err, "SequenceHashes", za0004)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// write "sequence_block_size"
+			err = en.Append(0xb3, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x73, 0x69, 0x7a, 0x65)
+			if err != nil {
+				return
+			}
+			err = en.WriteUint32(z.SequenceBlockSize)
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceBlockSize")
+				return
+			}
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// write "sequence_hash_scheme"
+			err = en.Append(0xb4, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x5f, 0x73, 0x63, 0x68, 0x65, 0x6d, 0x65)
+			if err != nil {
+				return
+			}
+			err = en.WriteString(z.SequenceHashScheme)
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashScheme")
+				return
+			}
+		}
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+			// write "prompt_tokens"
+			err = en.Append(0xad, 0x70, 0x72, 0x6f, 0x6d, 0x70, 0x74, 0x5f, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x73)
+			if err != nil {
+				return
+			}
+			err = en.WriteUint32(z.PromptTokens)
+			if err != nil {
+				err = msgp.WrapError(err, "PromptTokens")
+				return
+			}
+		}
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// write "worker_id"
+			err = en.Append(0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
+			if err != nil {
+				return
+			}
+			err = en.WriteUint64(z.WorkerID)
+			if err != nil {
+				err = msgp.WrapError(err, "WorkerID")
+				return
+			}
+		}
+		if (zb0001Mask & 0x4000) == 0 { // if not omitted
+			// write "dp_rank"
+			err = en.Append(0xa7, 0x64, 0x70, 0x5f, 0x72, 0x61, 0x6e, 0x6b)
+			if err != nil {
+				return
+			}
+			err = en.WriteUint32(z.DpRank)
+			if err != nil {
+				err = msgp.WrapError(err, "DpRank")
+				return
+			}
+		}
 	}
 	return
 }
@@ -298,12 +454,36 @@ func (z *RequestEvent) EncodeMsg(en *msgp.Writer) (err error) {
 func (z *RequestEvent) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(9)
-	var zb0001Mask uint16 /* 9 bits */
+	zb0001Len := uint32(15)
+	var zb0001Mask uint16 /* 15 bits */
 	_ = zb0001Mask
 	if z.NvExt == nil {
 		zb0001Len--
 		zb0001Mask |= 0x100
+	}
+	if z.SequenceHashes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200
+	}
+	if z.SequenceBlockSize == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	if z.SequenceHashScheme == "" {
+		zb0001Len--
+		zb0001Mask |= 0x800
+	}
+	if z.PromptTokens == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x1000
+	}
+	if z.WorkerID == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2000
+	}
+	if z.DpRank == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x4000
 	}
 	// variable map header, size zb0001Len
 	o = append(o, 0x80|uint8(zb0001Len))
@@ -353,6 +533,39 @@ func (z *RequestEvent) MarshalMsg(b []byte) (o []byte, err error) {
 					return
 				}
 			}
+		}
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
+			// string "sequence_hashes"
+			o = append(o, 0xaf, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.SequenceHashes)))
+			for za0004 := range z.SequenceHashes {
+				o = msgp.AppendUint64(o, z.SequenceHashes[za0004])
+			}
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "sequence_block_size"
+			o = append(o, 0xb3, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x73, 0x69, 0x7a, 0x65)
+			o = msgp.AppendUint32(o, z.SequenceBlockSize)
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "sequence_hash_scheme"
+			o = append(o, 0xb4, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x5f, 0x73, 0x63, 0x68, 0x65, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.SequenceHashScheme)
+		}
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+			// string "prompt_tokens"
+			o = append(o, 0xad, 0x70, 0x72, 0x6f, 0x6d, 0x70, 0x74, 0x5f, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x73)
+			o = msgp.AppendUint32(o, z.PromptTokens)
+		}
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// string "worker_id"
+			o = append(o, 0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
+			o = msgp.AppendUint64(o, z.WorkerID)
+		}
+		if (zb0001Mask & 0x4000) == 0 { // if not omitted
+			// string "dp_rank"
+			o = append(o, 0xa7, 0x64, 0x70, 0x5f, 0x72, 0x61, 0x6e, 0x6b)
+			o = msgp.AppendUint32(o, z.DpRank)
 		}
 	}
 	return
@@ -488,6 +701,59 @@ func (z *RequestEvent) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+		case "sequence_hashes":
+			var zb0004 uint32
+			zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashes")
+				return
+			}
+			if zb0004 > z39c7353alimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.SequenceHashes) >= int(zb0004) {
+				z.SequenceHashes = (z.SequenceHashes)[:zb0004]
+			} else {
+				z.SequenceHashes = make([]uint64, zb0004)
+			}
+			for za0004 := range z.SequenceHashes {
+				z.SequenceHashes[za0004], bts, err = msgp.ReadUint64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "SequenceHashes", za0004)
+					return
+				}
+			}
+		case "sequence_block_size":
+			z.SequenceBlockSize, bts, err = msgp.ReadUint32Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceBlockSize")
+				return
+			}
+		case "sequence_hash_scheme":
+			z.SequenceHashScheme, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashScheme")
+				return
+			}
+		case "prompt_tokens":
+			z.PromptTokens, bts, err = msgp.ReadUint32Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "PromptTokens")
+				return
+			}
+		case "worker_id":
+			z.WorkerID, bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "WorkerID")
+				return
+			}
+		case "dp_rank":
+			z.DpRank, bts, err = msgp.ReadUint32Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "DpRank")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -515,6 +781,7 @@ func (z *RequestEvent) Msgsize() (s int) {
 	} else {
 		s += z.NvExt.Msgsize()
 	}
+	s += 16 + msgp.ArrayHeaderSize + (len(z.SequenceHashes) * (msgp.Uint64Size)) + 20 + msgp.Uint32Size + 21 + msgp.StringPrefixSize + len(z.SequenceHashScheme) + 14 + msgp.Uint32Size + 10 + msgp.Uint64Size + 8 + msgp.Uint32Size
 	return
 }
 
@@ -673,6 +940,59 @@ func (z *ResponseEvent) DecodeMsg(dc *msgp.Reader) (err error) {
 					return
 				}
 			}
+		case "sequence_hashes":
+			var zb0005 uint32
+			zb0005, err = dc.ReadArrayHeader()
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashes")
+				return
+			}
+			if zb0005 > z39c7353alimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.SequenceHashes) >= int(zb0005) {
+				z.SequenceHashes = (z.SequenceHashes)[:zb0005]
+			} else {
+				z.SequenceHashes = make([]uint64, zb0005)
+			}
+			for za0003 := range z.SequenceHashes {
+				z.SequenceHashes[za0003], err = dc.ReadUint64()
+				if err != nil {
+					err = msgp.WrapError(err, "SequenceHashes", za0003)
+					return
+				}
+			}
+		case "sequence_block_size":
+			z.SequenceBlockSize, err = dc.ReadUint32()
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceBlockSize")
+				return
+			}
+		case "sequence_hash_scheme":
+			z.SequenceHashScheme, err = dc.ReadString()
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashScheme")
+				return
+			}
+		case "prompt_tokens":
+			z.PromptTokens, err = dc.ReadUint32()
+			if err != nil {
+				err = msgp.WrapError(err, "PromptTokens")
+				return
+			}
+		case "lora_name":
+			z.LoraName, err = dc.ReadString()
+			if err != nil {
+				err = msgp.WrapError(err, "LoraName")
+				return
+			}
+		case "cache_salt":
+			z.CacheSalt, err = dc.ReadString()
+			if err != nil {
+				err = msgp.WrapError(err, "CacheSalt")
+				return
+			}
 		default:
 			err = dc.Skip()
 			if err != nil {
@@ -687,15 +1007,39 @@ func (z *ResponseEvent) DecodeMsg(dc *msgp.Reader) (err error) {
 // EncodeMsg implements msgp.Encodable
 func (z *ResponseEvent) EncodeMsg(en *msgp.Writer) (err error) {
 	// check for omitted fields
-	zb0001Len := uint32(10)
-	var zb0001Mask uint16 /* 10 bits */
+	zb0001Len := uint32(16)
+	var zb0001Mask uint16 /* 16 bits */
 	_ = zb0001Mask
 	if z.NvExt == nil {
 		zb0001Len--
 		zb0001Mask |= 0x200
 	}
+	if z.SequenceHashes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	if z.SequenceBlockSize == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x800
+	}
+	if z.SequenceHashScheme == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1000
+	}
+	if z.PromptTokens == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2000
+	}
+	if z.LoraName == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4000
+	}
+	if z.CacheSalt == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8000
+	}
 	// variable map header, size zb0001Len
-	err = en.Append(0x80 | uint8(zb0001Len))
+	err = en.WriteMapHeader(zb0001Len)
 	if err != nil {
 		return
 	}
@@ -831,6 +1175,85 @@ func (z *ResponseEvent) EncodeMsg(en *msgp.Writer) (err error) {
 				}
 			}
 		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// write "sequence_hashes"
+			err = en.Append(0xaf, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
+			if err != nil {
+				return
+			}
+			err = en.WriteArrayHeader(uint32(len(z.SequenceHashes)))
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashes")
+				return
+			}
+			for za0003 := range z.SequenceHashes {
+				err = en.WriteUint64(z.SequenceHashes[za0003])
+				if err != nil {
+					err = msgp.WrapError(err, "SequenceHashes", za0003)
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// write "sequence_block_size"
+			err = en.Append(0xb3, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x73, 0x69, 0x7a, 0x65)
+			if err != nil {
+				return
+			}
+			err = en.WriteUint32(z.SequenceBlockSize)
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceBlockSize")
+				return
+			}
+		}
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+			// write "sequence_hash_scheme"
+			err = en.Append(0xb4, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x5f, 0x73, 0x63, 0x68, 0x65, 0x6d, 0x65)
+			if err != nil {
+				return
+			}
+			err = en.WriteString(z.SequenceHashScheme)
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashScheme")
+				return
+			}
+		}
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// write "prompt_tokens"
+			err = en.Append(0xad, 0x70, 0x72, 0x6f, 0x6d, 0x70, 0x74, 0x5f, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x73)
+			if err != nil {
+				return
+			}
+			err = en.WriteUint32(z.PromptTokens)
+			if err != nil {
+				err = msgp.WrapError(err, "PromptTokens")
+				return
+			}
+		}
+		if (zb0001Mask & 0x4000) == 0 { // if not omitted
+			// write "lora_name"
+			err = en.Append(0xa9, 0x6c, 0x6f, 0x72, 0x61, 0x5f, 0x6e, 0x61, 0x6d, 0x65)
+			if err != nil {
+				return
+			}
+			err = en.WriteString(z.LoraName)
+			if err != nil {
+				err = msgp.WrapError(err, "LoraName")
+				return
+			}
+		}
+		if (zb0001Mask & 0x8000) == 0 { // if not omitted
+			// write "cache_salt"
+			err = en.Append(0xaa, 0x63, 0x61, 0x63, 0x68, 0x65, 0x5f, 0x73, 0x61, 0x6c, 0x74)
+			if err != nil {
+				return
+			}
+			err = en.WriteString(z.CacheSalt)
+			if err != nil {
+				err = msgp.WrapError(err, "CacheSalt")
+				return
+			}
+		}
 	}
 	return
 }
@@ -839,15 +1262,39 @@ func (z *ResponseEvent) EncodeMsg(en *msgp.Writer) (err error) {
 func (z *ResponseEvent) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(10)
-	var zb0001Mask uint16 /* 10 bits */
+	zb0001Len := uint32(16)
+	var zb0001Mask uint16 /* 16 bits */
 	_ = zb0001Mask
 	if z.NvExt == nil {
 		zb0001Len--
 		zb0001Mask |= 0x200
 	}
+	if z.SequenceHashes == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400
+	}
+	if z.SequenceBlockSize == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x800
+	}
+	if z.SequenceHashScheme == "" {
+		zb0001Len--
+		zb0001Mask |= 0x1000
+	}
+	if z.PromptTokens == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x2000
+	}
+	if z.LoraName == "" {
+		zb0001Len--
+		zb0001Mask |= 0x4000
+	}
+	if z.CacheSalt == "" {
+		zb0001Len--
+		zb0001Mask |= 0x8000
+	}
 	// variable map header, size zb0001Len
-	o = append(o, 0x80|uint8(zb0001Len))
+	o = msgp.AppendMapHeader(o, zb0001Len)
 
 	// skip if no fields are to be emitted
 	if zb0001Len != 0 {
@@ -899,6 +1346,39 @@ func (z *ResponseEvent) MarshalMsg(b []byte) (o []byte, err error) {
 					return
 				}
 			}
+		}
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
+			// string "sequence_hashes"
+			o = append(o, 0xaf, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.SequenceHashes)))
+			for za0003 := range z.SequenceHashes {
+				o = msgp.AppendUint64(o, z.SequenceHashes[za0003])
+			}
+		}
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
+			// string "sequence_block_size"
+			o = append(o, 0xb3, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x73, 0x69, 0x7a, 0x65)
+			o = msgp.AppendUint32(o, z.SequenceBlockSize)
+		}
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+			// string "sequence_hash_scheme"
+			o = append(o, 0xb4, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x5f, 0x73, 0x63, 0x68, 0x65, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.SequenceHashScheme)
+		}
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+			// string "prompt_tokens"
+			o = append(o, 0xad, 0x70, 0x72, 0x6f, 0x6d, 0x70, 0x74, 0x5f, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x73)
+			o = msgp.AppendUint32(o, z.PromptTokens)
+		}
+		if (zb0001Mask & 0x4000) == 0 { // if not omitted
+			// string "lora_name"
+			o = append(o, 0xa9, 0x6c, 0x6f, 0x72, 0x61, 0x5f, 0x6e, 0x61, 0x6d, 0x65)
+			o = msgp.AppendString(o, z.LoraName)
+		}
+		if (zb0001Mask & 0x8000) == 0 { // if not omitted
+			// string "cache_salt"
+			o = append(o, 0xaa, 0x63, 0x61, 0x63, 0x68, 0x65, 0x5f, 0x73, 0x61, 0x6c, 0x74)
+			o = msgp.AppendString(o, z.CacheSalt)
 		}
 	}
 	return
@@ -1058,6 +1538,59 @@ func (z *ResponseEvent) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+		case "sequence_hashes":
+			var zb0005 uint32
+			zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashes")
+				return
+			}
+			if zb0005 > z39c7353alimitArrays {
+				err = msgp.ErrLimitExceeded
+				return
+			}
+			if cap(z.SequenceHashes) >= int(zb0005) {
+				z.SequenceHashes = (z.SequenceHashes)[:zb0005]
+			} else {
+				z.SequenceHashes = make([]uint64, zb0005)
+			}
+			for za0003 := range z.SequenceHashes {
+				z.SequenceHashes[za0003], bts, err = msgp.ReadUint64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "SequenceHashes", za0003)
+					return
+				}
+			}
+		case "sequence_block_size":
+			z.SequenceBlockSize, bts, err = msgp.ReadUint32Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceBlockSize")
+				return
+			}
+		case "sequence_hash_scheme":
+			z.SequenceHashScheme, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "SequenceHashScheme")
+				return
+			}
+		case "prompt_tokens":
+			z.PromptTokens, bts, err = msgp.ReadUint32Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "PromptTokens")
+				return
+			}
+		case "lora_name":
+			z.LoraName, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "LoraName")
+				return
+			}
+		case "cache_salt":
+			z.CacheSalt, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "CacheSalt")
+				return
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1072,7 +1605,7 @@ func (z *ResponseEvent) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *ResponseEvent) Msgsize() (s int) {
-	s = 1 + 11 + msgp.StringPrefixSize + len(z.RequestID) + 11 + msgp.StringPrefixSize + len(z.SessionID) + 6 + msgp.StringPrefixSize + len(z.Model) + 10 + msgp.Uint64Size + 8 + msgp.Uint32Size + 14 + msgp.StringPrefixSize + len(z.FinishReason) + 11 + msgp.ArrayHeaderSize
+	s = 3 + 11 + msgp.StringPrefixSize + len(z.RequestID) + 11 + msgp.StringPrefixSize + len(z.SessionID) + 6 + msgp.StringPrefixSize + len(z.Model) + 10 + msgp.Uint64Size + 8 + msgp.Uint32Size + 14 + msgp.StringPrefixSize + len(z.FinishReason) + 11 + msgp.ArrayHeaderSize
 	for za0001 := range z.ToolCalls {
 		s += 1 + 5 + msgp.StringPrefixSize + len(z.ToolCalls[za0001].Name)
 	}
@@ -1082,6 +1615,7 @@ func (z *ResponseEvent) Msgsize() (s int) {
 	} else {
 		s += z.NvExt.Msgsize()
 	}
+	s += 16 + msgp.ArrayHeaderSize + (len(z.SequenceHashes) * (msgp.Uint64Size)) + 20 + msgp.Uint32Size + 21 + msgp.StringPrefixSize + len(z.SequenceHashScheme) + 14 + msgp.Uint32Size + 10 + msgp.StringPrefixSize + len(z.LoraName) + 11 + msgp.StringPrefixSize + len(z.CacheSalt)
 	return
 }
 

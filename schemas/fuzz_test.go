@@ -87,7 +87,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		[]byte(`{"request_id":"r","token_ids":[1,2,3],"headers":{"x-dynamo-experimental-wakeup":"1"}}`),
 		mapMsg("request_id", "r", "token_ids", tokens(1, -1)),
 		mapMsg("request_id", "r", "token_ids", raw(0xdd, 0, 0x40, 0, 0, 1)),
-		[]byte("\n "+`{"request_id":"\u00e9"}`))
+		[]byte("\n "+`{"request_id":"\u00e9"}`),
+		[]byte(`{"request_id":"r","sequence_hashes":[18446744073709551615,2],"sequence_block_size":16,"sequence_hash_scheme":"unsalted","prompt_tokens":40,"worker_id":7,"dp_rank":1}`))
 	fuzzSeeds(f, foreignSeeds(f)...)
 	f.Fuzz(func(t *testing.T, data []byte, sel uint8) {
 		ct := fuzzContentTypes[int(sel)%len(fuzzContentTypes)]
@@ -172,6 +173,9 @@ func normRequest(r RequestEvent) RequestEvent {
 	if len(r.Headers) == 0 {
 		r.Headers = nil
 	}
+	if len(r.SequenceHashes) == 0 {
+		r.SequenceHashes = nil // omitempty in msgpack: [] comes back absent
+	}
 	return r
 }
 
@@ -182,6 +186,9 @@ func normResponse(r ResponseEvent) ResponseEvent {
 	if len(r.OutputTokenIDs) == 0 {
 		r.OutputTokenIDs = nil
 	}
+	if len(r.SequenceHashes) == 0 {
+		r.SequenceHashes = nil
+	}
 	return r
 }
 
@@ -190,7 +197,8 @@ func FuzzDecodeResponse(f *testing.F) {
 	fuzzSeeds(f, []byte(sampleResponseJSON), handResponse(), mustMsg(f, &resp),
 		[]byte(`{"request_id":"r","finish_reason":"tool_calls","tool_calls":[{"name":"t"}]}`),
 		mapMsg("request_id", "r", "tool_calls", raw(0x91, 0x80)),
-		mapMsg("request_id", "r", "tool_calls", raw(0xdd, 0, 0x40, 0, 0, 0x80)))
+		mapMsg("request_id", "r", "tool_calls", raw(0xdd, 0, 0x40, 0, 0, 0x80)),
+		[]byte(`{"request_id":"r","finish_reason":"tool_calls","sequence_hashes":[1,2],"sequence_block_size":16,"lora_name":"a","cache_salt":"s"}`))
 	fuzzSeeds(f, foreignSeeds(f)...)
 	f.Fuzz(func(t *testing.T, data []byte, sel uint8) {
 		ct := fuzzContentTypes[int(sel)%len(fuzzContentTypes)]

@@ -132,13 +132,19 @@ func (h *traceHandler) requestEnd(ctx context.Context, d engine.Delivery, rec *r
 	if rec.Request.Replay.HasPartialTail() && d.Delivered <= 1 {
 		h.m.PartialTails.Inc()
 	}
+	req := rec.RequestEvent(h.payloads.take(rec.Request.RequestID))
 	if h.agents != nil {
 		// The tracker follows an agent's turns from their requests; the
 		// trace has no record at a request's start, so its end stands for
 		// it (a redelivery is the same request again: ignored).
-		h.agents.ObserveRequest(rec.RequestEvent(h.payloads.take(rec.Request.RequestID)))
+		h.agents.ObserveRequest(req)
 	}
-	return h.engine.OnResponse(ctx, d, rec.Response())
+	if out := startTurn(ctx, h.engine, d, req); out.Verdict == engine.Retry || out.Verdict == engine.Reject {
+		return out
+	}
+	resp := rec.Response()
+	traceSequences(resp, rec.Request.Replay)
+	return h.engine.OnResponse(ctx, d, resp)
 }
 
 // knownWorker: the registry holds worker id, or holds no worker at all

@@ -88,6 +88,8 @@ type EngineDeps struct {
 // call it (events of one worker from one goroutine at a time).
 type Engine struct {
 	d          Decisions
+	index      *index.Memory
+	workers    routing.Workers
 	holding    *index.Holding
 	loads      *routing.LoadTable
 	selector   *routing.Selector
@@ -116,7 +118,7 @@ func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
 	if deps.Index == nil {
 		return nil, fmt.Errorf("%w: no index", ErrEngineDeps)
 	}
-	e := &Engine{d: d, holding: deps.Holding, loads: deps.Loads, sender: deps.Sender, affinity: deps.Affinity,
+	e := &Engine{d: d, index: deps.Index, workers: deps.Workers, holding: deps.Holding, loads: deps.Loads, sender: deps.Sender, affinity: deps.Affinity,
 		retryDelay: deps.RetryDelay, counters: deps.Counters, log: deps.Log, now: deps.Clock,
 		bodies: newBodyPool(), requests: newRequestPool(), observers: deps.Observers}
 	if e.loads == nil {
@@ -156,6 +158,9 @@ func NewEngine(d Decisions, deps EngineDeps) (*Engine, error) {
 		}
 		if pd.Now == nil {
 			pd.Now = deps.Clock
+		}
+		if pd.Pages == nil {
+			pd.Pages = deps.Index
 		}
 		e.pins = pins.New(d.PinConfig(), pd)
 		var po pinObservers

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/decide/routing"
+	"github.com/hintstream/hintstream/ingest/eventplane"
 	"github.com/hintstream/hintstream/schemas"
 )
 
@@ -38,7 +40,14 @@ func decodeRequestInto(lim schemas.Limits, m Message, req *schemas.RequestEvent)
 // Request decodes one request event (DecodeRequest) and decides on it
 // (OnRequest); a malformed one is Rejected. The decoded event is reused
 // for the next request unless the pins keep it (a turn, with pins on).
+// A frame of a KV router's active_sequences_events subject, which the
+// request stream captures beside request events
+// (--dynamo-active-sequences), is a routing-time start (Routed), so that
+// run and replay read that stream alike.
 func (e *Engine) Request(ctx context.Context, d Delivery, m Message) Outcome {
+	if eventplane.IsActiveSequencesSubject(m.Subject) {
+		return e.Routed(ctx, d, m)
+	}
 	e.counters.RequestsReceived.Inc()
 	req := e.requests.get()
 	odd, err := decodeRequestInto(e.d.Limits, m, req)
@@ -144,16 +153,37 @@ func (e *Engine) prefetchTo(d Delivery, req *schemas.RequestEvent) (routing.Cand
 		e.counters.HintsPrefetchSkipped.Inc("expired")
 		return routing.Candidate{}, time.Time{}, false
 	}
-	cand, err := e.selector.Select(req)
-	if err != nil {
-		e.counters.HintsPrefetchSkipped.Inc("no_worker")
-		e.log.Debug("no worker for wake-up", "request_id", req.RequestID, "model", req.Model)
+	byHashes := len(req.TokenIDs) == 0 && len(req.SequenceHashes) > 0
+	if byHashes {
+		if r := pins.HashesUnusable(req.SequenceHashScheme, req.LoraName, req.CacheSalt); r != "" {
+			e.counters.HintsPrefetchSkipped.Inc(r)
+			e.log.Debug("no prefetch: sequence hashes cannot be the workers'", "request_id", req.RequestID, "reason", r)
+			return routing.Candidate{}, time.Time{}, false
+		}
+	}
+	cand, reason := e.place(req)
+	if reason != "" {
+		e.counters.HintsPrefetchSkipped.Inc(reason)
+		e.log.Debug("no worker for prefetch", "request_id", req.RequestID, "model", req.Model, "reason", reason,
+			"worker_id", req.WorkerID)
 		return routing.Candidate{}, time.Time{}, false
 	}
-	body, id, err := actions.AppendPrefetch(e.bodies.get(), actions.Prefetch{
+	p := actions.Prefetch{
 		RequestID: req.RequestID, SessionID: req.SessionID, Model: req.Model,
 		TokenIDs: req.TokenIDs, DpRank: cand.Worker.DpRank, ExpiresAt: expires, WorkerID: cand.Worker.WorkerID,
-	})
+		CacheSalt: req.CacheSalt,
+	}
+	if byHashes {
+		p.SequenceHashes, p.SequenceBlockSize = req.SequenceHashes, req.SequenceBlockSize
+		if p.BlockHashes = e.pages(cand.Worker, req.SequenceHashes); len(p.BlockHashes) == 0 {
+			// No worker reported a block of the prompt: nothing the
+			// worker could be asked to load (also what keyed or random
+			// router hashes come to).
+			e.counters.HintsPrefetchSkipped.Inc("no_pages")
+			return routing.Candidate{}, time.Time{}, false
+		}
+	}
+	body, id, err := actions.AppendPrefetch(e.bodies.get(), p)
 	if err != nil {
 		e.counters.HintsPrefetchSkipped.Inc("encode")
 		e.log.Error("encode prefetch", "request_id", req.RequestID, "err", err)

@@ -80,6 +80,10 @@ type Pinning struct {
 	Now                     func() time.Time
 	// Observer, when set, hears each pin and renewal (observe.go).
 	Observer Observer
+	// Pages, when set, names a worker's blocks for a prompt known by its
+	// sequence hashes (the block index); without it such a prompt gets no
+	// pin (counted as no_pages).
+	Pages PageLookup
 
 	renew   renewals
 	returns returnStats
@@ -95,6 +99,7 @@ type Pinning struct {
 // replay), the registry, the sender, and the clock (nil: time.Now).
 type Deps struct {
 	Endpoint string
+	Pages    PageLookup
 	Index    RequestStore
 	Slots    SlotStore
 	Workers  WorkerLookup
@@ -130,7 +135,7 @@ func New(cfg Config, deps Deps) *Pinning {
 	return &Pinning{Endpoint: deps.Endpoint, Index: deps.Index, Slots: deps.Slots, Learner: tooltime.New(cfg.ToolTime),
 		TTL: cfg.TTL, Workers: deps.Workers, Sender: deps.Sender, ReleaseOnNextTurn: cfg.ReleaseOnNextTurn,
 		RenewMax: max(cfg.RenewMax, 0), MaxPinKeys: cfg.MaxPinKeys, MaxPinBytes: cfg.MaxPinBytes,
-		RetainOnWorker: cfg.RetainOnWorker, Counters: deps.Counters, Log: deps.Log, Now: deps.Now}
+		RetainOnWorker: cfg.RetainOnWorker, Counters: deps.Counters, Log: deps.Log, Now: deps.Now, Pages: deps.Pages}
 }
 
 func (p *Pinning) now() time.Time {
@@ -235,17 +240,24 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 	ctx, cancel := context.WithTimeout(ctx, streams.DefaultOpTimeout)
 	defer cancel()
 	toolCall := resp.FinishReason == "tool_calls" || len(resp.ToolCalls) > 0
+	byHashes := len(resp.SequenceHashes) > 0
 	e, err := p.Index.Entry(ctx, resp.RequestID)
 	switch {
 	case errors.Is(err, ErrRequestNotFound) && !toolCall:
 		p.Counters.ResponsesNoPin.Inc()
 		return false, nil // nothing announced a tool call; nothing to wait for
+	case errors.Is(err, ErrRequestNotFound) && byHashes:
+		// The response names its prompt itself: no request to wait for.
+		e = IndexEntry{}
 	case err != nil:
 		return false, p.retryOrSkip(a, resp, err)
 	}
 	if !toolCall && e.SimToolMs == 0 {
 		p.Counters.ResponsesNoPin.Inc()
 		return false, nil
+	}
+	if byHashes {
+		return p.pinByHashes(ctx, resp, e, a)
 	}
 	// Reading the request back is a stream round trip: tell the transport
 	// the response is being worked on.
@@ -283,6 +295,15 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		p.skip("no_full_page", resp)
 		return false, nil
 	}
+	pageTokens := len(tokens) / int(w.ObjectLayout.PageSize) * int(w.ObjectLayout.PageSize)
+	return p.pin(ctx, resp, req, e, a, actions.Pin{Keys: keys, Tokens: pageTokens})
+}
+
+// pin completes pin (its pages and Tokens set) with the slot, TTL and
+// priority of resp's tool call, records the slot and sends it; req is the
+// request read back, or nil.
+func (p *Pinning) pin(ctx context.Context, resp *schemas.ResponseEvent, req *schemas.RequestEvent, e IndexEntry,
+	a Arrival, pin actions.Pin) (queued bool, err error) {
 	tools := make([]string, 0, len(resp.ToolCalls))
 	for _, tc := range resp.ToolCalls {
 		tools = append(tools, tc.Name)
@@ -294,7 +315,10 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		p.Counters.PinsExpectedFrom.Inc(src.String())
 	}
 	ttl := p.TTL.TTL(expected)
-	pageTokens := len(tokens) / int(w.ObjectLayout.PageSize) * int(w.ObjectLayout.PageSize)
+	pageTokens := pin.Tokens
+	if req == nil {
+		req = &schemas.RequestEvent{}
+	}
 	session := req.SessionID
 	if session == "" {
 		session = resp.SessionID
@@ -303,8 +327,8 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 	if session != "" {
 		slot = "session:" + session
 	}
-	pin := actions.Pin{Trigger: resp.RequestID, Slot: slot, Keys: keys, TTL: ttl,
-		Priority: agentPriority(actions.Priority(pageTokens), req, resp), Tokens: pageTokens}
+	pin.Trigger, pin.Slot, pin.TTL = resp.RequestID, slot, ttl
+	pin.Priority = agentPriority(actions.Priority(pageTokens), req, resp)
 	if session == "" {
 		return p.send(pin, "pin", p.TTL.Deadline(ttl), a.Done), nil
 	}

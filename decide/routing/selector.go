@@ -213,7 +213,7 @@ func (s *Selector) overlaps(sc *scratch, req *schemas.RequestEvent, bs uint32, s
 	ov := &sc.tiers[sc.used]
 	sc.used++
 	ov.bs = bs
-	sc.hashes = kvevents.AppendPromptHashesSeeded(sc.hashes[:0], req.TokenIDs, int(bs), seed)
+	sc.hashes = promptHashes(sc.hashes[:0], req, bs, seed)
 	if f, ok := s.index.(OverlapFiller); ok {
 		if ov.reuse == nil {
 			ov.reuse = map[kvevents.WorkerKey]int{}
@@ -227,6 +227,34 @@ func (s *Selector) overlaps(sc *scratch, req *schemas.RequestEvent, bs uint32, s
 		ov.lower = s.lower.LowerOverlap(sc.hashes, ov.device)
 	}
 	return ov
+}
+
+// promptHashes appends the prompt's sequence hashes at block size bs to
+// dst: from its token ids, or else the sequence hashes it came with when
+// they are at bs. A prompt known only by hashes at another block size has
+// none at bs: it overlaps nothing on a worker of that block size (Dynamo's
+// own router has one block size, its trace's).
+func promptHashes(dst []uint64, req *schemas.RequestEvent, bs uint32, seed uint64) []uint64 {
+	if len(req.TokenIDs) == 0 && len(req.SequenceHashes) > 0 {
+		if req.SequenceBlockSize != bs {
+			return dst
+		}
+		return append(dst, req.SequenceHashes...)
+	}
+	return kvevents.AppendPromptHashesSeeded(dst, req.TokenIDs, int(bs), seed)
+}
+
+// PromptLen is the prompt's length in tokens: its token ids, or for a
+// prompt known by sequence hashes its prompt_tokens, else its full
+// blocks'.
+func PromptLen(req *schemas.RequestEvent) int {
+	switch {
+	case len(req.TokenIDs) > 0:
+		return len(req.TokenIDs)
+	case req.PromptTokens > 0:
+		return int(req.PromptTokens)
+	}
+	return len(req.SequenceHashes) * int(req.SequenceBlockSize)
 }
 
 // NewSelector returns a Selector over a registry, an index and loads,
@@ -301,7 +329,7 @@ func (s *Selector) Select(req *schemas.RequestEvent) (Candidate, error) {
 	now := s.now()
 	c, err := s.choose(req, s.candidates(sc, req, now))
 	if err == nil {
-		s.spread.add(c.Worker, now, float64(len(req.TokenIDs)/c.BlockSize))
+		s.spread.add(c.Worker, now, float64(PromptLen(req)/c.BlockSize))
 	}
 	return c, err
 }
@@ -310,7 +338,7 @@ func (s *Selector) Select(req *schemas.RequestEvent) (Candidate, error) {
 // back).
 func (s *Selector) candidates(sc *scratch, req *schemas.RequestEvent, now time.Time) []Candidate {
 	out := sc.cands[:0]
-	isl := len(req.TokenIDs)
+	isl := PromptLen(req)
 	// The request's LoRA adapter and cache namespace choose the block seed,
 	// as in Dynamo's compute_block_hash_for_seq (see kvevents.BlockSeed).
 	seed := kvevents.BlockSeed(req.LoraName, req.CacheSalt)

@@ -26,7 +26,18 @@ var (
 	// ErrBudget, anything else).
 	dropReasons = []string{actions.DropQueueFull, actions.DropExpired, actions.DropClosed, actions.DropBudget, actions.DropError}
 	// pinSkips are the reasons a tool-call response gets no pin.
-	pinSkips = []string{"unknown_worker", "no_layout", "no_full_page", "request_not_found", "encode", "over_cap"}
+	pinSkips = []string{"unknown_worker", "no_layout", "no_full_page", "request_not_found", "encode", "over_cap",
+		HashesKeyed, HashesUnsalted, "no_pages"}
+	// prefetchSkips are the reasons a wake-up or a routed request gets
+	// no prefetch.
+	prefetchSkips = []string{"expired", "no_worker", "encode", "unknown_worker", HashesKeyed, HashesUnsalted, "no_pages"}
+)
+
+// The reasons a prompt known by sequence hashes gets no hint, because
+// its hashes cannot match the workers' blocks (schemas.HashScheme*).
+const (
+	HashesKeyed    = "hashes_keyed"
+	HashesUnsalted = "hashes_unsalted"
 )
 
 const (
@@ -151,7 +162,7 @@ func New() *Families {
 	f.ResponsesMaxDeliveries = b.counter("hintstream_responses_max_deliveries_total", "Response events that ran out of deliveries and were copied to the dead-letter subject.")
 
 	f.HintsPrefetchQueued = b.counter("hintstream_hints_prefetch_queued_total", "Prefetch hints handed to the sender's queue, one per wake-up decided.")
-	f.HintsPrefetchSkipped = b.vec("hintstream_hints_prefetch_skipped_total", "reason", "Wake-ups given no prefetch hint, by reason: expired (older than --prefetch-ttl), no_worker (no candidate), encode.", "expired", "no_worker", "encode")
+	f.HintsPrefetchSkipped = b.vec("hintstream_hints_prefetch_skipped_total", "reason", "Wake-ups and routed requests given no prefetch hint, by reason: expired (older than --prefetch-ttl), no_worker (no candidate), encode, unknown_worker (the router's worker is not registered), hashes_keyed and hashes_unsalted (sequence hashes that cannot be the workers', docs/dynamo.md), no_pages (no worker reported a block of a prompt known by hashes).", prefetchSkips...)
 	f.HintsPrefetchDropped = b.vec("hintstream_hints_prefetch_dropped_total", "reason", "Prefetch hints the sender refused to queue, by reason.", dropReasons...)
 	f.HintsPinQueued = b.counter("hintstream_hints_pin_queued_total", "Tool-call pin hints handed to the sender's queue.")
 	f.HintsPinSkipped = b.vec("hintstream_hints_pin_skipped_total", "reason", "Tool-call responses given no pin hint, by reason.", pinSkips...)
