@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/hintstream
 export CGO_ENABLED := 1
 
-.PHONY: all deps build run test test-long sim check vet fmt-check race parity bench fuzz generate docs clean loadtest reliability chart-test report-check
+.PHONY: all deps build run test test-long sim check vet fmt-check race parity bench fuzz generate docs clean loadtest reliability chart-test report-check vectors
 
 all: build
 
@@ -69,6 +69,12 @@ parity: deps
 ## Go module (Helm stays out of the main module; `./...` above skips it)
 chart-test: deps
 	cd deploy/helm/charttest && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+
+## vectors: the vectors hintstream makes itself (not copies of shared/):
+## SGLang's namespaced page hashes and Mooncake keys, from SGLang's source
+## in Python (actions.TestSGLangSaltedVectorsCurrent checks the file)
+vectors:
+	/usr/bin/python3 scripts/sglang-salted-vectors.py
 
 ## bench: the benchmarks (figures in the README and closing notes)
 bench: deps

@@ -54,11 +54,21 @@ func (o *retentionObserver) ObserveRequest(_ context.Context, r engine.ObservedR
 		at = time.Now()
 	}
 	l := o.layout(req.Model)
-	if l == nil {
+	var keys []string
+	var err error
+	if l != nil && req.LoraName == "" {
+		keys, err = actions.ObjectKeysIn(l, req.TokenIDs, actions.Namespace{CacheSalt: req.CacheSalt})
+	}
+	switch {
+	case l == nil:
 		o.counters.Retention.Skipped.Inc("no_layout")
-	} else if keys, err := actions.ObjectKeys(l, req.TokenIDs); err != nil || len(keys) == 0 {
+	case req.LoraName != "":
+		// As the tool-call pins: SGLang's keys then carry a lora_id
+		// hintstream cannot know.
+		o.counters.Retention.Skipped.Inc("unknown_namespace")
+	case err != nil || len(keys) == 0:
 		o.counters.Retention.Skipped.Inc("no_full_page")
-	} else {
+	default:
 		o.planner.Request(at, req.SessionID, keys, int(l.PageSize))
 		o.publish(retention.Observation{Kind: retention.ObserveRequest, At: at, Session: req.SessionID, Keys: keys,
 			PageTokens: int(l.PageSize)})

@@ -266,7 +266,15 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 	if p.Endpoint == "" { // retain only: no Mooncake master to pin in
 		return false, nil
 	}
-	keys, cut, err := actions.ObjectKeysCapped(w.ObjectLayout, tokens, p.MaxPinKeys, p.MaxPinBytes)
+	if req.LoraName != "" {
+		// SGLang's extra_key then ends in the adapter's lora_id, an id
+		// SGLang makes when it loads the adapter: keys named without it
+		// would name objects that do not exist.
+		p.skip("unknown_namespace", resp)
+		return false, nil
+	}
+	keys, cut, err := actions.ObjectKeysCapped(w.ObjectLayout, tokens, actions.Namespace{CacheSalt: req.CacheSalt},
+		p.MaxPinKeys, p.MaxPinBytes)
 	switch {
 	case errors.Is(err, actions.ErrNoLayout):
 		p.skip("no_layout", resp)

@@ -26,7 +26,7 @@ var (
 	// ErrBudget, anything else).
 	dropReasons = []string{actions.DropQueueFull, actions.DropExpired, actions.DropClosed, actions.DropBudget, actions.DropError}
 	// pinSkips are the reasons a tool-call response gets no pin.
-	pinSkips = []string{"unknown_worker", "no_layout", "no_full_page", "request_not_found", "encode", "over_cap"}
+	pinSkips = []string{"unknown_worker", "no_layout", "no_full_page", "request_not_found", "encode", "over_cap", "unknown_namespace"}
 )
 
 const (

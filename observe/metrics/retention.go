@@ -26,6 +26,6 @@ func newRetention(b builder) Retention {
 		Renewals: b.counter("hintstream_retention_renewals_total", "Retention slots pinned again: new keys, or a renewal before the pin lapses."),
 		Releases: b.counter("hintstream_retention_releases_total", "Retention slots released because nothing in them stays within the budget."),
 		Group:    newRetentionGroup(b),
-		Skipped:  b.vec("hintstream_retention_skipped_total", "reason", "Turns the retention planner could not map to store pages, by reason.", "no_layout", "no_full_page"),
+		Skipped:  b.vec("hintstream_retention_skipped_total", "reason", "Turns the retention planner could not map to store pages, by reason.", "no_layout", "no_full_page", "unknown_namespace"),
 	}
 }
