@@ -22,10 +22,10 @@ import (
 func (c *Config) registerPinFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PinEndpoint, "pin-endpoint", cmdline.Env("DYN_KVM_PIN_ENDPOINT", ""), "Mooncake master's PULL socket for tool-call pins (env DYN_KVM_PIN_ENDPOINT); empty: pins off")
 	fs.DurationVar(&c.RequestIndexTTL, "request-index-ttl", DefaultRequestIndexTTL, "how long a response may trail its request and still be pinned")
-	// At each tool-call pin, also send the serving worker a kv.retain@1.0
+	// At each tool-call pin, also send the serving worker a hintstream.retain@1.0
 	// (for `hintstream adapter` beside it; the only tool-call hint when no
 	// --pin-endpoint is set). A run's choice only: replay does not send it.
-	fs.BoolVar(&c.Decisions.RetainOnWorker, "retain-on-worker", false, "at each tool call, also send the serving worker's hint socket a kv.retain of the turn's tokens "+
+	fs.BoolVar(&c.Decisions.RetainOnWorker, "retain-on-worker", false, "at each tool call, also send the serving worker's hint socket a hintstream.retain of the turn's tokens "+
 		"(TTL and priority as the pin's), for `hintstream adapter` to keep them in the engine's cache; works without --pin-endpoint")
 	fs.IntVar(&c.Decisions.MaxPinKeys, "pin-max-keys", actions.DefaultMaxPinKeys,
 		"cap on one pin's object keys; a longer pin is cut to its leading pages, one page over it is not pinned")

@@ -70,7 +70,7 @@ func adapterCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	fs.Var(&prio, "engine-priority", "scheduling priority sent with every warm-up: the lowest the engine's policy offers "+
 		"(vLLM --scheduling-policy priority: a large value; SGLang --enable-priority-scheduling: the low end); unset: none sent")
 	usageHeader(fs, "Usage: hintstream adapter --bind tcp://HOST:PORT --engine sglang|vllm --engine-url URL [flags]\n\n"+
-		"Binds a worker's hint socket and acts on kv.prefetch and kv.retain through the engine's HTTP API:\n"+
+		"Binds a worker's hint socket and acts on kv.prefetch and hintstream.retain through the engine's HTTP API:\n"+
 		"a one-token warm-up request for the hint's tokens (vLLM: with a vllm.set_priority claim).")
 	if err := parseArgs(fs, args, stdout, stderr); err != nil {
 		return err

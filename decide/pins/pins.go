@@ -84,7 +84,7 @@ type Pinning struct {
 	renew   renewals
 	returns returnStats
 
-	// RetainOnWorker also sends the serving worker a kv.retain of the
+	// RetainOnWorker also sends the serving worker a hintstream.retain of the
 	// turn's tokens at each tool call (retain.go); with no Endpoint it
 	// is all that is sent.
 	RetainOnWorker bool

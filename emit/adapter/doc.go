@@ -1,7 +1,7 @@
 // Package adapter is the worker-side sidecar of `hintstream adapter`: it
 // binds a worker's hint socket (a ZeroMQ PULL, where the worker's registry
 // record points), decodes each KvHintsEnvelope with package receiver, and
-// carries out kv.prefetch@1.0 and kv.retain@1.0 through the HTTP API an
+// carries out kv.prefetch@1.0 and hintstream.retain@1.0 through the HTTP API an
 // unmodified engine already has: a one-token request for the hint's
 // tokens, so the engine loads (or computes) the prefix into its prefix
 // cache before the turn arrives.

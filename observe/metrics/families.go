@@ -80,7 +80,7 @@ type Families struct {
 	HintsRenewDropped                          *CounterVec
 	HintsReleaseQueued                         *Counter
 	HintsReleaseDropped                        *CounterVec
-	HintsRetainQueued                          *Counter    // kv.retain to the serving worker (--retain-on-worker)
+	HintsRetainQueued                          *Counter    // hintstream.retain to the serving worker (--retain-on-worker)
 	HintsRetainDropped                         *CounterVec // by drop reason, and "encode" / "no_endpoint"
 
 	// Retention planner pins (retention.go).
@@ -159,8 +159,8 @@ func New() *Families {
 	f.HintsRenewDropped = b.vec("hintstream_hints_renew_dropped_total", "reason", "Pin renewals the sender refused to queue, by reason.", dropReasons...)
 	f.HintsReleaseQueued = b.counter("hintstream_hints_release_queued_total", "Pin releases handed to the sender's queue, sent when the session's next request arrives.")
 	f.HintsReleaseDropped = b.vec("hintstream_hints_release_dropped_total", "reason", "Pin releases the sender refused to queue, by reason.", dropReasons...)
-	f.HintsRetainQueued = b.counter("hintstream_hints_retain_queued_total", "kv.retain hints to the worker that served a tool call (--retain-on-worker), handed to the sender's queue.")
-	f.HintsRetainDropped = b.vec("hintstream_hints_retain_dropped_total", "reason", "kv.retain hints not queued, by reason.", append(slices.Clone(dropReasons), "encode", "no_endpoint")...)
+	f.HintsRetainQueued = b.counter("hintstream_hints_retain_queued_total", "hintstream.retain hints to the worker that served a tool call (--retain-on-worker), handed to the sender's queue.")
+	f.HintsRetainDropped = b.vec("hintstream_hints_retain_dropped_total", "reason", "hintstream.retain hints not queued, by reason.", append(slices.Clone(dropReasons), "encode", "no_endpoint")...)
 
 	f.Retention = newRetention(b)
 
@@ -413,6 +413,7 @@ type Receiver struct {
 	OtherWorker                                          *Counter
 	Delivered                                            *CounterVec
 	Stale                                                *Counter
+	LegacyAction                                         *Counter
 }
 
 // NewReceiver returns a receiver's counters at 0.
@@ -426,6 +427,7 @@ func NewReceiver() *Receiver {
 	r.UnknownAction = b.counter("hintstream_receiver_unknown_action_total", "Actions of a type the receiver does not handle, skipped.")
 	r.OtherWorker = b.counter("hintstream_receiver_other_worker_total", "Prefetch actions dropped because their worker_id names another worker than the receiver's.")
 	r.Stale = b.counter("hintstream_receiver_stale_total", "Pin actions dropped because their revision was not above the last one applied to their slot (docs/wire.md).")
+	r.LegacyAction = b.counter("hintstream_receiver_legacy_action_total", "Actions under a retired name (kv.retain, now hintstream.retain), acted on as the new name; accepted for one release.")
 	r.Delivered = b.vec("hintstream_receiver_delivered_total", "reason", "Actions handed to the handler, by action type.", actions.ActionPrefetch, actions.ActionPin)
 	return r
 }
