@@ -21,7 +21,7 @@ import (
 const (
 	ActionRetain       = "hintstream.retain"
 	LegacyActionRetain = "kv.retain"
-	RetainVersion = "1.0"
+	RetainVersion      = "1.0"
 	// MaxRetainClaim is the longest claim id: vLLM's vllm.set_priority
 	// takes claim_id of 1..256 characters (vllm/v1/kv_hints/actions.py
 	// at ffeb400564cafb694280912a1d54a9a676295fb1), which the adapter
