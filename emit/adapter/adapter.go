@@ -249,7 +249,7 @@ type Adapter struct {
 	tokens   atomic.Int64 // prompt tokens of the jobs queued or in flight (QueueTokens)
 	revs     *revisions
 	base     string
-	caller   *Caller // makes the engine calls (caller.go)
+	caller   *Caller     // makes the engine calls (caller.go)
 	running  atomic.Bool // Run is receiving (/readyz)
 }
 
