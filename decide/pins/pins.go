@@ -88,6 +88,10 @@ type Pinning struct {
 	// turn's tokens at each tool call (retain.go); with no Endpoint it
 	// is all that is sent.
 	RetainOnWorker bool
+	// Tokens, when set, also keeps each tool call's tokens pinned in a
+	// store that names pages by tokens and keeps no TTL of its own
+	// (LMCache's controller, package lmcachepin): see tokenpins.go.
+	Tokens TokenPins
 }
 
 // Deps are what a Pinning needs besides its configuration: the pin
@@ -102,6 +106,8 @@ type Deps struct {
 	Counters *metrics.Families
 	Log      *slog.Logger
 	Now      func() time.Time
+	// Tokens: see Pinning.Tokens; nil: none.
+	Tokens TokenPins
 }
 
 // Config is a Pinning's policy (engine.Decisions.PinConfig maps run's and
@@ -130,7 +136,7 @@ func New(cfg Config, deps Deps) *Pinning {
 	return &Pinning{Endpoint: deps.Endpoint, Index: deps.Index, Slots: deps.Slots, Learner: tooltime.New(cfg.ToolTime),
 		TTL: cfg.TTL, Workers: deps.Workers, Sender: deps.Sender, ReleaseOnNextTurn: cfg.ReleaseOnNextTurn,
 		RenewMax: max(cfg.RenewMax, 0), MaxPinKeys: cfg.MaxPinKeys, MaxPinBytes: cfg.MaxPinBytes,
-		RetainOnWorker: cfg.RetainOnWorker, Counters: deps.Counters, Log: deps.Log, Now: deps.Now}
+		RetainOnWorker: cfg.RetainOnWorker, Counters: deps.Counters, Log: deps.Log, Now: deps.Now, Tokens: deps.Tokens}
 }
 
 func (p *Pinning) now() time.Time {
@@ -169,6 +175,10 @@ func (p *Pinning) OnRequest(ctx context.Context, seq uint64, at time.Time, req *
 		return err
 	}
 	p.returns.observe(p.Learner, rec.Tools, true)
+	if p.Tokens != nil {
+		// The tool returned: the next turn loads the pages itself.
+		p.Tokens.Release(ctx, rec.Slot, rec.Trigger)
+	}
 	if req.ReceivedAtMs > 0 {
 		at = time.UnixMilli(req.ReceivedAtMs)
 	}
@@ -191,7 +201,7 @@ func (p *Pinning) OnRequest(ctx context.Context, seq uint64, at time.Time, req *
 		}
 		p.Counters.ToolObserved.Inc(label)
 	}
-	if p.ReleaseOnNextTurn && p.now().Before(time.UnixMilli(rec.ExpiresAtMs)) {
+	if p.ReleaseOnNextTurn && p.Endpoint != "" && p.now().Before(time.UnixMilli(rec.ExpiresAtMs)) {
 		p.send(actions.Pin{Trigger: rec.Trigger, Slot: rec.Slot, Revision: rev}, "release", time.Second, nil)
 	}
 	return nil
@@ -263,7 +273,8 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 	}
 	tokens := append(append(make([]uint32, 0, len(req.TokenIDs)+len(resp.OutputTokenIDs)), req.TokenIDs...), resp.OutputTokenIDs...)
 	p.retainOnWorker(req, resp, w, tokens, e.SimToolMs)
-	if p.Endpoint == "" { // retain only: no Mooncake master to pin in
+	p.holdTokens(ctx, req, resp, tokens, e.SimToolMs, a) // tokenpins.go
+	if p.Endpoint == "" {                                // no Mooncake master to pin in
 		return false, nil
 	}
 	if req.LoraName != "" {
@@ -291,26 +302,9 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		p.skip("no_full_page", resp)
 		return false, nil
 	}
-	tools := make([]string, 0, len(resp.ToolCalls))
-	for _, tc := range resp.ToolCalls {
-		tools = append(tools, tc.Name)
-	}
-	expected := toolDuration(e.SimToolMs)
-	if e.SimToolMs <= 1 {
-		var src tooltime.Source
-		expected, src = p.Learner.Expected(tools)
-		p.Counters.PinsExpectedFrom.Inc(src.String())
-	}
-	ttl := p.TTL.TTL(expected)
+	tools, ttl := p.toolTTL(resp, e.SimToolMs)
 	pageTokens := len(tokens) / int(w.ObjectLayout.PageSize) * int(w.ObjectLayout.PageSize)
-	session := req.SessionID
-	if session == "" {
-		session = resp.SessionID
-	}
-	slot := "request:" + resp.RequestID
-	if session != "" {
-		slot = "session:" + session
-	}
+	session, slot := slotOf(req, resp)
 	pin := actions.Pin{Trigger: resp.RequestID, Slot: slot, Keys: keys, TTL: ttl,
 		Priority: agentPriority(actions.Priority(pageTokens), req, resp), Tokens: pageTokens}
 	if session == "" {
@@ -338,6 +332,35 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		p.schedule(session, pin, tools, completed, ttl, rev)
 	}
 	return queued, nil
+}
+
+// toolTTL is the tools a response called and the TTL its pin gets: the
+// tool time its request announced, else the learned one, plus headroom.
+func (p *Pinning) toolTTL(resp *schemas.ResponseEvent, simToolMs int64) ([]string, time.Duration) {
+	tools := make([]string, 0, len(resp.ToolCalls))
+	for _, tc := range resp.ToolCalls {
+		tools = append(tools, tc.Name)
+	}
+	expected := toolDuration(simToolMs)
+	if simToolMs <= 1 {
+		var src tooltime.Source
+		expected, src = p.Learner.Expected(tools)
+		p.Counters.PinsExpectedFrom.Inc(src.String())
+	}
+	return tools, p.TTL.TTL(expected)
+}
+
+// slotOf is a tool call's session and the slot its pin takes: one per
+// session, or per request without one.
+func slotOf(req *schemas.RequestEvent, resp *schemas.ResponseEvent) (session, slot string) {
+	session = req.SessionID
+	if session == "" {
+		session = resp.SessionID
+	}
+	if session != "" {
+		return session, "session:" + session
+	}
+	return "", "request:" + resp.RequestID
 }
 
 // maxToolMs is the longest tool time an event may announce: a pin never

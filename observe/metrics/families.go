@@ -85,6 +85,8 @@ type Families struct {
 
 	// Retention planner pins (retention.go).
 	Retention Retention
+	// Tool-call pins kept in LMCache through its controller (lmcachepin.go).
+	LMCachePins LMCachePins
 
 	// Tool-call pins and their renewals.
 	PinsRequestIndexFull, PinsSlotsFull *Counter
@@ -163,6 +165,7 @@ func New() *Families {
 	f.HintsRetainDropped = b.vec("hintstream_hints_retain_dropped_total", "reason", "hintstream.retain hints not queued, by reason.", append(slices.Clone(dropReasons), "encode", "no_endpoint")...)
 
 	f.Retention = newRetention(b)
+	f.LMCachePins = newLMCachePins(b)
 
 	f.PinsRequestIndexFull = b.counter("hintstream_pins_request_index_full_total", "Requests not recorded for a later pin because the request index (KV bucket) was full.")
 	f.PinsSlotsFull = b.counter("hintstream_pins_slots_full_total", "Pins not recorded in the slot bucket because it was full.")
