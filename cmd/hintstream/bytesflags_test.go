@@ -12,7 +12,7 @@ import (
 // internal/cmdline (BytesVar), so every one of them takes units, on the
 // command line and in a config file.
 func TestByteSizeFlags(t *testing.T) {
-	if code, out, errOut := call("run", "--check-config", "--l3-capacity", "384GiB", "--l3-pin-budget", "40%"); code != 0 || !strings.Contains(out, "configuration ok") {
+	if code, out, errOut := call("run", "--check-config", "--pin-endpoint", "tcp://127.0.0.1:5557", "--l3-capacity", "384GiB", "--l3-pin-budget", "40%"); code != 0 || !strings.Contains(out, "configuration ok") {
 		t.Fatalf("run --l3-capacity 384GiB: exit %d\n%s%s", code, out, errOut)
 	}
 	if code, _, errOut := call("run", "--check-config", "--l3-capacity", "384gib", "--l3-pin-budget", "40%"); code != 2 || !strings.Contains(errOut, "-l3-capacity") || !strings.Contains(errOut, "not a byte size") {
@@ -23,7 +23,7 @@ func TestByteSizeFlags(t *testing.T) {
 		t.Errorf("run --l3-pin-budget 2GB over --l3-capacity 1GiB: exit %d, %s", code, errOut)
 	}
 	cfg := filepath.Join(t.TempDir(), "run.yaml")
-	if err := os.WriteFile(cfg, []byte("l3-capacity: 384GiB\nl3-pin-budget: 100GiB\nrequests-max-bytes: 1 GiB\nmax-message-bytes: 4MiB\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte("pin-endpoint: tcp://127.0.0.1:5557\nl3-capacity: 384GiB\nl3-pin-budget: 100GiB\nrequests-max-bytes: 1 GiB\nmax-message-bytes: 4MiB\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if code, out, errOut := call("run", "--check-config", "--config", cfg); code != 0 || !strings.Contains(out, "configuration ok") {
