@@ -13,6 +13,7 @@ import (
 	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/emit/lmcachepin"
 	"github.com/hintstream/hintstream/internal/natstest"
+	"github.com/hintstream/hintstream/internal/standin"
 	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/schemas"
 )
@@ -60,7 +61,8 @@ func prompt(n int) []uint32 {
 // timeout; at the deadline it lapses: no more calls, its record gone,
 // and LMCache lets it go within the pin timeout.
 func TestHoldRepinsUntilDeadlineThenLapses(t *testing.T) {
-	c := newController(t, testPinTimeout, "vllm-7-1")
+	c := standin.NewLMCacheController(testPinTimeout, "vllm-7-1")
+	t.Cleanup(c.Close)
 	store := lmcachepin.NewMemStore()
 	h, n := newHolder(t, c.URL, store, lmcachepin.Config{Instance: "vllm-{worker_id}-{dp_rank}"})
 	natstest.Run(t, h.Run)
@@ -70,30 +72,30 @@ func TestHoldRepinsUntilDeadlineThenLapses(t *testing.T) {
 		DpRank: 1, Tokens: toks, Until: until}) {
 		t.Fatal("not held")
 	}
-	natstest.Eventually(t, 5*time.Second, func() bool { return len(c.pinCalls()) >= 1 }, "first /pin")
-	first := c.pinCalls()[0]
+	natstest.Eventually(t, 5*time.Second, func() bool { return len(c.Pins()) >= 1 }, "first /pin")
+	first := c.Pins()[0]
 	if first.Instance != "vllm-7-1" || first.Location != lmcachepin.DefaultLocation || !slices.Equal(first.Tokens, toks) || len(first.Unknown) != 0 {
 		t.Fatalf("first /pin %+v", first)
 	}
 	// Past LMCache's own timeout, the pin is still held: re-pinned.
 	time.Sleep(time.Until(time.Now().Add(testPinTimeout + 100*time.Millisecond))) // a span of the clock under test, not a synchronisation
-	if !c.pinned("vllm-7-1", toks) || time.Now().After(until) {
-		t.Fatalf("pin not held past LMCache's pin timeout (%d calls)", len(c.pinCalls()))
+	if !c.Pinned("vllm-7-1", toks) || time.Now().After(until) {
+		t.Fatalf("pin not held past LMCache's pin timeout (%d calls)", len(c.Pins()))
 	}
 	natstest.Eventually(t, 5*time.Second, func() bool { return n.Lapsed.Value() == 1 }, "the pin lapsed")
-	calls := len(c.pinCalls())
+	calls := len(c.Pins())
 	if calls < 3 {
 		t.Fatalf("%d /pin calls over the pin's life, want re-pins", calls)
 	}
-	if last := c.pinCalls()[calls-1].At; last.After(until) {
+	if last := c.Pins()[calls-1].At; last.After(until) {
 		t.Fatalf("a /pin at %v, past the deadline %v", last, until)
 	}
 	if _, ok, _ := store.Get(context.Background(), "session:s"); ok || h.Held() != 0 {
 		t.Fatal("lapsed pin still recorded or held")
 	}
-	natstest.Eventually(t, 5*time.Second, func() bool { return !c.pinned("vllm-7-1", toks) }, "LMCache let the pin go")
-	if len(c.pinCalls()) != calls || n.Calls.Value(metrics.LMCachePinOK) != uint64(calls) {
-		t.Fatalf("calls after lapse: %d then %d; ok %d", calls, len(c.pinCalls()), n.Calls.Value(metrics.LMCachePinOK))
+	natstest.Eventually(t, 5*time.Second, func() bool { return !c.Pinned("vllm-7-1", toks) }, "LMCache let the pin go")
+	if len(c.Pins()) != calls || n.Calls.Value(metrics.LMCachePinOK) != uint64(calls) {
+		t.Fatalf("calls after lapse: %d then %d; ok %d", calls, len(c.Pins()), n.Calls.Value(metrics.LMCachePinOK))
 	}
 }
 
@@ -101,14 +103,15 @@ func TestHoldRepinsUntilDeadlineThenLapses(t *testing.T) {
 // more, so LMCache lets it go within its timeout, long before the
 // deadline. A release naming an older trigger does nothing.
 func TestReleaseEndsThePin(t *testing.T) {
-	c := newController(t, testPinTimeout, lmcachepin.DefaultInstance)
+	c := standin.NewLMCacheController(testPinTimeout, lmcachepin.DefaultInstance)
+	t.Cleanup(c.Close)
 	store := lmcachepin.NewMemStore()
 	h, n := newHolder(t, c.URL, store, lmcachepin.Config{})
 	natstest.Run(t, h.Run)
 	toks := prompt(64)
 	ctx := context.Background()
 	h.Hold(ctx, pins.TokenPin{Slot: "session:s", Trigger: "r2", Tokens: toks, Until: time.Now().Add(time.Minute)})
-	natstest.Eventually(t, 5*time.Second, func() bool { return len(c.pinCalls()) >= 2 }, "pinned and re-pinned")
+	natstest.Eventually(t, 5*time.Second, func() bool { return len(c.Pins()) >= 2 }, "pinned and re-pinned")
 	h.Release(ctx, "session:s", "r1") // an older pin's release
 	if n.Released.Value() != 0 || h.Held() != 1 {
 		t.Fatal("an older trigger's release let go of the new pin")
@@ -120,18 +123,19 @@ func TestReleaseEndsThePin(t *testing.T) {
 	if _, ok, _ := store.Get(ctx, "session:s"); ok {
 		t.Fatal("released pin still recorded")
 	}
-	natstest.Eventually(t, 5*time.Second, func() bool { return !c.pinned(lmcachepin.DefaultInstance, toks) }, "LMCache let the pin go")
-	calls := len(c.pinCalls())
+	natstest.Eventually(t, 5*time.Second, func() bool { return !c.Pinned(lmcachepin.DefaultInstance, toks) }, "LMCache let the pin go")
+	calls := len(c.Pins())
 	time.Sleep(3 * testRepin) // a span in which a held pin would be pinned again, not a synchronisation
-	if len(c.pinCalls()) != calls {
-		t.Fatalf("pinned again after the release: %d calls, then %d", calls, len(c.pinCalls()))
+	if len(c.Pins()) != calls {
+		t.Fatalf("pinned again after the release: %d calls, then %d", calls, len(c.Pins()))
 	}
 }
 
 // A member releases a pin another member holds (the next turn reached
 // it): the holder finds the record gone at its next re-pin and stops.
 func TestReleaseByAnotherMember(t *testing.T) {
-	c := newController(t, testPinTimeout, lmcachepin.DefaultInstance)
+	c := standin.NewLMCacheController(testPinTimeout, lmcachepin.DefaultInstance)
+	t.Cleanup(c.Close)
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
 	ctx := context.Background()
@@ -147,7 +151,7 @@ func TestReleaseByAnotherMember(t *testing.T) {
 	b, nb := newHolder(t, c.URL, storeB, lmcachepin.Config{})
 	natstest.Run(t, a.Run)
 	a.Hold(ctx, pins.TokenPin{Slot: "session:x", Trigger: "r", Tokens: prompt(32), Until: time.Now().Add(time.Minute)})
-	natstest.Eventually(t, 5*time.Second, func() bool { return len(c.pinCalls()) >= 1 }, "pinned")
+	natstest.Eventually(t, 5*time.Second, func() bool { return len(c.Pins()) >= 1 }, "pinned")
 	b.Release(ctx, "session:x", "r")
 	if nb.Released.Value() != 1 {
 		t.Fatal("not released")
@@ -159,7 +163,8 @@ func TestReleaseByAnotherMember(t *testing.T) {
 // The new holder deletes the lapsed one without a call and pins the due
 // one again at once, with the tokens it recorded.
 func TestRestartForgetsLapsedResumesLive(t *testing.T) {
-	c := newController(t, testPinTimeout, lmcachepin.DefaultInstance)
+	c := standin.NewLMCacheController(testPinTimeout, lmcachepin.DefaultInstance)
+	t.Cleanup(c.Close)
 	srv := natstest.Start(t)
 	_, js := natstest.Connect(t, srv)
 	ctx := context.Background()
@@ -176,13 +181,13 @@ func TestRestartForgetsLapsedResumesLive(t *testing.T) {
 		r, ok, _ := store.Get(ctx, "session:gone")
 		return ok && time.Now().After(time.UnixMilli(r.UntilMs))
 	}, "the short pin's deadline passed while no hintstream ran")
-	if n := len(c.pinCalls()); n != 0 {
+	if n := len(c.Pins()); n != 0 {
 		t.Fatalf("%d calls before any Run", n)
 	}
 	second, n := newHolder(t, c.URL, store, lmcachepin.Config{})
 	natstest.Run(t, second.Run)
-	natstest.Eventually(t, 5*time.Second, func() bool { return len(c.pinCalls()) >= 1 }, "the live pin pinned again")
-	if call := c.pinCalls()[0]; !slices.Equal(call.Tokens, live) {
+	natstest.Eventually(t, 5*time.Second, func() bool { return len(c.Pins()) >= 1 }, "the live pin pinned again")
+	if call := c.Pins()[0]; !slices.Equal(call.Tokens, live) {
 		t.Fatalf("resumed /pin tokens %v", call.Tokens)
 	}
 	if n.Lapsed.Value() != 1 || n.Held.Value() != 1 || second.Held() != 1 {
@@ -191,7 +196,7 @@ func TestRestartForgetsLapsedResumesLive(t *testing.T) {
 	if _, ok, _ := store.Get(ctx, "session:gone"); ok {
 		t.Fatal("lapsed pin still recorded")
 	}
-	for _, call := range c.pinCalls() {
+	for _, call := range c.Pins() {
 		if slices.Equal(call.Tokens, gone) {
 			t.Fatal("the lapsed pin was pinned again")
 		}
@@ -236,8 +241,9 @@ func TestHostileController(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newController(t, testPinTimeout, "known")
-			c.setAnswer(tc.answer)
+			c := standin.NewLMCacheController(testPinTimeout, "known")
+	t.Cleanup(c.Close)
+			c.SetAnswer(tc.answer)
 			h, n := newHolder(t, c.URL, lmcachepin.NewMemStore(), lmcachepin.Config{Instance: "unknown", Repin: time.Second,
 				CallTimeout: 200 * time.Millisecond})
 			if tc.answer != nil {

@@ -1,7 +1,8 @@
 // Package standin runs engine_standin.py, a stand-in for SGLang's or
 // vLLM's HTTP API written from their request schemas (see the script's
 // docstring for the files and commits), for tests and the demo: no GPU
-// can run the real engines here.
+// can run the real engines here. LMCacheController (lmcache_controller.go)
+// stands in for LMCache's controller, in Go.
 //
 // It needs /usr/bin/python3 (standard library only).
 package standin
