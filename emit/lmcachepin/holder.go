@@ -30,8 +30,9 @@ const (
 	// LMCache's default pin_timeout_sec (300 s) by enough for a failed
 	// call's retries.
 	DefaultRepin = 2 * time.Minute
-	// DefaultCallTimeout bounds one /pin call: the controller asks each
-	// worker of the instance over ZeroMQ and answers when they have.
+	// DefaultCallTimeout bounds one /pin call (or half the re-pin
+	// interval, when shorter): the controller asks each worker of the
+	// instance over ZeroMQ and answers when they have.
 	DefaultCallTimeout = 5 * time.Second
 	// DefaultRetryDelay is the first wait before a retry; it doubles.
 	DefaultRetryDelay = 100 * time.Millisecond
@@ -75,7 +76,8 @@ func (c *Config) defaults() {
 		c.Repin = DefaultRepin
 	}
 	if c.CallTimeout == 0 {
-		c.CallTimeout = DefaultCallTimeout
+		// A call may not outlast the re-pin it would be overtaken by.
+		c.CallTimeout = min(DefaultCallTimeout, c.Repin/2)
 	}
 	if c.RetryDelay == 0 {
 		c.RetryDelay = DefaultRetryDelay
