@@ -54,6 +54,27 @@ func unpackTokens(b []byte) []uint32 {
 	return ts
 }
 
+// errBadRecord wraps every reason a stored record is refused.
+var errBadRecord = errors.New("lmcachepin: bad held-pin record")
+
+// decodeRecord reads a stored record: JSON with a slot, a trigger, an
+// instance, a location and whole u32 tokens (at most maxStoredTokens).
+// Another version's or a hand-edited record that breaks these is
+// refused, never half-used.
+func decodeRecord(b []byte) (Record, error) {
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Record{}, fmt.Errorf("%w: %w", errBadRecord, err)
+	}
+	switch {
+	case r.Slot == "" || r.Trigger == "" || r.Instance == "" || r.Location == "":
+		return Record{}, fmt.Errorf("%w: slot, trigger, instance and location are required", errBadRecord)
+	case len(r.Tokens)%4 != 0 || len(r.Tokens) > 4*maxStoredTokens:
+		return Record{}, fmt.Errorf("%w: %d token bytes, want whole u32 tokens, at most %d", errBadRecord, len(r.Tokens), maxStoredTokens)
+	}
+	return r, nil
+}
+
 // Store keeps the held pins across restarts: a KV bucket live (KVStore),
 // a map in tests (MemStore). Get and List return what Put wrote; a slot
 // Delete removed is gone.
@@ -103,8 +124,8 @@ func (s *KVStore) Get(ctx context.Context, slot string) (Record, bool, error) {
 	if err != nil {
 		return Record{}, false, err
 	}
-	var r Record
-	if err := json.Unmarshal(e.Value(), &r); err != nil || r.Slot != slot {
+	r, err := decodeRecord(e.Value())
+	if err != nil || r.Slot != slot {
 		return Record{}, false, err // a hash collision is another slot's record: not ours
 	}
 	return r, true, nil
@@ -135,8 +156,8 @@ func (s *KVStore) List(ctx context.Context) ([]Record, error) {
 			_ = lister.Stop()
 			return nil, err
 		}
-		var r Record
-		if json.Unmarshal(e.Value(), &r) != nil {
+		r, err := decodeRecord(e.Value())
+		if err != nil {
 			_ = s.kv.Delete(ctx, k)
 			continue
 		}
