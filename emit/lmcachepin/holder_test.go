@@ -242,7 +242,7 @@ func TestHostileController(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := standin.NewLMCacheController(testPinTimeout, "known")
-	t.Cleanup(c.Close)
+			t.Cleanup(c.Close)
 			c.SetAnswer(tc.answer)
 			h, n := newHolder(t, c.URL, lmcachepin.NewMemStore(), lmcachepin.Config{Instance: "unknown", Repin: time.Second,
 				CallTimeout: 200 * time.Millisecond})
