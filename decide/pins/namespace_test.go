@@ -20,15 +20,7 @@ import (
 func TestPinNamesSaltedKeys(t *testing.T) {
 	ctx := context.Background()
 	ep, got := pinSink(t)
-	pool, err := zmqsend.NewPool()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		_ = pool.Close(cctx)
-	})
+	pool := senderPool(t)
 	layout := suffixLayout(4, 2)
 	p := New(Config{}, Deps{Endpoint: ep, Sender: pool, Counters: metrics.New(), Log: discard(),
 		Index:   &requestsInMemory{reqs: map[string]*schemas.RequestEvent{}, ents: map[string]IndexEntry{}},
@@ -67,4 +59,19 @@ func TestPinNamesSaltedKeys(t *testing.T) {
 	if n := p.Counters.HintsPinSkipped.Value("unknown_namespace"); n != 1 {
 		t.Fatalf("skipped unknown_namespace %d, want 1", n)
 	}
+}
+
+// senderPool is a ZeroMQ pool closed with the test.
+func senderPool(t *testing.T) *zmqsend.Pool {
+	t.Helper()
+	pool, err := zmqsend.NewPool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = pool.Close(ctx)
+	})
+	return pool
 }

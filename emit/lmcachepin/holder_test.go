@@ -131,24 +131,31 @@ func TestReleaseEndsThePin(t *testing.T) {
 	}
 }
 
+// controllerAndStores is a controller stand-in for the default instance
+// and n members' stores over one embedded JetStream bucket.
+func controllerAndStores(t *testing.T, n int) (*standin.LMCacheController, []lmcachepin.Store) {
+	t.Helper()
+	c := standin.NewLMCacheController(testPinTimeout, lmcachepin.DefaultInstance)
+	t.Cleanup(c.Close)
+	_, js := natstest.Connect(t, natstest.Start(t))
+	stores := make([]lmcachepin.Store, n)
+	for i := range stores {
+		s, err := lmcachepin.OpenKVStore(context.Background(), js, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores[i] = s
+	}
+	return c, stores
+}
+
 // A member releases a pin another member holds (the next turn reached
 // it): the holder finds the record gone at its next re-pin and stops.
 func TestReleaseByAnotherMember(t *testing.T) {
-	c := standin.NewLMCacheController(testPinTimeout, lmcachepin.DefaultInstance)
-	t.Cleanup(c.Close)
-	srv := natstest.Start(t)
-	_, js := natstest.Connect(t, srv)
+	c, stores := controllerAndStores(t, 2)
 	ctx := context.Background()
-	storeA, err := lmcachepin.OpenKVStore(ctx, js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	storeB, err := lmcachepin.OpenKVStore(ctx, js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, _ := newHolder(t, c.URL, storeA, lmcachepin.Config{})
-	b, nb := newHolder(t, c.URL, storeB, lmcachepin.Config{})
+	a, _ := newHolder(t, c.URL, stores[0], lmcachepin.Config{})
+	b, nb := newHolder(t, c.URL, stores[1], lmcachepin.Config{})
 	natstest.Run(t, a.Run)
 	a.Hold(ctx, pins.TokenPin{Slot: "session:x", Trigger: "r", Tokens: prompt(32), Until: time.Now().Add(time.Minute)})
 	natstest.Eventually(t, 5*time.Second, func() bool { return len(c.Pins()) >= 1 }, "pinned")
@@ -163,15 +170,9 @@ func TestReleaseByAnotherMember(t *testing.T) {
 // The new holder deletes the lapsed one without a call and pins the due
 // one again at once, with the tokens it recorded.
 func TestRestartForgetsLapsedResumesLive(t *testing.T) {
-	c := standin.NewLMCacheController(testPinTimeout, lmcachepin.DefaultInstance)
-	t.Cleanup(c.Close)
-	srv := natstest.Start(t)
-	_, js := natstest.Connect(t, srv)
+	c, stores := controllerAndStores(t, 1)
+	store := stores[0]
 	ctx := context.Background()
-	store, err := lmcachepin.OpenKVStore(ctx, js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The first hintstream holds both, then dies without a word.
 	first, _ := newHolder(t, c.URL, store, lmcachepin.Config{})
 	live, gone := prompt(40), prompt(20)
