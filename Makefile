@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin/hintstream
 export CGO_ENABLED := 1
 
-.PHONY: all deps build run test test-long sim check vet fmt-check race parity bench fuzz generate docs clean loadtest reliability chart-test report-check
+.PHONY: all deps build run test test-long sim check vet fmt-check race parity bench fuzz generate docs clean loadtest reliability chart-test report-check vectors
 
 all: build
 
@@ -70,6 +70,12 @@ parity: deps
 chart-test: deps
 	cd deploy/helm/charttest && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 
+## vectors: the vectors hintstream makes itself (not copies of shared/):
+## SGLang's namespaced page hashes and Mooncake keys, from SGLang's source
+## in Python (actions.TestSGLangSaltedVectorsCurrent checks the file)
+vectors:
+	/usr/bin/python3 scripts/sglang-salted-vectors.py
+
 ## bench: the benchmarks (figures in the README and closing notes)
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./kvevents/ ./kvevents/index/ ./schemas/ ./actions/...
@@ -81,7 +87,7 @@ FUZZTIME ?= 20s
 # Minimizing a new input can outlast a short -fuzztime (default 60s) and
 # end the run with "context deadline exceeded": keep it short.
 FUZZMINTIME ?= 2s
-FUZZPKGS := ./schemas/ ./kvevents/ ./kvevents/index/ ./ingest/bridge/ ./streams/ ./state/registry/ ./ingest/eventplane/ ./emit/receiver/ ./emit/adapter/ ./decide/engine/ ./consumers/ ./service/ ./ingest/agentevents/ ./ingest/requesttrace/ ./decide/agents/ ./decide/retention/ ./whatif/workload/
+FUZZPKGS := ./schemas/ ./kvevents/ ./kvevents/index/ ./ingest/bridge/ ./streams/ ./state/registry/ ./ingest/eventplane/ ./emit/receiver/ ./emit/adapter/ ./emit/lmcachepin/ ./decide/engine/ ./consumers/ ./service/ ./ingest/agentevents/ ./ingest/requesttrace/ ./decide/agents/ ./whatif/workload/
 fuzz: deps
 	@GO="$(GO)" FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME) ./scripts/fuzz.sh $(FUZZPKGS)
 

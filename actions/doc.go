@@ -1,5 +1,5 @@
 // Package actions builds KV-cache hints: KvHintsEnvelope messages holding
-// typed actions such as kv.prefetch@1.0, kv.pin@1.0 and kv.retain, the
+// typed actions such as kv.prefetch@1.0, kv.pin@1.0 and hintstream.retain, the
 // Mooncake object keys they name, their TTLs and priorities. It is pure
 // Go: the decisions, the pins and replay build envelopes without linking
 // ZeroMQ.

@@ -21,15 +21,69 @@ const (
 // that names no Mooncake objects: pins for that worker are impossible.
 var ErrNoLayout = errors.New("actions: no usable object layout")
 
-// SGLangPageHashes returns SGLang HiCache's page hashes of tokens, one per
-// full page of pageSize tokens (a partial trailing page has none), as 64
-// lower-case hex digits:
+// Namespace is the cache namespace SGLang seeds a request's storage page
+// hashes with: its extra_key (the request's extra_key with the LoRA
+// adapter's lora_id appended, Req.__init__ in
+// python/sglang/srt/managers/schedule_batch.py) and its cache_salt. An
+// empty string is absent: hintstream's events cannot tell an absent part
+// from an empty one, which SGLang would hash differently.
+type Namespace struct {
+	ExtraKey  string
+	CacheSalt string
+}
+
+// seed is the prior digest SGLang starts a namespaced chain from, and
+// whether there is one (no namespace: an unseeded chain, the keys of
+// before the seeding). storage_namespace_seed in
+// python/sglang/srt/mem_cache/utils.py, as SGLang PR #38577 (merged
+// 2026-09-08) made it:
 //
-//	page_hash[0] = hex(SHA-256(u32le tokens of page 0))
+//	SHA-256("sglang-cache-namespace-v1" || part(extra_key) || part(cache_salt))
+//	part(absent) = 0x00, part(s) = 0x01 || u64le(len(utf8 s)) || utf8 s
+//
+// The index holds that file from a fork only (no sgl-project/sglang
+// commit of it is stored); testdata/sglang/salted_pages.json holds
+// vectors written from it in Python (scripts/sglang-salted-vectors.py).
+func (ns Namespace) seed() ([sha256.Size]byte, bool) {
+	if ns.ExtraKey == "" && ns.CacheSalt == "" {
+		return [sha256.Size]byte{}, false
+	}
+	h := sha256.New()
+	h.Write([]byte("sglang-cache-namespace-v1"))
+	var n [8]byte
+	for _, part := range [...]string{ns.ExtraKey, ns.CacheSalt} {
+		if part == "" {
+			h.Write([]byte{0})
+			continue
+		}
+		binary.LittleEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write([]byte{1})
+		h.Write(n[:])
+		h.Write([]byte(part))
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out, true
+}
+
+// SGLangPageHashes returns SGLang HiCache's page hashes of tokens for a
+// request without a cache namespace (SGLangPageHashesIn with none).
+func SGLangPageHashes(tokens []uint32, pageSize int) []string {
+	return SGLangPageHashesIn(tokens, pageSize, Namespace{})
+}
+
+// SGLangPageHashesIn returns SGLang HiCache's storage page hashes of
+// tokens under ns, one per full page of pageSize tokens (a partial
+// trailing page has none), as 64 lower-case hex digits:
+//
+//	page_hash[0] = hex(SHA-256(seed || u32le tokens of page 0))
 //	page_hash[i] = hex(SHA-256(bytes.fromhex(page_hash[i-1]) || u32le tokens of page i))
 //
-// pageSize <= 0 gives nil.
-func SGLangPageHashes(tokens []uint32, pageSize int) []string {
+// where seed is ns's namespace digest, or nothing for no namespace
+// (hash_pages_to_hex_blob in
+// python/sglang/srt/mem_cache/cpp_utils/hash_binding.cpp at
+// 30a90c4f837192e0aa4dafcc12e38c315fb4185c). pageSize <= 0 gives nil.
+func SGLangPageHashesIn(tokens []uint32, pageSize int, ns Namespace) []string {
 	if pageSize <= 0 {
 		return nil
 	}
@@ -40,10 +94,10 @@ func SGLangPageHashes(tokens []uint32, pageSize int) []string {
 	// One string holds every hash so that n hashes cost two allocations.
 	all := make([]byte, n*2*sha256.Size)
 	buf := make([]byte, sha256.Size+4*pageSize)
-	var prev [sha256.Size]byte
+	prev, seeded := ns.seed()
 	for i := range n {
 		in := buf[sha256.Size:]
-		if i > 0 {
+		if i > 0 || seeded {
 			copy(buf, prev[:])
 			in = buf
 		}
@@ -64,7 +118,9 @@ func SGLangPageHashes(tokens []uint32, pageSize int) []string {
 
 // SGLangEventHash is the block hash SGLang puts in its KV events for the
 // page of pageHash: its first 16 hex digits as an int64 (two's
-// complement). It returns 0 when pageHash does not start with 16 hex
+// complement). It holds for a request without a namespace: SGLang seeds
+// a salted request's event hashes otherwise than its storage hashes
+// (compute_node_event_hash_values in python/sglang/srt/mem_cache/utils.py). It returns 0 when pageHash does not start with 16 hex
 // digits, which SGLangPageHashes never produces.
 func SGLangEventHash(pageHash string) int64 {
 	if len(pageHash) < 16 {
@@ -78,7 +134,13 @@ func SGLangEventHash(pageHash string) int64 {
 }
 
 // ObjectKeys returns the Mooncake object keys that hold the KV of tokens
-// under layout: key_prefix + "_" + page_hash + suffix, pool by pool in
+// for a request without a cache namespace (ObjectKeysIn with none).
+func ObjectKeys(layout *schemas.ObjectLayout, tokens []uint32) ([]string, error) {
+	return ObjectKeysIn(layout, tokens, Namespace{})
+}
+
+// ObjectKeysIn returns the Mooncake object keys that hold the KV of
+// tokens under layout, for a request in namespace ns: key_prefix + "_" + page_hash + suffix, pool by pool in
 // layout order, within a pool page by page, within a page suffix by
 // suffix. An all_pages pool (or one with no hit_policy) covers every full
 // page, a trailing_pages pool only the last trailing_pages full pages.
@@ -87,11 +149,11 @@ func SGLangEventHash(pageHash string) int64 {
 // page_size 0, an empty key_prefix, no pools, a pool without suffixes, an
 // unknown hit_policy or a trailing_pages pool with trailing_pages < 1.
 // Fewer tokens than one page give no keys and no error.
-func ObjectKeys(layout *schemas.ObjectLayout, tokens []uint32) ([]string, error) {
+func ObjectKeysIn(layout *schemas.ObjectLayout, tokens []uint32, ns Namespace) ([]string, error) {
 	if err := checkLayout(layout); err != nil {
 		return nil, err
 	}
-	hashes := SGLangPageHashes(tokens, int(layout.PageSize))
+	hashes := SGLangPageHashesIn(tokens, int(layout.PageSize), ns)
 	if len(hashes) == 0 {
 		return nil, nil
 	}

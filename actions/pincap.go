@@ -30,7 +30,7 @@ const (
 // not even one page's keys fit the caps.
 var ErrPinOverCap = errors.New("actions: one page's keys exceed the pin cap")
 
-// ObjectKeysCapped is ObjectKeys within maxKeys keys and maxBytes bytes
+// ObjectKeysCapped is ObjectKeysIn (tokens in namespace ns) within maxKeys keys and maxBytes bytes
 // of keys (values <= 0 take DefaultMaxPinKeys and DefaultMaxPinBytes):
 // past either, tokens are cut to the longest run of leading full pages
 // whose keys fit (at most maxKeys pages, so the page hashes are bounded
@@ -39,7 +39,7 @@ var ErrPinOverCap = errors.New("actions: one page's keys exceed the pin cap")
 // from the layout before anything is allocated, so what it allocates is
 // bounded by the caps, not by the layout. It fails as ObjectKeys does,
 // and with ErrPinOverCap when the first page alone does not fit.
-func ObjectKeysCapped(layout *schemas.ObjectLayout, tokens []uint32, maxKeys, maxBytes int) (keys []string, cut int, err error) {
+func ObjectKeysCapped(layout *schemas.ObjectLayout, tokens []uint32, ns Namespace, maxKeys, maxBytes int) (keys []string, cut int, err error) {
 	if err := checkLayout(layout); err != nil {
 		return nil, 0, err
 	}
@@ -101,6 +101,6 @@ func ObjectKeysCapped(layout *schemas.ObjectLayout, tokens []uint32, maxKeys, ma
 	if keep < 1 {
 		return nil, n, fmt.Errorf("%w: %d keys or %d bytes", ErrPinOverCap, maxKeys, maxBytes)
 	}
-	keys, err = ObjectKeys(layout, tokens[:keep*ps])
+	keys, err = ObjectKeysIn(layout, tokens[:keep*ps], ns)
 	return keys, n - keep, err
 }

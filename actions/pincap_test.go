@@ -46,7 +46,7 @@ func TestObjectKeysCapped(t *testing.T) {
 	var keys []string
 	var cut int
 	var err error
-	n := allocated(func() { keys, cut, err = ObjectKeysCapped(layoutOf(1, 20000), seqTokens(5000), 0, 0) })
+	n := allocated(func() { keys, cut, err = ObjectKeysCapped(layoutOf(1, 20000), seqTokens(5000), Namespace{}, 0, 0) })
 	if err != nil || len(keys) != 20000 || cut != 4999 {
 		t.Fatalf("crafted layout: %d keys, cut %d, %v; want 20000 keys of 1 page, 4999 cut", len(keys), cut, err)
 	}
@@ -55,7 +55,7 @@ func TestObjectKeysCapped(t *testing.T) {
 	}
 	t.Logf("crafted layout: %d keys, %d bytes allocated", len(keys), n)
 
-	keys, cut, err = ObjectKeysCapped(layoutOf(64, 16), seqTokens(100_000), 0, 0)
+	keys, cut, err = ObjectKeysCapped(layoutOf(64, 16), seqTokens(100_000), Namespace{}, 0, 0)
 	if err != nil || cut != 0 || len(keys) != 100_000/64*16 {
 		t.Fatalf("100k tokens, 16 suffixes: %d keys, cut %d, %v", len(keys), cut, err)
 	}
@@ -70,7 +70,7 @@ func TestObjectKeysCapped(t *testing.T) {
 	for _, k := range full[:4] {
 		perPage += len(k)
 	}
-	keys, cut, err = ObjectKeysCapped(l, seqTokens(160), 0, 7*perPage+perPage/2)
+	keys, cut, err = ObjectKeysCapped(l, seqTokens(160), Namespace{}, 0, 7*perPage+perPage/2)
 	if err != nil || cut != 3 || len(keys) != 28 {
 		t.Fatalf("byte cap: %d keys, cut %d, %v; want 28 keys, 3 pages cut", len(keys), cut, err)
 	}
@@ -80,19 +80,19 @@ func TestObjectKeysCapped(t *testing.T) {
 		}
 	}
 	// Cut by keys.
-	if keys, cut, err = ObjectKeysCapped(l, seqTokens(160), 10, 0); err != nil || cut != 8 || len(keys) != 8 {
+	if keys, cut, err = ObjectKeysCapped(l, seqTokens(160), Namespace{}, 10, 0); err != nil || cut != 8 || len(keys) != 8 {
 		t.Fatalf("key cap: %d keys, cut %d, %v", len(keys), cut, err)
 	}
 	// A trailing pool counts only its pages.
 	l.HicacheObjectLayout.Pools = append(l.HicacheObjectLayout.Pools,
 		schemas.LayoutPool{Pool: "state", Suffixes: []string{"_s"}, HitPolicy: HitTrailingPages, TrailingPages: 2})
-	if keys, cut, err = ObjectKeysCapped(l, seqTokens(160), 14, 0); err != nil || cut != 7 || len(keys) != 14 {
+	if keys, cut, err = ObjectKeysCapped(l, seqTokens(160), Namespace{}, 14, 0); err != nil || cut != 7 || len(keys) != 14 {
 		t.Fatalf("with a trailing pool: %d keys, cut %d, %v; want 3 pages (12 + 2 keys)", len(keys), cut, err)
 	}
-	if _, _, err = ObjectKeysCapped(layoutOf(1, 40000), seqTokens(10), 0, 0); !errors.Is(err, ErrPinOverCap) {
+	if _, _, err = ObjectKeysCapped(layoutOf(1, 40000), seqTokens(10), Namespace{}, 0, 0); !errors.Is(err, ErrPinOverCap) {
 		t.Fatalf("one page over the cap: %v, want ErrPinOverCap", err)
 	}
-	if _, _, err = ObjectKeysCapped(&schemas.ObjectLayout{}, seqTokens(10), 0, 0); !errors.Is(err, ErrNoLayout) {
+	if _, _, err = ObjectKeysCapped(&schemas.ObjectLayout{}, seqTokens(10), Namespace{}, 0, 0); !errors.Is(err, ErrNoLayout) {
 		t.Fatalf("no layout: %v", err)
 	}
 }

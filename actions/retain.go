@@ -13,10 +13,15 @@ import (
 
 // The worker-side retention action (hintstream run --retain-on-worker):
 // the worker's adapter keeps a tool-call session's KV in the engine's own
-// cache, for clusters without a Mooncake master to pin in.
+// cache, for clusters without a Mooncake master to pin in. It is
+// hintstream's own action, named in hintstream's namespace: vLLM defines
+// a kv.retain@1.0 of its own (scope, directives; vllm/v1/kv_hints), and
+// no action type of ours may be one an engine defines. The receiver
+// still takes the old name, LegacyActionRetain, for one release.
 const (
-	ActionRetain  = "kv.retain"
-	RetainVersion = "1.0"
+	ActionRetain       = "hintstream.retain"
+	LegacyActionRetain = "kv.retain"
+	RetainVersion      = "1.0"
 	// MaxRetainClaim is the longest claim id: vLLM's vllm.set_priority
 	// takes claim_id of 1..256 characters (vllm/v1/kv_hints/actions.py
 	// at ffeb400564cafb694280912a1d54a9a676295fb1), which the adapter
@@ -51,7 +56,7 @@ func RetainMessageID(trigger string, revision int64) string {
 }
 
 // EncodeRetain builds and encodes the envelope (protocol "0.1") holding
-// one kv.retain@1.0 action for r, and returns its message id. It fails
+// one hintstream.retain@1.0 action for r, and returns its message id. It fails
 // with ErrInvalidHint for a Retain no receiver could act on.
 func EncodeRetain(r Retain) (body []byte, messageID string, err error) {
 	if err := validateRetain(r); err != nil {

@@ -34,7 +34,7 @@ func TestRetainDecodedByPythonPeer(t *testing.T) {
 		t.Fatalf("peer rejected the retain: %+v", m)
 	}
 	a := m.Envelope["actions"].([]any)[0].(map[string]any)
-	if a["action_type"] != "kv.retain" || a["action_version"] != "1.0" || m.Envelope["message_id"] != id {
+	if a["action_type"] != "hintstream.retain" || a["action_version"] != "1.0" || m.Envelope["message_id"] != id {
 		t.Fatalf("envelope %v", m.Envelope)
 	}
 	p := a["payload"].(map[string]any)

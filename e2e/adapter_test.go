@@ -85,7 +85,7 @@ func TestAdapterWarmsSGLang(t *testing.T) {
 
 // TestAdapterRetainOnWorker: `run --retain-on-worker` without a Mooncake
 // pin endpoint: a tool-call response sends the serving worker a
-// kv.retain, and the adapter in front of the vLLM stand-in turns it into
+// hintstream.retain, and the adapter in front of the vLLM stand-in turns it into
 // a one-token request whose vllm.set_priority carries the session's
 // claim, the pin's priority and its TTL.
 func TestAdapterRetainOnWorker(t *testing.T) {

@@ -74,7 +74,7 @@ var layers = []struct {
 	{"metrics", []string{"observe/metrics"}},
 	{"decision parts", []string{"kvevents/index", "decide/routing", "decide/pins", "emit/receiver"}},
 	{"engine", []string{"decide/engine", "decide/agents"}},
-	{"transports", []string{"consumers", "ingest/bridge", "actions/zmqsend", "emit/adapter"}},
+	{"transports", []string{"consumers", "ingest/bridge", "actions/zmqsend", "emit/adapter", "emit/lmcachepin"}},
 	{"instance", []string{"service", "observe", "internal/demo"}},
 	{"tools", []string{"cmd/", "whatif", "replay", "loadtest", "examples/", "e2e"}},
 }

@@ -1,6 +1,6 @@
 package schemas
 
-// RetainPayload is the payload of kv.retain@1.0, sent to the worker that
+// RetainPayload is the payload of hintstream.retain@1.0, sent to the worker that
 // served a tool-call turn (hintstream run --retain-on-worker): keep the
 // session's KV (TokenIDs, the prompt and the response) in the worker's
 // own cache for TTLMs milliseconds at Priority (1..100), under ClaimID at

@@ -13,6 +13,7 @@ import (
 	"github.com/hintstream/hintstream/consumers"
 	"github.com/hintstream/hintstream/decide/engine"
 	"github.com/hintstream/hintstream/ingest/eventplane"
+	"github.com/hintstream/hintstream/emit/lmcachepin"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/service/natsconn"
 	"github.com/hintstream/hintstream/state/registry"
@@ -84,8 +85,13 @@ type Config struct {
 	KVApplyShards int
 
 	// PinEndpoint is the Mooncake master's PULL socket for tool-call pins
-	// (DYN_KVM_PIN_ENDPOINT); empty turns pins off.
-	PinEndpoint      string
+	// (DYN_KVM_PIN_ENDPOINT); empty: no Mooncake pins.
+	PinEndpoint string
+	// LMCache, when its URL is set, also keeps tool-call pins in LMCache
+	// through its controller (package lmcachepin).
+	LMCache lmcachepin.Config
+	// Pins: PinsAuto (""), PinsOn or PinsOff (targets.go).
+	Pins             string
 	ResponsesDurable string // default consumers.DefaultResponsesDurable
 	// WorkerGrace is how long a worker whose record was deleted or
 	// expired keeps its indexed blocks (default DefaultWorkerGrace; Off:

@@ -55,6 +55,9 @@ func (c Config) Validate() error {
 	if err := c.validateNamesAndEndpoints(); err != nil { // validate_names.go
 		return invalid(err)
 	}
+	if err := c.validateTargets(); err != nil { // targets.go
+		return invalid(err)
+	}
 	if err := zmqsend.ValidateMaxEndpoints(c.maxEndpoints()); err != nil {
 		return invalid(fmt.Errorf("--max-endpoints: %w", err))
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/decide/pins"
+	"github.com/hintstream/hintstream/emit/lmcachepin"
 	"github.com/hintstream/hintstream/internal/cmdline"
 )
 
@@ -20,12 +21,18 @@ import (
 // linger), and the bucket caps and renewal budget bound the state pins
 // keep.
 func (c *Config) registerPinFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.PinEndpoint, "pin-endpoint", cmdline.Env("DYN_KVM_PIN_ENDPOINT", ""), "Mooncake master's PULL socket for tool-call pins (env DYN_KVM_PIN_ENDPOINT); empty: pins off")
+	fs.StringVar(&c.PinEndpoint, "pin-endpoint", cmdline.Env("DYN_KVM_PIN_ENDPOINT", ""), "Mooncake master's PULL socket for tool-call pins (env DYN_KVM_PIN_ENDPOINT), for a master that implements kv.pin (stock Mooncake has no pin RPC); empty: no Mooncake pins")
+	fs.StringVar(&c.Pins, "pins", PinsAuto, "tool-call pins: auto (on when a pin target is set: --pin-endpoint, --lmcache-controller, --retain-on-worker), on (refused without one) or off")
+	fs.StringVar(&c.LMCache.URL, "lmcache-controller", "", "LMCache controller's base URL (e.g. http://lmcache-controller:9000): tool-call pins through its POST /pin, "+
+		"pinned again every --lmcache-repin until hintstream's TTL, released on the session's next turn; empty: no LMCache pins")
+	fs.StringVar(&c.LMCache.Instance, "lmcache-instance", lmcachepin.DefaultInstance, "LMCache instance id a worker's pins go to; {worker_id} and {dp_rank} are replaced by the serving worker's")
+	fs.StringVar(&c.LMCache.Location, "lmcache-location", lmcachepin.DefaultLocation, "LMCache storage backend the pins hold pages in")
+	fs.DurationVar(&c.LMCache.Repin, "lmcache-repin", lmcachepin.DefaultRepin, "how often a held LMCache pin is pinned again; below the deployment's pin_timeout_sec (LMCache's default 300s), which is how long a released pin lingers")
 	fs.DurationVar(&c.RequestIndexTTL, "request-index-ttl", DefaultRequestIndexTTL, "how long a response may trail its request and still be pinned")
-	// At each tool-call pin, also send the serving worker a kv.retain@1.0
+	// At each tool-call pin, also send the serving worker a hintstream.retain@1.0
 	// (for `hintstream adapter` beside it; the only tool-call hint when no
 	// --pin-endpoint is set). A run's choice only: replay does not send it.
-	fs.BoolVar(&c.Decisions.RetainOnWorker, "retain-on-worker", false, "at each tool call, also send the serving worker's hint socket a kv.retain of the turn's tokens "+
+	fs.BoolVar(&c.Decisions.RetainOnWorker, "retain-on-worker", false, "at each tool call, also send the serving worker's hint socket a hintstream.retain of the turn's tokens "+
 		"(TTL and priority as the pin's), for `hintstream adapter` to keep them in the engine's cache; works without --pin-endpoint")
 	fs.IntVar(&c.Decisions.MaxPinKeys, "pin-max-keys", actions.DefaultMaxPinKeys,
 		"cap on one pin's object keys; a longer pin is cut to its leading pages, one page over it is not pinned")

@@ -16,6 +16,7 @@ import (
 	"github.com/hintstream/hintstream/decide/pins"
 	"github.com/hintstream/hintstream/decide/routing"
 	"github.com/hintstream/hintstream/decide/tooltime"
+	"github.com/hintstream/hintstream/emit/lmcachepin"
 	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/observe"
 	"github.com/hintstream/hintstream/observe/metrics"
@@ -153,8 +154,7 @@ func (s *Service) pending() map[string]uint64 {
 // pinStores opens tool-call pins' request index and slot buckets, or
 // says once that pins are off (nil).
 func (s *Service) pinStores(ctx context.Context) (*pins.Deps, error) {
-	if s.cfg.PinEndpoint == "" && !s.cfg.RetainOnWorker {
-		s.log.Info("tool-call pins off: DYN_KVM_PIN_ENDPOINT (--pin-endpoint) is unset")
+	if len(s.cfg.pinTargets()) == 0 { // targets.go: said at start
 		return nil, nil
 	}
 	idx, err := pins.OpenRequestIndex(ctx, s.js, "", s.cfg.Streams.Requests.Name, s.cfg.RequestIndexTTL, s.cfg.Limits,
@@ -167,8 +167,20 @@ func (s *Service) pinStores(ctx context.Context) (*pins.Deps, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.log.Info("tool-call pins on", "endpoint", s.cfg.PinEndpoint)
-	return &pins.Deps{Endpoint: s.cfg.PinEndpoint, Index: idx, Slots: slots, Workers: s.registry}, nil
+	deps := &pins.Deps{Endpoint: s.cfg.PinEndpoint, Index: idx, Slots: slots, Workers: s.registry}
+	if s.cfg.LMCache.URL != "" {
+		store, err := lmcachepin.OpenKVStore(ctx, s.js, "")
+		if err != nil {
+			return nil, err
+		}
+		h, err := lmcachepin.New(s.cfg.LMCache, store, lmcachepin.WithLogger(s.log), lmcachepin.WithCounters(&s.Counters.LMCachePins))
+		if err != nil {
+			return nil, err
+		}
+		s.lc.run(stageRenewals, "LMCache pins", h.Run)
+		deps.Tokens = h
+	}
+	return deps, nil
 }
 
 // WaitCaughtUp waits until the KV-event and load streams, as they are at

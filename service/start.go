@@ -76,6 +76,7 @@ func (s *Service) checkConfig(context.Context, *starting) error {
 	if err := s.cfg.Validate(); err != nil {
 		return err
 	}
+	s.reportTargets() // targets.go
 	if err := s.ensureFileLimit(); err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ func adapterCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (e
 	usageHeader(fs, "Usage: hintstream adapter --bind tcp://HOST:PORT --engine sglang|vllm --engine-url URL [flags]\n"+
 		"       hintstream adapter --bind tcp://HOST:PORT --prefetch-target dynamo --frontend-url URL [flags]\n"+
 		"       hintstream adapter --bind tcp://HOST:PORT --prefetch-target lmcache --lmcache-url URL [flags]\n\n"+
-		"Binds a hint socket and acts on kv.prefetch and kv.retain through APIs that exist upstream:\n"+
+		"Binds a hint socket and acts on kv.prefetch and hintstream.retain through APIs that exist upstream:\n"+
 		"a prefetch becomes a one-token warm-up on the engine (vLLM: with a vllm.set_priority claim) or\n"+
 		"through the Dynamo frontend, or an LMCache /l2/prefetch; a retain, a warm-up on vLLM.")
 	if err := parseArgs(fs, args, stdout, stderr); err != nil {

@@ -20,7 +20,7 @@ type flagGroup struct {
 const (
 	headBus       = "Bus (NATS connection, credentials, TLS, config file)"
 	headSources   = "Sources (what it consumes)"
-	headTargets   = "Targets (where hints go)"
+	headTargets   = "Targets (where hints go: run logs one \"hint targets\" line per hint kind at start; docs/integrate.md)"
 	headHints     = "Hints (wake-up prefetches and tool-call pins)"
 	headLimits    = "Limits (memory, size and rate bounds)"
 	headOperation = "Operation (health endpoint, logs, shutdown)"
@@ -54,8 +54,9 @@ var flagGroups = map[string][]flagGroup{
 				"requests-max-age requests-max-bytes responses-max-age responses-max-bytes stream-placement-tags " +
 				"kv-events-keep dead-letter-stream dead-letter-prefix request-trace-subject request-trace-stream request-trace-durable"},
 		{headTargets,
-			"pin-endpoint retain-on-worker",
-			"registry-bucket registration-prefix worker-grace affinity-bucket pin-curve-public-key curve-public-key " +
+			"pin-endpoint lmcache-controller retain-on-worker",
+			"pins lmcache-instance lmcache-location lmcache-repin " +
+				"registry-bucket registration-prefix worker-grace affinity-bucket pin-curve-public-key curve-public-key " +
 				"curve-secret-key allow-ipc-endpoints sender-queue sender-max-held sender-settle-delay sender-idle-close"},
 		{headHints,
 			"prefetch-ttl pin-headroom pin-slack pin-max-ttl keep-pin-on-next-turn",

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
-	"github.com/hintstream/hintstream/actions/zmqsend"
 	"github.com/hintstream/hintstream/decide/tooltime"
 	"github.com/hintstream/hintstream/internal/natstest"
 	"github.com/hintstream/hintstream/observe/metrics"
@@ -75,15 +74,7 @@ func TestPinPathBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep, got := pinSink(t)
-	pool, err := zmqsend.NewPool()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		_ = pool.Close(cctx)
-	})
+	pool := senderPool(t)
 	p := New(Config{}, Deps{Endpoint: ep, Slots: slots, Sender: pool, Counters: metrics.New(), Log: discard(),
 		Index: &requestsInMemory{reqs: map[string]*schemas.RequestEvent{}, ents: map[string]IndexEntry{}},
 		Workers: oneWorker{1: {WorkerID: 1, ObjectLayout: suffixLayout(1, 20000)}, 2: {WorkerID: 2, ObjectLayout: suffixLayout(1, 40000)},

@@ -88,10 +88,14 @@ type Pinning struct {
 	renew   renewals
 	returns returnStats
 
-	// RetainOnWorker also sends the serving worker a kv.retain of the
+	// RetainOnWorker also sends the serving worker a hintstream.retain of the
 	// turn's tokens at each tool call (retain.go); with no Endpoint it
 	// is all that is sent.
 	RetainOnWorker bool
+	// Tokens, when set, also keeps each tool call's tokens pinned in a
+	// store that names pages by tokens and keeps no TTL of its own
+	// (LMCache's controller, package lmcachepin): see tokenpins.go.
+	Tokens TokenPins
 }
 
 // Deps are what a Pinning needs besides its configuration: the pin
@@ -107,6 +111,8 @@ type Deps struct {
 	Counters *metrics.Families
 	Log      *slog.Logger
 	Now      func() time.Time
+	// Tokens: see Pinning.Tokens; nil: none.
+	Tokens TokenPins
 }
 
 // Config is a Pinning's policy (engine.Decisions.PinConfig maps run's and
@@ -135,7 +141,7 @@ func New(cfg Config, deps Deps) *Pinning {
 	return &Pinning{Endpoint: deps.Endpoint, Index: deps.Index, Slots: deps.Slots, Learner: tooltime.New(cfg.ToolTime),
 		TTL: cfg.TTL, Workers: deps.Workers, Sender: deps.Sender, ReleaseOnNextTurn: cfg.ReleaseOnNextTurn,
 		RenewMax: max(cfg.RenewMax, 0), MaxPinKeys: cfg.MaxPinKeys, MaxPinBytes: cfg.MaxPinBytes,
-		RetainOnWorker: cfg.RetainOnWorker, Counters: deps.Counters, Log: deps.Log, Now: deps.Now, Pages: deps.Pages}
+		RetainOnWorker: cfg.RetainOnWorker, Counters: deps.Counters, Log: deps.Log, Now: deps.Now, Pages: deps.Pages, Tokens: deps.Tokens}
 }
 
 func (p *Pinning) now() time.Time {
@@ -174,6 +180,10 @@ func (p *Pinning) OnRequest(ctx context.Context, seq uint64, at time.Time, req *
 		return err
 	}
 	p.returns.observe(p.Learner, rec.Tools, true)
+	if p.Tokens != nil {
+		// The tool returned: the next turn loads the pages itself.
+		p.Tokens.Release(ctx, rec.Slot, rec.Trigger)
+	}
 	if req.ReceivedAtMs > 0 {
 		at = time.UnixMilli(req.ReceivedAtMs)
 	}
@@ -196,7 +206,7 @@ func (p *Pinning) OnRequest(ctx context.Context, seq uint64, at time.Time, req *
 		}
 		p.Counters.ToolObserved.Inc(label)
 	}
-	if p.ReleaseOnNextTurn && p.now().Before(time.UnixMilli(rec.ExpiresAtMs)) {
+	if p.ReleaseOnNextTurn && p.Endpoint != "" && p.now().Before(time.UnixMilli(rec.ExpiresAtMs)) {
 		p.send(actions.Pin{Trigger: rec.Trigger, Slot: rec.Slot, Revision: rev}, "release", time.Second, nil)
 	}
 	return nil
@@ -275,10 +285,19 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 	}
 	tokens := append(append(make([]uint32, 0, len(req.TokenIDs)+len(resp.OutputTokenIDs)), req.TokenIDs...), resp.OutputTokenIDs...)
 	p.retainOnWorker(req, resp, w, tokens, e.SimToolMs)
-	if p.Endpoint == "" { // retain only: no Mooncake master to pin in
+	p.holdTokens(ctx, req, resp, tokens, e.SimToolMs, a) // tokenpins.go
+	if p.Endpoint == "" {                                // no Mooncake master to pin in
 		return false, nil
 	}
-	keys, cut, err := actions.ObjectKeysCapped(w.ObjectLayout, tokens, p.MaxPinKeys, p.MaxPinBytes)
+	if req.LoraName != "" {
+		// SGLang's extra_key then ends in the adapter's lora_id, an id
+		// SGLang makes when it loads the adapter: keys named without it
+		// would name objects that do not exist.
+		p.skip("unknown_namespace", resp)
+		return false, nil
+	}
+	keys, cut, err := actions.ObjectKeysCapped(w.ObjectLayout, tokens, actions.Namespace{CacheSalt: req.CacheSalt},
+		p.MaxPinKeys, p.MaxPinBytes)
 	switch {
 	case errors.Is(err, actions.ErrNoLayout):
 		p.skip("no_layout", resp)
@@ -304,29 +323,12 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 // request read back, or nil.
 func (p *Pinning) pin(ctx context.Context, resp *schemas.ResponseEvent, req *schemas.RequestEvent, e IndexEntry,
 	a Arrival, pin actions.Pin) (queued bool, err error) {
-	tools := make([]string, 0, len(resp.ToolCalls))
-	for _, tc := range resp.ToolCalls {
-		tools = append(tools, tc.Name)
-	}
-	expected := toolDuration(e.SimToolMs)
-	if e.SimToolMs <= 1 {
-		var src tooltime.Source
-		expected, src = p.Learner.Expected(tools)
-		p.Counters.PinsExpectedFrom.Inc(src.String())
-	}
-	ttl := p.TTL.TTL(expected)
+	tools, ttl := p.toolTTL(resp, e.SimToolMs)
 	pageTokens := pin.Tokens
 	if req == nil {
 		req = &schemas.RequestEvent{}
 	}
-	session := req.SessionID
-	if session == "" {
-		session = resp.SessionID
-	}
-	slot := "request:" + resp.RequestID
-	if session != "" {
-		slot = "session:" + session
-	}
+	session, slot := slotOf(req, resp)
 	pin.Trigger, pin.Slot, pin.TTL = resp.RequestID, slot, ttl
 	pin.Priority = agentPriority(actions.Priority(pageTokens), req, resp)
 	if session == "" {
@@ -354,6 +356,35 @@ func (p *Pinning) pin(ctx context.Context, resp *schemas.ResponseEvent, req *sch
 		p.schedule(session, pin, tools, completed, ttl, rev)
 	}
 	return queued, nil
+}
+
+// toolTTL is the tools a response called and the TTL its pin gets: the
+// tool time its request announced, else the learned one, plus headroom.
+func (p *Pinning) toolTTL(resp *schemas.ResponseEvent, simToolMs int64) ([]string, time.Duration) {
+	tools := make([]string, 0, len(resp.ToolCalls))
+	for _, tc := range resp.ToolCalls {
+		tools = append(tools, tc.Name)
+	}
+	expected := toolDuration(simToolMs)
+	if simToolMs <= 1 {
+		var src tooltime.Source
+		expected, src = p.Learner.Expected(tools)
+		p.Counters.PinsExpectedFrom.Inc(src.String())
+	}
+	return tools, p.TTL.TTL(expected)
+}
+
+// slotOf is a tool call's session and the slot its pin takes: one per
+// session, or per request without one.
+func slotOf(req *schemas.RequestEvent, resp *schemas.ResponseEvent) (session, slot string) {
+	session = req.SessionID
+	if session == "" {
+		session = resp.SessionID
+	}
+	if session != "" {
+		return session, "session:" + session
+	}
+	return "", "request:" + resp.RequestID
 }
 
 // maxToolMs is the longest tool time an event may announce: a pin never

@@ -20,7 +20,7 @@ func RetainClaim(session, requestID string) string {
 }
 
 // retainOnWorker sends the worker that served a tool-call turn a
-// kv.retain@1.0 for the turn's tokens (prompt and response): its adapter
+// hintstream.retain@1.0 for the turn's tokens (prompt and response): its adapter
 // keeps them in the engine's own cache for the pin's TTL, which is what
 // a cluster without a Mooncake master has. Fire and forget: the
 // response's acknowledgement waits on the pin, not on this.

@@ -1,14 +1,11 @@
 package adapter
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -18,7 +15,6 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/emit/receiver"
-	"github.com/hintstream/hintstream/internal/retry"
 	"github.com/hintstream/hintstream/observe/metrics"
 	"github.com/hintstream/hintstream/schemas"
 )
@@ -307,6 +303,7 @@ type Adapter struct {
 	base     string      // EngineURL without a trailing slash
 	frontend string      // FrontendURL, likewise
 	lmcache  string      // LMCacheURL, likewise
+	caller   *Caller     // makes every target's calls (caller.go)
 	running  atomic.Bool // Run is receiving (/readyz)
 }
 
@@ -326,13 +323,12 @@ func New(cfg Config, opts ...Option) (*Adapter, error) {
 		}
 	}
 	if a.client == nil {
-		a.client = &http.Client{CheckRedirect: sameHostRedirects, Transport: &http.Transport{
-			Proxy:               nil, // engine, frontend and LMCache are the cluster's own, never behind a proxy
-			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-			MaxIdleConnsPerHost: cfg.MaxInflight,
-			IdleConnTimeout:     90 * time.Second,
-		}}
+		a.client = NewHTTPClient(cfg.MaxInflight)
 	}
+	a.caller = &Caller{Client: a.client, Peer: "engine", Timeout: cfg.CallTimeout, RetryDelay: cfg.RetryDelay,
+		Log: a.log, Now: func() time.Time { return a.now() }, LogAttrs: []any{"engine", cfg.Engine},
+		OnRetry: a.counters.Retries.Inc, OnFailed: func(r string) { a.counters.Failed.Inc(r) },
+		OnAnswer: a.counters.CallTimes.Observe}
 	a.queue = make(chan job, cfg.QueueSize)
 	ropts := []receiver.Option{receiver.WithDedupWindow(cfg.DedupWindow), receiver.WithLogger(a.log),
 		receiver.WithClock(func() time.Time { return a.now() }), receiver.WithMaxMessageSize(cfg.MaxMessageBytes)}
@@ -520,7 +516,7 @@ func (a *Adapter) work(ctx context.Context) {
 }
 
 // execute makes j's call, retrying a server error or a failed
-// connection while the hint has not expired.
+// connection while the hint has not expired (Caller.Do).
 func (a *Adapter) execute(ctx context.Context, j job) {
 	var c call
 	var err error
@@ -537,84 +533,13 @@ func (a *Adapter) execute(ctx context.Context, j job) {
 		a.log.Debug("request not built", "target", a.cfg.PrefetchTarget, "action", j.action, "message_id", j.w.msgID, "err", err)
 		return
 	}
-	b := retry.Doubling(a.cfg.RetryDelay, maxRetryDelay)
-	for attempt := 0; ; attempt++ {
-		if !a.now().Before(j.deadline) {
-			a.counters.Dropped.Inc(metrics.AdapterDropExpired)
-			return
-		}
-		if attempt > 0 {
-			a.counters.Retries.Inc()
-		}
-		reason, retryable := a.post(ctx, j, c)
-		switch {
-		case reason == "":
-			a.counters.Calls.Inc(j.action)
-			return
-		case ctx.Err() != nil:
-			a.counters.Dropped.Inc(metrics.AdapterDropClosed)
-			return
-		}
-		a.counters.Failed.Inc(reason)
-		if !retryable {
-			return
-		}
-		wait := min(b.NextBackOff(), j.deadline.Sub(a.now()))
-		if wait <= 0 {
-			a.counters.Dropped.Inc(metrics.AdapterDropExpired)
-			return
-		}
-		if !retry.Wait(ctx, wait) {
-			a.counters.Dropped.Inc(metrics.AdapterDropClosed)
-			return
-		}
+	switch reason := a.caller.Do(ctx, c.url, c.header, c.body, j.w.msgID, j.deadline); reason {
+	case "":
+		a.counters.Calls.Inc(j.action)
+		a.log.Debug("hint carried out", "target", c.target, "action", j.action, "message_id", j.w.msgID, "tokens", len(j.w.tokens))
+	case CallExpired, CallClosed:
+		a.counters.Dropped.Inc(reason)
 	}
-}
-
-// post makes one call and classifies its outcome: "" for 2xx, else a
-// failure reason and whether a retry may help.
-func (a *Adapter) post(ctx context.Context, j job, c call) (reason string, retry bool) {
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(c.body))
-	if err != nil {
-		return metrics.AdapterFailUnreachable, false
-	}
-	for k, v := range c.header {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/json")
-	start := time.Now()
-	resp, err := a.client.Do(req)
-	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			a.log.Warn("engine call timed out", "engine", c.target, "message_id", j.w.msgID, "timeout", a.cfg.CallTimeout)
-			return metrics.AdapterFailTimeout, false
-		}
-		a.log.Debug("engine unreachable", "engine", c.target, "message_id", j.w.msgID, "err", err)
-		return metrics.AdapterFailUnreachable, true
-	}
-	defer resp.Body.Close() // unread past maxDrainBody: the connection is closed, not reused
-	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrainBody)) // lets the connection be reused
-	a.counters.CallTimes.Observe(time.Since(start).Seconds())
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		a.log.Debug("engine warmed", "engine", c.target, "action", j.action, "message_id", j.w.msgID,
-			"tokens", len(j.w.tokens), "took", time.Since(start))
-		return "", false
-	case resp.StatusCode >= 500:
-		a.log.Debug("engine error", "engine", c.target, "message_id", j.w.msgID, "status", resp.StatusCode)
-		return metrics.AdapterFailServerError, true
-	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		// Only a redirect sameHostRedirects refused ends here.
-		a.log.Warn("engine redirect not followed", "engine", c.target, "message_id", j.w.msgID,
-			"status", resp.StatusCode, "location", truncate(resp.Header.Get("Location"), maxErrorBody))
-		return metrics.AdapterFailRedirected, false
-	}
-	a.log.Warn("engine refused warm-up", "engine", c.target, "message_id", j.w.msgID,
-		"status", resp.StatusCode, "body", string(bytes.ToValidUTF8(head, nil)))
-	return metrics.AdapterFailRefused, false
 }
 
 // sameHostRedirects follows a redirect only to the engine's own scheme,

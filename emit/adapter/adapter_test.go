@@ -198,7 +198,7 @@ func TestVLLMPrefetchSetsPriority(t *testing.T) {
 	}
 }
 
-// TestVLLMRetain: kv.retain@1.0 becomes a one-token request whose
+// TestVLLMRetain: hintstream.retain@1.0 becomes a one-token request whose
 // set_priority carries the retain's claim, revision, priority and TTL.
 func TestVLLMRetain(t *testing.T) {
 	e := engine(t, "--engine", "vllm", "--model", model)
@@ -207,7 +207,7 @@ func TestVLLMRetain(t *testing.T) {
 	sendRetain(t, pool, a.Endpoint(), actions.Retain{Trigger: "turn-9", SessionID: "sess-B", Model: model,
 		TokenIDs: tokens(64), TTL: 45 * time.Second, Priority: 37, ClaimID: "hintstream/sess-B", Revision: 1234,
 		ExpiresAt: time.Now().Add(10 * time.Second)})
-	natstest.Eventually(t, 10*time.Second, func() bool { return value(a.Counters().Calls, "kv.retain") == 1 }, "the retain call")
+	natstest.Eventually(t, 10*time.Second, func() bool { return value(a.Counters().Calls, "hintstream.retain") == 1 }, "the retain call")
 	s := stats(t, e)
 	if len(s.Accepted) != 1 {
 		t.Fatalf("accepted %d, rejected %+v", len(s.Accepted), s.Rejected)
@@ -260,7 +260,7 @@ func TestExpiredNeverActedOn(t *testing.T) {
 	sendRetain(t, pool, late.Endpoint(), actions.Retain{Trigger: "late", TokenIDs: tokens(8), TTL: time.Minute, Priority: 5,
 		ClaimID: "hintstream/x", ExpiresAt: time.Now().Add(10 * time.Second)})
 	natstest.Eventually(t, 10*time.Second, func() bool { return late.ReceiverCounters().Expired.Value() == 2 }, "both expired on arrival")
-	if n := value(late.Counters().Accepted, "kv.prefetch") + value(late.Counters().Accepted, "kv.retain"); n != 0 {
+	if n := value(late.Counters().Accepted, "kv.prefetch") + value(late.Counters().Accepted, "hintstream.retain"); n != 0 {
 		t.Fatalf("%d expired hints queued", n)
 	}
 }

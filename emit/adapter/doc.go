@@ -1,7 +1,7 @@
 // Package adapter is the worker-side sidecar of `hintstream adapter`: it
 // binds a hint socket (a ZeroMQ PULL, where the workers' registry records
 // point), decodes each KvHintsEnvelope with package receiver, and carries
-// out kv.prefetch@1.0 and kv.retain@1.0 through APIs that exist upstream.
+// out kv.prefetch@1.0 and hintstream.retain@1.0 through APIs that exist upstream.
 //
 // A prefetch becomes, by Config.PrefetchTarget (targets.go):
 //   - TargetEngine: a one-token request for the hint's tokens on the

@@ -30,15 +30,18 @@ type Envelope struct {
 }
 
 // Action is one decoded action. Exactly one of Prefetch, Pin and Retain
-// is set for kv.prefetch@1.0, kv.pin@1.0 and kv.retain@1.0; an action of another type or
-// version keeps only its raw payload (a receiver ignores what it does not
-// know, as the Python side does).
+// is set for kv.prefetch@1.0, kv.pin@1.0 and hintstream.retain@1.0 (or
+// its old name kv.retain@1.0, whose Type is then ActionRetain and Legacy
+// true); an action of another type or version keeps only its raw payload
+// (a receiver ignores what it does not know, as the Python side does).
 type Action struct {
 	ID, Type, Version string
 	Prefetch          *schemas.PrefetchPayload
 	Pin               *schemas.PinPayload
-	Retain            *schemas.RetainPayload // kv.retain@1.0 (retain.go)
-	Raw               msgp.Raw
+	Retain            *schemas.RetainPayload // hintstream.retain@1.0 (retain.go)
+	// Legacy: the action came under a retired name (LegacyActionRetain).
+	Legacy bool
+	Raw    msgp.Raw
 }
 
 func invalid(at, format string, args ...any) error {
@@ -239,6 +242,9 @@ func readPayload(a *Action, b []byte, at string) error {
 		a.Pin, err = readPin(b, at)
 	case a.Type == ActionRetain && a.Version == RetainVersion:
 		a.Retain, err = readRetain(b, at)
+	case a.Type == LegacyActionRetain && a.Version == RetainVersion:
+		a.Retain, err = readRetain(b, at)
+		a.Type, a.Legacy = ActionRetain, true
 	default:
 		_, err = readMap(b, at, func(key string, v []byte) ([]byte, error) { return skip(v, at+"."+key) })
 	}

@@ -136,6 +136,7 @@ type Receiver struct {
 	revs     *slotRevisions
 	close    sync.Once
 	invalid  atomic.Uint64 // messages refused, for the log's rate
+	legacy   sync.Once     // the first action under a retired name is logged
 }
 
 // New binds a PULL socket at bind ("tcp://127.0.0.1:*" picks a free
@@ -248,6 +249,13 @@ func (r *Receiver) Handle(ctx context.Context, b []byte) {
 	}
 	now := r.o.now().UnixMilli()
 	for _, a := range env.Actions {
+		if a.Legacy {
+			c.LegacyAction.Inc()
+			r.legacy.Do(func() {
+				r.o.log.Warn("hint action under its retired name, acted on as the new one; the old name is accepted for one release",
+					"endpoint", r.endpoint, "action", LegacyActionRetain, "new", ActionRetain)
+			})
+		}
 		switch {
 		case a.Prefetch != nil:
 			if a.Prefetch.ExpiresAtMs != 0 && a.Prefetch.ExpiresAtMs <= now {

@@ -10,13 +10,16 @@ import (
 )
 
 // The worker-side retention action (actions.ActionRetain) and the version
-// of it this package decodes.
+// of it this package decodes. LegacyActionRetain, its name before
+// hintstream.retain, is decoded as it for one release: the action is
+// handed on as ActionRetain, counted (legacy_action) and logged once.
 const (
-	ActionRetain  = "kv.retain"
-	RetainVersion = "1.0"
+	ActionRetain       = actions.ActionRetain
+	LegacyActionRetain = actions.LegacyActionRetain
+	RetainVersion      = "1.0"
 )
 
-// readRetain decodes a kv.retain@1.0 payload: every field but request_id,
+// readRetain decodes a hintstream.retain@1.0 payload: every field but request_id,
 // session_id, model and dp_rank is required (a retain without a TTL, a
 // claim or an expiry cannot be acted on); priority 1..100, ttl_ms > 0,
 // claim_id 1..256 bytes (vLLM's claim_id bound), revision >= 0.

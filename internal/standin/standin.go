@@ -4,7 +4,8 @@
 // and vLLM's (see the script's docstring for the files and commits; it
 // needs /usr/bin/python3, standard library only), and, in Go on
 // net/http/httptest, the Dynamo frontend's OpenAI endpoints (Dynamo) and
-// LMCache's /l2/prefetch (LMCache).
+// LMCache's /l2/prefetch (LMCache) and its controller's /pin
+// (LMCacheController, lmcache_controller.go).
 package standin
 
 import (

@@ -37,10 +37,10 @@ type Adapter struct {
 func NewAdapter() *Adapter {
 	a := &Adapter{set: newSet()}
 	b := builder{&a.set}
-	a.Accepted = b.vec("hintstream_adapter_accepted_total", "action", "Hints queued for an engine call, by action type.", "kv.prefetch", "kv.retain")
+	a.Accepted = b.vec("hintstream_adapter_accepted_total", "action", "Hints queued for an engine call, by action type.", "kv.prefetch", "hintstream.retain")
 	a.Dropped = b.vec("hintstream_adapter_dropped_total", "reason", "Hints dropped before any engine call, by reason.",
 		AdapterDropExpired, AdapterDropQueueFull, AdapterDropUnsupported, AdapterDropNoModel, AdapterDropClosed)
-	a.Calls = b.vec("hintstream_adapter_engine_calls_total", "action", "Engine calls answered 2xx, by the action they carried out.", "kv.prefetch", "kv.retain")
+	a.Calls = b.vec("hintstream_adapter_engine_calls_total", "action", "Engine calls answered 2xx, by the action they carried out.", "kv.prefetch", "hintstream.retain")
 	a.Failed = b.vec("hintstream_adapter_engine_failures_total", "reason", "Engine call attempts that failed or were refused, by reason.",
 		AdapterFailRefused, AdapterFailServerError, AdapterFailUnreachable, AdapterFailTimeout, AdapterFailRedirected)
 	a.Retries = b.counter("hintstream_adapter_engine_retries_total", "Engine calls tried again after a server error or no connection, before the hint expired.")

@@ -26,7 +26,7 @@ var (
 	// ErrBudget, anything else).
 	dropReasons = []string{actions.DropQueueFull, actions.DropExpired, actions.DropClosed, actions.DropBudget, actions.DropError}
 	// pinSkips are the reasons a tool-call response gets no pin.
-	pinSkips = []string{"unknown_worker", "no_layout", "no_full_page", "request_not_found", "encode", "over_cap",
+	pinSkips = []string{"unknown_worker", "no_layout", "no_full_page", "request_not_found", "encode", "over_cap", "unknown_namespace",
 		HashesKeyed, HashesUnsalted, "no_pages"}
 	// prefetchSkips are the reasons a wake-up or a routed request gets
 	// no prefetch.
@@ -94,8 +94,11 @@ type Families struct {
 	HintsRenewDropped                          *CounterVec
 	HintsReleaseQueued                         *Counter
 	HintsReleaseDropped                        *CounterVec
-	HintsRetainQueued                          *Counter    // kv.retain to the serving worker (--retain-on-worker)
+	HintsRetainQueued                          *Counter    // hintstream.retain to the serving worker (--retain-on-worker)
 	HintsRetainDropped                         *CounterVec // by drop reason, and "encode" / "no_endpoint"
+
+	// Tool-call pins kept in LMCache through its controller (lmcachepin.go).
+	LMCachePins LMCachePins
 
 	// Tool-call pins and their renewals.
 	PinsRequestIndexFull, PinsSlotsFull *Counter
@@ -171,8 +174,10 @@ func New() *Families {
 	f.HintsRenewDropped = b.vec("hintstream_hints_renew_dropped_total", "reason", "Pin renewals the sender refused to queue, by reason.", dropReasons...)
 	f.HintsReleaseQueued = b.counter("hintstream_hints_release_queued_total", "Pin releases handed to the sender's queue, sent when the session's next request arrives.")
 	f.HintsReleaseDropped = b.vec("hintstream_hints_release_dropped_total", "reason", "Pin releases the sender refused to queue, by reason.", dropReasons...)
-	f.HintsRetainQueued = b.counter("hintstream_hints_retain_queued_total", "kv.retain hints to the worker that served a tool call (--retain-on-worker), handed to the sender's queue.")
-	f.HintsRetainDropped = b.vec("hintstream_hints_retain_dropped_total", "reason", "kv.retain hints not queued, by reason.", append(slices.Clone(dropReasons), "encode", "no_endpoint")...)
+	f.HintsRetainQueued = b.counter("hintstream_hints_retain_queued_total", "hintstream.retain hints to the worker that served a tool call (--retain-on-worker), handed to the sender's queue.")
+	f.HintsRetainDropped = b.vec("hintstream_hints_retain_dropped_total", "reason", "hintstream.retain hints not queued, by reason.", append(slices.Clone(dropReasons), "encode", "no_endpoint")...)
+
+	f.LMCachePins = newLMCachePins(b)
 
 	f.PinsRequestIndexFull = b.counter("hintstream_pins_request_index_full_total", "Requests not recorded for a later pin because the request index (KV bucket) was full.")
 	f.PinsSlotsFull = b.counter("hintstream_pins_slots_full_total", "Pins not recorded in the slot bucket because it was full.")
@@ -424,6 +429,7 @@ type Receiver struct {
 	OtherWorker                                          *Counter
 	Delivered                                            *CounterVec
 	Stale                                                *Counter
+	LegacyAction                                         *Counter
 }
 
 // NewReceiver returns a receiver's counters at 0.
@@ -437,6 +443,7 @@ func NewReceiver() *Receiver {
 	r.UnknownAction = b.counter("hintstream_receiver_unknown_action_total", "Actions of a type the receiver does not handle, skipped.")
 	r.OtherWorker = b.counter("hintstream_receiver_other_worker_total", "Prefetch actions dropped because their worker_id names another worker than the receiver's.")
 	r.Stale = b.counter("hintstream_receiver_stale_total", "Pin actions dropped because their revision was not above the last one applied to their slot (docs/wire.md).")
+	r.LegacyAction = b.counter("hintstream_receiver_legacy_action_total", "Actions under a retired name (kv.retain, now hintstream.retain), acted on as the new name; accepted for one release.")
 	r.Delivered = b.vec("hintstream_receiver_delivered_total", "reason", "Actions handed to the handler, by action type.", actions.ActionPrefetch, actions.ActionPin)
 	return r
 }

@@ -159,7 +159,8 @@ func TestReceiverFamilies(t *testing.T) {
 	r := NewReceiver()
 	r.Delivered.Inc("kv.pin")
 	got := gather(t, &r.set)
-	if len(got) != 8 || got["hintstream_receiver_delivered_total"] == nil || got["hintstream_receiver_stale_total"] == nil || got["hintstream_receiver_other_worker_total"] == nil {
+	if len(got) != 9 || got["hintstream_receiver_delivered_total"] == nil || got["hintstream_receiver_stale_total"] == nil || got["hintstream_receiver_other_worker_total"] == nil ||
+		got["hintstream_receiver_legacy_action_total"] == nil {
 		t.Fatalf("receiver families %v", got)
 	}
 	if r.Summary()["hintstream_receiver_delivered_total|kv.pin"] != 1 {
