@@ -25,10 +25,6 @@ func TestTargetsRefused(t *testing.T) {
 		{[]string{"--lmcache-controller", "lmcache:9000"}, "--lmcache-controller"},
 		{[]string{"--lmcache-controller", "http://127.0.0.1:9000", "--lmcache-repin", "-1s"}, "negative duration"},
 		{[]string{"--lmcache-controller", "http://127.0.0.1:9000", "--lmcache-repin", "1s"}, ""},
-		{[]string{"--l3-pin-budget", "1GiB"}, "no --pin-endpoint is set"},
-		{[]string{"--l3-pin-budget", "1GiB", "--lmcache-controller", "http://127.0.0.1:9000"}, "no --pin-endpoint is set"},
-		{[]string{"--l3-pin-budget", "1GiB", "--pin-endpoint", "tcp://127.0.0.1:5557", "--pins", "off"}, "--pins is off"},
-		{[]string{"--l3-pin-budget", "1GiB", "--pin-endpoint", "tcp://127.0.0.1:5557"}, ""},
 	} {
 		c, err := parseRunFlags(tc.args...)
 		if err == nil {
