@@ -119,6 +119,12 @@ func (z *RequestEvent) DecodeMsg(dc *msgp.Reader) (err error) {
 				err = msgp.WrapError(err, "CacheSalt")
 				return
 			}
+		case "extra_key":
+			z.ExtraKey, err = dc.ReadString()
+			if err != nil {
+				err = msgp.WrapError(err, "ExtraKey")
+				return
+			}
 		case "received_at_ms":
 			z.ReceivedAtMs, err = dc.ReadInt64()
 			if err != nil {
@@ -210,39 +216,43 @@ func (z *RequestEvent) DecodeMsg(dc *msgp.Reader) (err error) {
 // EncodeMsg implements msgp.Encodable
 func (z *RequestEvent) EncodeMsg(en *msgp.Writer) (err error) {
 	// check for omitted fields
-	zb0001Len := uint32(15)
-	var zb0001Mask uint16 /* 15 bits */
+	zb0001Len := uint32(16)
+	var zb0001Mask uint16 /* 16 bits */
 	_ = zb0001Mask
-	if z.NvExt == nil {
+	if z.ExtraKey == "" {
 		zb0001Len--
-		zb0001Mask |= 0x100
+		zb0001Mask |= 0x80
 	}
-	if z.SequenceHashes == nil {
+	if z.NvExt == nil {
 		zb0001Len--
 		zb0001Mask |= 0x200
 	}
-	if z.SequenceBlockSize == 0 {
+	if z.SequenceHashes == nil {
 		zb0001Len--
 		zb0001Mask |= 0x400
 	}
-	if z.SequenceHashScheme == "" {
+	if z.SequenceBlockSize == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x800
 	}
-	if z.PromptTokens == 0 {
+	if z.SequenceHashScheme == "" {
 		zb0001Len--
 		zb0001Mask |= 0x1000
 	}
-	if z.WorkerID == 0 {
+	if z.PromptTokens == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x2000
 	}
-	if z.DpRank == 0 {
+	if z.WorkerID == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x4000
 	}
+	if z.DpRank == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8000
+	}
 	// variable map header, size zb0001Len
-	err = en.Append(0x80 | uint8(zb0001Len))
+	err = en.WriteMapHeader(zb0001Len)
 	if err != nil {
 		return
 	}
@@ -338,6 +348,18 @@ func (z *RequestEvent) EncodeMsg(en *msgp.Writer) (err error) {
 			err = msgp.WrapError(err, "CacheSalt")
 			return
 		}
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// write "extra_key"
+			err = en.Append(0xa9, 0x65, 0x78, 0x74, 0x72, 0x61, 0x5f, 0x6b, 0x65, 0x79)
+			if err != nil {
+				return
+			}
+			err = en.WriteString(z.ExtraKey)
+			if err != nil {
+				err = msgp.WrapError(err, "ExtraKey")
+				return
+			}
+		}
 		// write "received_at_ms"
 		err = en.Append(0xae, 0x72, 0x65, 0x63, 0x65, 0x69, 0x76, 0x65, 0x64, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
 		if err != nil {
@@ -348,7 +370,7 @@ func (z *RequestEvent) EncodeMsg(en *msgp.Writer) (err error) {
 			err = msgp.WrapError(err, "ReceivedAtMs")
 			return
 		}
-		if (zb0001Mask & 0x100) == 0 { // if not omitted
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
 			// write "nvext"
 			err = en.Append(0xa5, 0x6e, 0x76, 0x65, 0x78, 0x74)
 			if err != nil {
@@ -367,7 +389,7 @@ func (z *RequestEvent) EncodeMsg(en *msgp.Writer) (err error) {
 				}
 			}
 		}
-		if (zb0001Mask & 0x200) == 0 { // if not omitted
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
 			// write "sequence_hashes"
 			err = en.Append(0xaf, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
 			if err != nil {
@@ -386,7 +408,7 @@ func (z *RequestEvent) EncodeMsg(en *msgp.Writer) (err error) {
 				}
 			}
 		}
-		if (zb0001Mask & 0x400) == 0 { // if not omitted
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
 			// write "sequence_block_size"
 			err = en.Append(0xb3, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x73, 0x69, 0x7a, 0x65)
 			if err != nil {
@@ -398,7 +420,7 @@ func (z *RequestEvent) EncodeMsg(en *msgp.Writer) (err error) {
 				return
 			}
 		}
-		if (zb0001Mask & 0x800) == 0 { // if not omitted
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
 			// write "sequence_hash_scheme"
 			err = en.Append(0xb4, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x5f, 0x73, 0x63, 0x68, 0x65, 0x6d, 0x65)
 			if err != nil {
@@ -410,7 +432,7 @@ func (z *RequestEvent) EncodeMsg(en *msgp.Writer) (err error) {
 				return
 			}
 		}
-		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
 			// write "prompt_tokens"
 			err = en.Append(0xad, 0x70, 0x72, 0x6f, 0x6d, 0x70, 0x74, 0x5f, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x73)
 			if err != nil {
@@ -422,7 +444,7 @@ func (z *RequestEvent) EncodeMsg(en *msgp.Writer) (err error) {
 				return
 			}
 		}
-		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+		if (zb0001Mask & 0x4000) == 0 { // if not omitted
 			// write "worker_id"
 			err = en.Append(0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
 			if err != nil {
@@ -434,7 +456,7 @@ func (z *RequestEvent) EncodeMsg(en *msgp.Writer) (err error) {
 				return
 			}
 		}
-		if (zb0001Mask & 0x4000) == 0 { // if not omitted
+		if (zb0001Mask & 0x8000) == 0 { // if not omitted
 			// write "dp_rank"
 			err = en.Append(0xa7, 0x64, 0x70, 0x5f, 0x72, 0x61, 0x6e, 0x6b)
 			if err != nil {
@@ -454,39 +476,43 @@ func (z *RequestEvent) EncodeMsg(en *msgp.Writer) (err error) {
 func (z *RequestEvent) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(15)
-	var zb0001Mask uint16 /* 15 bits */
+	zb0001Len := uint32(16)
+	var zb0001Mask uint16 /* 16 bits */
 	_ = zb0001Mask
-	if z.NvExt == nil {
+	if z.ExtraKey == "" {
 		zb0001Len--
-		zb0001Mask |= 0x100
+		zb0001Mask |= 0x80
 	}
-	if z.SequenceHashes == nil {
+	if z.NvExt == nil {
 		zb0001Len--
 		zb0001Mask |= 0x200
 	}
-	if z.SequenceBlockSize == 0 {
+	if z.SequenceHashes == nil {
 		zb0001Len--
 		zb0001Mask |= 0x400
 	}
-	if z.SequenceHashScheme == "" {
+	if z.SequenceBlockSize == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x800
 	}
-	if z.PromptTokens == 0 {
+	if z.SequenceHashScheme == "" {
 		zb0001Len--
 		zb0001Mask |= 0x1000
 	}
-	if z.WorkerID == 0 {
+	if z.PromptTokens == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x2000
 	}
-	if z.DpRank == 0 {
+	if z.WorkerID == 0 {
 		zb0001Len--
 		zb0001Mask |= 0x4000
 	}
+	if z.DpRank == 0 {
+		zb0001Len--
+		zb0001Mask |= 0x8000
+	}
 	// variable map header, size zb0001Len
-	o = append(o, 0x80|uint8(zb0001Len))
+	o = msgp.AppendMapHeader(o, zb0001Len)
 
 	// skip if no fields are to be emitted
 	if zb0001Len != 0 {
@@ -518,10 +544,15 @@ func (z *RequestEvent) MarshalMsg(b []byte) (o []byte, err error) {
 		// string "cache_salt"
 		o = append(o, 0xaa, 0x63, 0x61, 0x63, 0x68, 0x65, 0x5f, 0x73, 0x61, 0x6c, 0x74)
 		o = msgp.AppendString(o, z.CacheSalt)
+		if (zb0001Mask & 0x80) == 0 { // if not omitted
+			// string "extra_key"
+			o = append(o, 0xa9, 0x65, 0x78, 0x74, 0x72, 0x61, 0x5f, 0x6b, 0x65, 0x79)
+			o = msgp.AppendString(o, z.ExtraKey)
+		}
 		// string "received_at_ms"
 		o = append(o, 0xae, 0x72, 0x65, 0x63, 0x65, 0x69, 0x76, 0x65, 0x64, 0x5f, 0x61, 0x74, 0x5f, 0x6d, 0x73)
 		o = msgp.AppendInt64(o, z.ReceivedAtMs)
-		if (zb0001Mask & 0x100) == 0 { // if not omitted
+		if (zb0001Mask & 0x200) == 0 { // if not omitted
 			// string "nvext"
 			o = append(o, 0xa5, 0x6e, 0x76, 0x65, 0x78, 0x74)
 			if z.NvExt == nil {
@@ -534,7 +565,7 @@ func (z *RequestEvent) MarshalMsg(b []byte) (o []byte, err error) {
 				}
 			}
 		}
-		if (zb0001Mask & 0x200) == 0 { // if not omitted
+		if (zb0001Mask & 0x400) == 0 { // if not omitted
 			// string "sequence_hashes"
 			o = append(o, 0xaf, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x65, 0x73)
 			o = msgp.AppendArrayHeader(o, uint32(len(z.SequenceHashes)))
@@ -542,27 +573,27 @@ func (z *RequestEvent) MarshalMsg(b []byte) (o []byte, err error) {
 				o = msgp.AppendUint64(o, z.SequenceHashes[za0004])
 			}
 		}
-		if (zb0001Mask & 0x400) == 0 { // if not omitted
+		if (zb0001Mask & 0x800) == 0 { // if not omitted
 			// string "sequence_block_size"
 			o = append(o, 0xb3, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x73, 0x69, 0x7a, 0x65)
 			o = msgp.AppendUint32(o, z.SequenceBlockSize)
 		}
-		if (zb0001Mask & 0x800) == 0 { // if not omitted
+		if (zb0001Mask & 0x1000) == 0 { // if not omitted
 			// string "sequence_hash_scheme"
 			o = append(o, 0xb4, 0x73, 0x65, 0x71, 0x75, 0x65, 0x6e, 0x63, 0x65, 0x5f, 0x68, 0x61, 0x73, 0x68, 0x5f, 0x73, 0x63, 0x68, 0x65, 0x6d, 0x65)
 			o = msgp.AppendString(o, z.SequenceHashScheme)
 		}
-		if (zb0001Mask & 0x1000) == 0 { // if not omitted
+		if (zb0001Mask & 0x2000) == 0 { // if not omitted
 			// string "prompt_tokens"
 			o = append(o, 0xad, 0x70, 0x72, 0x6f, 0x6d, 0x70, 0x74, 0x5f, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x73)
 			o = msgp.AppendUint32(o, z.PromptTokens)
 		}
-		if (zb0001Mask & 0x2000) == 0 { // if not omitted
+		if (zb0001Mask & 0x4000) == 0 { // if not omitted
 			// string "worker_id"
 			o = append(o, 0xa9, 0x77, 0x6f, 0x72, 0x6b, 0x65, 0x72, 0x5f, 0x69, 0x64)
 			o = msgp.AppendUint64(o, z.WorkerID)
 		}
-		if (zb0001Mask & 0x4000) == 0 { // if not omitted
+		if (zb0001Mask & 0x8000) == 0 { // if not omitted
 			// string "dp_rank"
 			o = append(o, 0xa7, 0x64, 0x70, 0x5f, 0x72, 0x61, 0x6e, 0x6b)
 			o = msgp.AppendUint32(o, z.DpRank)
@@ -678,6 +709,12 @@ func (z *RequestEvent) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				err = msgp.WrapError(err, "CacheSalt")
 				return
 			}
+		case "extra_key":
+			z.ExtraKey, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ExtraKey")
+				return
+			}
 		case "received_at_ms":
 			z.ReceivedAtMs, bts, err = msgp.ReadInt64Bytes(bts)
 			if err != nil {
@@ -768,14 +805,14 @@ func (z *RequestEvent) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *RequestEvent) Msgsize() (s int) {
-	s = 1 + 11 + msgp.StringPrefixSize + len(z.RequestID) + 11 + msgp.StringPrefixSize + len(z.SessionID) + 6 + msgp.StringPrefixSize + len(z.Model) + 10 + msgp.ArrayHeaderSize + (len(z.TokenIDs) * (msgp.Uint32Size)) + 8 + msgp.MapHeaderSize
+	s = 3 + 11 + msgp.StringPrefixSize + len(z.RequestID) + 11 + msgp.StringPrefixSize + len(z.SessionID) + 6 + msgp.StringPrefixSize + len(z.Model) + 10 + msgp.ArrayHeaderSize + (len(z.TokenIDs) * (msgp.Uint32Size)) + 8 + msgp.MapHeaderSize
 	if z.Headers != nil {
 		for za0002, za0003 := range z.Headers {
 			_ = za0003
 			s += msgp.StringPrefixSize + len(za0002) + msgp.StringPrefixSize + len(za0003)
 		}
 	}
-	s += 10 + msgp.StringPrefixSize + len(z.LoraName) + 11 + msgp.StringPrefixSize + len(z.CacheSalt) + 15 + msgp.Int64Size + 6
+	s += 10 + msgp.StringPrefixSize + len(z.LoraName) + 11 + msgp.StringPrefixSize + len(z.CacheSalt) + 10 + msgp.StringPrefixSize + len(z.ExtraKey) + 15 + msgp.Int64Size + 6
 	if z.NvExt == nil {
 		s += msgp.NilSize
 	} else {

@@ -21,7 +21,7 @@ func fastRequestJSON(data []byte, maxTokens, maxHeaders int, ev *RequestEvent) b
 	if !p.eat('{') {
 		return false
 	}
-	var seen uint8
+	var seen uint16
 	p.ws()
 	if p.eat('}') {
 		return p.end()
@@ -53,6 +53,8 @@ func fastRequestJSON(data []byte, maxTokens, maxHeaders int, ev *RequestEvent) b
 			ev.LoraName, ok = p.plainString()
 		case "cache_salt":
 			ev.CacheSalt, ok = p.plainString()
+		case "extra_key":
+			ev.ExtraKey, ok = p.plainString()
 		case "token_ids":
 			ev.TokenIDs, ok = p.uint32s(ev.TokenIDs[:0], maxTokens)
 		case "headers":
@@ -73,9 +75,10 @@ func fastRequestJSON(data []byte, maxTokens, maxHeaders int, ev *RequestEvent) b
 	}
 }
 
-var requestKeys = map[string]uint8{
+var requestKeys = map[string]uint16{
 	"request_id": 1 << 0, "session_id": 1 << 1, "model": 1 << 2, "token_ids": 1 << 3,
 	"headers": 1 << 4, "lora_name": 1 << 5, "cache_salt": 1 << 6, "received_at_ms": 1 << 7,
+	"extra_key": 1 << 8,
 }
 
 // jsonScan reads the subset of JSON above from b at i.

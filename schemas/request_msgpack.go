@@ -41,7 +41,7 @@ func fastRequestMsgpack(b []byte, l Limits, ev *RequestEvent) bool {
 	if !ok || n > 8 { // eight known keys, none repeated
 		return false
 	}
-	var seen uint8
+	var seen uint16
 	for range n {
 		key, ok := r.str()
 		if !ok {
@@ -63,6 +63,8 @@ func fastRequestMsgpack(b []byte, l Limits, ev *RequestEvent) bool {
 			ev.LoraName, ok = r.text(l.MaxString)
 		case "cache_salt":
 			ev.CacheSalt, ok = r.text(l.MaxString)
+		case "extra_key":
+			ev.ExtraKey, ok = r.text(l.MaxString)
 		case "token_ids":
 			ev.TokenIDs, ok = r.uint32s(ev.TokenIDs[:0], l.MaxTokens)
 		case "headers":

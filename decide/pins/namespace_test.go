@@ -53,6 +53,20 @@ func TestPinNamesSaltedKeys(t *testing.T) {
 	if !slices.Equal(pl.Keys, want) || slices.Equal(want, plain) {
 		t.Fatalf("pin keys %q, want the salted %q (unsalted %q)", pl.Keys, want, plain)
 	}
+	// extra_key seeds the chain beside cache_salt, as SGLang's
+	// storage_namespace_seed takes both.
+	if !respond(&schemas.RequestEvent{RequestID: "keyed", TokenIDs: prompt, CacheSalt: "tenant-a", ExtraKey: "k1"}) {
+		t.Fatal("request with extra_key: no pin")
+	}
+	select {
+	case pl = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no pin within 10s")
+	}
+	keyed, _ := actions.ObjectKeysIn(layout, prompt, actions.Namespace{ExtraKey: "k1", CacheSalt: "tenant-a"})
+	if !slices.Equal(pl.Keys, keyed) || slices.Equal(keyed, want) {
+		t.Fatalf("pin keys %q, want those seeded with extra_key and cache_salt %q (cache_salt alone %q)", pl.Keys, keyed, want)
+	}
 	if respond(&schemas.RequestEvent{RequestID: "lora", TokenIDs: prompt, LoraName: "adapter-1"}) {
 		t.Fatal("LoRA request: pin queued")
 	}

@@ -296,7 +296,7 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		p.skip("unknown_namespace", resp)
 		return false, nil
 	}
-	keys, cut, err := actions.ObjectKeysCapped(w.ObjectLayout, tokens, actions.Namespace{CacheSalt: req.CacheSalt},
+	keys, cut, err := actions.ObjectKeysCapped(w.ObjectLayout, tokens, actions.Namespace{ExtraKey: req.ExtraKey, CacheSalt: req.CacheSalt},
 		p.MaxPinKeys, p.MaxPinBytes)
 	switch {
 	case errors.Is(err, actions.ErrNoLayout):
