@@ -130,7 +130,7 @@ func Generate(cfg SyntheticConfig) (*Workload, error) {
 		last[t.session] = i
 		w.Requests[i] = t.req
 	}
-	if err := w.finish(c.Service, c.WakeupLead, false); err != nil {
+	if err := w.finish(c.Service, c.WakeupLead, Signals{}, false); err != nil {
 		return nil, err
 	}
 	return w, nil
