@@ -14,6 +14,7 @@ import (
 	"github.com/hintstream/hintstream/state/registry"
 	"github.com/hintstream/hintstream/streams"
 	"github.com/hintstream/hintstream/whatif"
+	"github.com/hintstream/hintstream/whatif/workload"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -28,7 +29,12 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	def := streams.DefaultSet()
 	dc := whatif.DefaultCluster()
 	var (
-		trace       = fs.String("trace", "", "a Mooncake-format JSONL trace (timestamp, input_length, output_length, hash_ids; optional session_id)")
+		trace       = fs.String("trace", "", "a Mooncake-format JSONL trace (timestamp, input_length, output_length, hash_ids; optional session_id, finish_reason, tool)")
+		gen         = fs.String("workload", "", "play a generated workload instead: "+whatif.WorkloadAgent+" (long-context coding agents) or "+whatif.WorkloadSessions+" (synthetic agentic sessions)")
+		seed        = fs.Uint64("seed", 1, "with --workload: the generator's seed")
+		toolSignal  = fs.String("tool-signal", workload.DefaultToolSignal, "where a trace says a turn ends in a tool call, its next turn is signalled at the tool's end ("+workload.SignalToolEnd+") or at its predicted end, learned from tool times ("+workload.SignalPredicted+")")
+		humanShare  = fs.Float64("human-wakeup-share", workload.DefaultHumanWakeupShare, "where a trace says a turn ends without a tool call, the share of next (human) turns announced by a wake-up (0 … 1)")
+		humanLead   = fs.Duration("human-wakeup-lead", workload.DefaultHumanWakeupLead, "how long before a human's turn its wake-up comes (--human-wakeup-share)")
 		fromStreams = fs.Bool("from-streams", false, "replay the cluster's recorded requests and responses from JetStream (read-only)")
 		since       = fs.String("since", "", "with --from-streams: from this time (RFC 3339, or a duration ago such as 1h)")
 		until       = fs.String("until", "", "with --from-streams: up to this time (RFC 3339 or a duration ago; empty: now)")
@@ -62,7 +68,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	pinBudget.RegisterFlags(runFlags)
 	fs.Var(runFlags.Lookup("l3-pin-budget").Value, "l3-pin-budget", "the retention planner's budget on the planner rows: bytes, or a share of --l3 at each point (\"40%\"), as hintstream run takes it; empty: the planner's default share (50%)")
 	natsCfg := natsFlags(fs, "hintstream-whatif")
-	usageHeader(fs, "Usage: hintstream whatif (--trace FILE | --from-streams --since TIME [--until TIME]) [flags]\n\n"+
+	usageHeader(fs, "Usage: hintstream whatif (--trace FILE | --workload NAME | --from-streams --since TIME [--until TIME]) [flags]\n\n"+
 		"Plays the traffic on a simulated cluster, in virtual time, through hintstream's own decision\n"+
 		"engine under every hint policy, and reports the prefill each saves against no hints, the\n"+
 		"next-turn oracle, the clairvoyant and hint-reachable bounds, beside the peers an operator may\n"+
@@ -73,8 +79,13 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if (*trace == "") == !*fromStreams {
-		return errors.New("give one of --trace FILE or --from-streams")
+	if n := btoi(*trace != "") + btoi(*gen != "") + btoi(*fromStreams); n != 1 {
+		return errors.New("give one of --trace FILE, --workload NAME or --from-streams")
+	}
+	sig := workload.Signals{Tool: *toolSignal, HumanShare: *humanShare, HumanLead: *humanLead}
+	if err := sig.Validate(); err != nil || *humanShare < 0 || *humanLead <= 0 {
+		return fmt.Errorf("--tool-signal %q, --human-wakeup-share %v, --human-wakeup-lead %v: want %s or %s, 0 … 1, > 0",
+			*toolSignal, *humanShare, *humanLead, workload.SignalToolEnd, workload.SignalPredicted)
 	}
 	if *fromStreams && *since == "" {
 		return errors.New("--from-streams needs --since")
@@ -148,8 +159,13 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 	}
 	checked = true
+	o.Signals = sig
 	var src whatif.Source
-	if *fromStreams {
+	if *gen != "" {
+		if src, err = whatif.GeneratedSource(*gen, *seed, c.BlockSize, sig); err != nil {
+			return err
+		}
+	} else if *fromStreams {
 		ncfg := natsCfg()
 		ncfg.URL, ncfg.Logger = *natsURL, log
 		nc, err := natsconn.Connect(ncfg)
@@ -179,7 +195,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		defer f.Close()
 		// Kept on disk and read back as the play goes: memory follows
 		// the trace's distinct blocks, not its length.
-		if src, err = whatif.SpoolTrace(f, c.BlockSize, *skipBad, *spoolDir); err != nil {
+		if src, err = whatif.SpoolTraceSignals(f, c.BlockSize, *skipBad, *spoolDir, sig); err != nil {
 			return fmt.Errorf("%s: %w", *trace, err)
 		}
 		defer src.Workload.Close()
@@ -224,6 +240,13 @@ func checkTraceFile(path string) error {
 }
 
 var errNotRegular = errors.New("not a regular file")
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // checkReportDir makes the --report directory and writes and removes a
 // file in it: as root, permissions do not stop a write, but a path under

@@ -238,7 +238,7 @@ func (s *spool) toolID(name string) uint32 {
 
 // request is the Request r describes; HashIDs are not kept.
 func (r *spoolRec) request(i int) *Request {
-	return &Request{FinishKnown: r.finishKnown, signal: r.signal, predicted: time.Duration(r.predicted),Index: i, ID: "req-" + strconv.Itoa(i), Session: "s-" + strconv.FormatInt(r.root, 10),
+	return &Request{FinishKnown: r.finishKnown, signal: r.signal, predicted: time.Duration(r.predicted), Index: i, ID: "req-" + strconv.Itoa(i), Session: "s-" + strconv.FormatInt(r.root, 10),
 		Turn: int(r.turn), At: time.Duration(r.at), ResponseAt: time.Duration(r.responseAt),
 		HasWakeup: r.hasWakeup, WakeupAt: time.Duration(r.wakeupAt),
 		InputLength: int(r.in), OutputLength: int(r.out), Prev: int(r.prev), Next: int(r.next),
