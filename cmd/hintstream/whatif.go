@@ -82,6 +82,9 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if n := btoi(*trace != "") + btoi(*gen != "") + btoi(*fromStreams); n != 1 {
 		return errors.New("give one of --trace FILE, --workload NAME or --from-streams")
 	}
+	if *gen != "" && *gen != whatif.WorkloadAgent && *gen != whatif.WorkloadSessions {
+		return fmt.Errorf("--workload %q: want %s or %s", *gen, whatif.WorkloadAgent, whatif.WorkloadSessions)
+	}
 	sig := workload.Signals{Tool: *toolSignal, HumanShare: *humanShare, HumanLead: *humanLead}
 	if err := sig.Validate(); err != nil || *humanShare < 0 || *humanLead <= 0 {
 		return fmt.Errorf("--tool-signal %q, --human-wakeup-share %v, --human-wakeup-lead %v: want %s or %s, 0 … 1, > 0",

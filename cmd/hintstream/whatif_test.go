@@ -55,6 +55,10 @@ func TestWhatifRefusesBadFlagsBeforeReading(t *testing.T) {
 		{[]string{"--trace", trace, "--l3-pin-budget", "1000000000000"}, "--l3-pin-budget 1000000000000 is more than --l3 432.0 GiB"},
 		{[]string{"--trace", trace, "--l3", "64GiB", "--sweep", "l3=1GiB,128GiB", "--l3-pin-budget", "2147483648"},
 			`--l3-pin-budget 2147483648 is more than --sweep l3 value "1GiB"`},
+		{[]string{"--trace", trace, "--workload", "agent"}, "give one of --trace FILE, --workload NAME or --from-streams"},
+		{[]string{"--workload", "chat"}, `--workload "chat": want agent or sessions`},
+		{[]string{"--trace", trace, "--tool-signal", "soon"}, `--tool-signal "soon"`},
+		{[]string{"--trace", trace, "--human-wakeup-share", "2"}, "--human-wakeup-share 2"},
 		{[]string{"--trace", trace, "--policies", "today's,nope"}, `--policies: no policy "nope" (want names separated by commas from "today's"`},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
