@@ -232,7 +232,7 @@ func (w *Workload) RequestEventTokens(i int, epoch time.Time, announceToolTime b
 	r := w.Req(i)
 	ev := &schemas.RequestEvent{RequestID: r.ID, SessionID: r.Session, Model: w.Model,
 		TokenIDs: tokens, ReceivedAtMs: ms(epoch, r.At)}
-	if announceToolTime && r.ToolCall {
+	if announceToolTime && r.ToolCall && r.Next >= 0 {
 		ev.Headers = map[string]string{schemas.HeaderSimToolCall: strconv.FormatInt(max(r.ToolTime.Milliseconds(), 1), 10)}
 	}
 	return ev
