@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -164,11 +163,7 @@ func GenerateAgent(cfg AgentConfig) (*Workload, error) {
 	bs := c.BlockSize
 	prefixFull := AgentPrefixTokens / bs
 	nextID := uint64(prefixFull) // ids below are the shared prefix's
-	type turn struct {
-		req          Request
-		conversation int
-	}
-	var turns []turn
+	var turns []sessionTurn
 	var start time.Duration
 	for s := range c.Conversations {
 		start += time.Duration(rng.ExpFloat64() * float64(c.Interval))
@@ -201,7 +196,7 @@ func GenerateAgent(cfg AgentConfig) (*Workload, error) {
 			} else {
 				appended = agentMessage.draw(rng)
 			}
-			turns = append(turns, turn{r, s})
+			turns = append(turns, sessionTurn{r, s})
 			done := at + c.Service.Time(length, out)
 			if r.ToolCall {
 				at = done + time.Duration(toolGap.draw(rng)*float64(time.Second))
@@ -216,16 +211,7 @@ func GenerateAgent(cfg AgentConfig) (*Workload, error) {
 			}
 		}
 	}
-	slices.SortStableFunc(turns, func(a, b turn) int { return cmp.Compare(a.req.At, b.req.At) })
-	w := &Workload{Model: c.Model, BlockSize: bs, Requests: make([]Request, len(turns))}
-	last := map[int]int{} // conversation → index of its latest turn so far
-	for i, t := range turns {
-		if p, ok := last[t.conversation]; ok {
-			t.req.Prev = p
-		}
-		last[t.conversation] = i
-		w.Requests[i] = t.req
-	}
+	w := &Workload{Model: c.Model, BlockSize: bs, Requests: linkSessions(turns)}
 	if err := w.finish(c.Service, 0, c.Signals, false); err != nil {
 		return nil, fmt.Errorf("workload: agent profile: %w", err)
 	}
