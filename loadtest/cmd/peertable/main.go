@@ -51,7 +51,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	small := fs.Int("small-device", 64, "device blocks per worker of the sessions' second run")
 	many := fs.Int("many-sessions", 1000, "sessions of the third synthetic run, enough for the L3 to evict (0: none)")
 	only := fs.String("only", "", "play only the workloads whose name holds this")
-	agent := fs.Int("agent", 32, "conversations of the long-context coding-agent profile (0: none)")
+	agent := fs.Int("agent", 64, "conversations of the long-context coding-agent profile (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
