@@ -72,7 +72,9 @@ func FuzzDecodeLine(f *testing.F) {
 		`{"timestamp": 1, "input_length": 99999999999, "output_length": 1, "hash_ids": [1]}`,
 		`{"timestamp": 1, "input_length": 1048577, "output_length": 1, "hash_ids": ` + idList(2049) + `}`,
 		`{"timestamp": 1, "input_length": 1, "output_length": 1073741824, "hash_ids": [1]}`,
-		`{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": ` + idList(2049) + `}`} {
+		`{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": ` + idList(2049) + `}`,
+		`{"timestamp": 1, "input_length": 9, "output_length": 1, "hash_ids": [1], "finish_reason": "tool_calls", "tool": "bash"}`,
+		`{"timestamp": 1, "input_length": 9, "output_length": 1, "hash_ids": [1], "finish_reason": "stop", "tool": 7}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
