@@ -46,7 +46,7 @@ func signalsOf(w *workload.Workload, st workload.Stats) *Signals {
 		PredictedWakeups: c.Predicted, HumanWakeups: c.Human, Unannounced: c.Unannounced}
 	if others := st.Requests - c.FactTurns; others > 0 {
 		s.Assumptions = append(s.Assumptions, fmt.Sprintf(
-			"%d of %d turns do not say how they end (no finish_reason): assumed, as whatif always has, that every turn with a next turn ends in a tool call (%d tool calls) and that its next turn is announced by a wake-up %s ahead (%d wake-ups)",
+			"%d of %d turns do not say how they end (no finish_reason): assumed, as whatif always has, that %d of them end in a tool call (in a trace, every turn that has a next turn) and that every next turn is announced by a wake-up %s ahead (%d wake-ups)",
 			others, st.Requests, s.AssumedToolCalls, dur(w.AssumedLead), c.Assumed))
 	}
 	if c.FactTurns > 0 {
