@@ -135,7 +135,7 @@ func TestWhatifBadInput(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"skipped_bad": 1`) || !strings.Contains(out, `"requests": 50`) {
 		t.Fatalf("exit %d: %s\n%s", code, out, errOut)
 	}
-	if _, errOut, code = whatif(t); code != 2 || !strings.Contains(errOut, "--trace FILE or --from-streams") {
+	if _, errOut, code = whatif(t); code != 2 || !strings.Contains(errOut, "--trace FILE, --workload NAME or --from-streams") {
 		t.Fatalf("no source: exit %d: %s", code, errOut)
 	}
 	if _, errOut, code = whatif(t, "--trace", bad, "--alpha", "3"); code != 2 || !strings.Contains(errOut, "alpha") {

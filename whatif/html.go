@@ -34,6 +34,11 @@ func (r *Report) WriteHTML(dir string) error {
 		fmt.Fprintf(&b, " %d bad lines skipped (first: %s).", r.Skipped, html.EscapeString(r.FirstSkipped))
 	}
 	fmt.Fprintf(&b, " Played at %d requests a second (%.1f s).</p>\n", int(r.RequestsPerS), r.ElapsedS)
+	if r.Signals != nil {
+		for _, a := range r.Signals.Assumptions {
+			fmt.Fprintf(&b, "<p>Assumed: %s.</p>\n", html.EscapeString(a))
+		}
+	}
 	r.summaryHTML(&b)
 	for _, p := range r.Points {
 		p.tablesHTML(&b)

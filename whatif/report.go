@@ -36,10 +36,12 @@ type Report struct {
 	FirstSkipped string `json:"first_skipped,omitempty"`
 	// Reusable is the share of prompt tokens unbounded caches would not
 	// recompute (Mooncake FAST'25 Table 2's "Cache Ratio").
-	Reusable Num     `json:"reusable_share_unbounded"`
-	Cluster  Cluster `json:"cluster"`
-	Sweep    *Sweep  `json:"sweep,omitempty"`
-	Points   []Point `json:"points"`
+	Reusable Num `json:"reusable_share_unbounded"`
+	// Signals say how next turns were announced, by which rule.
+	Signals *Signals `json:"signals,omitempty"`
+	Cluster Cluster  `json:"cluster"`
+	Sweep   *Sweep   `json:"sweep,omitempty"`
+	Points  []Point  `json:"points"`
 	// Observed is the real cluster's device hit share on the same
 	// requests, from its KV events (--from-streams only): a calibration
 	// check for the simulated runs' device_hit_tokens.

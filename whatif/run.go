@@ -54,6 +54,9 @@ type Options struct {
 	Logger   *slog.Logger
 	// TimePoints of the saving-over-time series; default DefaultTimePoints.
 	TimePoints int
+	// Signals announce next turns where the records give the turns'
+	// finish (records only: a Source's Workload was built with its own).
+	Signals workload.Signals
 	// TempDir is where the bound's tape and per-request spills go while
 	// the play uses them ("": the system's temporary directory).
 	TempDir string
@@ -81,7 +84,7 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 	if w == nil {
 		reusable = ReusableShare(src.Records, o.Cluster.BlockSize)
 		var err error
-		if w, err = workload.FromRecords(src.Records, workload.TraceOptions{BlockSize: o.Cluster.BlockSize, Model: src.Model}); err != nil {
+		if w, err = workload.FromRecords(src.Records, workload.TraceOptions{BlockSize: o.Cluster.BlockSize, Model: src.Model, Signals: o.Signals}); err != nil {
 			return nil, err
 		}
 		// The workload holds what the play needs of the records (their
@@ -100,7 +103,7 @@ func Run(ctx context.Context, src Source, o Options) (*Report, error) {
 	rep := &Report{Source: src.Name, Requests: stats.Requests, Conversations: stats.Sessions, NextTurns: stats.NextTurns,
 		PromptTokens: stats.PromptTokens, DurationS: stats.Duration.Seconds(), Skipped: src.Skipped,
 		Reusable: Num(reusable), Cluster: o.Cluster, Sweep: o.Sweep,
-		Observed: src.Observed}
+		Observed: src.Observed, Signals: signalsOf(w, stats)}
 	if src.FirstSkipped != nil {
 		rep.FirstSkipped = src.FirstSkipped.Error()
 	}

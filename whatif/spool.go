@@ -21,6 +21,11 @@ import (
 // f must stay open until the returned Source's Workload is closed, which
 // the caller does.
 func SpoolTrace(f *os.File, blockSize int, skipBad bool, dir string) (Source, error) {
+	return spoolTrace(f, workload.TraceOptions{BlockSize: blockSize}, skipBad, dir)
+}
+
+func spoolTrace(f *os.File, o workload.TraceOptions, skipBad bool, dir string) (Source, error) {
+	blockSize := o.BlockSize
 	sc := workload.NewTraceScanner(f, blockSize, skipBad)
 	reuse := newReuseCounter(blockSize)
 	n := 0
@@ -33,7 +38,7 @@ func SpoolTrace(f *os.File, blockSize int, skipBad bool, dir string) (Source, er
 		n++
 		return rec, nil
 	}
-	w, err := workload.Spool(next, workload.TraceOptions{BlockSize: blockSize}, dir)
+	w, err := workload.Spool(next, o, dir)
 	if err != nil {
 		var le *workload.LineError
 		if errors.As(err, &le) {

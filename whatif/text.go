@@ -17,6 +17,9 @@ func (r *Report) Text(w io.Writer) error {
 		fmt.Fprintf(w, "; %d bad lines skipped (first: %s)", r.Skipped, r.FirstSkipped)
 	}
 	fmt.Fprintf(w, "\nreusable share of prompt tokens with unbounded caches: %s\n", pct(r.Reusable))
+	if r.Signals != nil {
+		r.Signals.text(w)
+	}
 	if r.Observed != nil {
 		r.Observed.text(w, r)
 	}

@@ -29,7 +29,12 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	def := streams.DefaultSet()
 	dc := whatif.DefaultCluster()
 	var (
-		trace       = fs.String("trace", "", "a Mooncake-format JSONL trace (timestamp, input_length, output_length, hash_ids; optional session_id), or Dynamo's request-trace records as its file sink writes them (plain or gzip): the first record tells which")
+		trace       = fs.String("trace", "", "a Mooncake-format JSONL trace (timestamp, input_length, output_length, hash_ids; optional session_id, finish_reason, tool), or Dynamo's request-trace records as its file sink writes them (plain or gzip): the first record tells which")
+		gen         = fs.String("workload", "", "play a generated workload instead: "+whatif.WorkloadAgent+" (long-context coding agents) or "+whatif.WorkloadSessions+" (synthetic agentic sessions)")
+		seed        = fs.Uint64("seed", 1, "with --workload: the generator's seed")
+		toolSignal  = fs.String("tool-signal", workload.DefaultToolSignal, "where a trace says a turn ends in a tool call, its next turn is signalled at the tool's end ("+workload.SignalToolEnd+") or at its predicted end, learned from tool times ("+workload.SignalPredicted+")")
+		humanShare  = fs.Float64("human-wakeup-share", workload.DefaultHumanWakeupShare, "where a trace says a turn ends without a tool call, the share of next (human) turns announced by a wake-up (0 … 1)")
+		humanLead   = fs.Duration("human-wakeup-lead", workload.DefaultHumanWakeupLead, "how long before a human's turn its wake-up comes (--human-wakeup-share)")
 		fromStreams = fs.Bool("from-streams", false, "replay the cluster's recorded requests and responses from JetStream (read-only)")
 		since       = fs.String("since", "", "with --from-streams: from this time (RFC 3339, or a duration ago such as 1h)")
 		until       = fs.String("until", "", "with --from-streams: up to this time (RFC 3339 or a duration ago; empty: now)")
@@ -59,7 +64,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	var l3 int64
 	cmdline.BytesVar(fs, &l3, "l3", dc.L3Bytes, "L3 (Mooncake) capacity in bytes")
 	natsCfg := natsFlags(fs, "hintstream-whatif")
-	usageHeader(fs, "Usage: hintstream whatif (--trace FILE | --from-streams --since TIME [--until TIME]) [flags]\n\n"+
+	usageHeader(fs, "Usage: hintstream whatif (--trace FILE | --workload NAME | --from-streams --since TIME [--until TIME]) [flags]\n\n"+
 		"Plays the traffic on a simulated cluster, in virtual time, through hintstream's own decision\n"+
 		"engine under every hint policy, and reports the prefill each saves against no hints, the\n"+
 		"next-turn oracle, the clairvoyant and hint-reachable bounds, beside the peers an operator may\n"+
@@ -70,8 +75,16 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if (*trace == "") == !*fromStreams {
-		return errors.New("give one of --trace FILE or --from-streams")
+	if n := btoi(*trace != "") + btoi(*gen != "") + btoi(*fromStreams); n != 1 {
+		return errors.New("give one of --trace FILE, --workload NAME or --from-streams")
+	}
+	if *gen != "" && *gen != whatif.WorkloadAgent && *gen != whatif.WorkloadSessions {
+		return fmt.Errorf("--workload %q: want %s or %s", *gen, whatif.WorkloadAgent, whatif.WorkloadSessions)
+	}
+	sig := workload.Signals{Tool: *toolSignal, HumanShare: *humanShare, HumanLead: *humanLead}
+	if err := sig.Validate(); err != nil || *humanShare < 0 || *humanLead <= 0 {
+		return fmt.Errorf("--tool-signal %q, --human-wakeup-share %v, --human-wakeup-lead %v: want %s or %s, 0 … 1, > 0",
+			*toolSignal, *humanShare, *humanLead, workload.SignalToolEnd, workload.SignalPredicted)
 	}
 	if *fromStreams && *since == "" {
 		return errors.New("--from-streams needs --since")
@@ -140,8 +153,13 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 	}
 	checked = true
+	o.Signals = sig
 	var src whatif.Source
-	if *fromStreams {
+	if *gen != "" {
+		if src, err = whatif.GeneratedSource(*gen, *seed, c.BlockSize, sig); err != nil {
+			return err
+		}
+	} else if *fromStreams {
 		ncfg := natsCfg()
 		ncfg.URL, ncfg.Logger = *natsURL, log
 		nc, err := natsconn.Connect(ncfg)
@@ -192,7 +210,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			}
 			// Kept on disk and read back as the play goes: memory follows
 			// the trace's distinct blocks, not its length.
-			if src, err = whatif.SpoolTrace(f, c.BlockSize, *skipBad, *spoolDir); err != nil {
+			if src, err = whatif.SpoolTraceSignals(f, c.BlockSize, *skipBad, *spoolDir, sig); err != nil {
 				return fmt.Errorf("%s: %w", *trace, err)
 			}
 			defer src.Workload.Close()
@@ -238,6 +256,13 @@ func checkTraceFile(path string) error {
 }
 
 var errNotRegular = errors.New("not a regular file")
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // checkReportDir makes the --report directory and writes and removes a
 // file in it: as root, permissions do not stop a write, but a path under

@@ -51,6 +51,10 @@ func TestWhatifRefusesBadFlagsBeforeReading(t *testing.T) {
 		{[]string{"--trace", trace, "--report", filepath.Join(file, "out")}, "--report: mkdir " + file + ": not a directory"},
 		{[]string{"--trace", trace, "--block-size", "2000000"}, "--block-size 2000000 (want 1 … 1048576)"},
 		{[]string{"--trace", trace, "--l3-pin-budget", "40%"}, "flag --l3-pin-budget was removed: the retention planner"},
+		{[]string{"--trace", trace, "--workload", "agent"}, "give one of --trace FILE, --workload NAME or --from-streams"},
+		{[]string{"--workload", "chat"}, `--workload "chat": want agent or sessions`},
+		{[]string{"--trace", trace, "--tool-signal", "soon"}, `--tool-signal "soon"`},
+		{[]string{"--trace", trace, "--human-wakeup-share", "2"}, "--human-wakeup-share 2"},
 		{[]string{"--trace", trace, "--policies", "today's,nope"}, `--policies: no policy "nope" (want names separated by commas from "today's"`},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -99,7 +99,8 @@ func TestConfigIsChecked(t *testing.T) {
 // HINTSTREAM_VALUE_TRANSFER=1 gives L3 → device loads their transfer time;
 // HINTSTREAM_VALUE_AFFINITY=1 routes each turn to its prefetch's worker;
 // HINTSTREAM_VALUE_SYNTHETIC=1 plays the synthetic sessions (seed 1,
-// as the load test) instead;
+// as the load test) instead; HINTSTREAM_VALUE_WORKLOAD=agent the
+// long-context coding-agent profile (seed 1, 32 conversations: slow);
 // HINTSTREAM_VALUE_OUT names a file for the Markdown report;
 // HINTSTREAM_VALUE_WAKE_FIRST=1 announces first turns too (a wake-up 1 s
 // before each).
@@ -114,6 +115,9 @@ func BenchmarkValue(b *testing.B) {
 	w, err := workload.LoadTrace(path, workload.TraceOptions{Limit: n})
 	if os.Getenv("HINTSTREAM_VALUE_SYNTHETIC") == "1" {
 		w, err = workload.Generate(workload.SyntheticConfig{Seed: 1})
+	}
+	if os.Getenv("HINTSTREAM_VALUE_WORKLOAD") == "agent" {
+		w, err = workload.GenerateAgent(workload.AgentConfig{Seed: 1})
 	}
 	if err != nil {
 		b.Fatal(err)

@@ -6,17 +6,26 @@ package cluster
 // every block after it in any prompt that holds it: eviction takes leaves
 // before their prefixes, as vLLM's free queue and SGLang's radix tree do,
 // and what a worker holds of a prompt is always a prefix.
+// A running request holds its blocks (Hold) until its response ends
+// (Unhold): a held block is off the LRU list, so no eviction takes it,
+// as an engine frees a request's blocks only when it finishes.
 // Not safe for concurrent use.
 type DeviceCache struct {
 	cap        int
 	m          map[uint64]*entry
 	head, tail *entry // head is the most recent
 	evictions  int64
+	// held counts the entries running requests hold (off the list);
+	// unstored counts blocks Admit could not store because they were.
+	held     int
+	unstored int64
 }
 
 type entry struct {
 	h          uint64
 	prev, next *entry
+	// refs counts the running requests holding the block.
+	refs int32
 }
 
 // NewDeviceCache returns an empty cache of capacity blocks (at least 1).
@@ -30,6 +39,13 @@ func (c *DeviceCache) Len() int { return len(c.m) }
 
 // Evictions counts blocks evicted so far.
 func (c *DeviceCache) Evictions() int64 { return c.evictions }
+
+// Unstored counts blocks Admit left out so far because running
+// requests held the rest of the device.
+func (c *DeviceCache) Unstored() int64 { return c.unstored }
+
+// Held is how many blocks running requests hold.
+func (c *DeviceCache) Held() int { return c.held }
 
 // Contains reports whether block h is held (without touching it).
 func (c *DeviceCache) Contains(h uint64) bool { _, ok := c.m[h]; return ok }
@@ -59,18 +75,30 @@ type Admission struct {
 
 // Admit makes the first min(len(seq), Cap) blocks of seq resident and the
 // most recent (seq[0] most of all), evicting the least recently used
-// other blocks for room.
+// other blocks for room. Blocks running requests hold are never evicted:
+// when they leave too little room, only the first new blocks that fit are
+// stored (the rest counted in Unstored), so what is held of seq stays a
+// prefix.
 func (c *DeviceCache) Admit(seq []uint64) Admission {
 	seq = seq[:min(len(seq), c.cap)]
 	a := Admission{Hit: c.Prefix(seq)}
 	// Held blocks first, so that making room never evicts one of them.
-	fresh := 0
+	fresh, kept := 0, 0
 	for i := len(seq) - 1; i >= 0; i-- {
 		if e, ok := c.m[seq[i]]; ok {
-			c.moveFront(e)
+			if e.refs == 0 {
+				c.moveFront(e)
+				kept++
+			}
 		} else {
 			fresh++
 		}
+	}
+	// Room for new blocks: all but what running requests hold and what
+	// seq already has on the list.
+	if room := c.cap - c.held - kept; fresh > room {
+		c.unstored += int64(fresh - room)
+		fresh = max(room, 0)
 	}
 	for len(c.m)+fresh > c.cap {
 		e := c.tail
@@ -79,9 +107,22 @@ func (c *DeviceCache) Admit(seq []uint64) Admission {
 		a.Evicted = append(a.Evicted, e.h)
 		c.evictions++
 	}
-	for i := len(seq) - 1; i >= 0; i-- {
+	// The first fresh new blocks in prompt order are stored.
+	limit := len(seq)
+	for i, n := 0, 0; i < len(seq); i++ {
+		if _, ok := c.m[seq[i]]; !ok {
+			if n == fresh {
+				limit = i
+				break
+			}
+			n++
+		}
+	}
+	for i := limit - 1; i >= 0; i-- {
 		if e, ok := c.m[seq[i]]; ok {
-			c.moveFront(e)
+			if e.refs == 0 {
+				c.moveFront(e)
+			}
 			continue
 		}
 		e := &entry{h: seq[i]}
@@ -100,8 +141,43 @@ func (c *DeviceCache) Admit(seq []uint64) Admission {
 	return a
 }
 
-// Order returns the held blocks, most recent first (for tests and
-// inspection).
+// Hold marks the leading blocks of seq that are resident as in use by a
+// running request, and returns how many it held: seq[:n] is what Unhold
+// must be given when the request ends.
+func (c *DeviceCache) Hold(seq []uint64) int {
+	for i, h := range seq {
+		e, ok := c.m[h]
+		if !ok {
+			return i
+		}
+		if e.refs == 0 {
+			c.unlink(e)
+			c.held++
+		}
+		e.refs++
+	}
+	return len(seq)
+}
+
+// Unhold ends a running request's hold on seq (what Hold returned a
+// prefix of): a block no other request holds goes back to the list as
+// the most recent, seq[0] most of all, as an engine's freed blocks are
+// the last its free queue reuses.
+func (c *DeviceCache) Unhold(seq []uint64) {
+	for i := len(seq) - 1; i >= 0; i-- {
+		e, ok := c.m[seq[i]]
+		if !ok || e.refs == 0 {
+			continue
+		}
+		if e.refs--; e.refs == 0 {
+			c.held--
+			c.pushFront(e)
+		}
+	}
+}
+
+// Order returns the blocks no running request holds, most recent first
+// (for tests and inspection).
 func (c *DeviceCache) Order() []uint64 {
 	out := make([]uint64, 0, len(c.m))
 	for e := c.head; e != nil; e = e.next {

@@ -63,3 +63,44 @@ func TestDeviceCacheAdmitNeverEvictsItsOwnPrompt(t *testing.T) {
 		t.Fatalf("oversized prompt: order %v admission %+v", c.Order(), a)
 	}
 }
+
+func TestDeviceCacheKeepsHeldBlocks(t *testing.T) {
+	c := NewDeviceCache(4)
+	c.Admit([]uint64{1, 2, 3})
+	if n := c.Hold([]uint64{1, 2, 3, 9}); n != 3 {
+		t.Fatalf("held %d, want the 3 resident leading blocks", n)
+	}
+	// One free slot: only the first new block of the prompt is stored,
+	// and no held block goes.
+	a := c.Admit([]uint64{5, 6, 7})
+	if len(a.Evicted) != 0 || !slices.Equal(a.Stored, []Run{{0, 1}}) || c.Unstored() != 2 {
+		t.Fatalf("admission %+v, unstored %d", a, c.Unstored())
+	}
+	for _, h := range []uint64{1, 2, 3, 5} {
+		if !c.Contains(h) {
+			t.Fatalf("block %d gone", h)
+		}
+	}
+	// Released, the request's blocks are the most recent, its first most
+	// of all: the next admission evicts 5 first, then 3.
+	c.Unhold([]uint64{1, 2, 3})
+	if c.Held() != 0 || !slices.Equal(c.Order(), []uint64{1, 2, 3, 5}) {
+		t.Fatalf("held %d, order %v", c.Held(), c.Order())
+	}
+	if a = c.Admit([]uint64{8, 9}); !slices.Equal(a.Evicted, []uint64{5, 3}) {
+		t.Fatalf("evicted %v, want [5 3]", a.Evicted)
+	}
+	// Two requests hold block 8: it stays until both end.
+	c.Hold([]uint64{8})
+	c.Hold([]uint64{8})
+	c.Unhold([]uint64{8})
+	c.Admit([]uint64{20, 21, 22, 23})
+	if !c.Contains(8) {
+		t.Fatal("block 8 evicted while a request still holds it")
+	}
+	c.Unhold([]uint64{8})
+	c.Admit([]uint64{30, 31, 32, 33})
+	if c.Contains(8) || c.Len() != 4 {
+		t.Fatalf("after both ended: order %v", c.Order())
+	}
+}

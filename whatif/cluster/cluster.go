@@ -106,6 +106,23 @@ type active struct {
 	prefillEnd, end time.Duration
 	prefillTokens   uint64
 	blocks          uint64
+	// held are the device blocks the request holds until end.
+	held []uint64
+}
+
+// release ends the device holds of w's requests whose response has
+// ended by now, and drops them.
+func (wk *Worker) release(now time.Duration) {
+	keep := wk.active[:0]
+	for _, a := range wk.active {
+		if a.end <= now {
+			wk.Cache.Unhold(a.held)
+			continue
+		}
+		keep = append(keep, a)
+	}
+	clear(wk.active[len(keep):])
+	wk.active = keep
 }
 
 // Cluster is N workers, the shared L3 store and the router model, on a
@@ -235,9 +252,11 @@ func (wk *Worker) forget(evicted []uint64) {
 // held on device are hits, the L3-resident pages that follow are loaded,
 // the rest is recomputed; then every full block is stored on device and
 // written through to L3. The request keeps the worker busy prefilling for
-// prefill and active until end.
+// prefill and active until end, and its blocks on the device until then
+// (DeviceCache.Hold): no later request or prefetch evicts them.
 func (c *Cluster) Serve(w int, p *Prompt, inputLength int, prefill, end time.Duration) (Outcome, error) {
 	wk := c.Workers[w]
+	wk.release(c.now)
 	bs := c.cfg.BlockSize
 	d, held := c.readyPrefix(wk, p.Seq)
 	l := c.L3.Run(p.Keys, d)
@@ -252,8 +271,12 @@ func (c *Cluster) Serve(w int, p *Prompt, inputLength int, prefill, end time.Dur
 		return out, err
 	}
 	c.L3.Put(p.Keys, c.now)
-	wk.active = append(wk.active, active{prefillEnd: c.now + prefill, end: max(end, c.now),
-		prefillTokens: uint64(max(inputLength-d*bs, 0)), blocks: uint64((inputLength + bs - 1) / bs)})
+	ac := active{prefillEnd: c.now + prefill, end: max(end, c.now),
+		prefillTokens: uint64(max(inputLength-d*bs, 0)), blocks: uint64((inputLength + bs - 1) / bs)}
+	if ac.end > c.now {
+		ac.held = p.Seq[:wk.Cache.Hold(p.Seq)]
+	}
+	wk.active = append(wk.active, ac)
 	return out, nil
 }
 
@@ -262,6 +285,7 @@ func (c *Cluster) Serve(w int, p *Prompt, inputLength int, prefill, end time.Dur
 // loaded.
 func (c *Cluster) Prefetch(w int, p *Prompt) (int, error) {
 	wk := c.Workers[w]
+	wk.release(c.now)
 	d := wk.Cache.Prefix(p.Seq)
 	l := c.L3.Run(p.Keys, d)
 	if l == 0 {
@@ -288,19 +312,14 @@ func (c *Cluster) Prefetch(w int, p *Prompt) (int, error) {
 // prefilling, active_decode_blocks of every active request.
 func (c *Cluster) Load(w int) schemas.ActiveLoad {
 	wk := c.Workers[w]
-	keep := wk.active[:0]
+	wk.release(c.now)
 	var prefill, blocks uint64
 	for _, a := range wk.active {
-		if a.end <= c.now {
-			continue
-		}
-		keep = append(keep, a)
 		blocks += a.blocks
 		if a.prefillEnd > c.now {
 			prefill += a.prefillTokens
 		}
 	}
-	wk.active = keep
 	used := uint64(wk.Cache.Len())
 	return schemas.ActiveLoad{WorkerID: wk.Record.WorkerID, ActiveDecodeBlocks: &blocks,
 		ActivePrefillTokens: &prefill, KvUsedBlocks: &used}

@@ -62,9 +62,16 @@ func TestClusterServeClassifiesPromptTokens(t *testing.T) {
 	if out, _ = c.Serve(1, long, 18, 0, 0); out != (Outcome{L3Tokens: 16, RecomputedTokens: 2}) {
 		t.Fatalf("L3: %+v", out)
 	}
-	// Worker 0 is pushed out by another prompt; a prefetch brings the
-	// first prompt back from L3.
+	// While the first request runs (until 3 s) its blocks stay on
+	// worker 0: another prompt finds no room and stores nothing.
 	other, _ := c.Prompt(tokensOf(1000, 16))
+	c.Serve(0, other, 16, 0, 0)
+	if got, n := c.Workers[0].Cache.Prefix(long.Seq), c.Workers[0].Cache.Unstored(); got != 4 || n != 4 {
+		t.Fatalf("a running request's blocks: %d of 4 kept, %d blocks unstored (want 4, 4)", got, n)
+	}
+	// Once it has ended, worker 0 is pushed out by the other prompt; a
+	// prefetch brings the first prompt back from L3.
+	c.Advance(3 * time.Second)
 	c.Serve(0, other, 16, 0, 0)
 	if c.Workers[0].Cache.Prefix(long.Seq) != 0 {
 		t.Fatal("the other prompt should have evicted the first")

@@ -35,6 +35,9 @@ func (r Result) Markdown() string {
 		r.Workers, r.DeviceBlocks, r.L3Blocks, r.BlockSize, r.Alpha, map[bool]string{true: "announced in the request header", false: "learned by hintstream"}[r.AnnounceToolTime],
 		r.transferSetting(), map[bool]string{true: "affinity on: each turn goes to the worker its wake-up's prefetch went to",
 			false: "affinity off: the router chooses each turn's worker"}[r.Affinity])
+	g := s.Signals
+	fmt.Fprintf(&b, "\nSignals: %d of %d turns say how they end (%d in a tool call); next turns announced by the assumed rule (a wake-up ahead of every next turn, each a tool call) %d, at a tool's end %d, at a predicted tool end %d, by a human turn's wake-up %d, not at all %d.\n",
+		g.FactTurns, s.Requests, g.FactToolCalls, g.Assumed, g.ToolEnd, g.Predicted, g.Human, g.Unannounced)
 	return b.String()
 }
 

@@ -25,7 +25,26 @@ func TestSimulateMechanismAddsUpForEveryRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Workload: w, DeviceBlocks: 32, L3Blocks: 96, TransferTime: true}
+	checkMechanismAddsUp(t, Config{Workload: w, DeviceBlocks: 32, L3Blocks: 96, TransferTime: true})
+}
+
+// The same on the long-context coding-agent profile (3 conversations,
+// 2,048-token blocks so that a 110K prompt is 54 blocks; devices of 128,
+// an L3 of 512), whose next turns are signalled at tools' ends and
+// predicted ends, not by the assumed rule.
+func TestSimulateMechanismAddsUpOnTheAgentProfile(t *testing.T) {
+	w, err := workload.GenerateAgent(workload.AgentConfig{Seed: 2, Conversations: 3, BlockSize: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Stats().Signals; st.Assumed != 0 || st.ToolEnd == 0 || st.FactTurns != w.Len() {
+		t.Fatalf("agent profile signals %+v", st)
+	}
+	checkMechanismAddsUp(t, Config{Workload: w, DeviceBlocks: 128, L3Blocks: 512, TransferTime: true})
+}
+
+func checkMechanismAddsUp(t *testing.T, cfg Config) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	pols := append(Policies(), Peers()...)

@@ -37,8 +37,8 @@ func (o *oracle) request(context.Context, int) error { return nil }
 
 func (o *oracle) response(_ context.Context, i, _ int) error {
 	r := o.p.w.Req(i)
-	if !r.ToolCall {
-		return nil
+	if !r.ToolCall || r.Next < 0 {
+		return nil // a tool call whose result never came back: nothing to know
 	}
 	next := o.p.w.Req(r.Next)
 	ttl := next.At - o.p.cl.Now()

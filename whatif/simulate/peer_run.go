@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/whatif/cluster"
-	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // peerRun plays a Peer's own mechanism (peers.go) on the run's cluster:
@@ -92,10 +91,10 @@ func (r *peerRun) request(_ context.Context, i int) error {
 	if !prev.ToolCall || prev.Next != i {
 		return nil
 	}
-	tt := r.times[workload.ToolName]
+	tt := r.times[prev.ToolNamed()]
 	if tt == nil {
 		tt = &toolTimes{}
-		r.times[workload.ToolName] = tt
+		r.times[prev.ToolNamed()] = tt
 	}
 	tt.add(max(req.At-prev.ResponseAt, 0))
 	return nil
@@ -119,7 +118,7 @@ func (r *peerRun) response(_ context.Context, i, _ int) error {
 		if err != nil {
 			return err
 		}
-		if ttl := r.ttl(workload.ToolName); ttl > 0 && len(keys) > 0 {
+		if ttl := r.ttl(req.ToolNamed()); ttl > 0 && len(keys) > 0 {
 			r.p.cl.L3.Pin(peerSlot(req.Session), keys, ttl, now)
 			r.p.res.Pins++
 			r.pinned[req.Session] = true

@@ -169,3 +169,22 @@ func TestARCPeerHand(t *testing.T) {
 		t.Fatalf("no hints cost %v; ARC %+v", sim.NoHints.Cost, got)
 	}
 }
+
+// A running request's blocks stay on its device until its response
+// ends, in every row. One worker of 4 device blocks, L3 of 1 page: A
+// (ids 1 2, 8 tokens, 8 out) runs until 160.4 ms; B (ids 5 6 7) comes at
+// 10 ms and finds room for 2 of its blocks beside A's; A2 (A's next
+// turn, ids 1 2 3 4) at 200 ms finds A's 2 blocks on the device (8
+// tokens). Before, B took A's block 2 and A2 found 4 tokens.
+func TestRunningRequestsKeepTheirBlocks(t *testing.T) {
+	w := handWorkload(t, []workload.Record{
+		{Timestamp: 0, InputLength: 8, OutputLength: 8, HashIDs: []uint64{1, 2}, Session: "a"},
+		{Timestamp: 10, InputLength: 12, OutputLength: 1, HashIDs: []uint64{5, 6, 7}, Session: "b"},
+		{Timestamp: 200, InputLength: 16, OutputLength: 1, HashIDs: []uint64{1, 2, 3, 4}, Session: "a"},
+	})
+	sim := simulateHand(t, Config{Workload: w, Workers: 1, DeviceBlocks: 4, L3Blocks: 1},
+		policyNamed(t, Peers(), "Dynamo speculative prefill"))
+	if got := sim.NoHints; got.DeviceHitTokens != 8 || got.Cost != 8+12+8 {
+		t.Fatalf("no hints %+v", got)
+	}
+}

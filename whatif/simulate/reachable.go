@@ -20,7 +20,8 @@ import (
 //     an L3 page, written through, not extra capacity), by Belady's rule
 //     with bypass, knowing every future request;
 //   - a kept page costs Alpha on a turn no hint placed, 0 on an announced
-//     turn (a prefetch loaded it in time); a page not kept is recomputed.
+//     turn (a prefetch loaded it in time: a wake-up ahead of the turn,
+//     or any with instant loads); a page not kept is recomputed.
 //
 // Which pages to keep weighs a hit 1 on announced turns and 1 − Alpha on
 // others, and Belady's greedy is optimal for unit weights only. So the
@@ -204,7 +205,10 @@ func reachablePlay(cfg Config, pr *prompts, stream bool) (ModeResult, error) {
 	if rd, err = t.rewind(); err != nil {
 		return ModeResult{}, err
 	}
-	announced, err := beladyTape(rd, n, count, at, cfg.L3Blocks, func(i, k int) bool { return k >= int(dev[i]) && w.Req(i).HasWakeup })
+	// A wake-up at the turn's own time (a tool's end) places nothing in
+	// time when loads take time.
+	placed := func(r *workload.Request) bool { return r.HasWakeup && (r.WakeupAt < r.At || !cfg.TransferTime) }
+	announced, err := beladyTape(rd, n, count, at, cfg.L3Blocks, func(i, k int) bool { return k >= int(dev[i]) && placed(w.Req(i)) })
 	if err != nil {
 		return ModeResult{}, err
 	}

@@ -25,14 +25,35 @@
 //
 // # Tool calls and wake-ups in a trace
 //
-// The trace has neither, so one deterministic rule makes them: every turn
-// that has a next turn ends in a tool call (finish_reason "tool_calls",
-// tool "trace_tool"), and the tool time is the gap from its response to
-// the next turn. The next turn is announced by a wake-up WakeupLead
+// A line that gives finish_reason (or tool) says whether its response
+// ends in a tool call ("tool_calls"), and no rule changes that: its next
+// turn is announced as a deployment would announce it (Signals). After a
+// tool call, at the tool's end, which is the next request's time
+// (SignalToolEnd: the harness's tool_end, no lead), or at the end the
+// agent tracker predicts from the tool times learned so far
+// (SignalPredicted, the default: decide/tooltime over the calls whose
+// result came back before the call's request, at decide/agents'
+// percentile and sample count; at the tool's end when the prediction is
+// late or more than the prefetch TTL early). After a turn without a tool
+// call (a human's), by a wake-up HumanLead ahead for a HumanShare of
+// them (default none).
+//
+// A line without either keeps the assumed rule, the only one a Mooncake
+// trace allows: every turn that has a next turn ends in a tool call
+// (tool "trace_tool"), its tool time the gap from its response to the
+// next turn, and the next turn is announced by a wake-up WakeupLead
 // (default 1s) before it, but never before the tool call's response. A
 // first turn gets no wake-up: nothing about it is known before it comes.
-// The wake-up carries the prompt of the request it announces, as an agent
-// framework knows it once the tool has returned.
+// The wake-up carries the prompt of the request it announces, as an
+// agent framework knows it once the tool has returned.
+//
+// # Long-context coding agents
+//
+// GenerateAgent makes conversations to published statistics of
+// agentic-coding sessions (agent.go): each distribution is fitted to the
+// published quantiles only (ln of the value piecewise linear in the
+// normal quantile through them), prompts grow turn by turn from a
+// shared 15K-token prefix, and every turn's finish is known.
 //
 // # Synthetic sessions
 //

@@ -148,7 +148,7 @@ func GenerateForked(cfg ForkedConfig) (*Workload, error) {
 		}
 		w.Requests[i] = r
 	}
-	if err := w.finish(c.Service, c.WakeupLead, true); err != nil {
+	if err := w.finish(c.Service, c.WakeupLead, Signals{}, true); err != nil {
 		return nil, err
 	}
 	return w, nil

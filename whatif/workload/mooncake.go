@@ -63,13 +63,20 @@ type rawLine struct {
 	OutputLength *int64          `json:"output_length"`
 	HashIDs      *[]uint64       `json:"hash_ids"`
 	SessionID    json.RawMessage `json:"session_id"`
+	FinishReason *string         `json:"finish_reason"`
+	Tool         *string         `json:"tool"`
 }
 
 // DecodeLine decodes one Mooncake trace line: a JSON object with
 // timestamp (ms, ≥ 0), input_length and output_length (≥ 0), hash_ids
 // (non-empty, enough blocks of blockSize tokens for input_length) and an
 // optional session_id (string or integer, as aiperf's multi-turn traces
-// carry). Its errors give the reason only; ReadRecords names the line.
+// carry), and optionally finish_reason ("tool_calls" for a tool call) and
+// tool (the tool's name), as an agentic trace may carry: a line with
+// either says whether its response ends in a tool call, and the
+// simulation then announces its next turn as a deployment would
+// (Signals) instead of assuming. Its errors give the reason only;
+// ReadRecords names the line.
 func DecodeLine(b []byte, blockSize int) (Record, error) {
 	var raw rawLine
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -128,6 +135,21 @@ func DecodeLine(b []byte, blockSize int) (Record, error) {
 			return rec, errors.New("empty session_id")
 		}
 		rec.Session = "s:" + s
+	}
+	if raw.FinishReason != nil {
+		if *raw.FinishReason == "" {
+			return rec, errors.New("empty finish_reason")
+		}
+		rec.FinishReason = *raw.FinishReason
+	}
+	if raw.Tool != nil {
+		if *raw.Tool == "" {
+			return rec, errors.New("empty tool")
+		}
+		if rec.FinishReason != "" && rec.FinishReason != FinishToolCalls {
+			return rec, fmt.Errorf("tool %q with finish_reason %q (a tool is named only on a %q response)", *raw.Tool, rec.FinishReason, FinishToolCalls)
+		}
+		rec.Tool = *raw.Tool
 	}
 	return rec, nil
 }

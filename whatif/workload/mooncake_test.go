@@ -24,6 +24,10 @@ func TestBadLinesAreNamed(t *testing.T) {
 		{"negative length", `{"timestamp": 5, "input_length": -1, "output_length": 1, "hash_ids": [1]}`, "negative length"},
 		{"out of order", `{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}`, "before the previous line's 7"},
 		{"bad session", `{"timestamp": 9, "input_length": 10, "output_length": 1, "hash_ids": [1], "session_id": [1]}`, "session_id"},
+		{"bad finish", `{"timestamp": 9, "input_length": 10, "output_length": 1, "hash_ids": [1], "finish_reason": 3}`, "not a JSON object"},
+		{"empty finish", `{"timestamp": 9, "input_length": 10, "output_length": 1, "hash_ids": [1], "finish_reason": ""}`, "empty finish_reason"},
+		{"empty tool", `{"timestamp": 9, "input_length": 10, "output_length": 1, "hash_ids": [1], "tool": ""}`, "empty tool"},
+		{"tool on a stop", `{"timestamp": 9, "input_length": 10, "output_length": 1, "hash_ids": [1], "finish_reason": "stop", "tool": "bash"}`, "a tool is named only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := strings.Join([]string{good, `{"timestamp": 7, "input_length": 10, "output_length": 1, "hash_ids": [3]}`, "", tc.line,
@@ -68,7 +72,9 @@ func FuzzDecodeLine(f *testing.F) {
 		`{"timestamp": 1, "input_length": 99999999999, "output_length": 1, "hash_ids": [1]}`,
 		`{"timestamp": 1, "input_length": 1048577, "output_length": 1, "hash_ids": ` + idList(2049) + `}`,
 		`{"timestamp": 1, "input_length": 1, "output_length": 1073741824, "hash_ids": [1]}`,
-		`{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": ` + idList(2049) + `}`} {
+		`{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": ` + idList(2049) + `}`,
+		`{"timestamp": 1, "input_length": 9, "output_length": 1, "hash_ids": [1], "finish_reason": "tool_calls", "tool": "bash"}`,
+		`{"timestamp": 1, "input_length": 9, "output_length": 1, "hash_ids": [1], "finish_reason": "stop", "tool": 7}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -116,3 +122,26 @@ func FuzzReadRecords(f *testing.F) {
 
 // idList is a JSON list of n ids (all 7: only their count matters here).
 func idList(n int) string { return "[" + strings.TrimSuffix(strings.Repeat("7,", n), ",") + "]" }
+
+func TestDecodeLineToolCallFacts(t *testing.T) {
+	for _, tc := range []struct {
+		line              string
+		known, call       bool
+		finish, tool, ses string
+	}{
+		{`{"timestamp": 1, "input_length": 10, "output_length": 1, "hash_ids": [1]}`, false, false, "", "", ""},
+		{`{"timestamp": 1, "input_length": 10, "output_length": 1, "hash_ids": [1], "session_id": "c1", "finish_reason": "tool_calls", "tool": "bash"}`, true, true, "tool_calls", "bash", "s:c1"},
+		{`{"timestamp": 1, "input_length": 10, "output_length": 1, "hash_ids": [1], "finish_reason": "stop"}`, true, false, "stop", "", ""},
+		{`{"timestamp": 1, "input_length": 10, "output_length": 1, "hash_ids": [1], "finish_reason": "length"}`, true, false, "length", "", ""},
+		{`{"timestamp": 1, "input_length": 10, "output_length": 1, "hash_ids": [1], "tool": "edit"}`, true, true, "", "edit", ""},
+	} {
+		rec, err := DecodeLine([]byte(tc.line), 512)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.line, err)
+		}
+		known, call, tool := rec.facts()
+		if rec.FinishReason != tc.finish || rec.Tool != tc.tool || rec.Session != tc.ses || known != tc.known || call != tc.call || tool != tc.tool {
+			t.Fatalf("%s: %+v: known %v call %v tool %q", tc.line, rec, known, call, tool)
+		}
+	}
+}

@@ -44,6 +44,9 @@ func Spool(next func() (Record, error), o TraceOptions, dir string) (*Workload, 
 // (a test makes every key collide).
 func spoolWith(next func() (Record, error), o TraceOptions, dir string, keys1 func(dst, ids []uint64) []uint64) (w *Workload, err error) {
 	o = o.withDefaults()
+	if err := o.Signals.Validate(); err != nil {
+		return nil, err
+	}
 	if dir == "" {
 		dir = os.TempDir()
 	}
@@ -51,7 +54,7 @@ func spoolWith(next func() (Record, error), o TraceOptions, dir string, keys1 fu
 	if err != nil {
 		return nil, fmt.Errorf("workload: spool: %w", err)
 	}
-	s := &spool{dir: tmp, held: map[int]*heldRequest{}}
+	s := &spool{dir: tmp, held: map[int]*heldRequest{}, tools: []string{""}, toolIDs: map[string]uint32{}}
 	defer func() {
 		if err != nil {
 			// Whatever went wrong, nothing is left behind; the first
@@ -68,10 +71,11 @@ func spoolWith(next func() (Record, error), o TraceOptions, dir string, keys1 fu
 	if err = s.link(next, o.BlockSize, keys1); err != nil {
 		return nil, err
 	}
-	if err = s.finish(o.Service, o.WakeupLead); err != nil {
+	if err = s.finish(o.Service, o.WakeupLead, o.Signals); err != nil {
 		return nil, err
 	}
-	w = &Workload{Model: o.Model, BlockSize: o.BlockSize, Service: o.Service.withDefaults(), back: s}
+	w = &Workload{Model: o.Model, BlockSize: o.BlockSize, Service: o.Service.withDefaults(), back: s,
+		Signals: o.Signals.withDefaults(), AssumedLead: o.WakeupLead}
 	if w.Model == "" {
 		w.Model = DefaultModel
 	}
@@ -96,6 +100,13 @@ type spool struct {
 	evMu  sync.Mutex // guards the events' buffers
 	evBuf []byte
 	evOut []Event
+
+	// tools are the tool names the trace gave (index 0: none), toolIDs
+	// their indices while linking; at most maxSpoolTools.
+	tools   []string
+	toolIDs map[string]uint32
+	// anyKnown: some record gave its finish (Signals apply).
+	anyKnown bool
 
 	// stats are what building held in memory at most and how much it
 	// read back (spool_test.go checks they stay bounded).
@@ -194,12 +205,40 @@ func (s *spool) req(i int) *Request {
 		s.fail(err)
 		return zero
 	}
-	return r.request(i)
+	req := r.request(i)
+	if r.toolCall {
+		req.Tool = ToolName
+		if int(r.tool) < len(s.tools) && r.tool > 0 {
+			req.Tool = s.tools[r.tool]
+		}
+	}
+	return req
+}
+
+// maxSpoolTools bounds the distinct tool names a spooled workload keeps
+// (tooltime's own bound on names it tracks); later names are unnamed.
+const maxSpoolTools = 1024
+
+// toolID is name's index in s.tools, added if new and there is room.
+func (s *spool) toolID(name string) uint32 {
+	if name == "" {
+		return 0
+	}
+	if id, ok := s.toolIDs[name]; ok {
+		return id
+	}
+	if len(s.tools) > maxSpoolTools {
+		return 0
+	}
+	id := uint32(len(s.tools))
+	s.tools = append(s.tools, name)
+	s.toolIDs[name] = id
+	return id
 }
 
 // request is the Request r describes; HashIDs are not kept.
 func (r *spoolRec) request(i int) *Request {
-	return &Request{Index: i, ID: "req-" + strconv.Itoa(i), Session: "s-" + strconv.FormatInt(r.root, 10),
+	return &Request{FinishKnown: r.finishKnown, signal: r.signal, predicted: time.Duration(r.predicted), Index: i, ID: "req-" + strconv.Itoa(i), Session: "s-" + strconv.FormatInt(r.root, 10),
 		Turn: int(r.turn), At: time.Duration(r.at), ResponseAt: time.Duration(r.responseAt),
 		HasWakeup: r.hasWakeup, WakeupAt: time.Duration(r.wakeupAt),
 		InputLength: int(r.in), OutputLength: int(r.out), Prev: int(r.prev), Next: int(r.next),

@@ -78,6 +78,10 @@ func (l *linker) add(k int, rec *Record) error {
 	i := int64(k)
 	r := spoolRec{at: int64(time.Duration(rec.Timestamp) * time.Millisecond), in: int64(rec.InputLength),
 		out: int64(rec.OutputLength), prev: -1, next: -1, chainPrev: -1, root: i, last: i, src: rec.Source}
+	var tool string
+	r.finishKnown, r.toolCall, tool = rec.facts()
+	r.tool = l.s.toolID(tool)
+	l.s.anyKnown = l.s.anyKnown || r.finishKnown
 	l.keys1 = l.keyFunc(l.keys1[:0], rec.HashIDs)
 	l.keys2 = appendPrefixKeys2(l.keys2[:0], rec.HashIDs)
 	prev, fork, err := l.findPrev(&r)
@@ -168,7 +172,8 @@ func (l *linker) findPrev(r *spoolRec) (prev int64, fork bool, err error) {
 // (read back), its wake-up against its previous turn's response
 // (written back earlier in this pass), and its events go through a heap
 // that lets an event out once no later request can make an earlier one.
-func (s *spool) finish(svc ServiceModel, lead time.Duration) error {
+func (s *spool) finish(svc ServiceModel, lead time.Duration, sig Signals) error {
+	s.toolIDs = nil
 	ew := bufio.NewWriterSize(s.evs, 64<<10)
 	var pend eventHeap
 	var b [evSize]byte
@@ -180,30 +185,52 @@ func (s *spool) finish(svc ServiceModel, lead time.Duration) error {
 		s.nEvents++
 		return nil
 	}
-	var r spoolRec
+	g := newSignaller(sig, lead)
+	maxLead := int64(lead)
+	if s.anyKnown {
+		maxLead = int64(sig.withDefaults().maxLead(lead))
+	}
+	var r, p spoolRec
 	for i := int64(0); i < int64(s.n); i++ {
 		if err := s.readRec(i, &r); err != nil {
 			return err
 		}
 		r.responseAt = r.at + int64(svc.Time(int(r.in), int(r.out)))
-		r.toolCall, r.toolTime = false, 0
+		if !r.finishKnown {
+			r.toolCall = false
+		}
+		r.toolTime = 0
 		if r.next >= 0 {
 			nextAt, err := s.field(r.next, offAt)
 			if err != nil {
 				return err
 			}
 			r.responseAt = min(r.responseAt, nextAt)
-			r.toolCall = true
-			r.toolTime = nextAt - r.responseAt
+			if !r.finishKnown {
+				r.toolCall = true
+			}
+			if r.toolCall {
+				r.toolTime = nextAt - r.responseAt
+			}
 		}
-		r.hasWakeup, r.wakeupAt = false, 0
+		r.hasWakeup, r.wakeupAt, r.signal = false, 0, sigNone
 		if r.prev >= 0 {
-			prevResponse, err := s.field(r.prev, offResponse)
-			if err != nil {
+			if err := s.readRec(r.prev, &p); err != nil {
 				return err
 			}
-			r.hasWakeup = true
-			r.wakeupAt = max(r.at-int64(lead), prevResponse)
+			if p.finishKnown && p.toolCall && p.next == i {
+				g.observe(s.toolName(p.tool), time.Duration(r.at-p.responseAt))
+			}
+			at, kind := g.wakeup(int(i), time.Duration(r.at), prevFacts{known: p.finishKnown, toolCall: p.toolCall,
+				responseAt: time.Duration(p.responseAt), predicted: time.Duration(p.predicted)})
+			r.signal = kind
+			if kind != sigNone {
+				r.hasWakeup, r.wakeupAt = true, int64(at)
+			}
+		}
+		r.predicted = 0
+		if r.finishKnown && r.toolCall && r.next >= 0 {
+			r.predicted = int64(g.predict(s.toolName(r.tool)))
 		}
 		if err := s.writeRec(i, &r); err != nil {
 			return err
@@ -214,11 +241,11 @@ func (s *spool) finish(svc ServiceModel, lead time.Duration) error {
 			heap.Push(&pend, Event{At: time.Duration(r.wakeupAt), Kind: KindWakeup, Request: int(i)})
 		}
 		s.stats.pending = max(s.stats.pending, len(pend))
-		// A later request j has every event at or after At_j − lead ≥
-		// At_i − lead (a response is never before its request, a wake-up
-		// never more than lead before it), so what is strictly earlier
-		// is in its place.
-		for len(pend) > 0 && int64(pend[0].At) < r.at-int64(lead) {
+		// A later request j has every event at or after At_j − maxLead ≥
+		// At_i − maxLead (a response is never before its request, a
+		// wake-up never more than maxLead before it), so what is strictly
+		// earlier is in its place.
+		for len(pend) > 0 && int64(pend[0].At) < r.at-maxLead {
 			if err := emit(heap.Pop(&pend).(Event)); err != nil {
 				return err
 			}
@@ -233,6 +260,14 @@ func (s *spool) finish(svc ServiceModel, lead time.Duration) error {
 		return fmt.Errorf("workload: spool: writing events: %w", err)
 	}
 	return nil
+}
+
+// toolName is the name of tool index id, ToolName when unnamed.
+func (s *spool) toolName(id uint32) string {
+	if id > 0 && int(id) < len(s.tools) {
+		return s.tools[id]
+	}
+	return ToolName
 }
 
 // eventHeap orders events as finish sorts them: by time, then kind,

@@ -31,6 +31,14 @@ type spoolRec struct {
 	responseAt, wakeupAt, toolTime int64
 	src                            SourceRef
 	fork, toolCall, hasWakeup      bool
+	// finishKnown: the trace gave the finish (toolCall is then its);
+	// tool is the tool's index in the spool's names (0: unnamed);
+	// predicted the tool time predicted at the call; signal how the
+	// wake-up was decided (sig*).
+	finishKnown bool
+	tool        uint32
+	predicted   int64
+	signal      uint8
 }
 
 // Field offsets in a record; a patch writes one 8-byte field.
@@ -53,13 +61,17 @@ const (
 	offSrcIDs   = 116
 	offFlags    = 120
 	offKey1     = 128
-	recSize     = 136
+	offPredict  = 136
+	offTool     = 144
+	offSignal   = 148
+	recSize     = 152
 )
 
 const (
 	flagFork = 1 << iota
 	flagToolCall
 	flagHasWakeup
+	flagFinishKnown
 )
 
 var le = binary.LittleEndian
@@ -86,9 +98,16 @@ func (r *spoolRec) encode(b *[recSize]byte) {
 	if r.hasWakeup {
 		fl |= flagHasWakeup
 	}
+	if r.finishKnown {
+		fl |= flagFinishKnown
+	}
 	clear(b[offFlags:offKey1])
 	b[offFlags] = fl
 	le.PutUint64(b[offKey1:], r.key1)
+	le.PutUint64(b[offPredict:], uint64(r.predicted))
+	le.PutUint32(b[offTool:], r.tool)
+	clear(b[offSignal:recSize])
+	b[offSignal] = r.signal
 }
 
 func (r *spoolRec) decode(b *[recSize]byte) {
@@ -98,7 +117,8 @@ func (r *spoolRec) decode(b *[recSize]byte) {
 		turn: i(offTurn), responseAt: i(offResponse), wakeupAt: i(offWakeup), toolTime: i(offToolTime),
 		src:  SourceRef{At: i(offSrcAt), Len: int32(le.Uint32(b[offSrcLen:])), IDs: int32(le.Uint32(b[offSrcIDs:]))},
 		fork: b[offFlags]&flagFork != 0, toolCall: b[offFlags]&flagToolCall != 0,
-		hasWakeup: b[offFlags]&flagHasWakeup != 0}
+		hasWakeup: b[offFlags]&flagHasWakeup != 0, finishKnown: b[offFlags]&flagFinishKnown != 0,
+		predicted: i(offPredict), tool: le.Uint32(b[offTool:]), signal: b[offSignal]}
 }
 
 // evSize is an event's record in the events file: At (ns), then the

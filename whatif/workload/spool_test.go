@@ -141,6 +141,23 @@ func randomRecords(rng *rand.Rand, n, bs int) []Record {
 	return recs
 }
 
+// withFacts gives most records a finish_reason, some a tool, as an
+// agentic trace does.
+func withFacts(rng *rand.Rand, recs []Record) {
+	tools := []string{"", "bash", "edit", "read"}
+	for k := range recs {
+		switch rng.IntN(5) {
+		case 0: // no facts: the assumed rule
+		case 1:
+			recs[k].FinishReason = "stop"
+		case 2: // a tool named without a finish_reason
+			recs[k].Tool = tools[1+rng.IntN(3)]
+		default:
+			recs[k].FinishReason, recs[k].Tool = FinishToolCalls, tools[rng.IntN(4)]
+		}
+	}
+}
+
 func TestSpoolMatchesFromRecords(t *testing.T) {
 	leads := []time.Duration{0, -time.Second, time.Millisecond, 500 * time.Millisecond, 3 * time.Second}
 	services := []ServiceModel{{}, {PrefillTokensPerSec: 50, DecodePerToken: 30 * time.Millisecond}}
@@ -156,6 +173,13 @@ func TestSpoolMatchesFromRecords(t *testing.T) {
 		o := TraceOptions{BlockSize: bs, WakeupLead: leads[seed%5], Service: services[seed%2]}
 		if seed%3 == 0 {
 			o.Model = "m"
+		}
+		if seed%4 != 0 {
+			withFacts(rng, recs)
+			o.Signals = Signals{HumanShare: float64(seed%3) / 2, HumanLead: leads[(seed+1)%5]}
+			if seed%4 == 2 {
+				o.Signals.Tool = SignalToolEnd
+			}
 		}
 		mem, err := FromRecords(recs, o)
 		if err != nil {
@@ -548,9 +572,18 @@ func FuzzSpoolMatchesFromRecords(f *testing.F) {
 			if b[4]%3 == 0 {
 				rec.Session = fmt.Sprint(b[4] % 4)
 			}
+			switch b[0] / 4 % 4 {
+			case 1:
+				rec.FinishReason = "stop"
+			case 2:
+				rec.FinishReason, rec.Tool = FinishToolCalls, fmt.Sprint("t", b[1]%3)
+			case 3:
+				rec.FinishReason = FinishToolCalls
+			}
 			recs = append(recs, rec)
 		}
-		o := TraceOptions{BlockSize: bs, WakeupLead: 2 * time.Millisecond}
+		o := TraceOptions{BlockSize: bs, WakeupLead: 2 * time.Millisecond,
+			Signals: Signals{HumanShare: 0.5, HumanLead: 3 * time.Millisecond}}
 		mem, memErr := FromRecords(recs, o)
 		sp, err := Spool(recordsOf(recs), o, t.TempDir())
 		if (err == nil) != (memErr == nil) || (err != nil && err.Error() != memErr.Error()) {

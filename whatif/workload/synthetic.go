@@ -77,6 +77,28 @@ func (c SyntheticConfig) withDefaults() SyntheticConfig {
 	return c
 }
 
+// sessionTurn is a generated request and the index of its session.
+type sessionTurn struct {
+	req     Request
+	session int
+}
+
+// linkSessions puts turns in time order (stably) and links each to its
+// session's previous turn.
+func linkSessions(turns []sessionTurn) []Request {
+	slices.SortStableFunc(turns, func(a, b sessionTurn) int { return cmp.Compare(a.req.At, b.req.At) })
+	out := make([]Request, len(turns))
+	last := map[int]int{} // session → index of its latest turn so far
+	for i, t := range turns {
+		if p, ok := last[t.session]; ok {
+			t.req.Prev = p
+		}
+		last[t.session] = i
+		out[i] = t.req
+	}
+	return out
+}
+
 // Generate builds the synthetic workload. A MaxTurns below MinTurns or a
 // ToolCallProb above 1 fails with ErrInvalid.
 func Generate(cfg SyntheticConfig) (*Workload, error) {
@@ -88,11 +110,7 @@ func Generate(cfg SyntheticConfig) (*Workload, error) {
 	bs := c.BlockSize
 	sysFull := c.SystemPromptTokens / bs
 	nextID := uint64(sysFull) // ids below are the shared system prompt's
-	type turn struct {
-		req     Request
-		session int
-	}
-	var turns []turn
+	var turns []sessionTurn
 	var start time.Duration
 	for s := range c.Sessions {
 		start += time.Duration(rng.ExpFloat64() * float64(c.SessionInterval))
@@ -110,7 +128,7 @@ func Generate(cfg SyntheticConfig) (*Workload, error) {
 			r := Request{At: at, InputLength: length, OutputLength: c.OutputTokens,
 				HashIDs: slices.Clone(stream[:(length+bs-1)/bs]), Prev: -1, Turn: k}
 			r.ToolCall = c.ToolCallProb > 0 && rng.Float64() < c.ToolCallProb
-			turns = append(turns, turn{r, s})
+			turns = append(turns, sessionTurn{r, s})
 			done := at + c.Service.Time(length, c.OutputTokens)
 			if r.ToolCall {
 				at = done + time.Duration(math.Exp(math.Log(float64(c.ToolTime))+c.ToolTimeSigma*rng.NormFloat64()))
@@ -120,17 +138,8 @@ func Generate(cfg SyntheticConfig) (*Workload, error) {
 			length += c.OutputTokens + c.PromptGrowth
 		}
 	}
-	slices.SortStableFunc(turns, func(a, b turn) int { return cmp.Compare(a.req.At, b.req.At) })
-	w := &Workload{Model: c.Model, BlockSize: bs, Requests: make([]Request, len(turns))}
-	last := map[int]int{} // session → index of its latest turn so far
-	for i, t := range turns {
-		if p, ok := last[t.session]; ok {
-			t.req.Prev = p
-		}
-		last[t.session] = i
-		w.Requests[i] = t.req
-	}
-	if err := w.finish(c.Service, c.WakeupLead, false); err != nil {
+	w := &Workload{Model: c.Model, BlockSize: bs, Requests: linkSessions(turns)}
+	if err := w.finish(c.Service, c.WakeupLead, Signals{}, false); err != nil {
 		return nil, err
 	}
 	return w, nil

@@ -16,8 +16,11 @@ type TraceOptions struct {
 	// WakeupLead is how long before a next turn its wake-up comes;
 	// default 1s, negative: 0.
 	WakeupLead time.Duration
-	Service    ServiceModel
-	Model      string // default DefaultModel
+	// Signals announce the next turns of turns whose finish the trace
+	// gives (Record.FinishReason).
+	Signals Signals
+	Service ServiceModel
+	Model   string // default DefaultModel
 }
 
 func (o TraceOptions) withDefaults() TraceOptions {
@@ -40,7 +43,7 @@ type Record struct {
 	HashIDs                   []uint64
 	Session                   string
 	// FinishReason is the response's finish_reason when the trace gives
-	// it ("tool_calls": a tool call); "" when it does not, and the
+	// it (FinishToolCalls: a tool call); "" when it does not, and the
 	// assumed rule decides. Tool names the tool called, when given.
 	FinishReason, Tool string
 	// Source is where the record came from; a spooled workload keeps it
@@ -72,6 +75,7 @@ func FromRecords(recs []Record, o TraceOptions) (*Workload, error) {
 		last = rec.Timestamp
 		req := Request{At: time.Duration(rec.Timestamp) * time.Millisecond, InputLength: rec.InputLength,
 			OutputLength: rec.OutputLength, HashIDs: rec.HashIDs, Prev: -1}
+		req.FinishKnown, req.ToolCall, req.Tool = rec.facts()
 		i := len(w.Requests)
 		keys := prefixKeys(req.HashIDs)
 		// What the prompts share decides the link, forks included; a
@@ -94,10 +98,22 @@ func FromRecords(recs []Record, o TraceOptions) (*Workload, error) {
 			byFull[keys[full-1]] = append(byFull[keys[full-1]], i)
 		}
 	}
-	if err := w.finish(o.Service, o.WakeupLead, true); err != nil {
+	if err := w.finish(o.Service, o.WakeupLead, o.Signals, true); err != nil {
 		return nil, err
 	}
 	return w, nil
+}
+
+// facts are what rec says of its response: whether it is known to end
+// in a tool call (FinishReason given), whether it does, and the tool (a
+// tool named without a finish_reason is a tool call).
+func (rec *Record) facts() (known, toolCall bool, tool string) {
+	known = rec.FinishReason != "" || rec.Tool != ""
+	toolCall = rec.FinishReason == FinishToolCalls || (rec.FinishReason == "" && rec.Tool != "")
+	if toolCall {
+		tool = rec.Tool
+	}
+	return known, toolCall, tool
 }
 
 // findPrev returns the request r is the next turn of, or -1: the longest

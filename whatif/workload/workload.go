@@ -75,9 +75,18 @@ type Request struct {
 	Prev, Next int
 	Fork       bool
 	// ToolCall says the response ends in a tool call; ToolTime is the
-	// time from the response to the next turn.
-	ToolCall bool
-	ToolTime time.Duration
+	// time from the response to the next turn. FinishKnown says the
+	// trace said so (Record.FinishReason); otherwise ToolCall is the
+	// assumed rule's (see the package documentation). Tool names the
+	// tool (ToolName when the trace names none).
+	ToolCall    bool
+	ToolTime    time.Duration
+	FinishKnown bool
+	Tool        string
+	// signal is how this request's wake-up was decided (sig*);
+	// predicted the tool time predicted at its tool call (0: none).
+	signal    uint8
+	predicted time.Duration
 }
 
 // Event is one thing that happens at At: a wake-up, request or response
@@ -99,7 +108,11 @@ type Workload struct {
 	// also serve one kept on disk (Spool).
 	Requests []Request
 	Events   []Event
-	back     backing
+	// Signals and AssumedLead are the rules the wake-ups were made by
+	// (AssumedLead for turns after one whose finish is not known).
+	Signals     Signals
+	AssumedLead time.Duration
+	back        backing
 	// lastBits ([]uint64) marks each conversation's last request of a
 	// workload in memory, made on SessionLast's first call. An
 	// atomic.Value, not a sync.Once: a Workload may be copied.
@@ -219,7 +232,7 @@ func (w *Workload) RequestEventTokens(i int, epoch time.Time, announceToolTime b
 	r := w.Req(i)
 	ev := &schemas.RequestEvent{RequestID: r.ID, SessionID: r.Session, Model: w.Model,
 		TokenIDs: tokens, ReceivedAtMs: ms(epoch, r.At)}
-	if announceToolTime && r.ToolCall {
+	if announceToolTime && r.ToolCall && r.Next >= 0 {
 		ev.Headers = map[string]string{schemas.HeaderSimToolCall: strconv.FormatInt(max(r.ToolTime.Milliseconds(), 1), 10)}
 	}
 	return ev
@@ -245,10 +258,19 @@ func (w *Workload) ResponseEvent(i int, workerID uint64, epoch time.Time) *schem
 	ev := &schemas.ResponseEvent{RequestID: r.ID, SessionID: r.Session, Model: w.Model, WorkerID: workerID,
 		FinishReason: "stop", OutputTokenIDs: w.OutputTokens(i), CompletedAtMs: ms(epoch, r.ResponseAt)}
 	if r.ToolCall {
-		ev.FinishReason = "tool_calls"
-		ev.ToolCalls = []schemas.ToolCall{{Name: ToolName}}
+		ev.FinishReason = FinishToolCalls
+		ev.ToolCalls = []schemas.ToolCall{{Name: r.ToolNamed()}}
 	}
 	return ev
+}
+
+// ToolNamed is the tool r's response calls: r.Tool, or ToolName when
+// the trace names none.
+func (r *Request) ToolNamed() string {
+	if r.Tool == "" {
+		return ToolName
+	}
+	return r.Tool
 }
 
 // Stats summarises a workload.
@@ -256,6 +278,8 @@ type Stats struct {
 	Requests, Sessions, NextTurns, Wakeups, ToolCalls int
 	PromptTokens                                      int64
 	Duration                                          time.Duration
+	// Signals counts how the next turns were announced.
+	Signals SignalCounts
 }
 
 // Stats counts the workload's requests, sessions and hints' triggers.
@@ -276,6 +300,15 @@ func (w *Workload) Stats() Stats {
 		if r.ToolCall {
 			s.ToolCalls++
 		}
+		if r.FinishKnown {
+			s.Signals.FactTurns++
+			if r.ToolCall {
+				s.Signals.FactToolCalls++
+			}
+		}
+		if r.Prev >= 0 {
+			s.Signals.add(r.signal)
+		}
 	}
 	if n := w.NumEvents(); n > 0 {
 		first := w.EventRange(0, 1)[0].At
@@ -286,17 +319,23 @@ func (w *Workload) Stats() Stats {
 
 // finish links turns, names sessions, times responses and wake-ups and
 // sorts the events. Requests must be in time order with Prev set (Next is
-// derived). With everyTurnTools every turn that has a next turn ends in a
-// tool call; otherwise ToolCall is kept as set (and cleared on a last
-// turn). Every turn but a conversation's first gets a wake-up.
-func (w *Workload) finish(svc ServiceModel, lead time.Duration, everyTurnTools bool) error {
+// derived). A request whose finish is known (FinishKnown) keeps ToolCall
+// as set, and its next turn is announced as sig says; for the others,
+// with everyTurnTools every turn that has a next turn ends in a tool
+// call, otherwise ToolCall is kept as set (and cleared on a last turn),
+// and every next turn gets a wake-up lead before it.
+func (w *Workload) finish(svc ServiceModel, lead time.Duration, sig Signals, everyTurnTools bool) error {
 	if w.BlockSize <= 0 {
 		return fmt.Errorf("%w: block size %d", ErrInvalid, w.BlockSize)
+	}
+	if err := sig.Validate(); err != nil {
+		return err
 	}
 	if w.Model == "" {
 		w.Model = DefaultModel
 	}
 	w.Service = svc.withDefaults()
+	w.Signals, w.AssumedLead = sig.withDefaults(), lead
 	for i := range w.Requests {
 		r := &w.Requests[i]
 		r.Index, r.ID, r.Next = i, "req-"+strconv.Itoa(i), -1
@@ -317,28 +356,48 @@ func (w *Workload) finish(svc ServiceModel, lead time.Duration, everyTurnTools b
 		}
 	}
 	w.Events = w.Events[:0]
+	g := newSignaller(sig, lead)
 	for i := range w.Requests {
 		r := &w.Requests[i]
 		r.ResponseAt = r.At + svc.Time(r.InputLength, r.OutputLength)
 		if r.Next >= 0 {
 			next := &w.Requests[r.Next]
 			r.ResponseAt = min(r.ResponseAt, next.At)
-			r.ToolCall = r.ToolCall || everyTurnTools
-		} else {
+			if !r.FinishKnown {
+				r.ToolCall = r.ToolCall || everyTurnTools
+			}
+		} else if !r.FinishKnown {
 			r.ToolCall = false
 		}
-		if r.ToolCall {
+		r.ToolTime = 0
+		if r.ToolCall && r.Next >= 0 {
 			r.ToolTime = w.Requests[r.Next].At - r.ResponseAt
+		}
+		if r.ToolCall && r.Tool == "" {
+			r.Tool = ToolName
 		}
 		w.Events = append(w.Events, Event{At: r.At, Kind: KindRequest, Request: i},
 			Event{At: r.ResponseAt, Kind: KindResponse, Request: i})
 	}
 	for i := range w.Requests {
 		r := &w.Requests[i]
+		r.HasWakeup, r.WakeupAt, r.signal = false, 0, sigNone
 		if r.Prev >= 0 {
-			r.HasWakeup = true
-			r.WakeupAt = max(r.At-lead, w.Requests[r.Prev].ResponseAt)
-			w.Events = append(w.Events, Event{At: r.WakeupAt, Kind: KindWakeup, Request: i})
+			p := &w.Requests[r.Prev]
+			if p.FinishKnown && p.ToolCall && p.Next == i {
+				g.observe(p.Tool, r.At-p.ResponseAt)
+			}
+			at, kind := g.wakeup(i, r.At, prevFacts{known: p.FinishKnown, toolCall: p.ToolCall,
+				responseAt: p.ResponseAt, predicted: p.predicted})
+			r.signal = kind
+			if kind != sigNone {
+				r.HasWakeup, r.WakeupAt = true, at
+				w.Events = append(w.Events, Event{At: r.WakeupAt, Kind: KindWakeup, Request: i})
+			}
+		}
+		r.predicted = 0
+		if r.FinishKnown && r.ToolCall && r.Next >= 0 {
+			r.predicted = g.predict(r.Tool)
 		}
 	}
 	slices.SortStableFunc(w.Events, func(a, b Event) int {

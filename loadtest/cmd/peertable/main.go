@@ -14,7 +14,8 @@
 // leaves no hint anything to do), the forked workload
 // (workload.GenerateForked, seed 1), and --many-sessions synthetic
 // sessions (seed 1), enough to fill the L3 so that pins and eviction
-// order matter.
+// order matter, and the long-context coding-agent profile
+// (workload.GenerateAgent, seed 1; --agent 0: none).
 package main
 
 import (
@@ -50,6 +51,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	small := fs.Int("small-device", 64, "device blocks per worker of the sessions' second run")
 	many := fs.Int("many-sessions", 1000, "sessions of the third synthetic run, enough for the L3 to evict (0: none)")
 	only := fs.String("only", "", "play only the workloads whose name holds this")
+	agent := fs.Int("agent", 64, "conversations of the long-context coding-agent profile (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -77,6 +79,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
+	var aw *workload.Workload
+	if *agent > 0 {
+		if aw, err = workload.GenerateAgent(workload.AgentConfig{Seed: 1, Conversations: *agent}); err != nil {
+			return err
+		}
+	}
 	base := simulate.Config{TransferTime: true}
 	jobs := []job{
 		{"Mooncake synthetic trace (" + *trace + ")", tw, base},
@@ -86,6 +94,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if mw != nil {
 		jobs = append(jobs, job{fmt.Sprintf("synthetic sessions, %d of them", *many), mw, base})
+	}
+	if aw != nil {
+		jobs = append(jobs, job{fmt.Sprintf("agent profile, %d conversations", *agent), aw, base},
+			job{fmt.Sprintf("agent profile, %d conversations, L3 an eighth", *agent), aw,
+				with(base, func(c *simulate.Config) { c.L3Blocks = simulate.DefaultL3Blocks / 8 })})
 	}
 	pols := append(simulate.Policies(), simulate.Peers()...)
 	for _, j := range jobs {
