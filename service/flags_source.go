@@ -31,7 +31,7 @@ func (c *Config) registerSourceFlags(fs *flag.FlagSet) {
 	f := &c.flags.run.source
 	fs.StringVar(&f.source, "source", SourceHintstream, "what the frontend publishes: hintstream (request and response events) or dynamo (also Dynamo's request-trace records, DYN_REQUEST_TRACE=1 with the nats sink; see docs/dynamo.md)")
 	fs.StringVar(&f.subject, "request-trace-subject", requesttrace.DefaultSubject, "subject of Dynamo's request-trace records (DYN_REQUEST_TRACE_NATS_SUBJECT), with --source dynamo")
-	fs.StringVar(&f.stream, "request-trace-stream", requesttrace.DefaultStream, "stream created on --request-trace-subject when no stream captures it (an existing one is attached as it is)")
+	fs.StringVar(&f.stream, "request-trace-stream", requesttrace.DefaultTraceStream, "stream created on --request-trace-subject when no stream captures it (an existing one is attached as it is)")
 	fs.StringVar(&f.durable, "request-trace-durable", "", "durable consumer name for request-trace records (default <group>-request-trace)")
 	fs.IntVar(&f.maxHashes, "request-trace-max-hashes", requesttrace.DefaultMaxHashes, "most sequence hashes a request-trace record may carry; a longer prompt's record is dead-lettered")
 }

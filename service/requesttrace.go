@@ -23,7 +23,7 @@ type RequestTraceConfig struct {
 	// Subject the nats sink publishes on (requesttrace.DefaultSubject).
 	Subject string
 	// Stream created on Subject when no stream captures it
-	// (requesttrace.DefaultStream); a stream that does is attached.
+	// (requesttrace.DefaultTraceStream); a stream that does is attached.
 	Stream string
 	// Durable is the group's durable consumer (default
 	// <group>-request-trace).

@@ -39,14 +39,14 @@ func TestRunReadsDynamoRequestTrace(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(60*time.Second))
 	defer cancel()
 	acfg := agents.DefaultConfig()
-	rt := &RequestTraceConfig{Subject: requesttrace.DefaultSubject, Stream: requesttrace.DefaultStream,
+	rt := &RequestTraceConfig{Subject: requesttrace.DefaultSubject, Stream: requesttrace.DefaultTraceStream,
 		Durable: "test-request-trace", Limits: requesttrace.Limits{MaxHashes: 100}}
 	svc := New(Config{NATSURL: srv.ClientURL(), Agents: &acfg, RequestTrace: rt, NoAffinity: true, Logger: quietLog})
 	if err := svc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Stop(context.Background()) })
-	if _, err := js.Stream(ctx, requesttrace.DefaultStream); err != nil {
+	if _, err := js.Stream(ctx, requesttrace.DefaultTraceStream); err != nil {
 		t.Fatalf("no stream created on the sink's subject: %v", err)
 	}
 
@@ -149,12 +149,12 @@ func TestRequestTraceAttachesOperatorsStream(t *testing.T) {
 	}
 	acfg := agents.DefaultConfig()
 	svc := New(Config{NATSURL: srv.ClientURL(), Agents: &acfg, NoAffinity: true, Logger: quietLog,
-		RequestTrace: &RequestTraceConfig{Subject: requesttrace.DefaultSubject, Stream: requesttrace.DefaultStream}})
+		RequestTrace: &RequestTraceConfig{Subject: requesttrace.DefaultSubject, Stream: requesttrace.DefaultTraceStream}})
 	if err := svc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Stop(context.Background()) })
-	if _, err := js.Stream(ctx, requesttrace.DefaultStream); err == nil {
+	if _, err := js.Stream(ctx, requesttrace.DefaultTraceStream); err == nil {
 		t.Fatal("a second stream created beside the operator's")
 	}
 	st, err := js.Stream(ctx, "OPS_TRACE")
@@ -182,7 +182,7 @@ func TestRequestTraceRefusesUnknownWorker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), natstest.Within(30*time.Second))
 	defer cancel()
 	svc := New(Config{NATSURL: srv.ClientURL(), NoAffinity: true, Logger: quietLog,
-		RequestTrace: &RequestTraceConfig{Subject: requesttrace.DefaultSubject, Stream: requesttrace.DefaultStream}})
+		RequestTrace: &RequestTraceConfig{Subject: requesttrace.DefaultSubject, Stream: requesttrace.DefaultTraceStream}})
 	if err := svc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestSourceFlags(t *testing.T) {
 			}
 			continue
 		}
-		if rt == nil || rt.Subject != requesttrace.DefaultSubject || rt.Stream != requesttrace.DefaultStream ||
+		if rt == nil || rt.Subject != requesttrace.DefaultSubject || rt.Stream != requesttrace.DefaultTraceStream ||
 			rt.Durable != "g-request-trace" || rt.Limits.MaxHashes != 9 {
 			t.Fatalf("%q: %+v", c.args, rt)
 		}

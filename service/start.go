@@ -65,6 +65,9 @@ func (s *Service) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	// Said once everything that can refuse to start has passed, so a
+	// start that fails says only why.
+	s.reportTargets() // targets.go
 	s.ready.Store(true)
 	ss := s.cfg.Streams
 	s.log.Info("hintstream running", "nats", st.url, "index_blocks", s.Index.Stats().DeviceBlocks, "requests", ss.Requests.Subjects,
@@ -76,7 +79,6 @@ func (s *Service) checkConfig(context.Context, *starting) error {
 	if err := s.cfg.Validate(); err != nil {
 		return err
 	}
-	s.reportTargets() // targets.go
 	if err := s.ensureFileLimit(); err != nil {
 		return err
 	}

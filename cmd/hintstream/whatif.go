@@ -43,7 +43,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		reqStream   = fs.String("requests-stream", def.Requests.Name, "as in run")
 		respStream  = fs.String("responses-stream", def.Responses.Name, "as in run")
 		kvStream    = fs.String("kv-events-stream", def.KVEvents.Name, "as in run")
-		rtStream    = fs.String("request-trace-stream", requesttrace.DefaultStream, "stream of Dynamo's request-trace records, read too with --from-streams (absent: none)")
+		rtStream    = fs.String("request-trace-stream", requesttrace.DefaultTraceStream, "stream of Dynamo's request-trace records, read too with --from-streams (absent: none)")
 		rtSubject   = fs.String("request-trace-subject", requesttrace.DefaultSubject, "as in run")
 		kvLookback  = fs.Duration("kv-lookback", whatif.DefaultKVLookback, "with --from-streams: read KV events from this long before --since, to rebuild the workers' device caches for the observed device hit share (0: none)")
 		workers     = fs.Int("workers", dc.Workers, "simulated workers (--from-streams: the registry's count unless set)")

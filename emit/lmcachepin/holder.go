@@ -30,12 +30,12 @@ const (
 	// LMCache's default pin_timeout_sec (300 s) by enough for a failed
 	// call's retries.
 	DefaultRepin = 2 * time.Minute
-	// DefaultCallTimeout bounds one /pin call (or half the re-pin
+	// DefaultControllerTimeout bounds one /pin call (or half the re-pin
 	// interval, when shorter): the controller asks each worker of the
 	// instance over ZeroMQ and answers when they have.
-	DefaultCallTimeout = 5 * time.Second
-	// DefaultRetryDelay is the first wait before a retry; it doubles.
-	DefaultRetryDelay = 100 * time.Millisecond
+	DefaultControllerTimeout = 5 * time.Second
+	// DefaultControllerRetryDelay is the first wait before a retry; it doubles.
+	DefaultControllerRetryDelay = 100 * time.Millisecond
 	// DefaultMaxInflight caps concurrent /pin calls.
 	DefaultMaxInflight = 4
 	// DefaultQueueSize bounds the calls waiting; past it a call is
@@ -77,10 +77,10 @@ func (c *Config) defaults() {
 	}
 	if c.CallTimeout == 0 {
 		// A call may not outlast the re-pin it would be overtaken by.
-		c.CallTimeout = min(DefaultCallTimeout, c.Repin/2)
+		c.CallTimeout = min(DefaultControllerTimeout, c.Repin/2)
 	}
 	if c.RetryDelay == 0 {
-		c.RetryDelay = DefaultRetryDelay
+		c.RetryDelay = DefaultControllerRetryDelay
 	}
 	if c.MaxInflight == 0 {
 		c.MaxInflight = DefaultMaxInflight

@@ -16,8 +16,8 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// DefaultBucket is the JetStream KV bucket of held LMCache pins.
-const DefaultBucket = "hintstream_lmcache_pins"
+// DefaultPinBucket is the JetStream KV bucket of held LMCache pins.
+const DefaultPinBucket = "hintstream_lmcache_pins"
 
 // maxStoredTokens bounds the tokens a Record keeps: 128 Ki tokens are
 // 512 KiB, 683 KiB in base64, under NATS's default 1 MiB message. A
@@ -90,10 +90,10 @@ type Store interface {
 // crash left is gone within a day even if no hintstream starts again.
 type KVStore struct{ kv jetstream.KeyValue }
 
-// OpenKVStore opens (or creates) the bucket ("" = DefaultBucket).
+// OpenKVStore opens (or creates) the bucket ("" = DefaultPinBucket).
 func OpenKVStore(ctx context.Context, js jetstream.JetStream, bucket string) (*KVStore, error) {
 	if bucket == "" {
-		bucket = DefaultBucket
+		bucket = DefaultPinBucket
 	}
 	kv, _, err := streams.OpenKeyValue(ctx, js, jetstream.KeyValueConfig{Bucket: bucket, History: 1,
 		TTL: actions.MaxPinTTL + time.Hour, Description: "hintstream: tool-call pins held in LMCache, with their deadlines"})

@@ -11,8 +11,8 @@ const (
 	// DefaultSubject is the sink's subject when DYN_REQUEST_TRACE_NATS_SUBJECT
 	// is unset (config.rs@8e18e5d6 DEFAULT_NATS_SUBJECT).
 	DefaultSubject = "dynamo.request_trace.v1"
-	// DefaultStream is the stream hintstream creates on the subject.
-	DefaultStream = "DYNAMO_REQUEST_TRACE"
+	// DefaultTraceStream is the stream hintstream creates on the subject.
+	DefaultTraceStream = "DYNAMO_REQUEST_TRACE"
 	// DeadLetterKind names the dead-letter subject of refused records
 	// and their counters.
 	DeadLetterKind = "request_trace"
@@ -25,7 +25,7 @@ const (
 // streams.DefaultRequestsMaxAge), whose part request_end records play.
 func StreamConfig(subject string) streams.Config {
 	c := streams.DefaultSet().Responses
-	c.Name, c.Subjects = DefaultStream, []string{subject}
+	c.Name, c.Subjects = DefaultTraceStream, []string{subject}
 	c.Description = "hintstream: Dynamo request-trace records"
 	// request_payload records carry whole OpenAI bodies: bound the bytes
 	// too, not only the age.
