@@ -1,6 +1,9 @@
 package adapter
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Prefetch targets (Config.PrefetchTarget): what a kv.prefetch becomes.
 // Retains always go to the engine (Config.Engine), whatever the target.
@@ -26,9 +29,17 @@ const DefaultPrefetchTarget = TargetEngine
 // prefetchTargets lists the targets in the order --help names them.
 var prefetchTargets = []string{TargetEngine, TargetDynamo, TargetLMCache}
 
+// errNoTokens: a prefetch that names its prompt only by block hashes
+// (a Dynamo-sourced prompt known by its sequence hashes). Every target
+// here takes tokens or a chat request; none loads by hash.
+var errNoTokens = errors.New("adapter: prefetch without token ids or a chat request: no target loads a prompt by block hash")
+
 // prefetchCall is the request a prefetch becomes at the configured
 // target.
 func (a *Adapter) prefetchCall(w warmUp) (call, error) {
+	if len(w.tokens) == 0 && len(w.body) == 0 {
+		return call{}, errNoTokens
+	}
 	switch a.cfg.PrefetchTarget {
 	case TargetEngine:
 		return buildCall(a.cfg.Engine, a.base, w, a.cfg.EnginePriority)

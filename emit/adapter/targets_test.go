@@ -167,6 +167,15 @@ func TestLMCachePrefetch(t *testing.T) {
 	if rej := l.Rejected(); len(rej) != 1 || rej[0].Status != http.StatusConflict || c.Retries.Value() != 0 {
 		t.Fatalf("rejected %+v, retries %d", rej, c.Retries.Value())
 	}
+	// A prompt named only by hashes (a Dynamo-sourced prefetch): no
+	// target loads by hash, so it is dropped, never sent empty.
+	sendPrefetch(t, pool, a.Endpoint(), actions.Prefetch{RequestID: "w-4", Model: model, SequenceHashes: []uint64{11, 12},
+		SequenceBlockSize: 16, BlockHashes: []uint64{21, 22}, ExpiresAt: time.Now().Add(10 * time.Second)})
+	natstest.Eventually(t, 5*time.Second, func() bool { return value(a.Counters().Dropped, metrics.AdapterDropUnsupported) == 1 },
+		"the hash-only prefetch dropped")
+	if n := len(l.Accepted()); n != 1 {
+		t.Fatalf("LMCache called %d times, want the one tokens call", n)
+	}
 }
 
 // TestEngineWarmUpCarriesSalt: on the engine target a salted prefetch
