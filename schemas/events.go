@@ -5,19 +5,19 @@ package schemas
 // RequestEvent is published by the frontend once per chat request on
 // llm.requests.<model>. Only RequestID is required.
 type RequestEvent struct {
-	RequestID    string            `msg:"request_id" json:"request_id"`
-	SessionID    string            `msg:"session_id" json:"session_id,omitempty"`
-	Model        string            `msg:"model" json:"model,omitempty"`
-	TokenIDs     []uint32          `msg:"token_ids" json:"token_ids,omitempty"`
-	Headers      map[string]string `msg:"headers" json:"headers,omitempty"`
-	LoraName     string            `msg:"lora_name" json:"lora_name,omitempty"`
-	CacheSalt    string            `msg:"cache_salt" json:"cache_salt,omitempty"`
+	RequestID string            `msg:"request_id" json:"request_id"`
+	SessionID string            `msg:"session_id" json:"session_id,omitempty"`
+	Model     string            `msg:"model" json:"model,omitempty"`
+	TokenIDs  []uint32          `msg:"token_ids" json:"token_ids,omitempty"`
+	Headers   map[string]string `msg:"headers" json:"headers,omitempty"`
+	LoraName  string            `msg:"lora_name" json:"lora_name,omitempty"`
+	CacheSalt string            `msg:"cache_salt" json:"cache_salt,omitempty"`
 	// ExtraKey is the request's extra_key as SGLang takes it (a caller's
 	// own cache namespace beside cache_salt): SGLang seeds its storage page
 	// hashes with both, so a pin of its pages must name them with both
 	// (actions.Namespace). It does not change Dynamo's block hashes.
-	ExtraKey string `msg:"extra_key,omitempty" json:"extra_key,omitempty"`
-	ReceivedAtMs int64             `msg:"received_at_ms" json:"received_at_ms,omitempty"`
+	ExtraKey     string `msg:"extra_key,omitempty" json:"extra_key,omitempty"`
+	ReceivedAtMs int64  `msg:"received_at_ms" json:"received_at_ms,omitempty"`
 	// NvExt is Dynamo's nvext as the frontend received it (agent.go).
 	NvExt *NvExt `msg:"nvext,omitempty" json:"nvext,omitempty"`
 	// SequenceHashes are the prompt's full blocks' sequence hashes, first
