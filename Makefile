@@ -81,7 +81,7 @@ FUZZTIME ?= 20s
 # Minimizing a new input can outlast a short -fuzztime (default 60s) and
 # end the run with "context deadline exceeded": keep it short.
 FUZZMINTIME ?= 2s
-FUZZPKGS := ./schemas/ ./kvevents/ ./kvevents/index/ ./ingest/bridge/ ./streams/ ./state/registry/ ./ingest/eventplane/ ./emit/receiver/ ./decide/engine/ ./consumers/ ./service/ ./ingest/agentevents/ ./decide/agents/ ./decide/retention/ ./whatif/workload/
+FUZZPKGS := ./schemas/ ./kvevents/ ./kvevents/index/ ./ingest/bridge/ ./streams/ ./state/registry/ ./ingest/eventplane/ ./emit/receiver/ ./decide/engine/ ./consumers/ ./service/ ./ingest/agentevents/ ./decide/agents/ ./decide/retention/ ./whatif/workload/ ./whatif/cluster/
 fuzz: deps
 	@GO="$(GO)" FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME) ./scripts/fuzz.sh $(FUZZPKGS)
 

@@ -286,7 +286,7 @@ func (h *engineRun) drain() {
 
 func (h *engineRun) apply(endpoint string, raw actions.Hint) {
 	res := &h.p.res
-	hint := cluster.Decode(raw.Body)
+	hint := cluster.DecodeNoTokens(raw.Body)
 	if hint.Err != nil {
 		res.BadHints++
 		h.p.cfg.Logger.Warn("simulate: undecodable hint", "err", hint.Err)

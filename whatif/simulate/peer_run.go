@@ -153,7 +153,7 @@ func (r *peerRun) warmPrompt(i int) (*cluster.Prompt, error) {
 			return nil, err
 		}
 		full := min(n/w.BlockSize, len(next.Seq))
-		return &cluster.Prompt{Tokens: next.Tokens[:n], Seq: next.Seq[:full], Keys: next.Keys[:full]}, nil
+		return &cluster.Prompt{Tokens: next.Tokens[:n], Seq: next.Seq[:full], Keys: next.Keys[:full], Local: next.Local[:full]}, nil
 	}
 	return r.p.cl.Prompt(append(w.PromptTokens(i), w.OutputTokens(i)...))
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/whatif/cluster"
 	"github.com/hintstream/hintstream/whatif/workload"
 )
@@ -82,21 +83,20 @@ func clusterConfig(cfg Config) cluster.Config {
 	return c
 }
 
-// prompts hashes each request's prompt once for all runs; tokens are
-// made again when needed (they are cheap, and large). A prompt is kept
-// from its first use until release drops it: Simulate releases a request
-// once every run has played its response, so what is held is the
-// requests in flight or announced, not the trace.
+// prompts makes each request's prompt once for all runs: its tokens,
+// its blocks' hashes, its pages' keys and its blocks' local hashes (for
+// the KV events), all read-only once made, so the runs share them. A
+// prompt is kept from its first use until release drops it: Simulate
+// releases a request once every run has played its response, so what is
+// held is the requests in flight or announced, not the trace. (Each run
+// used to make the tokens again at every use, a dozen times a request:
+// on 130K-token prompts that was the largest cost after the hints'
+// decoding.)
 type prompts struct {
 	mu     sync.Mutex // runs of Simulate share it
 	w      *workload.Workload
 	hasher *cluster.Cluster
-	held   map[int]hashed
-}
-
-type hashed struct {
-	seq  []uint64
-	keys []string
+	held   map[int]*cluster.Prompt
 }
 
 func newPrompts(cfg Config) (*prompts, error) {
@@ -104,16 +104,16 @@ func newPrompts(cfg Config) (*prompts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &prompts{w: cfg.Workload, hasher: h, held: map[int]hashed{}}, nil
+	return &prompts{w: cfg.Workload, hasher: h, held: map[int]*cluster.Prompt{}}, nil
 }
 
 func (p *prompts) get(i int) (*cluster.Prompt, error) {
 	return p.prompt(i, true)
 }
 
-// hashes is get without the tokens (nil) when the hashes are held: for
-// callers that use only Seq and Keys (not Route, Serve or Prefetch, which
-// make KV events from the tokens).
+// hashes is get without the tokens (nil): for callers that use only Seq
+// and Keys (not Route, Serve or Prefetch, which make KV events from the
+// tokens).
 func (p *prompts) hashes(i int) (*cluster.Prompt, error) {
 	return p.prompt(i, false)
 }
@@ -122,29 +122,33 @@ func (p *prompts) prompt(i int, withTokens bool) (*cluster.Prompt, error) {
 	p.mu.Lock()
 	hp, ok := p.held[i]
 	p.mu.Unlock()
-	if ok && !withTokens {
-		return &cluster.Prompt{Seq: hp.seq, Keys: hp.keys}, nil
-	}
-	if r := p.w.Req(i); r.HashIDs == nil && r.InputLength > 0 {
-		// Config.IDs's ids are set before a request's events and
-		// dropped after its response: asked outside them is a bug, not
-		// a prompt to play empty.
-		return nil, fmt.Errorf("simulate: request %d's block ids are not loaded", i)
-	}
-	tokens := p.w.PromptTokens(i)
 	if !ok {
-		// Hashed outside the lock: two runs may both hash a prompt, to
-		// the same result.
-		pr, err := p.hasher.Prompt(tokens)
+		if r := p.w.Req(i); r.HashIDs == nil && r.InputLength > 0 {
+			// Config.IDs's ids are set before a request's events and
+			// dropped after its response: asked outside them is a bug,
+			// not a prompt to play empty.
+			return nil, fmt.Errorf("simulate: request %d's block ids are not loaded", i)
+		}
+		// Made outside the lock: two runs may both make a prompt, to the
+		// same result; the first one held is the one every run gets.
+		pr, err := p.hasher.Prompt(p.w.PromptTokens(i))
 		if err != nil {
 			return nil, err
 		}
+		pr.Local = kvevents.LocalBlockHashes(pr.Tokens, p.w.BlockSize)
 		p.mu.Lock()
-		p.held[i] = hashed{pr.Seq, pr.Keys}
+		if hp, ok = p.held[i]; !ok {
+			hp = pr
+			p.held[i] = hp
+		}
 		p.mu.Unlock()
-		return pr, nil
 	}
-	return &cluster.Prompt{Tokens: tokens, Seq: hp.seq, Keys: hp.keys}, nil
+	// A copy: callers may cut its slices (never write them).
+	out := *hp
+	if !withTokens {
+		out.Tokens = nil
+	}
+	return &out, nil
 }
 
 // release drops request i's hashes; a later get hashes it again.
