@@ -151,6 +151,28 @@ func (p *prompts) prompt(i int, withTokens bool) (*cluster.Prompt, error) {
 	return &out, nil
 }
 
+// unkeyed is request i's prompt as get makes it but with empty L3 keys
+// (one a block) and no local hashes, made for this caller alone (not
+// held, unless get holds it already): for the hint-reachable bound's
+// streamed play, whose cluster's L3 decides nothing it reads and which
+// publishes no KV event, so that it does not hash every page of the
+// trace a second time (the play makes each prompt again, keys and all).
+func (p *prompts) unkeyed(i int) (*cluster.Prompt, error) {
+	p.mu.Lock()
+	hp, ok := p.held[i]
+	p.mu.Unlock()
+	if ok {
+		out := *hp
+		return &out, nil
+	}
+	if r := p.w.Req(i); r.HashIDs == nil && r.InputLength > 0 {
+		return nil, fmt.Errorf("simulate: request %d's block ids are not loaded", i)
+	}
+	tokens := p.w.PromptTokens(i)
+	seq := kvevents.PromptHashes(tokens, p.w.BlockSize)
+	return &cluster.Prompt{Tokens: tokens, Seq: seq, Keys: make([]string, len(seq))}, nil
+}
+
 // release drops request i's hashes; a later get hashes it again.
 func (p *prompts) release(i int) {
 	p.mu.Lock()
