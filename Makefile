@@ -75,6 +75,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./kvevents/ ./kvevents/index/ ./schemas/ ./actions/...
 	$(GO) test -run '^$$' -bench WakeupToHint -benchtime 1000x ./loadtest/
 	$(GO) test -run '^$$' -bench BurstSpreading -benchtime 1x ./loadtest/
+	$(GO) test -run '^$$' -bench WhatifAgentic -benchtime 1x ./whatif/
 
 ## fuzz: each fuzz target for FUZZTIME (default 20s); see scripts/fuzz.sh
 FUZZTIME ?= 20s

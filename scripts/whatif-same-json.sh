@@ -11,8 +11,10 @@ shift
 root=$(git rev-parse --show-toplevel)
 trace=${HINTSTREAM_TRACE:-$root/../shared/data/mooncake_synthetic_trace.jsonl}
 tmp=$(mktemp -d)
-trap 'git -C "$root" worktree remove --force "$tmp/base" 2>/dev/null || true; rm -rf "$tmp"' EXIT
-git -C "$root" worktree add --detach "$tmp/base" "$base" >/dev/null 2>&1
+trap 'rm -rf "$tmp"' EXIT
+# BASE's tree, unpacked (no worktree: nothing is written to the repository).
+mkdir -p "$tmp/base"
+git -C "$root" archive "$base" | tar -x -C "$tmp/base"
 cp "$root/whatif/samejson_test.go" "$tmp/base/whatif/"
 untimed() { sed -E 's/"(elapsed_s|requests_per_s)": [-+.eE0-9]+/"\1": X/' "$1"; }
 for side in base head; do
