@@ -59,11 +59,10 @@ func liveHeap(t *testing.T, f func()) []uint64 {
 	return samples
 }
 
-// TestPeakHeapPerRequest plays the first n requests of the synthetic
-// trace, then four copies of them one after another (copiedRecords: new
-// block ids, so the trace and its distinct blocks grow as a longer trace
-// does), and holds the growth of the play's live heap level (playLevel)
-// per added request under maxBytesPerRequest, and the hashed prompts held at once
+// TestPeakHeapPerRequest plays the first n and 4n requests of the
+// synthetic trace and holds the growth of the play's live heap level
+// (playLevel) per added
+// request under maxBytesPerRequest, and the hashed prompts held at once
 // to a quarter of the requests (they are dropped after their responses).
 // What still grows with the trace is the trace itself (each request's
 // block ids and timing), the workload's requests and events, the
@@ -73,12 +72,7 @@ func liveHeap(t *testing.T, f func()) []uint64 {
 // (simulate.TestSimulateHoldsResultsOfRequestsInFlightOnly holds that
 // exactly). Measured here: 1.28–1.41 KiB per request of the level; the
 // peak, judged until round 5, read 37 B to 12 KiB on one binary and
-// failed at random. Copies, not the first 4n requests: the runs share
-// each prompt's tokens while it is held (simulate's prompts), so the
-// level also holds the tokens of the prompts in flight, which follow how
-// long the prompts of that stretch of the trace are, not how many
-// requests came before (the first 4n requests gave 6.3 KiB a request
-// with the tokens held, against 1.3 KiB before; four copies 2.1 KiB).
+// failed at random.
 func TestPeakHeapPerRequest(t *testing.T) {
 	if race.Enabled {
 		t.Skip("a heap figure: measured without -race (make test's sim pass)")
@@ -88,17 +82,16 @@ func TestPeakHeapPerRequest(t *testing.T) {
 		maxBytesPerRequest = 3 << 10 // measured 1.28–1.41 KiB
 	)
 	tr := readSyntheticTrace(t)
-	if len(tr.Records) < n {
-		t.Fatalf("trace has %d records, want %d", len(tr.Records), n)
+	if len(tr.Records) < 4*n {
+		t.Fatalf("trace has %d records, want %d", len(tr.Records), 4*n)
 	}
 	// A low GC target, so that the peak follows what is live.
 	defer debug.SetGCPercent(debug.SetGCPercent(10))
-	play := func(copies int) (uint64, *Report) {
+	play := func(k int) (uint64, *Report) {
 		var rep *Report
 		var err error
-		recs := copiedRecords(tr.Records[:n], copies)
 		samples := liveHeap(t, func() {
-			rep, err = Run(context.Background(), Source{Name: "synthetic", Records: recs},
+			rep, err = Run(context.Background(), Source{Name: "synthetic", Records: tr.Records[:k]},
 				Options{Cluster: DefaultCluster(), Policies: simulate.Policies()[:1]})
 		})
 		if err != nil {
@@ -106,8 +99,8 @@ func TestPeakHeapPerRequest(t *testing.T) {
 		}
 		return playLevel(samples), rep
 	}
-	small, repSmall := play(1)
-	large, repLarge := play(4)
+	small, repSmall := play(n)
+	large, repLarge := play(4 * n)
 	perRequest := (float64(large) - float64(small)) / float64(3*n)
 	t.Logf("live heap in the play: %d requests %.1f MiB, %d requests %.1f MiB: %.0f bytes per added request; prompts held at most %d and %d",
 		n, float64(small)/(1<<20), 4*n, float64(large)/(1<<20), perRequest, repSmall.Points[0].HeldPrompts, repLarge.Points[0].HeldPrompts)
@@ -117,32 +110,6 @@ func TestPeakHeapPerRequest(t *testing.T) {
 	if held := repLarge.Points[0].HeldPrompts; held <= 0 || held > 4*n/4 {
 		t.Errorf("%d prompts held at once of %d requests, want some and at most a quarter", held, 4*n)
 	}
-}
-
-// copiedRecords is recs then copies-1 copies of them, each starting a
-// second after the previous one ends, with its block ids moved past
-// every earlier copy's (as loadtest/cmd/tracecopies without --same-ids).
-func copiedRecords(recs []workload.Record, copies int) []workload.Record {
-	var top uint64
-	for _, r := range recs {
-		top = max(top, slices.Max(r.HashIDs))
-	}
-	span := recs[len(recs)-1].Timestamp - recs[0].Timestamp + 1000
-	out := make([]workload.Record, 0, copies*len(recs))
-	for c := range copies {
-		for _, r := range recs {
-			ids := make([]uint64, len(r.HashIDs))
-			for k, h := range r.HashIDs {
-				ids[k] = h + uint64(c)*(top+1)
-			}
-			out = append(out, workload.Record{Timestamp: r.Timestamp + int64(c)*span, InputLength: r.InputLength,
-				OutputLength: r.OutputLength, HashIDs: ids, Session: r.Session})
-			if r.Session != "" {
-				out[len(out)-1].Session = fmt.Sprintf("%s-copy%d", r.Session, c)
-			}
-		}
-	}
-	return out
 }
 
 // repeatedTrace writes the synthetic trace's first n requests, then

@@ -200,7 +200,7 @@ func (h *engineRun) wakeup(ctx context.Context, i int) error {
 	if err := h.p.cl.PublishLoads(); err != nil {
 		return err
 	}
-	pr, err := h.p.pr.get(i)
+	pr, err := h.p.get(i)
 	if err != nil {
 		return err
 	}
@@ -311,7 +311,7 @@ func (h *engineRun) apply(endpoint string, raw actions.Hint) {
 			res.BadHints++
 			continue
 		}
-		pr, err := h.p.pr.get(i)
+		pr, err := h.p.get(i)
 		if err == nil {
 			err = h.p.prefetch(i, wk, pr)
 		}

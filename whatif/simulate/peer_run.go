@@ -148,7 +148,7 @@ func (r *peerRun) warmPrompt(i int) (*cluster.Prompt, error) {
 	req := w.Req(i)
 	n := req.InputLength + req.OutputLength
 	if req.Next >= 0 && w.Req(req.Next).InputLength >= n {
-		next, err := r.p.pr.get(req.Next)
+		next, err := r.p.get(req.Next)
 		if err != nil {
 			return nil, err
 		}

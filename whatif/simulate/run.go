@@ -83,20 +83,19 @@ func clusterConfig(cfg Config) cluster.Config {
 	return c
 }
 
-// prompts makes each request's prompt once for all runs: its tokens,
-// its blocks' hashes, its pages' keys and its blocks' local hashes (for
-// the KV events), all read-only once made, so the runs share them. A
-// prompt is kept from its first use until release drops it: Simulate
-// releases a request once every run has played its response, so what is
-// held is the requests in flight or announced, not the trace. (Each run
-// used to make the tokens again at every use, a dozen times a request:
-// on 130K-token prompts that was the largest cost after the hints'
-// decoding.)
+// prompts hashes each request's prompt once for all runs: its blocks'
+// hashes, its pages' keys and its blocks' local hashes (for the KV
+// events), read-only once made, so the runs share them. Tokens are made
+// again when needed (they are cheap, and large: each run keeps its last
+// few, player.get). A prompt is kept from its first use until release
+// drops it: Simulate releases a request once every run has played its
+// response, so what is held is the requests in flight or announced, not
+// the trace.
 type prompts struct {
 	mu     sync.Mutex // runs of Simulate share it
 	w      *workload.Workload
 	hasher *cluster.Cluster
-	held   map[int]*cluster.Prompt
+	held   map[int]*cluster.Prompt // Tokens nil
 }
 
 func newPrompts(cfg Config) (*prompts, error) {
@@ -122,20 +121,26 @@ func (p *prompts) prompt(i int, withTokens bool) (*cluster.Prompt, error) {
 	p.mu.Lock()
 	hp, ok := p.held[i]
 	p.mu.Unlock()
+	if ok && !withTokens {
+		out := *hp
+		return &out, nil
+	}
+	if r := p.w.Req(i); r.HashIDs == nil && r.InputLength > 0 {
+		// Config.IDs's ids are set before a request's events and
+		// dropped after its response: asked outside them is a bug, not
+		// a prompt to play empty.
+		return nil, fmt.Errorf("simulate: request %d's block ids are not loaded", i)
+	}
+	tokens := p.w.PromptTokens(i)
 	if !ok {
-		if r := p.w.Req(i); r.HashIDs == nil && r.InputLength > 0 {
-			// Config.IDs's ids are set before a request's events and
-			// dropped after its response: asked outside them is a bug,
-			// not a prompt to play empty.
-			return nil, fmt.Errorf("simulate: request %d's block ids are not loaded", i)
-		}
-		// Made outside the lock: two runs may both make a prompt, to the
-		// same result; the first one held is the one every run gets.
-		pr, err := p.hasher.Prompt(p.w.PromptTokens(i))
+		// Hashed outside the lock: two runs may both hash a prompt, to
+		// the same result; the first one held is the one every run gets.
+		pr, err := p.hasher.Prompt(tokens)
 		if err != nil {
 			return nil, err
 		}
-		pr.Local = kvevents.LocalBlockHashes(pr.Tokens, p.w.BlockSize)
+		pr.Local = kvevents.LocalBlockHashes(tokens, p.w.BlockSize)
+		pr.Tokens = nil
 		p.mu.Lock()
 		if hp, ok = p.held[i]; !ok {
 			hp = pr
@@ -143,10 +148,9 @@ func (p *prompts) prompt(i int, withTokens bool) (*cluster.Prompt, error) {
 		}
 		p.mu.Unlock()
 	}
-	// A copy: callers may cut its slices (never write them).
 	out := *hp
-	if !withTokens {
-		out.Tokens = nil
+	if withTokens {
+		out.Tokens = tokens
 	}
 	return &out, nil
 }
@@ -227,6 +231,32 @@ type player struct {
 	// forgetSessions says hooks may drop a conversation's records after
 	// its last turn (Workload.SessionLast) is folded (Simulate).
 	forgetSessions bool
+	// recent are the prompts this run made last (get), tokens and all: a
+	// request's wake-up, its prefetch and its arrival come close
+	// together, and a 130K-token prompt is half a megabyte to make.
+	recent     [recentPrompts]*cluster.Prompt
+	recentReq  [recentPrompts]int
+	recentNext int
+}
+
+// recentPrompts is how many prompts a run keeps (player.recent).
+const recentPrompts = 4
+
+// get is request i's prompt with its tokens (prompts.get), made again
+// only when this run has not used it among its last recentPrompts.
+func (p *player) get(i int) (*cluster.Prompt, error) {
+	for k, pr := range p.recent {
+		if pr != nil && p.recentReq[k] == i {
+			return pr, nil
+		}
+	}
+	pr, err := p.pr.get(i)
+	if err != nil {
+		return nil, err
+	}
+	p.recent[p.recentNext], p.recentReq[p.recentNext] = pr, i
+	p.recentNext = (p.recentNext + 1) % recentPrompts
+	return pr, nil
 }
 
 type loadedRange struct{ worker, start, n int }
