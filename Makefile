@@ -81,13 +81,14 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./kvevents/ ./kvevents/index/ ./schemas/ ./actions/...
 	$(GO) test -run '^$$' -bench WakeupToHint -benchtime 1000x ./loadtest/
 	$(GO) test -run '^$$' -bench BurstSpreading -benchtime 1x ./loadtest/
+	$(GO) test -run '^$$' -bench WhatifAgentic -benchtime 1x ./whatif/
 
 ## fuzz: each fuzz target for FUZZTIME (default 20s); see scripts/fuzz.sh
 FUZZTIME ?= 20s
 # Minimizing a new input can outlast a short -fuzztime (default 60s) and
 # end the run with "context deadline exceeded": keep it short.
 FUZZMINTIME ?= 2s
-FUZZPKGS := ./schemas/ ./kvevents/ ./kvevents/index/ ./ingest/bridge/ ./streams/ ./state/registry/ ./ingest/eventplane/ ./emit/receiver/ ./emit/adapter/ ./emit/lmcachepin/ ./decide/engine/ ./consumers/ ./service/ ./ingest/agentevents/ ./ingest/requesttrace/ ./decide/agents/ ./whatif/workload/
+FUZZPKGS := ./schemas/ ./kvevents/ ./kvevents/index/ ./ingest/bridge/ ./streams/ ./state/registry/ ./ingest/eventplane/ ./emit/receiver/ ./emit/adapter/ ./emit/lmcachepin/ ./decide/engine/ ./consumers/ ./service/ ./ingest/agentevents/ ./ingest/requesttrace/ ./decide/agents/ ./whatif/workload/ ./whatif/cluster/
 fuzz: deps
 	@GO="$(GO)" FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME) ./scripts/fuzz.sh $(FUZZPKGS)
 

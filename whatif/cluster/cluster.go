@@ -182,11 +182,14 @@ func (c *Cluster) Advance(t time.Duration) { c.now = max(c.now, t) }
 
 // Prompt is a prompt's tokens with its blocks' Dynamo sequence hashes and
 // its pages' Mooncake keys (Seq[i] and Keys[i] name the same block).
+// Local, when set, is its blocks' local hashes
+// (kvevents.LocalBlockHashes of Tokens); else the cluster makes them
+// when it first publishes a stored event of the prompt.
 type Prompt struct {
 	Tokens []uint32
 	Seq    []uint64
 	Keys   []string
-	local  []uint64
+	Local  []uint64
 }
 
 // Prompt hashes tokens as a worker of this cluster does.
@@ -361,8 +364,8 @@ func (c *Cluster) emit(wk *Worker, p *Prompt, a Admission) error {
 			return err
 		}
 	}
-	if len(a.Stored) > 0 && p.local == nil {
-		p.local = kvevents.LocalBlockHashes(p.Tokens, c.cfg.BlockSize)
+	if len(a.Stored) > 0 && p.Local == nil {
+		p.Local = kvevents.LocalBlockHashes(p.Tokens, c.cfg.BlockSize)
 	}
 	for _, r := range a.Stored {
 		st := &schemas.KvCacheStoreData{Blocks: make([]schemas.StoredBlock, 0, r.End-r.Start)}
@@ -372,7 +375,7 @@ func (c *Cluster) emit(wk *Worker, p *Prompt, a Admission) error {
 		}
 		for j := r.Start; j < r.End; j++ {
 			st.Blocks = append(st.Blocks, schemas.StoredBlock{BlockHash: schemas.BlockHash(p.Seq[j]),
-				TokensHash: schemas.BlockHash(p.local[j])})
+				TokensHash: schemas.BlockHash(p.Local[j])})
 		}
 		if err := c.send(wk, schemas.KvCacheEventData{Kind: schemas.KindStored, Stored: st}); err != nil {
 			return err

@@ -38,9 +38,12 @@ type L3Store struct {
 type page struct {
 	key        string
 	prev, next *page
-	pins       map[string]time.Duration // slot → pinned until
-	until      time.Duration            // the latest of pins
-	keep       uint64                   // == L3Store.gen while a Put needs it
+	// pins are the slots pinning it and until when: a few at most, but
+	// for a prefix many conversations share (a slice: a page's map was
+	// most of a pin's cost).
+	pins  []pagePin
+	until time.Duration // the latest of pins
+	keep  uint64        // == L3Store.gen while a Put needs it
 	// ARC order only (l3_arc.go): the list holding it (1: T1, 2: T2),
 	// and when Touch last accessed it.
 	list      uint8
@@ -48,9 +51,50 @@ type page struct {
 	touchNo   uint64
 }
 
-type slot struct {
-	keys  []string
+type pagePin struct {
+	slot  string
 	until time.Duration
+}
+
+// slot is one pin: the pages it pinned (not their keys: a page evicted
+// since is no longer listed, and its key looked up again would find
+// another page, which this slot never pinned) and when it lapses.
+type slot struct {
+	keys  []*page
+	until time.Duration
+}
+
+// setPin records slotName's pin on p until until.
+func (p *page) setPin(slotName string, until time.Duration) {
+	for i := range p.pins {
+		if p.pins[i].slot == slotName {
+			p.pins[i].until = until
+			p.until = max(p.until, until)
+			return
+		}
+	}
+	p.pins = append(p.pins, pagePin{slotName, until})
+	p.until = max(p.until, until)
+}
+
+// dropPin removes slotName's pin from p, and sets until to the latest
+// of the others'.
+func (p *page) dropPin(slotName string) {
+	p.until = 0
+	for i := 0; i < len(p.pins); i++ {
+		if p.pins[i].slot == slotName {
+			last := len(p.pins) - 1
+			p.pins[i] = p.pins[last]
+			p.pins[last] = pagePin{}
+			p.pins = p.pins[:last]
+			i--
+			continue
+		}
+		p.until = max(p.until, p.pins[i].until)
+	}
+	if len(p.pins) == 0 {
+		p.pins = nil
+	}
 }
 
 // L3Stats counts what the store did.
@@ -190,8 +234,8 @@ func (s *L3Store) evict(now time.Duration) {
 }
 
 func (s *L3Store) remove(p *page, now time.Duration) {
-	for _, until := range p.pins {
-		if until > now {
+	for _, pp := range p.pins {
+		if pp.until > now {
 			s.stats.PinsBroken++
 		}
 	}
@@ -228,12 +272,8 @@ func (s *L3Store) Pin(slotName string, keys []string, ttl, now time.Duration) {
 			s.stats.PinKeysMissing++
 			continue
 		}
-		if p.pins == nil {
-			p.pins = map[string]time.Duration{}
-		}
-		p.pins[slotName] = until
-		p.until = max(p.until, until)
-		sl.keys = append(sl.keys, k)
+		p.setPin(slotName, until)
+		sl.keys = append(sl.keys, p)
 		s.stats.PinnedKeys++
 	}
 	s.slots[slotName] = sl
@@ -263,14 +303,8 @@ func (s *L3Store) pruneLapsed(now time.Duration) {
 		if sl.keys == nil {
 			continue
 		}
-		for _, k := range sl.keys {
-			if p, ok := s.m[k]; ok {
-				delete(p.pins, name)
-				p.until = 0
-				for _, u := range p.pins {
-					p.until = max(p.until, u)
-				}
-			}
+		for _, p := range sl.keys {
+			p.dropPin(name)
 		}
 		sl.keys = nil
 	}
@@ -300,14 +334,8 @@ func (s *L3Store) unpin(slotName string, now time.Duration) {
 		s.stats.PinsLapsed++
 	}
 	delete(s.slots, slotName)
-	for _, k := range sl.keys {
-		if p, ok := s.m[k]; ok {
-			delete(p.pins, slotName)
-			p.until = 0
-			for _, u := range p.pins {
-				p.until = max(p.until, u)
-			}
-		}
+	for _, p := range sl.keys {
+		p.dropPin(slotName)
 	}
 }
 

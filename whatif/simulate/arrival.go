@@ -16,7 +16,7 @@ import (
 // arrive tells h of request i, then serves it.
 func (p *player) arrive(ctx context.Context, h hooks, i int) error {
 	defer func() { p.arriving = nil }()
-	pr, err := p.pr.get(i)
+	pr, err := p.get(i)
 	if err != nil {
 		return err
 	}
@@ -34,5 +34,5 @@ func (p *player) prompt(i int) (*cluster.Prompt, error) {
 	if p.arriving != nil && p.arrivingReq == i {
 		return p.arriving, nil
 	}
-	return p.pr.get(i)
+	return p.get(i)
 }

@@ -185,7 +185,7 @@ func (h *engineRun) wakeup(ctx context.Context, i int) error {
 	if err := h.p.cl.PublishLoads(); err != nil {
 		return err
 	}
-	pr, err := h.p.pr.get(i)
+	pr, err := h.p.get(i)
 	if err != nil {
 		return err
 	}
@@ -271,7 +271,7 @@ func (h *engineRun) drain() {
 
 func (h *engineRun) apply(endpoint string, raw actions.Hint) {
 	res := &h.p.res
-	hint := cluster.Decode(raw.Body)
+	hint := cluster.DecodeNoTokens(raw.Body)
 	if hint.Err != nil {
 		res.BadHints++
 		h.p.cfg.Logger.Warn("simulate: undecodable hint", "err", hint.Err)
@@ -296,7 +296,7 @@ func (h *engineRun) apply(endpoint string, raw actions.Hint) {
 			res.BadHints++
 			continue
 		}
-		pr, err := h.p.pr.get(i)
+		pr, err := h.p.get(i)
 		if err == nil {
 			err = h.p.prefetch(i, wk, pr)
 		}

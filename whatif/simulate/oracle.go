@@ -14,7 +14,7 @@ type oracle struct {
 }
 
 func (o *oracle) wakeup(_ context.Context, i int) error {
-	pr, err := o.p.pr.get(i)
+	pr, err := o.p.get(i)
 	if err != nil {
 		return err
 	}

@@ -147,12 +147,12 @@ func (r *peerRun) warmPrompt(i int) (*cluster.Prompt, error) {
 	req := w.Req(i)
 	n := req.InputLength + req.OutputLength
 	if req.Next >= 0 && w.Req(req.Next).InputLength >= n {
-		next, err := r.p.pr.get(req.Next)
+		next, err := r.p.get(req.Next)
 		if err != nil {
 			return nil, err
 		}
 		full := min(n/w.BlockSize, len(next.Seq))
-		return &cluster.Prompt{Tokens: next.Tokens[:n], Seq: next.Seq[:full], Keys: next.Keys[:full]}, nil
+		return &cluster.Prompt{Tokens: next.Tokens[:n], Seq: next.Seq[:full], Keys: next.Keys[:full], Local: next.Local[:full]}, nil
 	}
 	return r.p.cl.Prompt(append(w.PromptTokens(i), w.OutputTokens(i)...))
 }

@@ -167,7 +167,11 @@ func reachablePlay(cfg Config, pr *prompts, stream bool) (ModeResult, error) {
 			}
 		}
 		r := w.Req(i)
-		p, err := pr.get(i)
+		get := pr.get
+		if stream {
+			get = pr.unkeyed
+		}
+		p, err := get(i)
 		if err != nil {
 			return ModeResult{}, err
 		}

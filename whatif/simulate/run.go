@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/whatif/cluster"
 	"github.com/hintstream/hintstream/whatif/workload"
 )
@@ -82,21 +83,19 @@ func clusterConfig(cfg Config) cluster.Config {
 	return c
 }
 
-// prompts hashes each request's prompt once for all runs; tokens are
-// made again when needed (they are cheap, and large). A prompt is kept
-// from its first use until release drops it: Simulate releases a request
-// once every run has played its response, so what is held is the
-// requests in flight or announced, not the trace.
+// prompts hashes each request's prompt once for all runs: its blocks'
+// hashes, its pages' keys and its blocks' local hashes (for the KV
+// events), read-only once made, so the runs share them. Tokens are made
+// again when needed (they are cheap, and large: each run keeps its last
+// few, player.get). A prompt is kept from its first use until release
+// drops it: Simulate releases a request once every run has played its
+// response, so what is held is the requests in flight or announced, not
+// the trace.
 type prompts struct {
 	mu     sync.Mutex // runs of Simulate share it
 	w      *workload.Workload
 	hasher *cluster.Cluster
-	held   map[int]hashed
-}
-
-type hashed struct {
-	seq  []uint64
-	keys []string
+	held   map[int]*cluster.Prompt // Tokens nil
 }
 
 func newPrompts(cfg Config) (*prompts, error) {
@@ -104,16 +103,16 @@ func newPrompts(cfg Config) (*prompts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &prompts{w: cfg.Workload, hasher: h, held: map[int]hashed{}}, nil
+	return &prompts{w: cfg.Workload, hasher: h, held: map[int]*cluster.Prompt{}}, nil
 }
 
 func (p *prompts) get(i int) (*cluster.Prompt, error) {
 	return p.prompt(i, true)
 }
 
-// hashes is get without the tokens (nil) when the hashes are held: for
-// callers that use only Seq and Keys (not Route, Serve or Prefetch, which
-// make KV events from the tokens).
+// hashes is get without the tokens (nil): for callers that use only Seq
+// and Keys (not Route, Serve or Prefetch, which make KV events from the
+// tokens).
 func (p *prompts) hashes(i int) (*cluster.Prompt, error) {
 	return p.prompt(i, false)
 }
@@ -123,7 +122,8 @@ func (p *prompts) prompt(i int, withTokens bool) (*cluster.Prompt, error) {
 	hp, ok := p.held[i]
 	p.mu.Unlock()
 	if ok && !withTokens {
-		return &cluster.Prompt{Seq: hp.seq, Keys: hp.keys}, nil
+		out := *hp
+		return &out, nil
 	}
 	if r := p.w.Req(i); r.HashIDs == nil && r.InputLength > 0 {
 		// Config.IDs's ids are set before a request's events and
@@ -134,17 +134,47 @@ func (p *prompts) prompt(i int, withTokens bool) (*cluster.Prompt, error) {
 	tokens := p.w.PromptTokens(i)
 	if !ok {
 		// Hashed outside the lock: two runs may both hash a prompt, to
-		// the same result.
+		// the same result; the first one held is the one every run gets.
 		pr, err := p.hasher.Prompt(tokens)
 		if err != nil {
 			return nil, err
 		}
+		pr.Local = kvevents.LocalBlockHashes(tokens, p.w.BlockSize)
+		pr.Tokens = nil
 		p.mu.Lock()
-		p.held[i] = hashed{pr.Seq, pr.Keys}
+		if hp, ok = p.held[i]; !ok {
+			hp = pr
+			p.held[i] = hp
+		}
 		p.mu.Unlock()
-		return pr, nil
 	}
-	return &cluster.Prompt{Tokens: tokens, Seq: hp.seq, Keys: hp.keys}, nil
+	out := *hp
+	if withTokens {
+		out.Tokens = tokens
+	}
+	return &out, nil
+}
+
+// unkeyed is request i's prompt as get makes it but with empty L3 keys
+// (one a block) and no local hashes, made for this caller alone (not
+// held, unless get holds it already): for the hint-reachable bound's
+// streamed play, whose cluster's L3 decides nothing it reads and which
+// publishes no KV event, so that it does not hash every page of the
+// trace a second time (the play makes each prompt again, keys and all).
+func (p *prompts) unkeyed(i int) (*cluster.Prompt, error) {
+	p.mu.Lock()
+	hp, ok := p.held[i]
+	p.mu.Unlock()
+	if ok {
+		out := *hp
+		return &out, nil
+	}
+	if r := p.w.Req(i); r.HashIDs == nil && r.InputLength > 0 {
+		return nil, fmt.Errorf("simulate: request %d's block ids are not loaded", i)
+	}
+	tokens := p.w.PromptTokens(i)
+	seq := kvevents.PromptHashes(tokens, p.w.BlockSize)
+	return &cluster.Prompt{Tokens: tokens, Seq: seq, Keys: make([]string, len(seq))}, nil
 }
 
 // release drops request i's hashes; a later get hashes it again.
@@ -201,6 +231,32 @@ type player struct {
 	// forgetSessions says hooks may drop a conversation's records after
 	// its last turn (Workload.SessionLast) is folded (Simulate).
 	forgetSessions bool
+	// recent are the prompts this run made last (get), tokens and all: a
+	// request's wake-up, its prefetch and its arrival come close
+	// together, and a 130K-token prompt is half a megabyte to make.
+	recent     [recentPrompts]*cluster.Prompt
+	recentReq  [recentPrompts]int
+	recentNext int
+}
+
+// recentPrompts is how many prompts a run keeps (player.recent).
+const recentPrompts = 4
+
+// get is request i's prompt with its tokens (prompts.get), made again
+// only when this run has not used it among its last recentPrompts.
+func (p *player) get(i int) (*cluster.Prompt, error) {
+	for k, pr := range p.recent {
+		if pr != nil && p.recentReq[k] == i {
+			return pr, nil
+		}
+	}
+	pr, err := p.pr.get(i)
+	if err != nil {
+		return nil, err
+	}
+	p.recent[p.recentNext], p.recentReq[p.recentNext] = pr, i
+	p.recentNext = (p.recentNext + 1) % recentPrompts
+	return pr, nil
 }
 
 type loadedRange struct{ worker, start, n int }
