@@ -52,8 +52,8 @@ func signalsOf(w *workload.Workload, st workload.Stats) *Signals {
 	if c.FactTurns > 0 {
 		tool := "at the tool's end (tool_end, the next request's time: no lead)"
 		if sig.Tool == workload.SignalPredicted {
-			tool = fmt.Sprintf("at its predicted end (the p%g of the tool's learned times after %d of them, within %s of the end) or else at the tool's end (no lead)",
-				100*workload.DefaultPredictPercentile, workload.DefaultPredictMinSamples, dur(workload.DefaultPrefetchTTL))
+			tool = fmt.Sprintf("when the agent tracker's predicted prefetch fires (the response plus the p%g of the tool's learned times after %d of them, less the context's load time; at most %s ahead; sent again at the tool's end, to the same worker, if it expired first) or else at the tool's end (no lead)",
+				100*workload.DefaultPredictPercentile, workload.DefaultPredictMinSamples, dur(workload.DefaultMaxPredictedLead))
 		}
 		s.Assumptions = append(s.Assumptions, fmt.Sprintf(
 			"%d turns say how they end, %d in a tool call: a tool call's next turn is signalled %s (%d predicted, %d at the end); a human's next turn is announced by a wake-up %s ahead for a share %g of them (%d), the rest not at all (%d)",

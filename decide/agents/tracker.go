@@ -75,6 +75,7 @@ type predicted struct {
 	fired                 bool
 	firedAt, expires      time.Time
 	tokens                int
+	sentTo                engine.Sent // where the fired prefetch went
 }
 
 type program struct {
@@ -343,7 +344,7 @@ func (t *Tracker) observeResponse(resp *schemas.ResponseEvent, p *program) {
 	// A tool-call response was pinned by the pins already (pins on).
 	p.pinned = (resp.FinishReason == "tool_calls" || len(resp.ToolCalls) > 0) && t.h.PinTTL("") > 0
 	if p.speculate {
-		t.prefetch(p, KindSpeculativePrefetch, "", "")
+		t.prefetch(p, KindSpeculativePrefetch, "", "", nil)
 	}
 }
 
@@ -357,8 +358,9 @@ func (p *program) contextRequest(id string) *schemas.RequestEvent {
 }
 
 // prefetch sends the program's context (unless the feedback holds it
-// back) and keeps it pending. Under t.mu.
-func (t *Tracker) prefetch(p *program, kind, toolClass, callID string) (engine.Sent, bool) {
+// back) and keeps it pending; to the worker on names, when set, else
+// to the one the engine picks. Under t.mu.
+func (t *Tracker) prefetch(p *program, kind, toolClass, callID string, on *engine.Sent) (engine.Sent, bool) {
 	if !p.haveResp && len(p.prompt) == 0 {
 		return engine.Sent{}, false
 	}
@@ -373,6 +375,9 @@ func (t *Tracker) prefetch(p *program, kind, toolClass, callID string) (engine.S
 		id += ":" + callID
 	}
 	req := p.contextRequest(id)
+	if on != nil {
+		req.WorkerID, req.DpRank = on.WorkerID, on.DpRank
+	}
 	sent, ok := t.h.PrefetchContext(req)
 	if !ok {
 		return engine.Sent{}, false
@@ -507,8 +512,9 @@ func (t *Tracker) fireDue(p *program) {
 func (t *Tracker) fire(p *program, now time.Time) {
 	if pr := p.pred; pr != nil && !pr.fired && !now.Before(pr.fireAt) {
 		pr.fired, pr.firedAt = true, now
-		if sent, ok := t.prefetch(p, KindPredictedPrefetch, pr.toolClass, pr.toolCallID); ok {
+		if sent, ok := t.prefetch(p, KindPredictedPrefetch, pr.toolClass, pr.toolCallID, nil); ok {
 			pr.expires = sent.Expires
+			pr.sentTo = sent
 		} else {
 			pr.expires = now
 		}
@@ -531,9 +537,18 @@ func (t *Tracker) toolEnd(rec *agentevents.Record, class string) {
 	}
 	t.lru.MoveToFront(p.elem)
 	end := t.now()
+	// A predicted prefetch sent for this call (early or still loading):
+	// the one sent now goes to its worker. The engine would weigh the
+	// workers' load again and may pick another, and the turn, routed by
+	// the affinity record the latest prefetch writes, would then leave
+	// behind what the predicted one loaded.
+	var on *engine.Sent
 	if pr := p.pred; pr != nil && pr.toolCallID == rec.Tool.ToolCallID {
 		p.pred = nil
 		timing := TimingLate
+		if pr.fired && pr.sentTo.WorkerID != 0 {
+			on = &pr.sentTo
+		}
 		if pr.fired {
 			loadedAt := pr.firedAt.Add(t.cfg.LoadTime(pr.tokens))
 			switch {
@@ -553,7 +568,7 @@ func (t *Tracker) toolEnd(rec *agentevents.Record, class string) {
 			return // the context is there, or on its way
 		}
 	}
-	t.prefetch(p, KindToolEndPrefetch, class, rec.Tool.ToolCallID)
+	t.prefetch(p, KindToolEndPrefetch, class, rec.Tool.ToolCallID, on)
 }
 
 // Tick fires predicted prefetches that are due and settles hints whose

@@ -28,7 +28,11 @@ type world struct {
 
 func (w *world) PrefetchContext(req *schemas.RequestEvent) (engine.Sent, bool) {
 	w.prefetch = append(w.prefetch, req)
-	return engine.Sent{WorkerID: w.worker, Expires: w.now.Add(2 * time.Second)}, true
+	to := w.worker
+	if req.WorkerID != 0 { // as the engine places a request naming its worker
+		to = req.WorkerID
+	}
+	return engine.Sent{WorkerID: to, DpRank: req.DpRank, Expires: w.now.Add(2 * time.Second)}, true
 }
 
 func (w *world) PinContext(_ context.Context, resp *schemas.ResponseEvent) bool {
@@ -189,9 +193,33 @@ func TestPredictedPrefetch(t *testing.T) {
 	if m.Timing.Value(TimingLate) != 1 || m.Hints.Value(KindToolEndPrefetch) != uint64(cfg.MinSamples)+1 {
 		t.Fatalf("timing %v, tool_end prefetches %d", m.Timing.Values(), m.Hints.Value(KindToolEndPrefetch))
 	}
-	turn(tr, w, 102, "r", "p", "search", 7, 9*time.Second) // runs long: the prefetch expired first
-	if m.Timing.Value(TimingEarly) != 1 {
-		t.Fatalf("timing %v", m.Timing.Values())
+	// Runs long: the prefetch expired first, and tool_end sends another,
+	// to the worker the predicted one went to (7), though the engine
+	// would now pick 8.
+	ctx := context.Background()
+	tr.ObserveRequest(agentReq("p-102", "r", "p", false))
+	w.now = w.now.Add(100 * time.Millisecond)
+	tr.ObserveResponse(&schemas.ResponseEvent{RequestID: "p-102", WorkerID: 7, OutputTokenIDs: []uint32{9, 9}})
+	start := w.now
+	tr.OnRecord(ctx, toolRec(agentevents.ToolStart, "r", "p", "p-102", "search", start.UnixMilli(), 0))
+	for w.now.Sub(start) < 9*time.Second {
+		w.now = w.now.Add(10 * time.Millisecond)
+		tr.Tick()
+	}
+	fired := len(w.prefetch)
+	if m.Hints.Value(KindPredictedPrefetch) != 2 || w.prefetch[fired-1].WorkerID != 0 {
+		t.Fatalf("predicted %d, last prefetch %+v", m.Hints.Value(KindPredictedPrefetch), w.prefetch[fired-1])
+	}
+	w.worker = 8
+	tr.OnRecord(ctx, toolRec(agentevents.ToolEnd, "r", "p", "p-102", "search", start.UnixMilli(), 9000))
+	if m.Timing.Value(TimingEarly) != 1 || len(w.prefetch) != fired+1 || w.prefetch[fired].WorkerID != 7 {
+		t.Fatalf("timing %v, prefetches %d (want %d), tool_end's to worker %d (want 7)", m.Timing.Values(),
+			len(w.prefetch), fired+1, w.prefetch[len(w.prefetch)-1].WorkerID)
+	}
+	// A tool_end with no prediction fired leaves the choice to the engine.
+	turn(tr, w, 103, "r", "p", "search", 8, 100*time.Millisecond)
+	if last := w.prefetch[len(w.prefetch)-1]; last.WorkerID != 0 {
+		t.Fatalf("a late call's tool_end prefetch names worker %d", last.WorkerID)
 	}
 }
 

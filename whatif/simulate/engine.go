@@ -77,11 +77,12 @@ type engineRun struct {
 	slots    *hpins.MemSlots
 	worker   map[string]int // hint endpoint → worker index
 	forgets  int            // requests forgotten, to prune now and then
+	ttl      time.Duration  // the engine's prefetch TTL
 }
 
 func startEngine(p *player, pol Policy) (*engineRun, error) {
 	h := &engineRun{p: p, pol: pol, counters: metrics.New(), chosen: map[int]int{}, aff: map[string]schemas.AffinityRecord{},
-		reqs: newMemRequests(), worker: map[string]int{},
+		reqs: newMemRequests(), worker: map[string]int{}, ttl: pol.Decisions.WithDefaults().PrefetchTTL,
 		// Any fixed epoch: every time the engine sees is simulated.
 		epoch: time.UnixMilli(1 << 40)}
 	cc := clusterConfig(p.cfg)
@@ -178,7 +179,12 @@ func (h *engineRun) tick(ctx context.Context) {
 	}
 }
 
-func (h *engineRun) wakeup(ctx context.Context, i int) error {
+func (h *engineRun) wakeup(ctx context.Context, i int) error { return h.wakeupOn(ctx, i, false, -1) }
+
+// wakeupOn tells the engine of request i's wake-up at its time or, resent,
+// now, naming worker wk (its index; -1: none, the engine picks) as the
+// agent tracker names the worker its predicted prefetch went to.
+func (h *engineRun) wakeupOn(ctx context.Context, i int, resent bool, wk int) error {
 	h.tick(ctx)
 	// As live: the loads of this moment, and every KV event so far (the
 	// sink applied them as they happened).
@@ -193,6 +199,12 @@ func (h *engineRun) wakeup(ctx context.Context, i int) error {
 		return err
 	}
 	ev := h.p.w.WakeupEventTokens(i, h.epoch, pr.Tokens)
+	if resent {
+		ev.ReceivedAtMs = h.now().UnixMilli()
+	}
+	if wk >= 0 {
+		ev.WorkerID = h.p.cl.Workers[wk].Record.WorkerID
+	}
 	out := h.eng.OnRequest(ctx, h.delivery(), ev, false)
 	if out.Verdict == engine.Reject || out.Verdict == engine.Retry {
 		return fmt.Errorf("engine: wake-up %s: %v", out.Verdict, out.Err)
@@ -202,14 +214,15 @@ func (h *engineRun) wakeup(ctx context.Context, i int) error {
 }
 
 // preferred honours a session's affinity record only when this turn's
-// own wake-up wrote it, as the real-service run does.
+// own wake-up wrote it, as the real-service run does, and only until it
+// expires, as client.Affinity.PreferredWorker does.
 func (h *engineRun) preferred(_ context.Context, i int) (int, bool, error) {
 	if !h.pol.Affinity {
 		return 0, false, nil
 	}
 	r := h.p.w.Req(i)
 	rec, ok := h.aff[r.Session]
-	if !ok || !r.HasWakeup || rec.RequestID != h.p.w.WakeupID(i) {
+	if !ok || !r.HasWakeup || rec.RequestID != h.p.w.WakeupID(i) || rec.ExpiresAtMs <= h.now().UnixMilli() {
 		return 0, false, nil
 	}
 	for k, wk := range h.p.cl.Workers {
@@ -222,6 +235,19 @@ func (h *engineRun) preferred(_ context.Context, i int) (int, bool, error) {
 
 func (h *engineRun) request(ctx context.Context, i int) error {
 	h.tick(ctx)
+	// The agent tracker's tool_end prefetch (decide/agents
+	// Tracker.toolEnd): a predicted prefetch that expired before the tool
+	// ended is sent again at its end, to the worker it went to, and writes
+	// the affinity record the turn is routed by.
+	if r := h.p.w.Req(i); r.WakeupPredicted() && r.At-r.WakeupAt > h.ttl {
+		wk, ok := h.p.prefetchedTo[i]
+		if !ok {
+			wk = -1
+		}
+		if err := h.wakeupOn(ctx, i, true, wk); err != nil {
+			return err
+		}
+	}
 	pr, err := h.p.prompt(i)
 	if err != nil {
 		return err

@@ -188,3 +188,49 @@ func TestRunningRequestsKeepTheirBlocks(t *testing.T) {
 		t.Fatalf("no hints %+v", got)
 	}
 }
+
+// A predicted prefetch that fires long before its turn (its affinity
+// record expired, as the frontend's would) is sent again at the tool's
+// end to the worker it went to, as the agent tracker does, and the turn
+// is routed there: every announced turn is pinned by affinity and runs
+// where its prefetches went. Ten 1 s tool calls teach the
+// prediction (8 are needed); the last call takes 20 s, so its
+// prediction fires about 19 s ahead of the turn, past the 2 s TTL.
+func TestEarlyPredictionIsSentAgainToItsWorker(t *testing.T) {
+	var recs []workload.Record
+	var ts int64
+	for k := range 12 {
+		recs = append(recs, workload.Record{Timestamp: ts, InputLength: 8 + 4*k, OutputLength: 4,
+			HashIDs: ids(1, uint64(2+k)), Session: "a", FinishReason: workload.FinishToolCalls, Tool: "bash"})
+		ts += 1000
+		if k == 10 {
+			ts += 19000
+		}
+	}
+	w := handWorkload(t, recs)
+	st := w.Stats().Signals
+	if st.Predicted == 0 {
+		t.Fatalf("no predicted wake-ups: %+v", st)
+	}
+	early := w.Req(11)
+	if !early.WakeupPredicted() || early.At-early.WakeupAt < 10*time.Second {
+		t.Fatalf("the last turn's wake-up: predicted %v, lead %v", early.WakeupPredicted(), early.At-early.WakeupAt)
+	}
+	pols := Policies()
+	sim := simulateHand(t, Config{Workload: w, Workers: 2, DeviceBlocks: 64, L3Blocks: 64, TransferTime: true},
+		policyNamed(t, pols, "today's + affinity"))
+	r := sim.Policies[0]
+	if r.Wakeups != 11 || r.Prefetches != 12 || r.Pinned != 11 || r.PrefetchAccurate != 11 {
+		t.Fatalf("wake-ups %d (want 11), prefetches %d (want 12: one sent again), pinned %d (want 11), turns where their prefetch went %d (want 11)",
+			r.Wakeups, r.Prefetches, r.Pinned, r.PrefetchAccurate)
+	}
+}
+
+// ids is lo, lo+1, …, hi.
+func ids(lo, hi uint64) []uint64 {
+	var out []uint64
+	for i := lo; i <= hi; i++ {
+		out = append(out, i)
+	}
+	return out
+}

@@ -472,10 +472,18 @@ func (p *player) prefetch(i, wk int, pr *cluster.Prompt) error {
 	if err != nil {
 		return err
 	}
-	if prev, ok := p.loaded[i]; ok {
-		p.res.WastedPrefetchBlocks += int64(prev.n)
+	prev, ok := p.loaded[i]
+	switch {
+	case ok && prev.worker == wk:
+		// Sent again to the same worker (the tracker's tool_end
+		// prefetch): one range, what is still there counts as used.
+		p.loaded[i] = loadedRange{worker: wk, start: prev.start, n: prev.n + n}
+	default:
+		if ok {
+			p.res.WastedPrefetchBlocks += int64(prev.n)
+		}
+		p.loaded[i] = loadedRange{worker: wk, start: start, n: n}
 	}
-	p.loaded[i] = loadedRange{worker: wk, start: start, n: n}
 	p.res.Prefetches++
 	p.res.PrefetchedBlocks += int64(n)
 	p.prefetchedTo[i] = wk

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hintstream/hintstream/decide/tooltime"
+	"github.com/hintstream/hintstream/schemas"
 )
 
 // FinishToolCalls is the finish_reason of a response that ends in a tool
@@ -17,12 +18,13 @@ const (
 	// SignalToolEnd: at the tool's end, which is when the next request
 	// comes (the harness's tool_end): no lead.
 	SignalToolEnd = "end"
-	// SignalPredicted: at the call's response plus the tool time the
-	// agent tracker predicts (decide/agents: the DefaultPredictPercentile
-	// of the tool's learned times, once it has DefaultPredictMinSamples),
-	// if that is at most DefaultPrefetchTTL before the tool's end (an
-	// earlier prefetch would have expired, a later one is late); at the
-	// tool's end otherwise, as the tracker sends one at tool_end then.
+	// SignalPredicted: when the agent tracker fires its predicted
+	// prefetch (decide/agents Tracker.toolStart): the call's response plus
+	// the predicted tool time (the DefaultPredictPercentile of the tool's
+	// learned times, once it has DefaultPredictMinSamples) less the time
+	// the context takes to load, if that is before the tool's end; at the
+	// tool's end otherwise (the prediction is late, or there is none),
+	// as the tracker sends one at tool_end then.
 	SignalPredicted = "predicted"
 )
 
@@ -37,6 +39,14 @@ const (
 	DefaultPredictPercentile = 0.25
 	DefaultPredictMinSamples = 8
 	DefaultPrefetchTTL       = 2 * time.Second
+	// DefaultMaxPredictedLead is the earliest, before its turn, that a
+	// predicted prefetch is modelled: one fired earlier still loads in
+	// the tracker, but whatif counts it as signalled at the tool's end
+	// (where the tracker sends again). A bound is needed, as the spooled
+	// play orders events in a window of the longest lead; 5 min keeps all
+	// but the slowest tool calls (the published P99 gap is near 600 s)
+	// and errs against hintstream on those.
+	DefaultMaxPredictedLead = 5 * time.Minute
 )
 
 // Signals say which next turns a deployment announces, and when, where
@@ -77,7 +87,16 @@ func (s Signals) Validate() error {
 
 // maxLead is the most any wake-up comes before its request.
 func (s Signals) maxLead(assumed time.Duration) time.Duration {
-	return max(assumed, s.HumanLead, DefaultPrefetchTTL)
+	return max(assumed, s.HumanLead, DefaultMaxPredictedLead)
+}
+
+// contextLoadTime is how long the tracker reckons a context of tokens
+// takes to load from L3 into a device: hintstream run's defaults
+// (decide/agents Config.LoadTime over schemas.DefaultKVBytesPerToken and
+// DefaultL3Bandwidth), not the simulated cluster's, as the tracker knows
+// only its flags.
+func contextLoadTime(tokens int) time.Duration {
+	return time.Duration(float64(tokens) * schemas.DefaultKVBytesPerToken / schemas.DefaultL3Bandwidth * float64(time.Second))
 }
 
 // How a request's wake-up was decided (SignalCounts).
@@ -135,6 +154,9 @@ type prevFacts struct {
 	known, toolCall bool
 	responseAt      time.Duration
 	predicted       time.Duration // 0: none
+	// tokens is the previous turn's context (prompt and response), what
+	// a predicted prefetch loads.
+	tokens int
 }
 
 // wakeup is request i's (at at) wake-up after the previous turn p.
@@ -144,7 +166,8 @@ func (g *signaller) wakeup(i int, at time.Duration, p prevFacts) (time.Duration,
 		return max(at-g.lead, p.responseAt), sigAssumed
 	case p.toolCall:
 		if p.predicted > 0 {
-			if t := p.responseAt + p.predicted; t < at && t >= at-DefaultPrefetchTTL {
+			t := max(p.responseAt+p.predicted-contextLoadTime(p.tokens), p.responseAt)
+			if t < at && t >= at-DefaultMaxPredictedLead {
 				return t, sigPredicted
 			}
 		}

@@ -34,9 +34,9 @@ func buildBoth(t *testing.T, recs []Record, o TraceOptions) *Workload {
 }
 
 // Where the trace says a turn ends in a tool call, its next turn is
-// signalled at the tool's end, or at the predicted end once 8 of the
-// tool's times are learned and the prediction falls within the prefetch
-// TTL before the end; no wake-up comes ahead of that.
+// signalled at the tool's end, or, once 8 of the tool's times are learned,
+// when the tracker fires its predicted prefetch: at the response plus the
+// predicted time less the context's load time, if that is before the end.
 func TestToolCallsSignalledAtTheirEndOrPredicted(t *testing.T) {
 	gap := func(k int) int64 { return 4000 + 1000*int64(1-k%2) } // 4 s after odd turns, 5 s after even
 	recs := session(20, gap, func(int) string { return FinishToolCalls })
@@ -44,17 +44,21 @@ func TestToolCallsSignalledAtTheirEndOrPredicted(t *testing.T) {
 	w := buildBoth(t, recs, o)
 	st := w.Stats()
 	// Calls 0..7 have under 8 times learned; the p25 of 4 s and 5 s gaps
-	// is the 4 s one, which comes 1 s early for a 5 s gap (in the TTL)
-	// and on time for a 4 s one (no lead: at the end).
-	if st.Signals.Predicted != 5 || st.Signals.ToolEnd != 14 || st.Signals.Assumed != 0 || st.Signals.FactToolCalls != 20 {
+	// is 4 s, less the 4-token context's load (4 × 147,456 B at 10 GB/s,
+	// 58,982 ns): 1 s and that ahead of a 5 s gap, that ahead of a 4 s one.
+	const load = 58982 * time.Nanosecond
+	if st.Signals.Predicted != 11 || st.Signals.ToolEnd != 8 || st.Signals.Assumed != 0 || st.Signals.FactToolCalls != 20 {
 		t.Fatalf("signals %+v", st.Signals)
 	}
 	for i := 1; i < 20; i++ {
 		r := w.Req(i)
 		lead := r.At - r.WakeupAt
 		want := time.Duration(0)
-		if i >= 10 && i%2 == 0 {
-			want = time.Second
+		switch {
+		case i >= 9 && i%2 == 0:
+			want = time.Second + load
+		case i >= 9:
+			want = load
 		}
 		if !r.HasWakeup || lead != want || r.Tool != "bash" || !w.Req(i-1).ToolCall {
 			t.Fatalf("turn %d: wake-up %v lead %v (want %v), tool %q", i, r.HasWakeup, lead, want, r.Tool)
@@ -64,6 +68,41 @@ func TestToolCallsSignalledAtTheirEndOrPredicted(t *testing.T) {
 	o.Signals.Tool = SignalToolEnd
 	if st := buildBoth(t, recs, o).Stats(); st.Signals.ToolEnd != 19 || st.Signals.Predicted != 0 {
 		t.Fatalf("tool-end signals %+v", st.Signals)
+	}
+}
+
+// A predicted prefetch fires no earlier than the call's response, and one
+// that would fire more than DefaultMaxPredictedLead ahead of its turn is
+// counted as signalled at the tool's end.
+func TestPredictedLeadBounds(t *testing.T) {
+	// Contexts of 2M tokens load in about 29 s: more than any gap here,
+	// so the prefetch fires at the response.
+	big := session(12, func(int) int64 { return 3000 }, func(int) string { return FinishToolCalls })
+	for k := range big {
+		big[k].InputLength = 2_000_000 + 4*k
+		big[k].HashIDs = nil
+		for b := 0; b <= big[k].InputLength/4; b++ {
+			big[k].HashIDs = append(big[k].HashIDs, uint64(1000+b))
+		}
+	}
+	w := buildBoth(t, big, TraceOptions{BlockSize: 4})
+	for i := 9; i < w.Len(); i++ {
+		r := w.Req(i)
+		if p := w.Req(i - 1); !r.HasWakeup || r.WakeupAt != p.ResponseAt {
+			t.Fatalf("turn %d: wake-up %v at %v, want at the previous response %v", i, r.HasWakeup, r.WakeupAt, p.ResponseAt)
+		}
+	}
+	// Eight 1 s calls, then one of 20 min: its prediction (1 s) would
+	// fire 20 min ahead, past the bound.
+	recs := session(10, func(k int) int64 {
+		if k == 9 {
+			return (20 * time.Minute).Milliseconds()
+		}
+		return 1000
+	}, func(int) string { return FinishToolCalls })
+	w = buildBoth(t, recs, TraceOptions{BlockSize: 4})
+	if r := w.Req(9); !r.HasWakeup || r.WakeupAt != r.At || r.signal != sigToolEnd {
+		t.Fatalf("a 20 min call: wake-up %v at %v (turn at %v), signal %d", r.HasWakeup, r.WakeupAt, r.At, r.signal)
 	}
 }
 
@@ -103,6 +142,37 @@ func TestSignalsRefuseBadSettings(t *testing.T) {
 		}
 		if _, err := Spool(recordsOf(recs), TraceOptions{BlockSize: 4, Signals: s}, t.TempDir()); err == nil {
 			t.Fatalf("%+v accepted by Spool", s)
+		}
+	}
+}
+
+// Generated sessions with Facts say how every turn ends: their tool calls
+// are signalled as Signals say and their human turns are not announced,
+// where without Facts every next turn has a wake-up WakeupLead ahead.
+func TestGeneratedFactsFollowTheSignals(t *testing.T) {
+	cfg := SyntheticConfig{Seed: 3, Sessions: 40, MinTurns: 12, MaxTurns: 20}
+	plain, err := Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Facts = true
+	facts, err := Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, fs := plain.Stats(), facts.Stats()
+	if ps.Signals.FactTurns != 0 || ps.Signals.Assumed != ps.Requests-40 {
+		t.Fatalf("without facts: %+v", ps.Signals)
+	}
+	if fs.Signals.FactTurns != fs.Requests || fs.Signals.Assumed != 0 || fs.Signals.FactToolCalls != fs.ToolCalls || fs.ToolCalls < ps.ToolCalls ||
+		fs.Signals.Predicted == 0 || fs.Signals.Human != 0 ||
+		fs.Signals.Predicted+fs.Signals.ToolEnd+fs.Signals.Unannounced != fs.Requests-40 {
+		t.Fatalf("with facts: %+v (tool calls %d, without facts %d)", fs.Signals, fs.ToolCalls, ps.ToolCalls)
+	}
+	for i := range facts.Len() {
+		r := facts.Req(i)
+		if r.Prev >= 0 && !facts.Req(r.Prev).ToolCall && r.HasWakeup {
+			t.Fatalf("turn %d after a human's: wake-up at %v", i, r.WakeupAt)
 		}
 	}
 }

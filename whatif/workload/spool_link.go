@@ -222,7 +222,7 @@ func (s *spool) finish(svc ServiceModel, lead time.Duration, sig Signals) error 
 				g.observe(s.toolName(p.tool), time.Duration(r.at-p.responseAt))
 			}
 			at, kind := g.wakeup(int(i), time.Duration(r.at), prevFacts{known: p.finishKnown, toolCall: p.toolCall,
-				responseAt: time.Duration(p.responseAt), predicted: time.Duration(p.predicted)})
+				responseAt: time.Duration(p.responseAt), predicted: time.Duration(p.predicted), tokens: int(p.in + p.out)})
 			r.signal = kind
 			if kind != sigNone {
 				r.hasWakeup, r.wakeupAt = true, int64(at)

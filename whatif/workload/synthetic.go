@@ -29,8 +29,14 @@ type SyntheticConfig struct {
 	ToolTimeSigma float64
 	ThinkTime     time.Duration
 	// WakeupLead is how long before each turn after the first its wake-up
-	// comes (default 500ms; negative: 0).
+	// comes (default 500ms; negative: 0), unless Facts.
 	WakeupLead time.Duration
+	// Facts: every turn says how it ends (FinishKnown, a tool call or
+	// not, the tool named ToolName), as a trace with finish_reason does,
+	// and next turns are announced as Signals say instead of by the
+	// WakeupLead rule.
+	Facts   bool
+	Signals Signals
 	// SystemPromptTokens open every session's prompt (shared by all
 	// sessions; default 2048); FirstPromptTokens follow in the first turn
 	// (default 4096). Each later turn's prompt is the previous prompt, its
@@ -126,7 +132,7 @@ func Generate(cfg SyntheticConfig) (*Workload, error) {
 				nextID++
 			}
 			r := Request{At: at, InputLength: length, OutputLength: c.OutputTokens,
-				HashIDs: slices.Clone(stream[:(length+bs-1)/bs]), Prev: -1, Turn: k}
+				HashIDs: slices.Clone(stream[:(length+bs-1)/bs]), Prev: -1, Turn: k, FinishKnown: c.Facts}
 			r.ToolCall = c.ToolCallProb > 0 && rng.Float64() < c.ToolCallProb
 			turns = append(turns, sessionTurn{r, s})
 			done := at + c.Service.Time(length, c.OutputTokens)
@@ -139,7 +145,7 @@ func Generate(cfg SyntheticConfig) (*Workload, error) {
 		}
 	}
 	w := &Workload{Model: c.Model, BlockSize: bs, Requests: linkSessions(turns)}
-	if err := w.finish(c.Service, c.WakeupLead, Signals{}, false); err != nil {
+	if err := w.finish(c.Service, c.WakeupLead, c.Signals, false); err != nil {
 		return nil, err
 	}
 	return w, nil

@@ -89,6 +89,11 @@ type Request struct {
 	predicted time.Duration
 }
 
+// WakeupPredicted says r's wake-up is a predicted prefetch's
+// (SignalPredicted): the tracker sends another at the tool's end when
+// this one expired before it.
+func (r *Request) WakeupPredicted() bool { return r.HasWakeup && r.signal == sigPredicted }
+
 // Event is one thing that happens at At: a wake-up, request or response
 // of Requests[Request].
 type Event struct {
@@ -388,7 +393,7 @@ func (w *Workload) finish(svc ServiceModel, lead time.Duration, sig Signals, eve
 				g.observe(p.Tool, r.At-p.ResponseAt)
 			}
 			at, kind := g.wakeup(i, r.At, prevFacts{known: p.FinishKnown, toolCall: p.ToolCall,
-				responseAt: p.ResponseAt, predicted: p.predicted})
+				responseAt: p.ResponseAt, predicted: p.predicted, tokens: p.InputLength + p.OutputLength})
 			r.signal = kind
 			if kind != sigNone {
 				r.HasWakeup, r.WakeupAt = true, at

@@ -46,12 +46,15 @@ func cli(args []string, stdout, stderr io.Writer) int {
 // median near 110K tokens, about 85% of turns ending in a tool call
 // (log-normal tool time, median 8 s, P90 near 70 s: sigma 1.69), the
 // human's turn after the rest (exponential, median 210 s: mean 303 s),
-// 19 to 101 turns a conversation, outputs of 220 tokens.
+// 19 to 101 turns a conversation, outputs of 220 tokens. Each turn says
+// how it ends (finish_reason), so next turns are signalled as whatif's
+// defaults say: a tool call's at its predicted or actual end, a human's
+// not at all.
 func agenticShape(seed uint64, sessions int) (*workload.Workload, error) {
 	return workload.Generate(workload.SyntheticConfig{Seed: seed, Sessions: sessions, SessionInterval: 45 * time.Second,
 		MinTurns: 19, MaxTurns: 101, ToolCallProb: 0.85, ToolTime: 8 * time.Second, ToolTimeSigma: 1.69,
 		ThinkTime: 303 * time.Second, SystemPromptTokens: 15360, FirstPromptTokens: 20480, PromptGrowth: 2048,
-		OutputTokens: 220})
+		OutputTokens: 220, Facts: true})
 }
 
 type job struct {
