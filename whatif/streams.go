@@ -84,6 +84,10 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 	byID := map[string]pending{}
 	outputs := map[string]int{}
 	servedBy := map[string]uint64{}
+	// How each response ended (finish_reason, the first tool called):
+	// the facts the signal model reads instead of the assumed rule.
+	type finish struct{ reason, tool string }
+	finishes := map[string]finish{}
 	var synthetic uint64 = 1 << 63 // ids of partial trailing blocks: never shared
 	var last int64
 	bad := func(kind string, seq uint64, err error) error {
@@ -142,6 +146,12 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 		}
 		outputs[resp.RequestID] = len(resp.OutputTokenIDs)
 		servedBy[resp.RequestID] = resp.WorkerID
+		if f := (finish{reason: resp.FinishReason}); f.reason != "" || len(resp.ToolCalls) > 0 {
+			if len(resp.ToolCalls) > 0 {
+				f.tool = resp.ToolCalls[0].Name
+			}
+			finishes[resp.RequestID] = f
+		}
 		return nil
 	})
 	if err != nil {
@@ -150,6 +160,9 @@ func FromStreams(ctx context.Context, js jetstream.JetStream, w Window) (StreamS
 	for id, p := range byID {
 		if n, ok := outputs[id]; ok {
 			out.Records[p.rec].OutputLength = n
+		}
+		if f, ok := finishes[id]; ok {
+			out.Records[p.rec].FinishReason, out.Records[p.rec].Tool = f.reason, f.tool
 		}
 	}
 	traced, err := readRequestTrace(ctx, js, w, &out, bad)

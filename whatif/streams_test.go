@@ -154,6 +154,19 @@ func TestFromStreamsReadsTheClusterHistory(t *testing.T) {
 	if race.Enabled {              // every row runs without -race (make test's sim pass)
 		policies = raceInputPolicies(t)
 	}
+	// The responses say how each turn ended (finish_reason and the tool,
+	// as workload.ResponseEvent publishes them): the records read back
+	// carry those facts, and the trace is played with them too.
+	for i, r := range ss.Records {
+		want := "stop"
+		if w.Req(i).ToolCall {
+			want = workload.FinishToolCalls
+		}
+		if r.FinishReason != want || (want == workload.FinishToolCalls) != (r.Tool != "") {
+			t.Fatalf("record %d: finish %q tool %q, want %q", i, r.FinishReason, r.Tool, want)
+		}
+		src.Records[i].FinishReason, src.Records[i].Tool = r.FinishReason, r.Tool
+	}
 	fromTrace, err := Run(ctx, src, Options{Cluster: c, Policies: policies})
 	if err != nil {
 		t.Fatal(err)
