@@ -10,7 +10,9 @@
 // The workloads: the Mooncake-format trace (--trace), the synthetic
 // agentic sessions (workload.Generate, seed 1; and --many-sessions of them), and
 // an agentic-coding shape (agenticShape): long prompts growing turn by
-// turn, mostly tool calls with short gaps, human turns with long ones.
+// turn, mostly tool calls with short gaps, human turns with long ones;
+// and the long-context agent profile (workload.GenerateAgent, whatif
+// --workload agent; --agent-conversations of it).
 package main
 
 import (
@@ -67,6 +69,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	trace := fs.String("trace", "", "Mooncake-format trace (empty: none)")
 	agentic := fs.Int("agentic-sessions", 40, "conversations of the agentic-coding shape (0: none)")
 	many := fs.Int("many-sessions", 1000, "sessions of the larger synthetic run (0: none)")
+	agent := fs.Int("agent-conversations", 64, "conversations of the long-context agent profile (workload.GenerateAgent, seed 1; 0: none)")
 	only := fs.String("only", "", "play only the workloads whose name holds this")
 	rows := fs.String("policies", "", "rows to play, by name, separated by commas (default: every policy and peer)")
 	if err := fs.Parse(args); err != nil {
@@ -98,6 +101,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		jobs = append(jobs, job{"agentic-coding shape", aw})
+	}
+	if *agent > 0 {
+		gw, err := workload.GenerateAgent(workload.AgentConfig{Seed: 1, Conversations: *agent})
+		if err != nil {
+			return err
+		}
+		jobs = append(jobs, job{"agent profile", gw})
 	}
 	pols := append(simulate.Policies(), simulate.Peers()...)
 	if *rows != "" {

@@ -40,7 +40,7 @@ func TestAgenticShapeMatchesTheStatistics(t *testing.T) {
 // sessions, whose figures RESULTS.md quotes.
 func TestTargetsTable(t *testing.T) {
 	var out bytes.Buffer
-	err := run(context.Background(), []string{"--agentic-sessions", "0", "--many-sessions", "0",
+	err := run(context.Background(), []string{"--agentic-sessions", "0", "--many-sessions", "0", "--agent-conversations", "0",
 		"--policies", "today's + affinity,tool-call TTL (60 s)"}, &out)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestTargetsTable(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	err = run(context.Background(), []string{"--policies", "today's,nope", "--agentic-sessions", "0", "--many-sessions", "0"}, &out)
+	err = run(context.Background(), []string{"--policies", "today's,nope", "--agentic-sessions", "0", "--many-sessions", "0", "--agent-conversations", "0"}, &out)
 	if err == nil || !strings.Contains(err.Error(), `--policies: no row "nope"`) {
 		t.Errorf("an unknown row: %v", err)
 	}
