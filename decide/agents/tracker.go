@@ -461,7 +461,10 @@ func (t *Tracker) toolStart(ctx context.Context, rec *agentevents.Record, class 
 	}
 	tokens := len(p.prompt) + len(p.output)
 	if t.cfg.Predict && (p.haveResp || len(p.prompt) > 0) {
-		if d, src := t.learner.Expected([]string{class}); src == tooltime.Learned {
+		// A class with too few times of its own is predicted from every
+		// tool's (AnyTool), once those are enough: a new tool's first
+		// calls get a lead too. Default and Provisional are guesses.
+		if d, src := t.learner.Expected([]string{class}); src == tooltime.Learned || src == tooltime.AnyTool {
 			start := t.eventTime(rec.Tool.StartedAtUnixMs)
 			if rec.Tool.StartedAtUnixMs == 0 {
 				start = t.eventTime(rec.EventTimeUnixMs)

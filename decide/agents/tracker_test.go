@@ -216,6 +216,13 @@ func TestPredictedPrefetch(t *testing.T) {
 		t.Fatalf("timing %v, prefetches %d (want %d), tool_end's to worker %d (want 7)", m.Timing.Values(),
 			len(w.prefetch), fired+1, w.prefetch[len(w.prefetch)-1].WorkerID)
 	}
+	// A class never seen is predicted from every tool's times (AnyTool):
+	// its first call gets a predicted prefetch.
+	predicted := m.Hints.Value(KindPredictedPrefetch)
+	turn(tr, w, 104, "r", "p", "grep", 8, 3*time.Second)
+	if m.Hints.Value(KindPredictedPrefetch) != predicted+1 {
+		t.Fatalf("a new class's first call: predicted %d, want %d", m.Hints.Value(KindPredictedPrefetch), predicted+1)
+	}
 	// A tool_end with no prediction fired leaves the choice to the engine.
 	turn(tr, w, 103, "r", "p", "search", 8, 100*time.Millisecond)
 	if last := w.prefetch[len(w.prefetch)-1]; last.WorkerID != 0 {
