@@ -379,6 +379,11 @@ func (t *Tracker) prefetch(p *program, kind, toolClass, callID string, on *engin
 		req.WorkerID, req.DpRank = on.WorkerID, on.DpRank
 	}
 	sent, ok := t.h.PrefetchContext(req)
+	if !ok && on != nil {
+		// The named worker is gone (or no candidate): any worker beats none.
+		req.WorkerID, req.DpRank = 0, 0
+		sent, ok = t.h.PrefetchContext(req)
+	}
 	if !ok {
 		return engine.Sent{}, false
 	}

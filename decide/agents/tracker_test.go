@@ -20,6 +20,7 @@ import (
 type world struct {
 	now      time.Time
 	worker   uint64
+	gone     uint64 // a worker that left: a prefetch naming it is refused
 	loaded   bool
 	pinTTL   time.Duration
 	prefetch []*schemas.RequestEvent
@@ -27,7 +28,11 @@ type world struct {
 }
 
 func (w *world) PrefetchContext(req *schemas.RequestEvent) (engine.Sent, bool) {
-	w.prefetch = append(w.prefetch, req)
+	c := *req // the tracker may send the same request again, changed
+	w.prefetch = append(w.prefetch, &c)
+	if req.WorkerID != 0 && req.WorkerID == w.gone {
+		return engine.Sent{}, false
+	}
 	to := w.worker
 	if req.WorkerID != 0 { // as the engine places a request naming its worker
 		to = req.WorkerID
@@ -216,6 +221,25 @@ func TestPredictedPrefetch(t *testing.T) {
 		t.Fatalf("timing %v, prefetches %d (want %d), tool_end's to worker %d (want 7)", m.Timing.Values(),
 			len(w.prefetch), fired+1, w.prefetch[len(w.prefetch)-1].WorkerID)
 	}
+	// The predicted one's worker left before the tool ended: the tool_end
+	// prefetch goes to the worker the engine picks instead.
+	tr.ObserveRequest(agentReq("p-105", "r", "p", false))
+	w.now = w.now.Add(100 * time.Millisecond)
+	w.worker = 9
+	tr.ObserveResponse(&schemas.ResponseEvent{RequestID: "p-105", WorkerID: 9, OutputTokenIDs: []uint32{9, 9}})
+	start = w.now
+	tr.OnRecord(ctx, toolRec(agentevents.ToolStart, "r", "p", "p-105", "search", start.UnixMilli(), 0))
+	for w.now.Sub(start) < 9*time.Second {
+		w.now = w.now.Add(10 * time.Millisecond)
+		tr.Tick()
+	}
+	w.gone, w.worker = 9, 8
+	sentBefore := len(w.prefetch)
+	tr.OnRecord(ctx, toolRec(agentevents.ToolEnd, "r", "p", "p-105", "search", start.UnixMilli(), 9000))
+	if len(w.prefetch) != sentBefore+2 || w.prefetch[sentBefore].WorkerID != 9 || w.prefetch[sentBefore+1].WorkerID != 0 {
+		t.Fatalf("after the worker left: %d tries (want 2: to 9, then to any)", len(w.prefetch)-sentBefore)
+	}
+	w.gone = 0
 	// A class never seen is predicted from every tool's times (AnyTool):
 	// its first call gets a predicted prefetch.
 	predicted := m.Hints.Value(KindPredictedPrefetch)
