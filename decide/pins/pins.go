@@ -96,6 +96,24 @@ type Pinning struct {
 	// store that names pages by tokens and keeps no TTL of its own
 	// (LMCache's controller, package lmcachepin): see tokenpins.go.
 	Tokens TokenPins
+	// Keys makes a pin's Mooncake object keys; nil: actions.ObjectKeysCapped.
+	Keys KeysFunc
+}
+
+// KeysFunc makes the Mooncake object keys of the pin of request
+// requestID: whatever actions.ObjectKeysCapped(layout, tokens, ns,
+// maxKeys, maxBytes) returns for the same arguments, keys, cut and
+// error alike. It is the pins' one use of SHA-256 over every page of a
+// prompt; a caller that plays the same requests through several
+// Pinnings (whatif's rows) hands in one that makes each request's keys
+// once for all of them. The keys returned are read, never written.
+type KeysFunc func(requestID string, layout *schemas.ObjectLayout, tokens []uint32, ns actions.Namespace,
+	maxKeys, maxBytes int) (keys []string, cut int, err error)
+
+// objectKeys is the default KeysFunc: actions.ObjectKeysCapped.
+func objectKeys(_ string, layout *schemas.ObjectLayout, tokens []uint32, ns actions.Namespace,
+	maxKeys, maxBytes int) ([]string, int, error) {
+	return actions.ObjectKeysCapped(layout, tokens, ns, maxKeys, maxBytes)
 }
 
 // Deps are what a Pinning needs besides its configuration: the pin
@@ -113,6 +131,8 @@ type Deps struct {
 	Now      func() time.Time
 	// Tokens: see Pinning.Tokens; nil: none.
 	Tokens TokenPins
+	// Keys: see Pinning.Keys; nil: actions.ObjectKeysCapped.
+	Keys KeysFunc
 }
 
 // Config is a Pinning's policy (engine.Decisions.PinConfig maps run's and
@@ -141,7 +161,7 @@ func New(cfg Config, deps Deps) *Pinning {
 	return &Pinning{Endpoint: deps.Endpoint, Index: deps.Index, Slots: deps.Slots, Learner: tooltime.New(cfg.ToolTime),
 		TTL: cfg.TTL, Workers: deps.Workers, Sender: deps.Sender, ReleaseOnNextTurn: cfg.ReleaseOnNextTurn,
 		RenewMax: max(cfg.RenewMax, 0), MaxPinKeys: cfg.MaxPinKeys, MaxPinBytes: cfg.MaxPinBytes,
-		RetainOnWorker: cfg.RetainOnWorker, Counters: deps.Counters, Log: deps.Log, Now: deps.Now, Pages: deps.Pages, Tokens: deps.Tokens}
+		RetainOnWorker: cfg.RetainOnWorker, Counters: deps.Counters, Log: deps.Log, Now: deps.Now, Pages: deps.Pages, Tokens: deps.Tokens, Keys: deps.Keys}
 }
 
 func (p *Pinning) now() time.Time {
@@ -296,7 +316,11 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		p.skip("unknown_namespace", resp)
 		return false, nil
 	}
-	keys, cut, err := actions.ObjectKeysCapped(w.ObjectLayout, tokens, actions.Namespace{ExtraKey: req.ExtraKey, CacheSalt: req.CacheSalt},
+	makeKeys := p.Keys
+	if makeKeys == nil {
+		makeKeys = objectKeys
+	}
+	keys, cut, err := makeKeys(resp.RequestID, w.ObjectLayout, tokens, actions.Namespace{ExtraKey: req.ExtraKey, CacheSalt: req.CacheSalt},
 		p.MaxPinKeys, p.MaxPinBytes)
 	switch {
 	case errors.Is(err, actions.ErrNoLayout):

@@ -96,6 +96,9 @@ type prompts struct {
 	w      *workload.Workload
 	hasher *cluster.Cluster
 	held   map[int]*cluster.Prompt // Tokens nil
+	// pins are the requests' pin keys, made once for every engine run
+	// and released with the prompts.
+	pins *pinKeys
 }
 
 func newPrompts(cfg Config) (*prompts, error) {
@@ -103,7 +106,7 @@ func newPrompts(cfg Config) (*prompts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &prompts{w: cfg.Workload, hasher: h, held: map[int]*cluster.Prompt{}}, nil
+	return &prompts{w: cfg.Workload, hasher: h, held: map[int]*cluster.Prompt{}, pins: newPinKeys()}, nil
 }
 
 func (p *prompts) get(i int) (*cluster.Prompt, error) {
@@ -177,11 +180,13 @@ func (p *prompts) unkeyed(i int) (*cluster.Prompt, error) {
 	return &cluster.Prompt{Tokens: tokens, Seq: seq, Keys: make([]string, len(seq))}, nil
 }
 
-// release drops request i's hashes; a later get hashes it again.
+// release drops request i's hashes and pin keys; a later get hashes it
+// again.
 func (p *prompts) release(i int) {
 	p.mu.Lock()
 	delete(p.held, i)
 	p.mu.Unlock()
+	p.pins.release(p.w.Req(i).ID)
 }
 
 // size is how many prompts are held.

@@ -26,6 +26,9 @@ type Simulation struct {
 	Reachable ModeResult
 	// HeldPrompts is the most hashed prompts held at once.
 	HeldPrompts int
+	// HeldPinKeys is the most requests' pin keys held at once (at the
+	// end of a stretch, before its responses' are dropped).
+	HeldPinKeys int
 	// HeldResults is the most requests one run held results of at once
 	// (served, not yet folded into the sums), at the end of a stretch.
 	HeldResults int
@@ -153,6 +156,7 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 			return s, err
 		}
 		s.HeldPrompts = max(s.HeldPrompts, pr.size())
+		s.HeldPinKeys = max(s.HeldPinKeys, pr.pins.size())
 		if err := w.Err(); err != nil {
 			return s, fmt.Errorf("simulate: reading the workload back: %w", err)
 		}

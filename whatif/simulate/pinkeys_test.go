@@ -1,0 +1,87 @@
+package simulate
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/hintstream/hintstream/actions"
+	"github.com/hintstream/hintstream/schemas"
+	"github.com/hintstream/hintstream/whatif/cluster"
+)
+
+// TestPinKeysMadeOnceForEveryRun: runs asking concurrently for a
+// request's pin keys get actions.ObjectKeysCapped's keys, made once;
+// a call with other tokens, layout, namespace or caps gets its own keys,
+// not the held ones; release drops them.
+func TestPinKeysMadeOnceForEveryRun(t *testing.T) {
+	layout := cluster.DefaultLayout(4)
+	tokens := make([]uint32, 4*50+3)
+	for i := range tokens {
+		tokens[i] = uint32(i * 7)
+	}
+	want, wantCut, err := actions.ObjectKeysCapped(layout, tokens, actions.Namespace{}, 30, 0)
+	if err != nil || len(want) != 30 || wantCut != 20 {
+		t.Fatalf("ObjectKeysCapped: %d keys, cut %d, %v; want 30 and 20", len(want), wantCut, err)
+	}
+	m := newPinKeys()
+	var wg sync.WaitGroup
+	const runs = 8
+	errs := make([]error, runs)
+	for r := range runs {
+		wg.Go(func() {
+			// Each run's cluster has its own copy of the layout.
+			l := cluster.DefaultLayout(4)
+			keys, cut, err := m.keys("r1", l, slices.Clone(tokens), actions.Namespace{}, 30, 0)
+			if err != nil || cut != wantCut || !slices.Equal(keys, want) {
+				errs[r] = fmt.Errorf("run %d: %d keys, cut %d, %v", r, len(keys), cut, err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m.made != 1 || m.size() != 1 {
+		t.Fatalf("keys made %d times, %d held; want once, one", m.made, m.size())
+	}
+	other := slices.Clone(tokens)
+	other[5]++
+	otherLayout := cluster.DefaultLayout(4)
+	otherLayout.HicacheObjectLayout.KeyPrefix = "other"
+	for _, c := range []struct {
+		name     string
+		layout   *schemas.ObjectLayout
+		tokens   []uint32
+		ns       actions.Namespace
+		maxKeys  int
+		maxBytes int
+	}{
+		{"tokens", layout, other, actions.Namespace{}, 30, 0},
+		{"fewer tokens", layout, tokens[:100], actions.Namespace{}, 30, 0},
+		{"layout", otherLayout, tokens, actions.Namespace{}, 30, 0},
+		{"namespace", layout, tokens, actions.Namespace{CacheSalt: "s"}, 30, 0},
+		{"keys cap", layout, tokens, actions.Namespace{}, 40, 0},
+		{"bytes cap", layout, tokens, actions.Namespace{}, 30, 1000},
+	} {
+		made := m.made
+		keys, cut, err := m.keys("r1", c.layout, c.tokens, c.ns, c.maxKeys, c.maxBytes)
+		wk, wc, werr := actions.ObjectKeysCapped(c.layout, c.tokens, c.ns, c.maxKeys, c.maxBytes)
+		if !slices.Equal(keys, wk) || cut != wc || fmt.Sprint(err) != fmt.Sprint(werr) {
+			t.Fatalf("%s: %d keys, cut %d, %v; want %d, %d, %v", c.name, len(keys), cut, err, len(wk), wc, werr)
+		}
+		if slices.Equal(keys, want) || m.made != made+1 {
+			t.Fatalf("%s: the held keys answered for other arguments (made %d → %d)", c.name, made, m.made)
+		}
+	}
+	m.release("r1")
+	if m.size() != 0 {
+		t.Fatalf("%d held after release", m.size())
+	}
+	if keys, _, _ := m.keys("r1", layout, tokens, actions.Namespace{}, 30, 0); !slices.Equal(keys, want) || m.made != 8 {
+		t.Fatalf("after release: %d keys, made %d; want the keys made again", len(keys), m.made)
+	}
+}
