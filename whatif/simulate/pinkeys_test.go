@@ -2,6 +2,8 @@ package simulate
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/schemas"
 	"github.com/hintstream/hintstream/whatif/cluster"
+	"github.com/hintstream/hintstream/whatif/workload"
 )
 
 // TestPinKeysMadeOnceForEveryRun: runs asking concurrently for a
@@ -84,4 +87,42 @@ func TestPinKeysMadeOnceForEveryRun(t *testing.T) {
 	if keys, _, _ := m.keys("r1", layout, tokens, actions.Namespace{}, 30, 0); !slices.Equal(keys, want) || m.made != 8 {
 		t.Fatalf("after release: %d keys, made %d; want the keys made again", len(keys), m.made)
 	}
+}
+
+// TestPromptTokensSharedWhileHeld: a run asking for a prompt's tokens
+// while another holds them gets the same ones, not a copy; once the
+// prompt is released it gets them made again, equal; a prompt's tokens
+// are clipped, so appending to them copies.
+func TestPromptTokensSharedWhileHeld(t *testing.T) {
+	w := tinyTrace(t, rand.New(rand.NewPCG(5, 1)))
+	cfg, err := Config{Workload: w, Workers: 2, DeviceBlocks: 2, L3Blocks: 2}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := newPrompts(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(w.Requests, func(r workload.Request) bool { return r.InputLength > 0 })
+	a, err := pr.get(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := pr.get(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Tokens) == 0 || &a.Tokens[0] != &b.Tokens[0] || cap(a.Tokens) != len(a.Tokens) {
+		t.Fatalf("tokens %d and %d long, shared %v, cap %d: want the same, clipped", len(a.Tokens), len(b.Tokens),
+			len(a.Tokens) > 0 && &a.Tokens[0] == &b.Tokens[0], cap(a.Tokens))
+	}
+	pr.release(i)
+	c, err := pr.get(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &c.Tokens[0] == &a.Tokens[0] || !slices.Equal(c.Tokens, a.Tokens) || !slices.Equal(c.Tokens, w.PromptTokens(i)) {
+		t.Fatal("after release: want the tokens made again, equal")
+	}
+	runtime.KeepAlive(a)
 }

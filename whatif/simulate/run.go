@@ -3,8 +3,11 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
+	"unsafe"
+	"weak"
 
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/whatif/cluster"
@@ -85,17 +88,21 @@ func clusterConfig(cfg Config) cluster.Config {
 
 // prompts hashes each request's prompt once for all runs: its blocks'
 // hashes, its pages' keys and its blocks' local hashes (for the KV
-// events), read-only once made, so the runs share them. Tokens are made
-// again when needed (they are cheap, and large: each run keeps its last
-// few, player.get). A prompt is kept from its first use until release
-// drops it: Simulate releases a request once every run has played its
-// response, so what is held is the requests in flight or announced, not
-// the trace.
+// events), read-only once made, so the runs share them. Tokens are not
+// held (large: each run keeps its last few, player.get), but a run
+// asking for them while another still holds them (its last prompts, its
+// engine's request in flight) gets the same ones, through a weak
+// pointer: made again only once no run holds them. A prompt is kept
+// from its first use until release drops it: Simulate releases a
+// request once every run has played its response, so what is held is the
+// requests in flight or announced, not the trace.
 type prompts struct {
 	mu     sync.Mutex // runs of Simulate share it
 	w      *workload.Workload
 	hasher *cluster.Cluster
 	held   map[int]*cluster.Prompt // Tokens nil
+	// tokens are the held prompts' tokens, while some run holds them.
+	tokens map[int]weakTokens
 	// pins are the requests' pin keys, made once for every engine run
 	// and released with the prompts.
 	pins *pinKeys
@@ -106,7 +113,8 @@ func newPrompts(cfg Config) (*prompts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &prompts{w: cfg.Workload, hasher: h, held: map[int]*cluster.Prompt{}, pins: newPinKeys()}, nil
+	return &prompts{w: cfg.Workload, hasher: h, held: map[int]*cluster.Prompt{}, tokens: map[int]weakTokens{},
+		pins: newPinKeys()}, nil
 }
 
 func (p *prompts) get(i int) (*cluster.Prompt, error) {
@@ -123,9 +131,14 @@ func (p *prompts) hashes(i int) (*cluster.Prompt, error) {
 func (p *prompts) prompt(i int, withTokens bool) (*cluster.Prompt, error) {
 	p.mu.Lock()
 	hp, ok := p.held[i]
+	var tokens []uint32
+	if ok && withTokens {
+		tokens = p.tokens[i].get()
+	}
 	p.mu.Unlock()
-	if ok && !withTokens {
+	if ok && (!withTokens || tokens != nil) {
 		out := *hp
+		out.Tokens = tokens
 		return &out, nil
 	}
 	if r := p.w.Req(i); r.HashIDs == nil && r.InputLength > 0 {
@@ -134,7 +147,11 @@ func (p *prompts) prompt(i int, withTokens bool) (*cluster.Prompt, error) {
 		// a prompt to play empty.
 		return nil, fmt.Errorf("simulate: request %d's block ids are not loaded", i)
 	}
-	tokens := p.w.PromptTokens(i)
+	// Clipped: an append to a shared prompt's tokens copies them.
+	tokens = slices.Clip(p.w.PromptTokens(i))
+	p.mu.Lock()
+	p.tokens[i] = makeWeakTokens(tokens)
+	p.mu.Unlock()
 	if !ok {
 		// Hashed outside the lock: two runs may both hash a prompt, to
 		// the same result; the first one held is the one every run gets.
@@ -185,8 +202,31 @@ func (p *prompts) unkeyed(i int) (*cluster.Prompt, error) {
 func (p *prompts) release(i int) {
 	p.mu.Lock()
 	delete(p.held, i)
+	delete(p.tokens, i)
 	p.mu.Unlock()
 	p.pins.release(p.w.Req(i).ID)
+}
+
+// weakTokens are a prompt's tokens without holding them.
+type weakTokens struct {
+	first weak.Pointer[uint32]
+	n     int
+}
+
+func makeWeakTokens(tokens []uint32) weakTokens {
+	if len(tokens) == 0 {
+		return weakTokens{}
+	}
+	return weakTokens{weak.Make(&tokens[0]), len(tokens)}
+}
+
+// get is the tokens, or nil once no one holds them (or none were made).
+func (w weakTokens) get() []uint32 {
+	first := w.first.Value()
+	if first == nil {
+		return nil
+	}
+	return unsafe.Slice(first, w.n)
 }
 
 // size is how many prompts are held.
