@@ -101,20 +101,14 @@ type Pinning struct {
 }
 
 // KeysFunc makes the Mooncake object keys of the pin of request
-// requestID: whatever actions.ObjectKeysCapped(layout, tokens, ns,
-// maxKeys, maxBytes) returns for the same arguments, keys, cut and
-// error alike. It is the pins' one use of SHA-256 over every page of a
-// prompt; a caller that plays the same requests through several
-// Pinnings (whatif's rows) hands in one that makes each request's keys
-// once for all of them. The keys returned are read, never written.
-type KeysFunc func(requestID string, layout *schemas.ObjectLayout, tokens []uint32, ns actions.Namespace,
+// requestID: whatever actions.ObjectKeysCapped(layout, prompt followed
+// by output, ns, maxKeys, maxBytes) returns, keys, cut and error alike.
+// It is the pins' one use of SHA-256 over every page of a prompt; a
+// caller that plays the same requests through several Pinnings
+// (whatif's rows) hands in one that makes each request's keys once for
+// all of them. The keys returned are read, never written.
+type KeysFunc func(requestID string, layout *schemas.ObjectLayout, prompt, output []uint32, ns actions.Namespace,
 	maxKeys, maxBytes int) (keys []string, cut int, err error)
-
-// objectKeys is the default KeysFunc: actions.ObjectKeysCapped.
-func objectKeys(_ string, layout *schemas.ObjectLayout, tokens []uint32, ns actions.Namespace,
-	maxKeys, maxBytes int) ([]string, int, error) {
-	return actions.ObjectKeysCapped(layout, tokens, ns, maxKeys, maxBytes)
-}
 
 // Deps are what a Pinning needs besides its configuration: the pin
 // endpoint, the request and slot stores (JetStream KV live, memory in a
@@ -303,7 +297,13 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		p.skip("unknown_worker", resp)
 		return false, nil
 	}
-	tokens := append(append(make([]uint32, 0, len(req.TokenIDs)+len(resp.OutputTokenIDs)), req.TokenIDs...), resp.OutputTokenIDs...)
+	// The prompt and output joined, for what reads them as one: half a
+	// megabyte to copy at an agentic turn, so not for a KeysFunc, which
+	// takes them apart.
+	var tokens []uint32
+	if p.RetainOnWorker || p.Tokens != nil || p.Keys == nil {
+		tokens = append(append(make([]uint32, 0, len(req.TokenIDs)+len(resp.OutputTokenIDs)), req.TokenIDs...), resp.OutputTokenIDs...)
+	}
 	p.retainOnWorker(req, resp, w, tokens, e.SimToolMs)
 	p.holdTokens(ctx, req, resp, tokens, e.SimToolMs, a) // tokenpins.go
 	if p.Endpoint == "" {                                // no Mooncake master to pin in
@@ -316,12 +316,15 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		p.skip("unknown_namespace", resp)
 		return false, nil
 	}
-	makeKeys := p.Keys
-	if makeKeys == nil {
-		makeKeys = objectKeys
+	ns := actions.Namespace{ExtraKey: req.ExtraKey, CacheSalt: req.CacheSalt}
+	var keys []string
+	var cut int
+	if p.Keys != nil {
+		keys, cut, err = p.Keys(resp.RequestID, w.ObjectLayout, req.TokenIDs, resp.OutputTokenIDs, ns, p.MaxPinKeys, p.MaxPinBytes)
+	} else {
+		keys, cut, err = actions.ObjectKeysCapped(w.ObjectLayout, tokens, ns, p.MaxPinKeys, p.MaxPinBytes)
 	}
-	keys, cut, err := makeKeys(resp.RequestID, w.ObjectLayout, tokens, actions.Namespace{ExtraKey: req.ExtraKey, CacheSalt: req.CacheSalt},
-		p.MaxPinKeys, p.MaxPinBytes)
+	n := len(req.TokenIDs) + len(resp.OutputTokenIDs)
 	switch {
 	case errors.Is(err, actions.ErrNoLayout):
 		p.skip("no_layout", resp)
@@ -332,13 +335,13 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		return false, nil
 	case err == nil && cut > 0:
 		p.Counters.PinsCut.Inc()
-		tokens = tokens[:len(tokens)/int(w.ObjectLayout.PageSize)*int(w.ObjectLayout.PageSize)-cut*int(w.ObjectLayout.PageSize)]
+		n = n/int(w.ObjectLayout.PageSize)*int(w.ObjectLayout.PageSize) - cut*int(w.ObjectLayout.PageSize)
 	}
 	if err != nil || len(keys) == 0 {
 		p.skip("no_full_page", resp)
 		return false, nil
 	}
-	pageTokens := len(tokens) / int(w.ObjectLayout.PageSize) * int(w.ObjectLayout.PageSize)
+	pageTokens := n / int(w.ObjectLayout.PageSize) * int(w.ObjectLayout.PageSize)
 	return p.pin(ctx, resp, req, e, a, actions.Pin{Keys: keys, Tokens: pageTokens})
 }
 

@@ -34,30 +34,32 @@ type pinKeysEntry struct {
 	err   error
 }
 
-// pinKeysArgs are what the keys are made of; the tokens by their length
-// and 128-bit hash (holding them would hold half a megabyte a request).
+// pinKeysArgs are what the keys are made of; the tokens by their
+// lengths and 128-bit hashes (holding them would hold half a megabyte a
+// request).
 type pinKeysArgs struct {
 	layout            *schemas.ObjectLayout
 	ns                actions.Namespace
 	maxKeys, maxBytes int
-	tokens            int
-	sum               xxh3.Uint128
+	prompt, output    int
+	promptSum         xxh3.Uint128
+	outputSum         xxh3.Uint128
 }
 
 func (a pinKeysArgs) same(b pinKeysArgs) bool {
 	// Each run's cluster has its own copy of the layout.
-	return a.ns == b.ns && a.maxKeys == b.maxKeys && a.maxBytes == b.maxBytes && a.tokens == b.tokens && a.sum == b.sum &&
-		(a.layout == b.layout || reflect.DeepEqual(a.layout, b.layout))
+	return a.ns == b.ns && a.maxKeys == b.maxKeys && a.maxBytes == b.maxBytes && a.prompt == b.prompt && a.output == b.output &&
+		a.promptSum == b.promptSum && a.outputSum == b.outputSum && (a.layout == b.layout || reflect.DeepEqual(a.layout, b.layout))
 }
 
 func newPinKeys() *pinKeys { return &pinKeys{held: map[string]*pinKeysEntry{}} }
 
 // keys is a pins.KeysFunc: actions.ObjectKeysCapped's result, made once
 // for a request whatever the number of runs asking.
-func (m *pinKeys) keys(requestID string, layout *schemas.ObjectLayout, tokens []uint32, ns actions.Namespace,
+func (m *pinKeys) keys(requestID string, layout *schemas.ObjectLayout, prompt, output []uint32, ns actions.Namespace,
 	maxKeys, maxBytes int) ([]string, int, error) {
-	args := pinKeysArgs{layout: layout, ns: ns, maxKeys: maxKeys, maxBytes: maxBytes, tokens: len(tokens),
-		sum: xxh3.Hash128(tokenBytes(tokens))}
+	args := pinKeysArgs{layout: layout, ns: ns, maxKeys: maxKeys, maxBytes: maxBytes, prompt: len(prompt), output: len(output),
+		promptSum: xxh3.Hash128(tokenBytes(prompt)), outputSum: xxh3.Hash128(tokenBytes(output))}
 	m.mu.Lock()
 	e, ok := m.held[requestID]
 	if !ok {
@@ -69,7 +71,7 @@ func (m *pinKeys) keys(requestID string, layout *schemas.ObjectLayout, tokens []
 	}
 	m.mu.Unlock()
 	if !ok {
-		e.keys, e.cut, e.err = actions.ObjectKeysCapped(layout, tokens, ns, maxKeys, maxBytes)
+		e.keys, e.cut, e.err = objectKeys(layout, prompt, output, ns, maxKeys, maxBytes)
 		close(e.ready)
 		return e.keys, e.cut, e.err
 	}
@@ -78,9 +80,15 @@ func (m *pinKeys) keys(requestID string, layout *schemas.ObjectLayout, tokens []
 		m.mu.Lock()
 		m.made++
 		m.mu.Unlock()
-		return actions.ObjectKeysCapped(layout, tokens, ns, maxKeys, maxBytes)
+		return objectKeys(layout, prompt, output, ns, maxKeys, maxBytes)
 	}
 	return e.keys, e.cut, e.err
+}
+
+// objectKeys is actions.ObjectKeysCapped of prompt followed by output.
+func objectKeys(layout *schemas.ObjectLayout, prompt, output []uint32, ns actions.Namespace, maxKeys, maxBytes int) ([]string, int, error) {
+	tokens := append(append(make([]uint32, 0, len(prompt)+len(output)), prompt...), output...)
+	return actions.ObjectKeysCapped(layout, tokens, ns, maxKeys, maxBytes)
 }
 
 // release drops request id's keys; a later call makes them again.

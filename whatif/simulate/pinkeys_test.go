@@ -36,7 +36,7 @@ func TestPinKeysMadeOnceForEveryRun(t *testing.T) {
 		wg.Go(func() {
 			// Each run's cluster has its own copy of the layout.
 			l := cluster.DefaultLayout(4)
-			keys, cut, err := m.keys("r1", l, slices.Clone(tokens), actions.Namespace{}, 30, 0)
+			keys, cut, err := m.keys("r1", l, slices.Clone(tokens[:150]), slices.Clone(tokens[150:]), actions.Namespace{}, 30, 0)
 			if err != nil || cut != wantCut || !slices.Equal(keys, want) {
 				errs[r] = fmt.Errorf("run %d: %d keys, cut %d, %v", r, len(keys), cut, err)
 			}
@@ -62,16 +62,17 @@ func TestPinKeysMadeOnceForEveryRun(t *testing.T) {
 		ns       actions.Namespace
 		maxKeys  int
 		maxBytes int
+		split    int // where the prompt ends and the output begins
 	}{
-		{"tokens", layout, other, actions.Namespace{}, 30, 0},
-		{"fewer tokens", layout, tokens[:100], actions.Namespace{}, 30, 0},
-		{"layout", otherLayout, tokens, actions.Namespace{}, 30, 0},
-		{"namespace", layout, tokens, actions.Namespace{CacheSalt: "s"}, 30, 0},
-		{"keys cap", layout, tokens, actions.Namespace{}, 40, 0},
-		{"bytes cap", layout, tokens, actions.Namespace{}, 30, 1000},
+		{"tokens", layout, other, actions.Namespace{}, 30, 0, 150},
+		{"fewer tokens", layout, tokens[:100], actions.Namespace{}, 30, 0, 90},
+		{"layout", otherLayout, tokens, actions.Namespace{}, 30, 0, 150},
+		{"namespace", layout, tokens, actions.Namespace{CacheSalt: "s"}, 30, 0, 150},
+		{"keys cap", layout, tokens, actions.Namespace{}, 40, 0, 150},
+		{"bytes cap", layout, tokens, actions.Namespace{}, 30, 1000, 150},
 	} {
 		made := m.made
-		keys, cut, err := m.keys("r1", c.layout, c.tokens, c.ns, c.maxKeys, c.maxBytes)
+		keys, cut, err := m.keys("r1", c.layout, c.tokens[:c.split], c.tokens[c.split:], c.ns, c.maxKeys, c.maxBytes)
 		wk, wc, werr := actions.ObjectKeysCapped(c.layout, c.tokens, c.ns, c.maxKeys, c.maxBytes)
 		if !slices.Equal(keys, wk) || cut != wc || fmt.Sprint(err) != fmt.Sprint(werr) {
 			t.Fatalf("%s: %d keys, cut %d, %v; want %d, %d, %v", c.name, len(keys), cut, err, len(wk), wc, werr)
@@ -84,7 +85,9 @@ func TestPinKeysMadeOnceForEveryRun(t *testing.T) {
 	if m.size() != 0 {
 		t.Fatalf("%d held after release", m.size())
 	}
-	if keys, _, _ := m.keys("r1", layout, tokens, actions.Namespace{}, 30, 0); !slices.Equal(keys, want) || m.made != 8 {
+	// The same tokens split elsewhere between prompt and output are other
+	// arguments, with the same keys.
+	if keys, _, _ := m.keys("r1", layout, tokens[:10], tokens[10:], actions.Namespace{}, 30, 0); !slices.Equal(keys, want) || m.made != 8 {
 		t.Fatalf("after release: %d keys, made %d; want the keys made again", len(keys), m.made)
 	}
 }
