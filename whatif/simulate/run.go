@@ -88,11 +88,13 @@ func clusterConfig(cfg Config) cluster.Config {
 
 // prompts hashes each request's prompt once for all runs: its blocks'
 // hashes, its pages' keys and its blocks' local hashes (for the KV
-// events), read-only once made, so the runs share them. Tokens are not
-// held (large: each run keeps its last few, player.get), but a run
-// asking for them while another still holds them (its last prompts, its
-// engine's request in flight) gets the same ones, through a weak
-// pointer: made again only once no run holds them. A prompt is kept
+// events), read-only once made, so the runs share them. Tokens are
+// large (half a megabyte at agentic lengths): Simulate's runs play a
+// step of events each in turn, and the tokens made in a step are held
+// until it ends (step), so that every run's asking costs one making;
+// after it, a run asking while another still holds them (its last
+// prompts, its engine's request in flight) gets the same ones, through
+// a weak pointer: made again only once no run holds them. A prompt is kept
 // from its first use until release drops it: Simulate releases a
 // request once every run has played its response, so what is held is the
 // requests in flight or announced, not the trace.
@@ -103,6 +105,9 @@ type prompts struct {
 	held   map[int]*cluster.Prompt // Tokens nil
 	// tokens are the held prompts' tokens, while some run holds them.
 	tokens map[int]weakTokens
+	// step, when not nil (Simulate), holds the tokens made since the
+	// last stepDone: the runs play a step of events each in turn.
+	step map[int][]uint32
 	// pins are the requests' pin keys, made once for every engine run
 	// and released with the prompts.
 	pins *pinKeys
@@ -133,7 +138,9 @@ func (p *prompts) prompt(i int, withTokens bool) (*cluster.Prompt, error) {
 	hp, ok := p.held[i]
 	var tokens []uint32
 	if ok && withTokens {
-		tokens = p.tokens[i].get()
+		if tokens = p.step[i]; tokens == nil {
+			tokens = p.tokens[i].get()
+		}
 	}
 	p.mu.Unlock()
 	if ok && (!withTokens || tokens != nil) {
@@ -151,6 +158,9 @@ func (p *prompts) prompt(i int, withTokens bool) (*cluster.Prompt, error) {
 	tokens = slices.Clip(p.w.PromptTokens(i))
 	p.mu.Lock()
 	p.tokens[i] = makeWeakTokens(tokens)
+	if p.step != nil {
+		p.step[i] = tokens
+	}
 	p.mu.Unlock()
 	if !ok {
 		// Hashed outside the lock: two runs may both hash a prompt, to
@@ -205,6 +215,13 @@ func (p *prompts) release(i int) {
 	delete(p.tokens, i)
 	p.mu.Unlock()
 	p.pins.release(p.w.Req(i).ID)
+}
+
+// stepDone lets go of the tokens made in the step the runs played.
+func (p *prompts) stepDone() {
+	p.mu.Lock()
+	clear(p.step)
+	p.mu.Unlock()
 }
 
 // weakTokens are a prompt's tokens without holding them.

@@ -39,6 +39,13 @@ type Simulation struct {
 // between the pauses, small against a trace.
 const simulateStretch = 1024
 
+// simulateStep is how many events of a stretch every run plays before
+// any plays on: the prompts' tokens made in a step are held until it
+// ends (prompts.step), so a step's prompts are made about once for all
+// runs, and what is held is a step's prompts, tens of megabytes at
+// agentic lengths, not a stretch's.
+const simulateStep = 64
+
 // Simulate plays cfg.Workload without hints, with the next-turn oracle
 // and once per policy with hintstream's decision engine in process on
 // the simulated clock (no service, no bus, no sockets), and computes the
@@ -72,6 +79,7 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 	if err != nil {
 		return s, err
 	}
+	pr.step = map[int][]uint32{}
 	// The bound first, over its tape: the runs' per-request results are
 	// then folded as they come, against the bound's per-request hits.
 	var boundHits *int32Spill
@@ -128,32 +136,41 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 		if err := loadStretchIDs(cfg, evs); err != nil {
 			return s, err
 		}
-		// The longest runs of the last stretch start first, so that the
-		// stretch does not end on one long run with the other CPUs idle
-		// (each run plays alone: the order changes no result).
-		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(jobs[b].last, jobs[a].last) })
-		var wg sync.WaitGroup
-		for _, k := range order {
-			j := jobs[k]
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				t := time.Now()
-				if err := j.r.p.play(ctx, j.r.h, from, evs); err != nil {
-					errs[k] = fmt.Errorf("simulate: %s run: %w", j.mode, err)
-				}
-				j.last = time.Since(t)
-				j.r.elapsed += j.last
-			}()
-		}
-		wg.Wait()
-		if err := ctx.Err(); err != nil {
-			return s, err // one cause, not one per run
-		}
-		if err := errors.Join(errs...); err != nil {
-			return s, err
+		// Every run plays a step of the stretch before any plays the
+		// next, so that the runs ask for a prompt's tokens at about the
+		// same time and one making serves them all (prompts.step); the
+		// prompts' hashes, pin keys and results stay until the stretch
+		// ends.
+		for lo := 0; lo < len(evs); lo += simulateStep {
+			step := evs[lo:min(lo+simulateStep, len(evs))]
+			// The longest runs of the last step start first, so that the
+			// step does not end on one long run with the other CPUs idle
+			// (each run plays alone: the order changes no result).
+			slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(jobs[b].last, jobs[a].last) })
+			var wg sync.WaitGroup
+			for _, k := range order {
+				j := jobs[k]
+				wg.Add(1)
+				sem <- struct{}{}
+				go func() {
+					defer wg.Done()
+					defer func() { <-sem }()
+					t := time.Now()
+					if err := j.r.p.play(ctx, j.r.h, from+lo, step); err != nil {
+						errs[k] = fmt.Errorf("simulate: %s run: %w", j.mode, err)
+					}
+					j.last = time.Since(t)
+					j.r.elapsed += j.last
+				}()
+			}
+			wg.Wait()
+			pr.stepDone()
+			if err := ctx.Err(); err != nil {
+				return s, err // one cause, not one per run
+			}
+			if err := errors.Join(errs...); err != nil {
+				return s, err
+			}
 		}
 		s.HeldPrompts = max(s.HeldPrompts, pr.size())
 		s.HeldPinKeys = max(s.HeldPinKeys, pr.pins.size())
