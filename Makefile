@@ -88,7 +88,7 @@ FUZZTIME ?= 20s
 # Minimizing a new input can outlast a short -fuzztime (default 60s) and
 # end the run with "context deadline exceeded": keep it short.
 FUZZMINTIME ?= 2s
-FUZZPKGS := ./schemas/ ./kvevents/ ./kvevents/index/ ./ingest/bridge/ ./streams/ ./state/registry/ ./ingest/eventplane/ ./emit/receiver/ ./emit/adapter/ ./emit/lmcachepin/ ./decide/engine/ ./consumers/ ./service/ ./ingest/agentevents/ ./ingest/requesttrace/ ./decide/agents/ ./whatif/workload/ ./whatif/cluster/
+FUZZPKGS := ./schemas/ ./kvevents/ ./kvevents/index/ ./ingest/bridge/ ./streams/ ./state/registry/ ./ingest/eventplane/ ./emit/receiver/ ./emit/adapter/ ./emit/lmcachepin/ ./decide/engine/ ./consumers/ ./service/ ./ingest/agentevents/ ./ingest/requesttrace/ ./decide/agents/ ./whatif/workload/ ./whatif/cluster/ ./actions/
 fuzz: deps
 	@GO="$(GO)" FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME) ./scripts/fuzz.sh $(FUZZPKGS)
 

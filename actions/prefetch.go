@@ -98,14 +98,53 @@ func AppendPrefetch(dst []byte, p Prefetch) (body []byte, messageID string, err 
 	// an empty-map placeholder is the final byte of the encoding, and the
 	// real payload can take its place.
 	env.Actions[0].Payload = msgp.Raw{0x80}
-	b, err := env.MarshalMsg(slices.Grow(dst[:0], env.Msgsize()+payload.Msgsize()))
+	// The token ids, the bulk of a prefetch, are written by
+	// schemas.AppendUint32Array in place of the empty array the payload
+	// is encoded with (the same bytes as the generated encoder's).
+	tokens := payload.TokenIDs
+	payload.TokenIDs = nil
+	b, err := env.MarshalMsg(slices.Grow(dst[:0], env.Msgsize()+payload.Msgsize()+msgp.Uint32Size*len(tokens)))
 	if err == nil {
-		b, err = payload.MarshalMsg(b[:len(b)-1])
+		at := len(b) - 1
+		if b, err = payload.MarshalMsg(b[:at]); err == nil && len(tokens) > 0 {
+			b, err = spliceUint32s(b, at, "token_ids", tokens)
+		}
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("actions: encode prefetch %s: %w", messageID, err)
 	}
 	return b, messageID, nil
+}
+
+// spliceUint32s replaces the value of field, an empty array, in the
+// msgpack map that b[at:] ends with, by the array of vs
+// (schemas.AppendUint32Array): the field is found by reading the map's
+// keys, not by its place, so a field added to the payload cannot move it.
+func spliceUint32s(b []byte, at int, field string, vs []uint32) ([]byte, error) {
+	n, rest, err := msgp.ReadMapHeaderBytes(b[at:])
+	for ; err == nil && n > 0; n-- {
+		var key []byte
+		if key, rest, err = msgp.ReadMapKeyZC(rest); err != nil {
+			break
+		}
+		if string(key) != field {
+			rest, err = msgp.Skip(rest)
+			continue
+		}
+		if len(rest) == 0 || rest[0] != 0x90 {
+			return nil, fmt.Errorf("%s is not an empty array", field)
+		}
+		// The fields after it (a few scalars) are set aside, the array
+		// written in place of the empty one, and they follow it.
+		var stash [256]byte
+		tail := append(stash[:0], rest[1:]...)
+		b = schemas.AppendUint32Array(b[:len(b)-len(rest)], vs)
+		return append(b, tail...), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("no field %s", field)
 }
 
 func prefetchPayload(p Prefetch) (schemas.PrefetchPayload, error) {

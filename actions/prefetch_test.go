@@ -2,11 +2,13 @@ package actions_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,8 +215,15 @@ func TestEncodePrefetchIsEncodeEnvelope(t *testing.T) {
 	exp := time.UnixMilli(1_764_000_000_123)
 	for _, p := range []actions.Prefetch{
 		{RequestID: "r", ExpiresAt: exp},
+		{RequestID: "r", TokenIDs: []uint32{}, ExpiresAt: exp},
 		{RequestID: "req-1", SessionID: "s", Model: "Qwen/Qwen3-8B", TokenIDs: []uint32{1, 2, 1 << 31}, DpRank: 3, ExpiresAt: exp},
 		{RequestID: "ünïcode", Model: "m", TokenIDs: long, DpRank: 1 << 20, ExpiresAt: exp},
+		// Fields after the token ids longer than the encoder sets aside
+		// on its stack.
+		{RequestID: "salted", TokenIDs: long[:100], CacheSalt: strings.Repeat("salt", 100), WorkerID: 1 << 40, ExpiresAt: exp,
+			SequenceHashes: []uint64{1, 1 << 63}, SequenceBlockSize: 16, BlockHashes: []uint64{7}},
+		// A key named as the field, as a value before it.
+		{RequestID: "token_ids", SessionID: "token_ids", TokenIDs: long[:20], ExpiresAt: exp},
 	} {
 		env, err := actions.NewPrefetchEnvelope(p)
 		if err != nil {
@@ -235,6 +244,42 @@ func TestEncodePrefetchIsEncodeEnvelope(t *testing.T) {
 	if _, _, err := actions.EncodePrefetch(actions.Prefetch{RequestID: "r"}); !errors.Is(err, actions.ErrInvalidHint) {
 		t.Fatalf("no expiry: err %v, want ErrInvalidHint", err)
 	}
+}
+
+// FuzzEncodePrefetchIsEncodeEnvelope: for any strings, token ids and
+// numbers, the one-pass encoder (its token ids written in bulk) writes
+// the bytes of the generated encoder, into a fresh buffer or into a
+// reused one holding an older hint.
+func FuzzEncodePrefetchIsEncodeEnvelope(f *testing.F) {
+	f.Add("req-1", "s", "m", "", []byte{1, 0, 0, 0, 0x80, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}, uint32(3), uint64(9), int64(1_764_000_000_123))
+	f.Add("token_ids", "token_ids", "", strings.Repeat("x", 300), []byte{0, 1, 0, 0}, uint32(0), uint64(0), int64(1))
+	var reused []byte
+	f.Fuzz(func(t *testing.T, id, session, model, salt string, tokenBytes []byte, rank uint32, worker uint64, expMs int64) {
+		tokens := make([]uint32, len(tokenBytes)/4)
+		for i := range tokens {
+			tokens[i] = binary.LittleEndian.Uint32(tokenBytes[4*i:])
+		}
+		p := actions.Prefetch{RequestID: id, SessionID: session, Model: model, CacheSalt: salt, TokenIDs: tokens,
+			DpRank: rank, WorkerID: worker, ExpiresAt: time.UnixMilli(expMs)}
+		env, err := actions.NewPrefetchEnvelope(p)
+		if err != nil {
+			if _, _, err2 := actions.EncodePrefetch(p); !errors.Is(err, actions.ErrInvalidHint) || !errors.Is(err2, actions.ErrInvalidHint) {
+				t.Fatalf("two-step: %v; one-pass: %v; want ErrInvalidHint from both", err, err2)
+			}
+			return
+		}
+		want, err := actions.EncodeEnvelope(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := actions.EncodePrefetch(p)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("one-pass: %v, %d bytes, want %d", err, len(got), len(want))
+		}
+		if reused, _, err = actions.AppendPrefetch(reused, p); err != nil || !bytes.Equal(reused, want) {
+			t.Fatalf("into a reused buffer: %v, %d bytes, want %d", err, len(reused), len(want))
+		}
+	})
 }
 
 // BenchmarkEncodePrefetch compares the one-pass encoder with the two-step

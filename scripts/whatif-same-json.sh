@@ -2,9 +2,10 @@
 # whatif-same-json.sh BASE [TRACE...]: checks that `hintstream whatif
 # --json` gives the same report, byte for byte except the wall times
 # (elapsed_s, requests_per_s), at BASE (a commit) and in this worktree:
-# on the synthetic trace, on each TRACE given, and on the synthetic
-# sessions (TestWriteSessionsJSON). For changes meant only to make whatif
-# faster. Exits 1 on the first difference, printing it.
+# on the synthetic trace, on each TRACE given, on the generated workloads
+# (--workload sessions and agent, where BASE has them) and on the
+# synthetic sessions (TestWriteSessionsJSON). For changes meant only to
+# make whatif faster. Exits 1 on the first difference, printing it.
 set -eu
 base=${1:?usage: whatif-same-json.sh BASE [TRACE...]}
 shift
@@ -27,6 +28,11 @@ for side in base head; do
 	for t in "$trace" "$@"; do
 		k=$((k + 1))
 		"$tmp/$side/hintstream" whatif --trace "$t" --json >"$tmp/$side/trace-$k.json"
+	done
+	for g in sessions agent; do
+		if "$tmp/base/hintstream" whatif --help 2>&1 | grep -q -- "--workload"; then
+			"$tmp/$side/hintstream" whatif --workload "$g" --json >"$tmp/$side/workload-$g.json"
+		fi
 	done
 done
 status=0

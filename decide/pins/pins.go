@@ -96,7 +96,19 @@ type Pinning struct {
 	// store that names pages by tokens and keeps no TTL of its own
 	// (LMCache's controller, package lmcachepin): see tokenpins.go.
 	Tokens TokenPins
+	// Keys makes a pin's Mooncake object keys; nil: actions.ObjectKeysCapped.
+	Keys KeysFunc
 }
+
+// KeysFunc makes the Mooncake object keys of the pin of request
+// requestID: whatever actions.ObjectKeysCapped(layout, prompt followed
+// by output, ns, maxKeys, maxBytes) returns, keys, cut and error alike.
+// It is the pins' one use of SHA-256 over every page of a prompt; a
+// caller that plays the same requests through several Pinnings
+// (whatif's rows) hands in one that makes each request's keys once for
+// all of them. The keys returned are read, never written.
+type KeysFunc func(requestID string, layout *schemas.ObjectLayout, prompt, output []uint32, ns actions.Namespace,
+	maxKeys, maxBytes int) (keys []string, cut int, err error)
 
 // Deps are what a Pinning needs besides its configuration: the pin
 // endpoint, the request and slot stores (JetStream KV live, memory in a
@@ -113,6 +125,8 @@ type Deps struct {
 	Now      func() time.Time
 	// Tokens: see Pinning.Tokens; nil: none.
 	Tokens TokenPins
+	// Keys: see Pinning.Keys; nil: actions.ObjectKeysCapped.
+	Keys KeysFunc
 }
 
 // Config is a Pinning's policy (engine.Decisions.PinConfig maps run's and
@@ -141,7 +155,7 @@ func New(cfg Config, deps Deps) *Pinning {
 	return &Pinning{Endpoint: deps.Endpoint, Index: deps.Index, Slots: deps.Slots, Learner: tooltime.New(cfg.ToolTime),
 		TTL: cfg.TTL, Workers: deps.Workers, Sender: deps.Sender, ReleaseOnNextTurn: cfg.ReleaseOnNextTurn,
 		RenewMax: max(cfg.RenewMax, 0), MaxPinKeys: cfg.MaxPinKeys, MaxPinBytes: cfg.MaxPinBytes,
-		RetainOnWorker: cfg.RetainOnWorker, Counters: deps.Counters, Log: deps.Log, Now: deps.Now, Pages: deps.Pages, Tokens: deps.Tokens}
+		RetainOnWorker: cfg.RetainOnWorker, Counters: deps.Counters, Log: deps.Log, Now: deps.Now, Pages: deps.Pages, Tokens: deps.Tokens, Keys: deps.Keys}
 }
 
 func (p *Pinning) now() time.Time {
@@ -283,7 +297,13 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		p.skip("unknown_worker", resp)
 		return false, nil
 	}
-	tokens := append(append(make([]uint32, 0, len(req.TokenIDs)+len(resp.OutputTokenIDs)), req.TokenIDs...), resp.OutputTokenIDs...)
+	// The prompt and output joined, for what reads them as one: half a
+	// megabyte to copy at an agentic turn, so not for a KeysFunc, which
+	// takes them apart.
+	var tokens []uint32
+	if p.RetainOnWorker || p.Tokens != nil || p.Keys == nil {
+		tokens = append(append(make([]uint32, 0, len(req.TokenIDs)+len(resp.OutputTokenIDs)), req.TokenIDs...), resp.OutputTokenIDs...)
+	}
 	p.retainOnWorker(req, resp, w, tokens, e.SimToolMs)
 	p.holdTokens(ctx, req, resp, tokens, e.SimToolMs, a) // tokenpins.go
 	if p.Endpoint == "" {                                // no Mooncake master to pin in
@@ -296,8 +316,15 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		p.skip("unknown_namespace", resp)
 		return false, nil
 	}
-	keys, cut, err := actions.ObjectKeysCapped(w.ObjectLayout, tokens, actions.Namespace{ExtraKey: req.ExtraKey, CacheSalt: req.CacheSalt},
-		p.MaxPinKeys, p.MaxPinBytes)
+	ns := actions.Namespace{ExtraKey: req.ExtraKey, CacheSalt: req.CacheSalt}
+	var keys []string
+	var cut int
+	if p.Keys != nil {
+		keys, cut, err = p.Keys(resp.RequestID, w.ObjectLayout, req.TokenIDs, resp.OutputTokenIDs, ns, p.MaxPinKeys, p.MaxPinBytes)
+	} else {
+		keys, cut, err = actions.ObjectKeysCapped(w.ObjectLayout, tokens, ns, p.MaxPinKeys, p.MaxPinBytes)
+	}
+	n := len(req.TokenIDs) + len(resp.OutputTokenIDs)
 	switch {
 	case errors.Is(err, actions.ErrNoLayout):
 		p.skip("no_layout", resp)
@@ -308,13 +335,13 @@ func (p *Pinning) OnResponse(ctx context.Context, resp *schemas.ResponseEvent, a
 		return false, nil
 	case err == nil && cut > 0:
 		p.Counters.PinsCut.Inc()
-		tokens = tokens[:len(tokens)/int(w.ObjectLayout.PageSize)*int(w.ObjectLayout.PageSize)-cut*int(w.ObjectLayout.PageSize)]
+		n = n/int(w.ObjectLayout.PageSize)*int(w.ObjectLayout.PageSize) - cut*int(w.ObjectLayout.PageSize)
 	}
 	if err != nil || len(keys) == 0 {
 		p.skip("no_full_page", resp)
 		return false, nil
 	}
-	pageTokens := len(tokens) / int(w.ObjectLayout.PageSize) * int(w.ObjectLayout.PageSize)
+	pageTokens := n / int(w.ObjectLayout.PageSize) * int(w.ObjectLayout.PageSize)
 	return p.pin(ctx, resp, req, e, a, actions.Pin{Keys: keys, Tokens: pageTokens})
 }
 

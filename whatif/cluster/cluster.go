@@ -211,6 +211,12 @@ func (c *Cluster) Route(p *Prompt) (int, routing.Candidate, error) {
 	for i := range c.Workers {
 		c.Router.SetLoad(c.Load(i))
 	}
+	if len(p.Seq) > 0 && len(p.Seq) == len(p.Tokens)/c.cfg.BlockSize {
+		// The prompt's hashes, made once for every run, are what the
+		// selector would make of its tokens (every worker's blocks are
+		// BlockSize, the seed the unsalted one): not hashed again.
+		return c.Router.RouteHashes(c.cfg.Model, p.Seq, c.cfg.BlockSize, len(p.Tokens))
+	}
 	return c.Router.Route(c.cfg.Model, p.Tokens)
 }
 

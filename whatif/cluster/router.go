@@ -50,7 +50,18 @@ func (r *Router) SetLoad(l schemas.ActiveLoad) { r.loads.Update(l) }
 // Route returns the index of the worker the prompt goes to and the
 // chosen candidate.
 func (r *Router) Route(model string, tokens []uint32) (int, routing.Candidate, error) {
-	c, err := r.sel.Select(&schemas.RequestEvent{Model: model, TokenIDs: tokens})
+	return r.route(&schemas.RequestEvent{Model: model, TokenIDs: tokens})
+}
+
+// RouteHashes is Route for a prompt of n tokens known by its sequence
+// hashes seq at blockSize (kvevents.PromptHashes of its tokens): the
+// same choice as Route's when every worker's blocks are blockSize.
+func (r *Router) RouteHashes(model string, seq []uint64, blockSize, n int) (int, routing.Candidate, error) {
+	return r.route(&schemas.RequestEvent{Model: model, SequenceHashes: seq, SequenceBlockSize: uint32(blockSize), PromptTokens: uint32(n)})
+}
+
+func (r *Router) route(req *schemas.RequestEvent) (int, routing.Candidate, error) {
+	c, err := r.sel.Select(req)
 	if err != nil {
 		return -1, c, err
 	}

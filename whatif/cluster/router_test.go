@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/hintstream/hintstream/decide/routing"
@@ -65,5 +66,33 @@ func TestRouterNoWorkerForModel(t *testing.T) {
 	r, tokens := twoWorkers(t)
 	if _, _, err := r.Route("other-model", tokens); err == nil {
 		t.Fatal("a model no worker serves must fail")
+	}
+}
+
+// RouteHashes chooses as Route does for the prompt its hashes come
+// from, candidate and all: at every load, overlap and length, including
+// prompts shorter than a block and with a partial last block.
+func TestRouteHashesIsRoute(t *testing.T) {
+	byTokens, _ := twoWorkers(t)
+	byHashes, _ := twoWorkers(t)
+	for n := range 40 {
+		tokens := make([]uint32, n)
+		for i := range tokens {
+			tokens[i] = uint32(100 + i)
+		}
+		if n%3 == 0 {
+			tokens = append(tokens[:0:0], tokens...)
+			for i := 8; i < n; i++ {
+				tokens[i] = uint32(7 * i)
+			}
+		}
+		for _, r := range []*Router{byTokens, byHashes} {
+			r.SetLoad(schemas.ActiveLoad{WorkerID: 1 + uint64(n%2), ActivePrefillTokens: u64(uint64(n % 7 * 4)), ActiveDecodeBlocks: u64(uint64(n % 5))})
+		}
+		w1, c1, err1 := byTokens.Route("m", tokens)
+		w2, c2, err2 := byHashes.RouteHashes("m", kvevents.PromptHashes(tokens, 4), 4, len(tokens))
+		if w1 != w2 || !reflect.DeepEqual(c1, c2) || err1 != err2 {
+			t.Fatalf("%d tokens: by tokens worker %d %+v %v, by hashes worker %d %+v %v", n, w1, c1, err1, w2, c2, err2)
+		}
 	}
 }

@@ -102,7 +102,8 @@ func startEngine(p *player, pol Policy) (*engineRun, error) {
 		Clock: h.now}
 	if !pol.NoPins {
 		h.slots = hpins.NewMemSlots()
-		deps.Pins = &hpins.Deps{Endpoint: enginePinEndpoint, Index: h.reqs, Slots: h.slots, Workers: recordLookup(p.cl.Records())}
+		deps.Pins = &hpins.Deps{Endpoint: enginePinEndpoint, Index: h.reqs, Slots: h.slots, Workers: recordLookup(p.cl.Records()),
+			Keys: p.pr.pins.keys}
 	}
 	if pol.Affinity {
 		deps.Affinity = h

@@ -161,9 +161,14 @@ func TestSimulateHoldsResultsOfRequestsInFlightOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("results held at most for %d requests of %d; prompts %d", s.HeldResults, len(w.Requests), s.HeldPrompts)
+	t.Logf("results held at most for %d requests of %d; prompts %d, pin keys %d", s.HeldResults, len(w.Requests), s.HeldPrompts, s.HeldPinKeys)
 	if s.HeldResults <= 0 || s.HeldResults > len(w.Requests)/5 {
 		t.Fatalf("runs held results of %d requests at once of %d, want some and at most a fifth", s.HeldResults, len(w.Requests))
+	}
+	// A request's pin keys are made at its response and dropped with its
+	// prompt.
+	if s.HeldPinKeys <= 0 || s.HeldPinKeys > s.HeldPrompts {
+		t.Fatalf("pin keys of %d requests held at once, prompts of %d: want some, and no more than prompts", s.HeldPinKeys, s.HeldPrompts)
 	}
 	if s.Policies[0].Lost.Total == 0 || len(s.Policies[0].SavingOverTime) != 5 {
 		t.Fatalf("lost %+v, saving over time %v: want a gap and 5 points", s.Policies[0].Lost, s.Policies[0].SavingOverTime)

@@ -3,8 +3,11 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
+	"unsafe"
+	"weak"
 
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/whatif/cluster"
@@ -85,17 +88,29 @@ func clusterConfig(cfg Config) cluster.Config {
 
 // prompts hashes each request's prompt once for all runs: its blocks'
 // hashes, its pages' keys and its blocks' local hashes (for the KV
-// events), read-only once made, so the runs share them. Tokens are made
-// again when needed (they are cheap, and large: each run keeps its last
-// few, player.get). A prompt is kept from its first use until release
-// drops it: Simulate releases a request once every run has played its
-// response, so what is held is the requests in flight or announced, not
-// the trace.
+// events), read-only once made, so the runs share them. Tokens are
+// large (half a megabyte at agentic lengths): Simulate's runs play a
+// step of events each in turn, and the tokens made in a step are held
+// until it ends (step), so that every run's asking costs one making;
+// after it, a run asking while another still holds them (its last
+// prompts, its engine's request in flight) gets the same ones, through
+// a weak pointer: made again only once no run holds them. A prompt is kept
+// from its first use until release drops it: Simulate releases a
+// request once every run has played its response, so what is held is the
+// requests in flight or announced, not the trace.
 type prompts struct {
 	mu     sync.Mutex // runs of Simulate share it
 	w      *workload.Workload
 	hasher *cluster.Cluster
 	held   map[int]*cluster.Prompt // Tokens nil
+	// tokens are the held prompts' tokens, while some run holds them.
+	tokens map[int]weakTokens
+	// step, when not nil (Simulate), holds the tokens made since the
+	// last stepDone: the runs play a step of events each in turn.
+	step map[int][]uint32
+	// pins are the requests' pin keys, made once for every engine run
+	// and released with the prompts.
+	pins *pinKeys
 }
 
 func newPrompts(cfg Config) (*prompts, error) {
@@ -103,7 +118,8 @@ func newPrompts(cfg Config) (*prompts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &prompts{w: cfg.Workload, hasher: h, held: map[int]*cluster.Prompt{}}, nil
+	return &prompts{w: cfg.Workload, hasher: h, held: map[int]*cluster.Prompt{}, tokens: map[int]weakTokens{},
+		pins: newPinKeys()}, nil
 }
 
 func (p *prompts) get(i int) (*cluster.Prompt, error) {
@@ -120,9 +136,16 @@ func (p *prompts) hashes(i int) (*cluster.Prompt, error) {
 func (p *prompts) prompt(i int, withTokens bool) (*cluster.Prompt, error) {
 	p.mu.Lock()
 	hp, ok := p.held[i]
+	var tokens []uint32
+	if ok && withTokens {
+		if tokens = p.step[i]; tokens == nil {
+			tokens = p.tokens[i].get()
+		}
+	}
 	p.mu.Unlock()
-	if ok && !withTokens {
+	if ok && (!withTokens || tokens != nil) {
 		out := *hp
+		out.Tokens = tokens
 		return &out, nil
 	}
 	if r := p.w.Req(i); r.HashIDs == nil && r.InputLength > 0 {
@@ -131,7 +154,14 @@ func (p *prompts) prompt(i int, withTokens bool) (*cluster.Prompt, error) {
 		// a prompt to play empty.
 		return nil, fmt.Errorf("simulate: request %d's block ids are not loaded", i)
 	}
-	tokens := p.w.PromptTokens(i)
+	// Clipped: an append to a shared prompt's tokens copies them.
+	tokens = slices.Clip(p.w.PromptTokens(i))
+	p.mu.Lock()
+	p.tokens[i] = makeWeakTokens(tokens)
+	if p.step != nil {
+		p.step[i] = tokens
+	}
+	p.mu.Unlock()
 	if !ok {
 		// Hashed outside the lock: two runs may both hash a prompt, to
 		// the same result; the first one held is the one every run gets.
@@ -177,11 +207,43 @@ func (p *prompts) unkeyed(i int) (*cluster.Prompt, error) {
 	return &cluster.Prompt{Tokens: tokens, Seq: seq, Keys: make([]string, len(seq))}, nil
 }
 
-// release drops request i's hashes; a later get hashes it again.
+// release drops request i's hashes and pin keys; a later get hashes it
+// again.
 func (p *prompts) release(i int) {
 	p.mu.Lock()
 	delete(p.held, i)
+	delete(p.tokens, i)
 	p.mu.Unlock()
+	p.pins.release(p.w.Req(i).ID)
+}
+
+// stepDone lets go of the tokens made in the step the runs played.
+func (p *prompts) stepDone() {
+	p.mu.Lock()
+	clear(p.step)
+	p.mu.Unlock()
+}
+
+// weakTokens are a prompt's tokens without holding them.
+type weakTokens struct {
+	first weak.Pointer[uint32]
+	n     int
+}
+
+func makeWeakTokens(tokens []uint32) weakTokens {
+	if len(tokens) == 0 {
+		return weakTokens{}
+	}
+	return weakTokens{weak.Make(&tokens[0]), len(tokens)}
+}
+
+// get is the tokens, or nil once no one holds them (or none were made).
+func (w weakTokens) get() []uint32 {
+	first := w.first.Value()
+	if first == nil {
+		return nil
+	}
+	return unsafe.Slice(first, w.n)
 }
 
 // size is how many prompts are held.

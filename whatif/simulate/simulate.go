@@ -26,6 +26,9 @@ type Simulation struct {
 	Reachable ModeResult
 	// HeldPrompts is the most hashed prompts held at once.
 	HeldPrompts int
+	// HeldPinKeys is the most requests' pin keys held at once (at the
+	// end of a stretch, before its responses' are dropped).
+	HeldPinKeys int
 	// HeldResults is the most requests one run held results of at once
 	// (served, not yet folded into the sums), at the end of a stretch.
 	HeldResults int
@@ -35,6 +38,13 @@ type Simulation struct {
 // it drops the prompts they are done with: enough to keep the CPUs busy
 // between the pauses, small against a trace.
 const simulateStretch = 1024
+
+// simulateStep is how many events of a stretch every run plays before
+// any plays on: the prompts' tokens made in a step are held until it
+// ends (prompts.step), so a step's prompts are made about once for all
+// runs, and what is held is a step's prompts, tens of megabytes at
+// agentic lengths, not a stretch's.
+const simulateStep = 64
 
 // Simulate plays cfg.Workload without hints, with the next-turn oracle
 // and once per policy with hintstream's decision engine in process on
@@ -69,6 +79,7 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 	if err != nil {
 		return s, err
 	}
+	pr.step = map[int][]uint32{}
 	// The bound first, over its tape: the runs' per-request results are
 	// then folded as they come, against the bound's per-request hits.
 	var boundHits *int32Spill
@@ -125,34 +136,44 @@ func Simulate(ctx context.Context, cfg Config, policies []Policy) (Simulation, e
 		if err := loadStretchIDs(cfg, evs); err != nil {
 			return s, err
 		}
-		// The longest runs of the last stretch start first, so that the
-		// stretch does not end on one long run with the other CPUs idle
-		// (each run plays alone: the order changes no result).
-		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(jobs[b].last, jobs[a].last) })
-		var wg sync.WaitGroup
-		for _, k := range order {
-			j := jobs[k]
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				t := time.Now()
-				if err := j.r.p.play(ctx, j.r.h, from, evs); err != nil {
-					errs[k] = fmt.Errorf("simulate: %s run: %w", j.mode, err)
-				}
-				j.last = time.Since(t)
-				j.r.elapsed += j.last
-			}()
-		}
-		wg.Wait()
-		if err := ctx.Err(); err != nil {
-			return s, err // one cause, not one per run
-		}
-		if err := errors.Join(errs...); err != nil {
-			return s, err
+		// Every run plays a step of the stretch before any plays the
+		// next, so that the runs ask for a prompt's tokens at about the
+		// same time and one making serves them all (prompts.step); the
+		// prompts' hashes, pin keys and results stay until the stretch
+		// ends.
+		for lo := 0; lo < len(evs); lo += simulateStep {
+			step := evs[lo:min(lo+simulateStep, len(evs))]
+			// The longest runs of the last step start first, so that the
+			// step does not end on one long run with the other CPUs idle
+			// (each run plays alone: the order changes no result).
+			slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(jobs[b].last, jobs[a].last) })
+			var wg sync.WaitGroup
+			for _, k := range order {
+				j := jobs[k]
+				wg.Add(1)
+				sem <- struct{}{}
+				go func() {
+					defer wg.Done()
+					defer func() { <-sem }()
+					t := time.Now()
+					if err := j.r.p.play(ctx, j.r.h, from+lo, step); err != nil {
+						errs[k] = fmt.Errorf("simulate: %s run: %w", j.mode, err)
+					}
+					j.last = time.Since(t)
+					j.r.elapsed += j.last
+				}()
+			}
+			wg.Wait()
+			pr.stepDone()
+			if err := ctx.Err(); err != nil {
+				return s, err // one cause, not one per run
+			}
+			if err := errors.Join(errs...); err != nil {
+				return s, err
+			}
 		}
 		s.HeldPrompts = max(s.HeldPrompts, pr.size())
+		s.HeldPinKeys = max(s.HeldPinKeys, pr.pins.size())
 		if err := w.Err(); err != nil {
 			return s, fmt.Errorf("simulate: reading the workload back: %w", err)
 		}
