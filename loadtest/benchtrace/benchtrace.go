@@ -22,6 +22,10 @@ type Options struct {
 	Requests  int    // requests in the trace; default 6,400
 	BlockSize int    // tokens per hash_ids block; default 512
 	Seed      uint64 // default 1
+	// Facts: each line says how its turn ended ("finish_reason":
+	// "tool_calls" with a "tool", or "stop"), as a real agentic trace
+	// does; whatif then signals next turns as the agent tracker would.
+	Facts bool
 }
 
 // Shape of the traffic, in blocks of BlockSize tokens at 512.
@@ -48,7 +52,11 @@ type line struct {
 	output  int
 	ids     []uint64
 	session int
+	tool    int // the tool called, 0: none (a human's turn follows)
 }
+
+// tools are the tool names a line with Facts calls, in turn.
+var tools = [...]string{"", "bash", "read", "edit", "grep", "write"}
 
 // Write writes the trace to w, in time order.
 func Write(w io.Writer, o Options) error {
@@ -98,6 +106,8 @@ func Write(w io.Writer, o Options) error {
 			gap := logn(toolGapMedianS, toolGapSigma)
 			if rng.Float64() >= toolShare {
 				gap = logn(humanGapMedianS, humanGapSigma)
+			} else {
+				lines[len(lines)-1].tool = 1 + len(lines)%(len(tools)-1)
 			}
 			at += 1 + min(gap, 3600)
 		}
@@ -126,6 +136,13 @@ func Write(w io.Writer, o Options) error {
 		}
 		buf = append(buf, `],"session_id":"c`...)
 		buf = strconv.AppendInt(buf, int64(l.session), 10)
+		switch {
+		case o.Facts && l.tool > 0:
+			buf = append(buf, `","finish_reason":"tool_calls","tool":"`...)
+			buf = append(buf, tools[l.tool]...)
+		case o.Facts:
+			buf = append(buf, `","finish_reason":"stop`...)
+		}
 		buf = append(buf, "\"}\n"...)
 		if _, err := bw.Write(buf); err != nil {
 			return fmt.Errorf("benchtrace: %w", err)

@@ -55,3 +55,50 @@ func TestTraceShape(t *testing.T) {
 		t.Errorf("prompts %d … %d, median %d: want 9K–900K, median near 100K", inputs[0], inputs[len(inputs)-1], med)
 	}
 }
+
+// With Facts every line says how its turn ended, about 85% in a tool
+// call naming its tool; without, no line does, and the lines are
+// otherwise the same.
+func TestTraceFacts(t *testing.T) {
+	var plain, facts bytes.Buffer
+	if err := Write(&plain, Options{Requests: 2000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(&facts, Options{Requests: 2000, Facts: true}); err != nil {
+		t.Fatal(err)
+	}
+	ps, fs := bufio.NewScanner(&plain), bufio.NewScanner(&facts)
+	ps.Buffer(nil, 1<<20)
+	fs.Buffer(nil, 1<<20)
+	n, tools := 0, 0
+	for ps.Scan() && fs.Scan() {
+		p, err := workload.DecodeLine(ps.Bytes(), 512)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := workload.DecodeLine(fs.Bytes(), 512)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.FinishReason != "" || p.Tool != "" {
+			t.Fatalf("line %d without facts says %q %q", n+1, p.FinishReason, p.Tool)
+		}
+		switch {
+		case f.FinishReason == workload.FinishToolCalls && f.Tool != "":
+			tools++
+		case f.FinishReason != "stop" || f.Tool != "":
+			t.Fatalf("line %d: finish %q tool %q", n+1, f.FinishReason, f.Tool)
+		}
+		f.FinishReason, f.Tool = "", ""
+		if f.Timestamp != p.Timestamp || f.InputLength != p.InputLength || !slices.Equal(f.HashIDs, p.HashIDs) {
+			t.Fatalf("line %d differs beyond its facts", n+1)
+		}
+		n++
+	}
+	if n != 2000 {
+		t.Fatalf("%d lines", n)
+	}
+	if share := float64(tools) / float64(n); share < 0.8 || share > 0.9 {
+		t.Fatalf("tool-call share %.3f, want about 0.85", share)
+	}
+}

@@ -17,6 +17,7 @@ func main() {
 	n := flag.Int("requests", 6400, "requests in the trace")
 	seed := flag.Uint64("seed", 1, "random seed")
 	out := flag.String("out", "", "where to write the trace (default stdout)")
+	facts := flag.Bool("facts", false, "say how each turn ended (finish_reason, tool), as a real agentic trace does")
 	flag.Parse()
 	w := os.Stdout
 	if *out != "" {
@@ -28,7 +29,7 @@ func main() {
 		defer f.Close()
 		w = f
 	}
-	if err := benchtrace.Write(w, benchtrace.Options{Requests: *n, Seed: *seed}); err != nil {
+	if err := benchtrace.Write(w, benchtrace.Options{Requests: *n, Seed: *seed, Facts: *facts}); err != nil {
 		fmt.Fprintln(os.Stderr, "benchtrace:", err)
 		os.Exit(1)
 	}
