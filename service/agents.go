@@ -23,7 +23,9 @@ func (s *Service) agentTracker() (*agents.Tracker, error) {
 	if s.cfg.Agents == nil {
 		return nil, nil
 	}
-	return agents.New(*s.cfg.Agents, engineHinter{s}, metrics.NewAgent(s.Counters), s.log.With("component", "agents"), nil)
+	cfg := *s.cfg.Agents
+	cfg.Affinity = !s.cfg.NoAffinity
+	return agents.New(cfg, engineHinter{s}, metrics.NewAgent(s.Counters), s.log.With("component", "agents"), nil)
 }
 
 // engineHinter is the service's engine as the tracker's agents.Hinter.

@@ -65,6 +65,13 @@ type Config struct {
 	Predict bool
 	// Feedback turns the unused-prefetch feedback on (default on).
 	Feedback bool
+	// Affinity says the engine writes affinity records, by which a
+	// frontend routes a turn to its latest prefetch's worker. A tool_end
+	// prefetch with no prediction fired before it then names the worker
+	// that answered the call, which holds the context: sent at the turn,
+	// it cannot load anything elsewhere in time. Not a flag: the service
+	// sets it from --affinity-bucket (default off here).
+	Affinity bool
 }
 
 // DefaultConfig is every default.

@@ -576,6 +576,9 @@ func (t *Tracker) toolEnd(rec *agentevents.Record, class string) {
 			return // the context is there, or on its way
 		}
 	}
+	if on == nil && t.cfg.Affinity && p.haveResp && p.workerID != 0 {
+		on = &engine.Sent{WorkerID: p.workerID, DpRank: p.dpRank}
+	}
 	t.prefetch(p, KindToolEndPrefetch, class, rec.Tool.ToolCallID, on)
 }
 

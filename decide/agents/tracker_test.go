@@ -254,6 +254,28 @@ func TestPredictedPrefetch(t *testing.T) {
 	}
 }
 
+// TestToolEndNamesTheAnsweringWorker: with affinity records on, a
+// tool_end prefetch with no prediction fired before it goes to the worker
+// that answered the call (it holds the context), though the engine would
+// pick another; with them off, the engine picks.
+func TestToolEndNamesTheAnsweringWorker(t *testing.T) {
+	for _, aff := range []bool{true, false} {
+		cfg := DefaultConfig()
+		cfg.Predict, cfg.Feedback, cfg.Affinity = false, false, aff
+		tr, w, _ := newTracker(t, cfg)
+		w.worker = 8 // the engine's choice
+		turn(tr, w, 1, "r", "p", "bash", 7, time.Second)
+		last := w.prefetch[len(w.prefetch)-1]
+		want := uint64(0)
+		if aff {
+			want = 7
+		}
+		if last.WorkerID != want {
+			t.Fatalf("affinity %v: the tool_end prefetch names worker %d, want %d", aff, last.WorkerID, want)
+		}
+	}
+}
+
 // TestBoundedPrograms: however many programs, at most MaxPrograms are
 // followed; a forgotten one's pin is settled as released.
 func TestBoundedPrograms(t *testing.T) {

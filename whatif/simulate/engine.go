@@ -78,11 +78,15 @@ type engineRun struct {
 	worker   map[string]int // hint endpoint → worker index
 	forgets  int            // requests forgotten, to prune now and then
 	ttl      time.Duration  // the engine's prefetch TTL
+	// answered is the worker of each session's latest response, as the
+	// tracker keeps it (program.workerID).
+	answered map[string]int
 }
 
 func startEngine(p *player, pol Policy) (*engineRun, error) {
 	h := &engineRun{p: p, pol: pol, counters: metrics.New(), chosen: map[int]int{}, aff: map[string]schemas.AffinityRecord{},
 		reqs: newMemRequests(), worker: map[string]int{}, ttl: pol.Decisions.WithDefaults().PrefetchTTL,
+		answered: map[string]int{},
 		// Any fixed epoch: every time the engine sees is simulated.
 		epoch: time.UnixMilli(1 << 40)}
 	cc := clusterConfig(p.cfg)
@@ -148,6 +152,7 @@ func (h *engineRun) RecordAffinity(session string, rec schemas.AffinityRecord) {
 func (h *engineRun) forget(i int) {
 	if h.p.forgetSessions && h.p.w.SessionLast(i) {
 		delete(h.aff, h.p.w.Req(i).Session)
+		delete(h.answered, h.p.w.Req(i).Session)
 	}
 	if h.forgets++; h.forgets%forgetPruneEvery != 0 {
 		return
@@ -180,7 +185,18 @@ func (h *engineRun) tick(ctx context.Context) {
 	}
 }
 
-func (h *engineRun) wakeup(ctx context.Context, i int) error { return h.wakeupOn(ctx, i, false, -1) }
+func (h *engineRun) wakeup(ctx context.Context, i int) error {
+	// With affinity the tracker's tool_end prefetch with no prediction
+	// before it names the worker that answered the call, which holds the
+	// context (agents.Config.Affinity): a prefetch elsewhere cannot load
+	// it before the turn.
+	if r := h.p.w.Req(i); h.pol.Affinity && r.WakeupAtToolEnd() && r.Prev >= 0 {
+		if o, ok := h.answered[r.Session]; ok {
+			return h.wakeupOn(ctx, i, false, o)
+		}
+	}
+	return h.wakeupOn(ctx, i, false, -1)
+}
 
 // wakeupOn tells the engine of request i's wake-up at its time or, resent,
 // now, naming worker wk (its index; -1: none, the engine picks) as the
@@ -271,6 +287,7 @@ func (h *engineRun) response(ctx context.Context, i, worker int) error {
 		return fmt.Errorf("engine: response %s: %v", out.Verdict, out.Err)
 	}
 	h.drain()
+	h.answered[r.Session] = worker
 	// Pinned or not, the request is not looked up again: memory stays
 	// with the requests in flight.
 	h.reqs.forget(r.ID)

@@ -234,3 +234,31 @@ func ids(lo, hi uint64) []uint64 {
 	}
 	return out
 }
+
+// With affinity, a tool call's next turn signalled at the tool's end (no
+// lead) is prefetched on the worker that answered the call, as the agent
+// tracker names it, though the engine would pick the idle worker: B's
+// long request, which shares A's first block (too few to be its next
+// turn), runs on A's worker when A's tool ends. A2 then finds A1's 10
+// blocks on the device (40 tokens, B's 4 besides); prefetched on the
+// other worker it would load them from L3.
+func TestToolEndTurnStaysWhereItsContextIs(t *testing.T) {
+	recs := []workload.Record{
+		{Timestamp: 0, InputLength: 40, OutputLength: 4, HashIDs: ids(1, 10), Session: "a", FinishReason: workload.FinishToolCalls, Tool: "bash"},
+		{Timestamp: 100, InputLength: 800, OutputLength: 500, HashIDs: append(ids(1, 1), ids(1000, 1198)...), Session: "b", FinishReason: "stop"},
+		{Timestamp: 1000, InputLength: 48, OutputLength: 4, HashIDs: ids(1, 12), Session: "a", FinishReason: "stop"},
+	}
+	w, err := workload.FromRecords(recs, workload.TraceOptions{BlockSize: 4, Signals: workload.Signals{Tool: workload.SignalToolEnd}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := w.Req(2); !r.WakeupAtToolEnd() || r.WakeupAt != r.At {
+		t.Fatalf("A2's wake-up: at the tool's end %v, at %v (turn at %v)", r.WakeupAtToolEnd(), r.WakeupAt, r.At)
+	}
+	sim := simulateHand(t, Config{Workload: w, Workers: 2, DeviceBlocks: 512, L3Blocks: 512, TransferTime: true},
+		policyNamed(t, Policies(), "today's + affinity"))
+	r := sim.Policies[0]
+	if r.Pinned != 1 || r.DeviceHitTokens != 44 {
+		t.Fatalf("A2 pinned %d (want 1), device-hit tokens %d (want 44: B's 4 and A2's 40)", r.Pinned, r.DeviceHitTokens)
+	}
+}

@@ -94,6 +94,11 @@ type Request struct {
 // this one expired before it.
 func (r *Request) WakeupPredicted() bool { return r.HasWakeup && r.signal == sigPredicted }
 
+// WakeupAtToolEnd says r's wake-up is the one the tracker sends at its
+// tool's end with no prediction fired before it (SignalToolEnd, or
+// SignalPredicted when the tool ended first).
+func (r *Request) WakeupAtToolEnd() bool { return r.HasWakeup && r.signal == sigToolEnd }
+
 // Event is one thing that happens at At: a wake-up, request or response
 // of Requests[Request].
 type Event struct {
