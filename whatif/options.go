@@ -178,10 +178,10 @@ func FormatBytes(n float64) string {
 }
 
 // SelectPolicies picks rows by name from every policy whatif has
-// (simulate.Policies, then simulate.Peers): names separated by commas,
-// in the order given.
+// (simulate.Policies, simulate.Peers, then simulate.OptInPolicies): names
+// separated by commas, in the order given.
 func SelectPolicies(list string) ([]simulate.Policy, error) {
-	all := append(simulate.Policies(), simulate.Peers()...)
+	all := allPolicies()
 	var out []simulate.Policy
 	seen := map[string]bool{}
 	for _, n := range strings.Split(list, ",") {
@@ -206,7 +206,22 @@ func SelectPolicies(list string) ([]simulate.Policy, error) {
 // PolicyNames are the names --policies takes, quoted, in order.
 func PolicyNames() string {
 	var names []string
-	for _, p := range append(simulate.Policies(), simulate.Peers()...) {
+	for _, p := range allPolicies() {
+		names = append(names, strconv.Quote(p.Name))
+	}
+	return strings.Join(names, ", ")
+}
+
+// allPolicies is every row --policies can name; the default table is
+// the first two groups (Run).
+func allPolicies() []simulate.Policy {
+	return append(append(simulate.Policies(), simulate.Peers()...), simulate.OptInPolicies()...)
+}
+
+// OptInPolicyNames are the rows the default table leaves out, quoted.
+func OptInPolicyNames() string {
+	var names []string
+	for _, p := range simulate.OptInPolicies() {
 		names = append(names, strconv.Quote(p.Name))
 	}
 	return strings.Join(names, ", ")

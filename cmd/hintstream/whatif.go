@@ -55,7 +55,7 @@ func whatifCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		sweep       = fs.String("sweep", "", "run at each point of one dimension: l3=1GiB,4GiB,16GiB | device=512,1024 | bandwidth=10GB/s,25GB/s")
 		skipBad     = fs.Bool("skip-bad", false, "count bad lines or events and go on (default: stop at the first, naming it)")
 		spoolDir    = fs.String("spool-dir", "", "where the run keeps what it reads back as it plays (the trace's requests and events, the bound's tape; removed at the end); default $TMPDIR or /tmp")
-		policies    = fs.String("policies", "", "rows to play, by name, separated by commas, from "+whatif.PolicyNames()+" (default: all)")
+		policies    = fs.String("policies", "", "rows to play, by name, separated by commas, from "+whatif.PolicyNames()+" (default: all but "+whatif.OptInPolicyNames()+")")
 		asJSON      = fs.Bool("json", false, "write the report as JSON to stdout instead of tables")
 		reportDir   = fs.String("report", "", "write an HTML report with SVG charts to this directory (index.html)")
 		logFormat   = fs.String("log-format", env("HINTSTREAM_LOG_FORMAT", "text"), "text or json (env HINTSTREAM_LOG_FORMAT)")

@@ -1,5 +1,7 @@
 package cluster
 
+import "time"
+
 // DeviceCache is one worker's device KV cache: at most Cap blocks, keyed
 // by Dynamo sequence hash, least recently used evicted first. A prompt's
 // blocks are touched last-to-first, so a block is always more recent than
@@ -11,10 +13,12 @@ package cluster
 // as an engine frees a request's blocks only when it finishes.
 // Not safe for concurrent use.
 type DeviceCache struct {
-	cap        int
-	m          map[uint64]*entry
-	head, tail *entry // head is the most recent
-	evictions  int64
+	cap       int
+	m         map[uint64]*entry
+	lru       list // unprotected blocks (and protected ones not yet seen to be), head the most recent
+	protected list // blocks a retain keeps (Protect), evicted only when lru is empty
+	now       time.Duration
+	evictions int64
 	// held counts the entries running requests hold (off the list);
 	// unstored counts blocks Admit could not store because they were.
 	held     int
@@ -24,9 +28,15 @@ type DeviceCache struct {
 type entry struct {
 	h          uint64
 	prev, next *entry
+	in         *list // the list it is on; nil while held
+	// until is when a retain's protection ends (Protect); 0: none.
+	until time.Duration
 	// refs counts the running requests holding the block.
 	refs int32
 }
+
+// list is a doubly linked list of entries, head the most recent.
+type list struct{ head, tail *entry }
 
 // NewDeviceCache returns an empty cache of capacity blocks (at least 1).
 func NewDeviceCache(capacity int) *DeviceCache {
@@ -84,10 +94,12 @@ func (c *DeviceCache) Admit(seq []uint64) Admission {
 	a := Admission{Hit: c.Prefix(seq)}
 	// Held blocks first, so that making room never evicts one of them.
 	fresh, kept := 0, 0
+	// seq's own blocks leave the lists while room is made, so that no
+	// eviction takes one (protected or not), and come back in front.
 	for i := len(seq) - 1; i >= 0; i-- {
 		if e, ok := c.m[seq[i]]; ok {
 			if e.refs == 0 {
-				c.moveFront(e)
+				c.unlink(e)
 				kept++
 			}
 		} else {
@@ -101,11 +113,16 @@ func (c *DeviceCache) Admit(seq []uint64) Admission {
 		fresh = max(room, 0)
 	}
 	for len(c.m)+fresh > c.cap {
-		e := c.tail
+		e := c.victim()
 		c.unlink(e)
 		delete(c.m, e.h)
 		a.Evicted = append(a.Evicted, e.h)
 		c.evictions++
+	}
+	for i := len(seq) - 1; i >= 0; i-- {
+		if e, ok := c.m[seq[i]]; ok && e.refs == 0 && e.in == nil {
+			c.pushFront(e)
+		}
 	}
 	// The first fresh new blocks in prompt order are stored.
 	limit := len(seq)
@@ -176,45 +193,129 @@ func (c *DeviceCache) Unhold(seq []uint64) {
 	}
 }
 
-// Order returns the blocks no running request holds, most recent first
-// (for tests and inspection).
+// Order returns the blocks no running request holds, most recent first,
+// protected ones after the rest (for tests and inspection).
 func (c *DeviceCache) Order() []uint64 {
 	out := make([]uint64, 0, len(c.m))
-	for e := c.head; e != nil; e = e.next {
-		out = append(out, e.h)
+	for _, l := range []*list{&c.lru, &c.protected} {
+		for e := l.head; e != nil; e = e.next {
+			out = append(out, e.h)
+		}
 	}
 	return out
 }
 
+// Protect keeps the resident leading blocks of seq until the simulated
+// time until, as an engine keeps the blocks of a retained claim
+// (vLLM's vllm.set_priority on request_cached G1 blocks): an eviction
+// takes them only when no unprotected block is left, oldest first. A
+// later Protect of a block extends it, never shortens it, so a block is
+// protected at least as long as every block after it in any prompt,
+// and what a worker holds of a prompt stays a prefix. It returns how
+// many blocks it protected.
+func (c *DeviceCache) Protect(seq []uint64, until time.Duration) int {
+	n := c.Prefix(seq)
+	for i := n - 1; i >= 0; i-- {
+		e := c.m[seq[i]]
+		e.until = max(e.until, until)
+		if e.in != nil {
+			// To the front even when already protected: a prompt's
+			// blocks then lie before every block after them.
+			c.unlink(e)
+			c.protected.pushFront(e)
+			e.in = &c.protected
+		}
+	}
+	return n
+}
+
+// Expire sets the cache's clock to now and returns the blocks whose
+// protection has ended to the least recent end of the LRU list, leaves
+// last, so that they are the next evicted.
+func (c *DeviceCache) Expire(now time.Duration) {
+	c.now = max(c.now, now)
+	for e := c.protected.head; e != nil; {
+		next := e.next
+		if e.until <= c.now {
+			c.unlink(e)
+			c.lru.pushBack(e)
+			e.in = &c.lru
+		}
+		e = next
+	}
+}
+
+// victim is the block to evict next: the least recent unprotected one,
+// else the oldest protected one. A block protected while it was held
+// is on the LRU list until an eviction reaches it, which moves it.
+func (c *DeviceCache) victim() *entry {
+	for e := c.lru.tail; e != nil; e = c.lru.tail {
+		if e.until <= c.now {
+			return e
+		}
+		c.unlink(e)
+		c.protected.pushFront(e)
+		e.in = &c.protected
+	}
+	return c.protected.tail
+}
+
+// pushFront puts e at the head of the LRU list (the most recent).
 func (c *DeviceCache) pushFront(e *entry) {
-	e.prev, e.next = nil, c.head
-	if c.head != nil {
-		c.head.prev = e
-	}
-	c.head = e
-	if c.tail == nil {
-		c.tail = e
-	}
+	c.lru.pushFront(e)
+	e.in = &c.lru
 }
 
+// unlink takes e off whichever list holds it.
 func (c *DeviceCache) unlink(e *entry) {
-	if e.prev != nil {
-		e.prev.next = e.next
-	} else {
-		c.head = e.next
+	if e.in != nil {
+		e.in.unlink(e)
+		e.in = nil
 	}
-	if e.next != nil {
-		e.next.prev = e.prev
-	} else {
-		c.tail = e.prev
-	}
-	e.prev, e.next = nil, nil
 }
 
+// moveFront makes e the most recent unprotected block; a protection it
+// has holds again when an eviction reaches it.
 func (c *DeviceCache) moveFront(e *entry) {
-	if c.head == e {
+	if c.lru.head == e {
 		return
 	}
 	c.unlink(e)
 	c.pushFront(e)
+}
+
+func (l *list) pushFront(e *entry) {
+	e.prev, e.next = nil, l.head
+	if l.head != nil {
+		l.head.prev = e
+	}
+	l.head = e
+	if l.tail == nil {
+		l.tail = e
+	}
+}
+
+func (l *list) pushBack(e *entry) {
+	e.prev, e.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = e
+	}
+	l.tail = e
+	if l.head == nil {
+		l.head = e
+	}
+}
+
+func (l *list) unlink(e *entry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		l.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		l.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
 }

@@ -272,6 +272,7 @@ func (c *Cluster) Serve(w int, p *Prompt, inputLength int, prefill, end time.Dur
 	c.L3.TouchAt(p.Keys[d:d+l], c.now)
 	out := Outcome{DeviceTokens: d * bs, L3Tokens: l * bs, UnreadyTokens: (held - d) * bs}
 	out.RecomputedTokens = max(inputLength-out.DeviceTokens-out.L3Tokens, 0)
+	wk.Cache.Expire(c.now)
 	a := wk.Cache.Admit(p.Seq)
 	wk.forget(a.Evicted)
 	// What the request did not find ready it computed or loaded itself.
@@ -301,6 +302,7 @@ func (c *Cluster) Prefetch(w int, p *Prompt) (int, error) {
 		return 0, nil
 	}
 	c.L3.TouchAt(p.Keys[d:d+l], c.now)
+	wk.Cache.Expire(c.now)
 	a := wk.Cache.Admit(p.Seq[:d+l])
 	wk.forget(a.Evicted)
 	if per := c.transfer(1); per > 0 {
@@ -315,6 +317,13 @@ func (c *Cluster) Prefetch(w int, p *Prompt) (int, error) {
 		wk.linkFree = at
 	}
 	return l, c.emit(wk, p, a)
+}
+
+// Retain keeps the blocks of p that worker w holds on its device for
+// ttl from now (DeviceCache.Protect), as an engine keeps a retained
+// claim's blocks, and returns how many it keeps.
+func (c *Cluster) Retain(w int, p *Prompt, ttl time.Duration) int {
+	return c.Workers[w].Cache.Protect(p.Seq, c.now+ttl)
 }
 
 // Load is worker w's load now: active_prefill_tokens of requests still

@@ -180,7 +180,10 @@ type ModeResult struct {
 	// Pins and Releases are pin actions applied by the L3 store, and
 	// Renewals (hintstream only) the pins that renewed a slot's pin.
 	Pins, Releases, Renewals int
-	L3                       cluster.L3Stats
+	// Retains are hintstream.retain actions a worker applied (run
+	// --retain-on-worker): its device kept the turn's blocks.
+	Retains int `json:",omitempty"`
+	L3      cluster.L3Stats
 	// PinsHonoured is the share of (slot, page) pins not broken by an
 	// eviction (NaN without pins).
 	PinsHonoured    float64

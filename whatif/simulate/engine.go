@@ -10,6 +10,7 @@ import (
 	"github.com/hintstream/hintstream/actions"
 	"github.com/hintstream/hintstream/decide/engine"
 	hpins "github.com/hintstream/hintstream/decide/pins"
+	"github.com/hintstream/hintstream/emit/receiver"
 	"github.com/hintstream/hintstream/kvevents"
 	"github.com/hintstream/hintstream/kvevents/index"
 	"github.com/hintstream/hintstream/observe/metrics"
@@ -50,6 +51,22 @@ func Policies() []Policy {
 	}
 }
 
+// OptInPolicies are rows whatif plays only when --policies names them:
+// today's + affinity with `run --retain-on-worker` (the serving worker
+// keeps a tool call's blocks for the pin's TTL). It lost on the agent
+// profile at both L3 sizes (docs/retention.md) and takes twice a row's
+// time (a retain carries the turn's tokens, decoded as the adapter
+// decodes them), so the default table leaves it out.
+func OptInPolicies() []Policy {
+	return []Policy{
+		{Name: RetainOnWorkerRow, Affinity: true, Decisions: engine.Decisions{RetainOnWorker: true}},
+	}
+}
+
+// RetainOnWorkerRow is the name of the opt-in row of `run
+// --retain-on-worker`.
+const RetainOnWorkerRow = "today's + affinity + retain on worker"
+
 // The endpoints of the in-process cluster: the engine addresses hints by
 // endpoint, and these name the sockets nothing binds.
 const enginePinEndpoint = "inproc://sim-pin"
@@ -81,12 +98,15 @@ type engineRun struct {
 	// answered is the worker of each session's latest response, as the
 	// tracker keeps it (program.workerID).
 	answered map[string]int
+	// responding is the request whose response the engine is deciding
+	// on (-1: none): the request a retain it sends names.
+	responding int
 }
 
 func startEngine(p *player, pol Policy) (*engineRun, error) {
 	h := &engineRun{p: p, pol: pol, counters: metrics.New(), chosen: map[int]int{}, aff: map[string]schemas.AffinityRecord{},
 		reqs: newMemRequests(), worker: map[string]int{}, ttl: pol.Decisions.WithDefaults().PrefetchTTL,
-		answered: map[string]int{},
+		answered: map[string]int{}, responding: -1,
 		// Any fixed epoch: every time the engine sees is simulated.
 		epoch: time.UnixMilli(1 << 40)}
 	cc := clusterConfig(p.cfg)
@@ -286,7 +306,9 @@ func (h *engineRun) response(ctx context.Context, i, worker int) error {
 	if out.Verdict == engine.Reject || out.Verdict == engine.Retry {
 		return fmt.Errorf("engine: response %s: %v", out.Verdict, out.Err)
 	}
+	h.responding = i
 	h.drain()
+	h.responding = -1
 	h.answered[r.Session] = worker
 	// Pinned or not, the request is not looked up again: memory stays
 	// with the requests in flight.
@@ -316,6 +338,9 @@ func (h *engineRun) drain() {
 func (h *engineRun) apply(endpoint string, raw actions.Hint) {
 	res := &h.p.res
 	hint := cluster.DecodeNoTokens(raw.Body)
+	if hint.Err != nil && h.retain(endpoint, raw.Body) {
+		return
+	}
 	if hint.Err != nil {
 		res.BadHints++
 		h.p.cfg.Logger.Warn("simulate: undecodable hint", "err", hint.Err)
@@ -365,6 +390,31 @@ func (h *engineRun) apply(endpoint string, raw actions.Hint) {
 			res.Releases++
 		}
 	}
+}
+
+// retain applies a hintstream.retain (run --retain-on-worker) as the
+// adapter has vLLM keep the claim's blocks: the worker it went to keeps
+// what it holds of the turn's prompt for the retain's TTL
+// (cluster.Retain). It reports whether body was a retain of a request in
+// its response, decoded as the adapter decodes it.
+func (h *engineRun) retain(endpoint string, body []byte) bool {
+	env, err := receiver.Decode(body)
+	if err != nil || len(env.Actions) != 1 || env.Actions[0].Retain == nil {
+		return false
+	}
+	rt := env.Actions[0].Retain
+	wk, ok := h.worker[endpoint]
+	i := h.responding
+	if !ok || i < 0 || rt.RequestID != h.p.w.Req(i).ID {
+		return false
+	}
+	pr, err := h.p.get(i)
+	if err != nil {
+		return false
+	}
+	h.p.cl.Retain(wk, pr, time.Duration(rt.TTLMs)*time.Millisecond)
+	h.p.res.Retains++
+	return true
 }
 
 func (h *engineRun) finish(res *ModeResult) {

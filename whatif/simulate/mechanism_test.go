@@ -47,7 +47,7 @@ func checkMechanismAddsUp(t *testing.T, cfg Config) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pols := append(Policies(), Peers()...)
+	pols := append(append(Policies(), Peers()...), OptInPolicies()...)
 	sim, err := Simulate(ctx, cfg, pols)
 	if err != nil {
 		t.Fatal(err)
@@ -83,5 +83,36 @@ func checkMechanismAddsUp(t *testing.T, cfg Config) {
 	}
 	if sim.Reachable.Cost != want.Cost || sim.Reachable.Mode != ModeReachable || sim.Reachable.Saving != sim.NoHints.Cost-want.Cost {
 		t.Fatalf("Simulate's hint-reachable bound %+v, Run's %v", sim.Reachable, want.Cost)
+	}
+}
+
+// The retain row applies one hintstream.retain per tool call, decoded as
+// the adapter decodes it, at the worker that answered; the row without
+// --retain-on-worker applies none, and neither has a hint it could not
+// apply.
+func TestSimulateRetainOnWorkerKeepsEachToolCall(t *testing.T) {
+	w, err := workload.GenerateAgent(workload.AgentConfig{Seed: 2, Conversations: 3, BlockSize: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sim, err := Simulate(ctx, Config{Workload: w, DeviceBlocks: 128, L3Blocks: 512, TransferTime: true},
+		append(Policies()[5:6], OptInPolicies()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Stats().ToolCalls == 0 {
+		t.Fatal("no tool call to retain")
+	}
+	plain, retain := sim.Policies[0], sim.Policies[1]
+	if plain.Mode != "today's + affinity" || retain.Mode != RetainOnWorkerRow {
+		t.Fatalf("rows %q, %q", plain.Mode, retain.Mode)
+	}
+	if plain.Retains != 0 || retain.Retains != w.Stats().ToolCalls {
+		t.Fatalf("retains %d and %d, want 0 and one per tool call (%d)", plain.Retains, retain.Retains, w.Stats().ToolCalls)
+	}
+	if plain.BadHints != 0 || retain.BadHints != 0 {
+		t.Fatalf("hints not applied: %d, %d", plain.BadHints, retain.BadHints)
 	}
 }

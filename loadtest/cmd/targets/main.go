@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	many := fs.Int("many-sessions", 1000, "sessions of the larger synthetic run (0: none)")
 	agent := fs.Int("agent-conversations", 64, "conversations of the long-context agent profile (workload.GenerateAgent, seed 1; 0: none)")
 	only := fs.String("only", "", "play only the workloads whose name holds this")
-	rows := fs.String("policies", "", "rows to play, by name, separated by commas (default: every policy and peer)")
+	rows := fs.String("policies", "", "rows to play, by name, separated by commas, opt-in ones too (default: every policy and peer)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -111,13 +111,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	pols := append(simulate.Policies(), simulate.Peers()...)
 	if *rows != "" {
+		// Any row whatif has, the opt-in ones too.
+		all := append(pols, simulate.OptInPolicies()...)
 		var keep []simulate.Policy
 		for _, n := range strings.Split(*rows, ",") {
-			i := slices.IndexFunc(pols, func(p simulate.Policy) bool { return p.Name == strings.TrimSpace(n) })
+			i := slices.IndexFunc(all, func(p simulate.Policy) bool { return p.Name == strings.TrimSpace(n) })
 			if i < 0 {
 				return fmt.Errorf("--policies: no row %q", n)
 			}
-			keep = append(keep, pols[i])
+			keep = append(keep, all[i])
 		}
 		pols = keep
 	}
