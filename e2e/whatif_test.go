@@ -96,11 +96,11 @@ func TestWhatifTrace(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if rep.Requests != 400 || len(rep.Points) != 1 || len(rep.Points[0].Runs) != 15 || rep.Cluster.DeviceBlocks != 256 {
+	if rep.Requests != 400 || len(rep.Points) != 1 || len(rep.Points[0].Runs) != 16 || rep.Cluster.DeviceBlocks != 256 {
 		t.Fatalf("report: %+v", rep)
 	}
 	runs := rep.Points[0].Runs
-	// off, 11 policies and peers, the oracle, then both bounds.
+	// off, 12 policies and peers, the oracle, then both bounds.
 	peers := 0
 	for _, r := range runs {
 		if r.Kind == "peer" {

@@ -22,8 +22,13 @@ func TestPinFlags(t *testing.T) {
 	if err != nil || c.Decisions.MaxPinKeys != 100 || c.Decisions.MaxPinBytes != 2000 || c.PinSlotLinger != 0 || c.PinSlotMarkerTTL != 2*time.Second {
 		t.Fatalf("set: %+v %v", c, err)
 	}
-	if pc := c.Decisions.PinConfig(); pc.MaxPinKeys != 100 || pc.MaxPinBytes != 2000 {
+	if pc := c.Decisions.PinConfig(); pc.MaxPinKeys != 100 || pc.MaxPinBytes != 2000 || pc.BudgetTokens != 0 {
 		t.Fatalf("pins.Config from the decisions: %+v", pc)
+	}
+	// The pin budget, a decision flag (replay takes it too).
+	c, err = parse("--pin-budget-tokens", "2796202")
+	if err != nil || c.Decisions.PinConfig().BudgetTokens != 2796202 {
+		t.Fatalf("--pin-budget-tokens 2796202: %d tokens, %v", c.Decisions.PinConfig().BudgetTokens, err)
 	}
 	for _, tc := range []struct {
 		args []string
@@ -33,6 +38,7 @@ func TestPinFlags(t *testing.T) {
 		{[]string{"--pin-max-bytes", "-1"}, "--pin-max-bytes"},
 		{[]string{"--pin-slot-linger", "-1s"}, "--pin-slot-linger"},
 		{[]string{"--pin-slot-marker-ttl", "500ms"}, "--pin-slot-marker-ttl"},
+		{[]string{"--pin-budget-tokens", "-1"}, "--pin-budget-tokens"},
 	} {
 		if _, err := parse(tc.args...); err == nil || !strings.Contains(err.Error(), tc.flag) {
 			t.Errorf("%v: want an error naming %s, got %v", tc.args, tc.flag, err)

@@ -12,13 +12,16 @@ import (
 type Features struct {
 	// Hintstream: hintstream's decision engine (every policy row; not
 	// off, not a peer).
-	Hintstream        bool   `json:"hintstream,omitempty"`
-	Affinity          bool   `json:"affinity,omitempty"`
-	NoPrefetch        bool   `json:"no_prefetch,omitempty"`
-	NoPins            bool   `json:"no_pins,omitempty"`
-	KeepPinOnNextTurn bool   `json:"keep_pin_on_next_turn,omitempty"`
-	NoPinRenewal      bool   `json:"no_pin_renewal,omitempty"`
-	L3Eviction        string `json:"l3_eviction,omitempty"` // "" is LRU
+	Hintstream        bool `json:"hintstream,omitempty"`
+	Affinity          bool `json:"affinity,omitempty"`
+	NoPrefetch        bool `json:"no_prefetch,omitempty"`
+	NoPins            bool `json:"no_pins,omitempty"`
+	KeepPinOnNextTurn bool `json:"keep_pin_on_next_turn,omitempty"`
+	NoPinRenewal      bool `json:"no_pin_renewal,omitempty"`
+	// PinBudget: the pins within the simulated L3's capacity (run
+	// --pin-budget-tokens).
+	PinBudget  bool   `json:"pin_budget,omitempty"`
+	L3Eviction string `json:"l3_eviction,omitempty"` // "" is LRU
 	// Peer names a peer's own mechanism.
 	Peer string `json:"peer,omitempty"`
 }
@@ -27,7 +30,7 @@ type Features struct {
 func features(p simulate.Policy) *Features {
 	f := &Features{Hintstream: p.Peer == nil, Affinity: p.Affinity,
 		NoPrefetch: p.NoPrefetch, NoPins: p.NoPins, KeepPinOnNextTurn: p.Decisions.KeepPinOnNextTurn,
-		NoPinRenewal: p.Decisions.NoPinRenewal}
+		NoPinRenewal: p.Decisions.NoPinRenewal, PinBudget: p.PinBudget || p.Decisions.PinBudgetTokens > 0}
 	if p.L3Eviction != simulate.L3LRU {
 		f.L3Eviction = p.L3Eviction
 	}
@@ -61,6 +64,7 @@ func (f *Features) toggles() []string {
 	add(f.NoPins, "no pins")
 	add(f.KeepPinOnNextTurn, "keep pin on next turn")
 	add(f.NoPinRenewal, "no pin renewal")
+	add(f.PinBudget, "pin budget")
 	add(f.L3Eviction != "", strings.ToUpper(f.L3Eviction)+" L3 eviction")
 	add(f.Peer != "", f.Peer)
 	return t
@@ -95,6 +99,9 @@ func (f *Features) runFlags() (flags []string, besides []string) {
 	}
 	if f.NoPinRenewal {
 		flags = append(flags, "--pin-renew-max 0")
+	}
+	if f.PinBudget {
+		flags = append(flags, "--pin-budget-tokens N (the Mooncake store's bytes ÷ KV bytes per token ÷ the group's members; whatif's: the simulated L3's tokens)")
 	}
 	if f.Affinity {
 		// On by default in run; the frontend's part is what makes it work.

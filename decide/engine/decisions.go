@@ -70,6 +70,11 @@ type Decisions struct {
 	// NoPinRenewal turns renewals off: pins lapse at their TTL
 	// (--pin-renew-max 0). PinRenewMax is then ignored.
 	NoPinRenewal bool
+	// PinBudgetTokens bounds the tokens' pages a member keeps pinned at
+	// once (--pin-budget-tokens; decide/pins/budget.go): the pins whose
+	// sessions are expected back last are released first. 0: no bound;
+	// negative is refused.
+	PinBudgetTokens int64
 	// Limits bound what an event may hold; zero fields: schemas' defaults.
 	Limits schemas.Limits
 	// Holding bounds the KV events kept for workers not registered (yet);
@@ -112,6 +117,9 @@ func (d Decisions) Validate() error {
 			return err
 		}
 	}
+	if d.PinBudgetTokens < 0 {
+		return fmt.Errorf("pin budget %d tokens is negative (0: no bound)", d.PinBudgetTokens)
+	}
 	if d.PinRenewMax < 0 {
 		return fmt.Errorf("pin renewal cap %v is negative (NoPinRenewal turns renewals off)", d.PinRenewMax)
 	}
@@ -137,7 +145,8 @@ func (d Decisions) RenewMax() time.Duration {
 // the renewal cap.
 func (d Decisions) PinConfig() pins.Config {
 	return pins.Config{TTL: d.PinTTL, ToolTime: d.ToolTime, ReleaseOnNextTurn: !d.KeepPinOnNextTurn,
-		RenewMax: d.RenewMax(), RetainOnWorker: d.RetainOnWorker, MaxPinKeys: d.MaxPinKeys, MaxPinBytes: d.MaxPinBytes}
+		RenewMax: d.RenewMax(), RetainOnWorker: d.RetainOnWorker, MaxPinKeys: d.MaxPinKeys, MaxPinBytes: d.MaxPinBytes,
+		BudgetTokens: d.PinBudgetTokens}
 }
 
 // NewIndex is the block index under d's IndexOptions, logging to log: the

@@ -57,6 +57,8 @@ func (d *Decisions) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&f.excludeStale, "exclude-stale", false, "leave workers with an event-id gap out of the overlap until they resynchronise (default: keep them, as the router does)")
 	fs.DurationVar(&d.PinRenewMax, "pin-renew-max", DefaultPinRenewMax, "renew a tool call's pin while its session has not come back, until the call has lasted this long (0: never renew)")
 	fs.BoolVar(&d.KeepPinOnNextTurn, "keep-pin-on-next-turn", false, "leave a session's pin when its next request arrives (default: release the slot)")
+	fs.Int64Var(&d.PinBudgetTokens, "pin-budget-tokens", 0, "keep at most this many tokens' KV pinned at once by this member: the Mooncake store's capacity (its bytes ÷ the KV bytes of a token) ÷ the group's members; "+
+		"a pin past it releases the pins whose sessions are expected back last (0: no bound; docs/retention.md)")
 	fs.IntVar(&d.Holding.MaxWorkers, "holding-workers", index.DefaultHoldingWorkers, "KV events of at most this many unregistered worker ids are held until they register (least recently heard evicted; past it events are dropped as \"unknown worker\")")
 	fs.IntVar(&d.Holding.MaxBlocksPerWorker, "holding-blocks", index.DefaultHoldingBlocks, "blocks held per unregistered worker id; more are dropped as \"unknown worker\"")
 	fs.Int64Var(&f.capacity, "index-capacity", 0, "pre-size the KV index for this many (block, worker) device entries, about 60 bytes each at the first event, so it does no table growth (and no resize pause) while it fills to it; 0: start small and grow")
@@ -87,6 +89,8 @@ func (d *Decisions) ApplyFlags() error {
 		return invalid("--overlap-jump must be at least 1, got %d", f.overlapJump)
 	case d.PinRenewMax < 0:
 		return invalid("--pin-renew-max must not be negative, got %v", d.PinRenewMax)
+	case d.PinBudgetTokens < 0:
+		return invalid("--pin-budget-tokens must not be negative, got %d", d.PinBudgetTokens)
 	case d.Holding.MaxWorkers < 1:
 		return invalid("--holding-workers must be at least 1, got %d", d.Holding.MaxWorkers)
 	case d.Holding.MaxBlocksPerWorker < 1:

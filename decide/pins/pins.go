@@ -98,6 +98,10 @@ type Pinning struct {
 	Tokens TokenPins
 	// Keys makes a pin's Mooncake object keys; nil: actions.ObjectKeysCapped.
 	Keys KeysFunc
+	// BudgetTokens bounds the tokens' pages this member keeps pinned at
+	// once (budget.go); 0: no bound.
+	BudgetTokens int64
+	budget       pinBudget
 }
 
 // KeysFunc makes the Mooncake object keys of the pin of request
@@ -142,6 +146,8 @@ type Config struct {
 	MaxPinKeys, MaxPinBytes int
 	// RetainOnWorker: see Pinning.RetainOnWorker.
 	RetainOnWorker bool
+	// BudgetTokens: see Pinning.BudgetTokens; 0: no bound.
+	BudgetTokens int64
 }
 
 // New returns a Pinning of cfg over deps.
@@ -155,7 +161,7 @@ func New(cfg Config, deps Deps) *Pinning {
 	return &Pinning{Endpoint: deps.Endpoint, Index: deps.Index, Slots: deps.Slots, Learner: tooltime.New(cfg.ToolTime),
 		TTL: cfg.TTL, Workers: deps.Workers, Sender: deps.Sender, ReleaseOnNextTurn: cfg.ReleaseOnNextTurn,
 		RenewMax: max(cfg.RenewMax, 0), MaxPinKeys: cfg.MaxPinKeys, MaxPinBytes: cfg.MaxPinBytes,
-		RetainOnWorker: cfg.RetainOnWorker, Counters: deps.Counters, Log: deps.Log, Now: deps.Now, Pages: deps.Pages, Tokens: deps.Tokens, Keys: deps.Keys}
+		RetainOnWorker: cfg.RetainOnWorker, BudgetTokens: max(cfg.BudgetTokens, 0), Counters: deps.Counters, Log: deps.Log, Now: deps.Now, Pages: deps.Pages, Tokens: deps.Tokens, Keys: deps.Keys}
 }
 
 func (p *Pinning) now() time.Time {
@@ -194,6 +200,7 @@ func (p *Pinning) OnRequest(ctx context.Context, seq uint64, at time.Time, req *
 		return err
 	}
 	p.returns.observe(p.Learner, rec.Tools, true)
+	p.unbudget(req.SessionID)
 	if p.Tokens != nil {
 		// The tool returned: the next turn loads the pages itself.
 		p.Tokens.Release(ctx, rec.Slot, rec.Trigger)
@@ -380,7 +387,9 @@ func (p *Pinning) pin(ctx context.Context, resp *schemas.ResponseEvent, req *sch
 		p.Observer.Pinned(session, resp.WorkerID, resp.DpRank, pageTokens, p.now().Add(ttl))
 	}
 	if err == nil && queued {
-		p.schedule(session, pin, tools, completed, ttl, rev)
+		x, now := p.schedule(session, pin, tools, completed, ttl, rev)
+		p.budgeted(ctx, &budgetPin{session: session, slot: slot, trigger: pin.Trigger, tokens: int64(pageTokens),
+			tools: tools, completed: completed, expires: now.Add(ttl), renewal: x}, now)
 	}
 	return queued, nil
 }

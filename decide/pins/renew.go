@@ -5,6 +5,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hintstream/hintstream/actions"
@@ -34,6 +35,9 @@ type renewal struct {
 	rev       uint64    // the slot record's revision we last wrote; 0: unknown
 	n         int       // renewals so far
 	score     float64   // while due: its chance of a next turn (renew_score.go)
+	// dropped: the pin budget released the pin (budget.go); it is not
+	// renewed again.
+	dropped atomic.Bool
 }
 
 type renewQueue []*renewal
@@ -74,19 +78,23 @@ func eventTime(at time.Time, ms int64) time.Time {
 
 // schedule queues pin, just sent with ttl, for renewal once half of ttl
 // has passed on the renewal clock.
-func (p *Pinning) schedule(session string, pin actions.Pin, tools []string, completed time.Time, ttl time.Duration, rev uint64) {
-	if p.RenewMax <= 0 || session == "" {
-		return
-	}
+// It returns the renewal (nil when pins are not renewed) and the
+// renewal clock's now.
+func (p *Pinning) schedule(session string, pin actions.Pin, tools []string, completed time.Time, ttl time.Duration, rev uint64) (*renewal, time.Time) {
 	r := &p.renew
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	now := r.clock
 	if t := p.now(); t.After(now) {
 		now = t
 	}
-	heap.Push(&r.q, &renewal{due: now.Add(ttl / 2), session: session, pin: pin, tools: tools, completed: completed,
-		expires: now.Add(ttl), rev: rev})
-	r.mu.Unlock()
+	if p.RenewMax <= 0 || session == "" {
+		return nil, now
+	}
+	x := &renewal{due: now.Add(ttl / 2), session: session, pin: pin, tools: tools, completed: completed,
+		expires: now.Add(ttl), rev: rev}
+	heap.Push(&r.q, x)
+	return x, now
 }
 
 // Pending returns the number of pins awaiting renewal or their
@@ -141,6 +149,9 @@ func (p *Pinning) Tick(ctx context.Context, at time.Time) {
 // slot record is gone or names a newer pin) or the tool call has lasted
 // RenewMax; it reports whether x stays queued.
 func (p *Pinning) renewOne(ctx context.Context, x *renewal, now time.Time) bool {
+	if x.dropped.Load() {
+		return false
+	}
 	left := x.completed.Add(p.RenewMax).Sub(now)
 	if left <= 0 {
 		p.Counters.PinsRenewalEnded.Inc()
@@ -177,6 +188,7 @@ func (p *Pinning) renewed(x *renewal, now time.Time, ttl time.Duration) {
 	pin.Revision = x.rev
 	p.send(pin, "renew", p.TTL.Deadline(ttl), nil)
 	x.due, x.expires = now.Add(ttl/2), now.Add(ttl)
+	p.budgetRenewed(x.session, x.pin.Trigger, x.expires)
 	if p.Observer != nil {
 		p.Observer.Renewed(x.session, x.expires)
 	}

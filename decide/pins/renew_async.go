@@ -139,6 +139,9 @@ func (p *Pinning) renewBatch(ctx context.Context, batch []*renewal, now time.Tim
 	jobs := make([]job, 0, len(batch))
 	reqs := make([]SlotRenewal, 0, len(batch))
 	for _, x := range batch {
+		if x.dropped.Load() {
+			continue
+		}
 		left := x.completed.Add(p.RenewMax).Sub(now)
 		if left <= 0 {
 			p.Counters.PinsRenewalEnded.Inc()

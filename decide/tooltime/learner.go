@@ -60,6 +60,9 @@ type bucket struct {
 	ring   []time.Duration // grows to Window, then wraps at next
 	next   int
 	sorted []time.Duration // the same values, ascending
+	// tail[i] is the sum of sorted[i:], made again when a Remaining
+	// finds it stale (nil): Remaining is then a binary search.
+	tail []time.Duration
 }
 
 // at is the nearest-rank percentile p of the window.
@@ -133,6 +136,26 @@ func (l *Learner) push(b *bucket, gap time.Duration) {
 	}
 	i, _ := slices.BinarySearch(b.sorted, gap)
 	b.sorted = slices.Insert(b.sorted, i, gap)
+	b.tail = b.tail[:0]
+}
+
+// residual is the mean of gap − elapsed over the gaps longer than
+// elapsed, ok false when there is none.
+func (b *bucket) residual(elapsed time.Duration) (time.Duration, bool) {
+	n := len(b.sorted)
+	if len(b.tail) != n+1 {
+		b.tail = slices.Grow(b.tail[:0], n+1)[:n+1]
+		b.tail[n] = 0
+		for i := n - 1; i >= 0; i-- {
+			b.tail[i] = b.tail[i+1] + b.sorted[i]
+		}
+	}
+	i, _ := slices.BinarySearch(b.sorted, elapsed+1)
+	if i == n {
+		return 0, false
+	}
+	k := time.Duration(n - i)
+	return (b.tail[i] - k*elapsed) / k, true
 }
 
 // Expected returns the expected tool time for a response that called tools:
@@ -226,4 +249,37 @@ func (l *Learner) Untracked() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.untracked
+}
+
+// Remaining is how much longer a call of tools that has run for elapsed
+// is expected to run: over the window of each tool (the "" bucket for a
+// tool without MinSamples of its own), the mean of gap − elapsed over the
+// gaps longer than elapsed; the largest over tools, since the
+// conversation waits for all of them. A call longer than every gap in a
+// window gives MaxGap: nothing seen says it will end. Without
+// observations it is Default less elapsed, at least 0. It costs a
+// binary search per tool (the window's sums are made again after an
+// Observe, once).
+func (l *Learner) Remaining(tools []string, elapsed time.Duration) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(tools) == 0 {
+		tools = []string{""}
+	}
+	var worst time.Duration
+	for _, t := range tools {
+		b := &l.any
+		if tb := l.tools[t]; tb != nil && t != "" && len(tb.ring) >= l.cfg.MinSamples {
+			b = tb
+		}
+		r := max(l.cfg.Default-elapsed, 0)
+		if len(b.sorted) > 0 {
+			var ok bool
+			if r, ok = b.residual(elapsed); !ok {
+				r = l.cfg.MaxGap
+			}
+		}
+		worst = max(worst, r)
+	}
+	return worst
 }

@@ -106,6 +106,7 @@ type Families struct {
 	PinsRenewalEnded, PinsRenewalErrors *Counter
 	PinsRenewalSkipped                  *CounterVec
 	PinsCut                             *Counter
+	PinsBudgetReleased                  *Counter
 	ToolDiscarded                       *Counter
 	ToolObserved                        *CounterVec
 	ToolExpected                        *GaugeVec
@@ -186,6 +187,7 @@ func New() *Families {
 	f.PinsRenewalEnded = b.counter("hintstream_pins_renewal_ended_total", "Pins no longer renewed because their tool call outlasted the renewal cap (--pin-renew-max).")
 	f.PinsRenewalErrors = b.counter("hintstream_pins_renewal_errors_total", "Pin renewals not recorded in the slot bucket (tried again shortly).")
 	f.PinsRenewalSkipped = b.vec("hintstream_pins_renewal_skipped_total", "reason", "Pin renewals given up, by reason (budget: the pin expired before a renewal pass could reach it).", "budget")
+	f.PinsBudgetReleased = b.counter("hintstream_pins_budget_released_total", "Pins released before their time because the member's live pins passed --pin-budget-tokens: those whose sessions were expected back last (docs/retention.md).")
 	f.PinsCut = b.counter("hintstream_pins_cut_total", "Pins cut to their leading pages because their keys passed the key or byte cap of one pin (docs/limits.md).")
 	f.ToolDiscarded = b.counter("hintstream_tooltime_discarded_total", "Observed tool times the learner discarded as implausible.")
 	f.ToolObserved = b.toolVec("hintstream_tooltime_observed_total", "Tool times observed (request after a tool call), by tool; the top --metrics-top-tools tools by this count are exported, the rest as other.")

@@ -33,13 +33,18 @@ type Policy struct {
 	// L3Eviction is the L3 store's eviction order: "" or L3LRU (what
 	// Mooncake's master does), L3ARC.
 	L3Eviction string
+	// PinBudget bounds the pins by the simulated L3's capacity (`run
+	// --pin-budget-tokens` set to the store's size), unless Decisions sets
+	// its own PinBudgetTokens.
+	PinBudget bool
 	// Peer, when set, makes this a peer's policy, not hintstream's: the
 	// decision engine is not run, the peer's own mechanism is (peers.go).
 	Peer *Peer
 }
 
 // Policies are the hint policies hintstream has: today's defaults, each
-// half alone, the two pin variants its flags select, and affinity on.
+// half alone, the two pin variants its flags select, affinity on, and
+// with it the pins bounded by the store's capacity (--pin-budget-tokens).
 func Policies() []Policy {
 	return []Policy{
 		{Name: "today's"},
@@ -48,6 +53,7 @@ func Policies() []Policy {
 		{Name: "keep pin on next turn", Decisions: engine.Decisions{KeepPinOnNextTurn: true}},
 		{Name: "no pin renewal", Decisions: engine.Decisions{NoPinRenewal: true}},
 		{Name: "today's + affinity", Affinity: true},
+		{Name: "today's + affinity + pin budget", Affinity: true, PinBudget: true},
 	}
 }
 
@@ -132,7 +138,11 @@ func startEngine(p *player, pol Policy) (*engineRun, error) {
 	if pol.Affinity {
 		deps.Affinity = h
 	}
-	if h.eng, err = engine.NewEngine(pol.Decisions, deps); err != nil {
+	d := pol.Decisions
+	if d.PinBudgetTokens == 0 && pol.PinBudget {
+		d.PinBudgetTokens = int64(p.cfg.L3Blocks) * int64(p.w.BlockSize)
+	}
+	if h.eng, err = engine.NewEngine(d, deps); err != nil {
 		return nil, err
 	}
 	h.kv = index.NewApplier(ix, index.ApplierConfig{Counters: h.counters})

@@ -116,3 +116,31 @@ func TestSimulateRetainOnWorkerKeepsEachToolCall(t *testing.T) {
 		t.Fatalf("hints not applied: %d, %d", plain.BadHints, retain.BadHints)
 	}
 }
+
+// The pin budget row bounds the pins by the L3's capacity: on an L3 of
+// about one context it releases pins (hintstream_pins_budget_released),
+// while the same row without the budget releases none.
+func TestSimulatePinBudgetReleasesUnderPressure(t *testing.T) {
+	w, err := workload.GenerateAgent(workload.AgentConfig{Seed: 2, Conversations: 6, BlockSize: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sim, err := Simulate(ctx, Config{Workload: w, DeviceBlocks: 128, L3Blocks: 64, TransferTime: true}, Policies()[5:7])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, budget := sim.Policies[0], sim.Policies[1]
+	if plain.Mode != "today's + affinity" || budget.Mode != "today's + affinity + pin budget" {
+		t.Fatalf("rows %q, %q", plain.Mode, budget.Mode)
+	}
+	const released = "hintstream_pins_budget_released_total"
+	if plain.Counters[released] != 0 || budget.Counters[released] == 0 {
+		t.Fatalf("pins released over budget: %d without the budget, %d with it; want 0 and some",
+			plain.Counters[released], budget.Counters[released])
+	}
+	if plain.Pins != budget.Pins {
+		t.Fatalf("pins %d and %d: the budget releases pins, it makes the same ones", plain.Pins, budget.Pins)
+	}
+}
