@@ -16,7 +16,7 @@ var nonDefaultDecisions = []string{
 	"--overlap-jump", "1", "--exclude-stale", "--index-max-blocks", "100000",
 	"--pin-headroom", "2", "--pin-slack", "7s", "--pin-min-ttl", "20s", "--pin-max-ttl", "1h",
 	"--tool-time-default", "12s", "--tool-time-percentile", "0.5", "--tool-time-min-samples", "3",
-	"--pin-renew-max", "0", "--keep-pin-on-next-turn",
+	"--pin-renew-max", "0", "--keep-pin-on-next-turn", "--pin-budget-tokens", "1000000",
 	"--max-tokens", "4096", "--max-string", "4096", "--max-headers", "64",
 	"--holding-workers", "16", "--holding-blocks", "512",
 }
