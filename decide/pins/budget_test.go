@@ -19,20 +19,10 @@ import (
 // again while the others are; the budget counts what stays, and stops
 // counting a pin at its session's next turn.
 func TestPinBudgetReleasesTheLatestReturn(t *testing.T) {
-	srv := natstest.Start(t)
-	_, js := natstest.Connect(t, srv)
 	ctx := context.Background()
-	slots, err := OpenPinSlots(ctx, js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, got := pinSink(t)
 	clock := &fakeClock{t: time.Now()}
-	handed := &handedSender{Sender: senderPool(t), at: map[string][]time.Time{}}
-	p := New(Config{RenewMax: 10 * time.Minute, BudgetTokens: 400}, Deps{Endpoint: ep, Slots: slots, Sender: handed,
-		Counters: metrics.New(), Log: discard(), Now: clock.now,
-		Index:   &requestsInMemory{reqs: map[string]*schemas.RequestEvent{}, ents: map[string]IndexEntry{}},
-		Workers: oneWorker{1: {WorkerID: 1, ObjectLayout: suffixLayout(16, 2)}}})
+	handed := &handedSender{at: map[string][]time.Time{}}
+	p, got := budgetPinning(t, Config{RenewMax: 10 * time.Minute, BudgetTokens: 400}, clock.now, handed)
 	p.Learner = tooltime.New(tooltime.DefaultConfig())
 	for i := range 30 {
 		p.Learner.Observe("fetch", time.Duration(1+i%10)*time.Second) // 1..10 s
@@ -119,18 +109,8 @@ func TestPinBudgetReleasesTheLatestReturn(t *testing.T) {
 // A pin larger than the whole budget stays (there is nothing better to
 // keep), and releases every other.
 func TestPinBudgetKeepsAPinLargerThanTheBudget(t *testing.T) {
-	srv := natstest.Start(t)
-	_, js := natstest.Connect(t, srv)
 	ctx := context.Background()
-	slots, err := OpenPinSlots(ctx, js, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, got := pinSink(t)
-	p := New(Config{BudgetTokens: 100}, Deps{Endpoint: ep, Slots: slots, Sender: senderPool(t),
-		Counters: metrics.New(), Log: discard(),
-		Index:   &requestsInMemory{reqs: map[string]*schemas.RequestEvent{}, ents: map[string]IndexEntry{}},
-		Workers: oneWorker{1: {WorkerID: 1, ObjectLayout: suffixLayout(16, 2)}}})
+	p, got := budgetPinning(t, Config{BudgetTokens: 100}, nil, &handedSender{at: map[string][]time.Time{}})
 	for i, n := range []int{64, 160} {
 		s := []string{"small", "large"}[i]
 		prompt := make([]uint32, n)
@@ -157,4 +137,22 @@ func TestPinBudgetKeepsAPinLargerThanTheBudget(t *testing.T) {
 	if u := p.BudgetUsed(); u != 160 {
 		t.Fatalf("used %d, want the large pin's 160", u)
 	}
+}
+
+// budgetPinning is a Pinning of cfg over a real slot bucket and a real
+// pin socket (whose pins it returns), one worker of 16-token pages, and
+// the clock now (nil: time.Now); handed wraps the sender pool.
+func budgetPinning(t *testing.T, cfg Config, now func() time.Time, handed *handedSender) (*Pinning, <-chan schemas.PinPayload) {
+	t.Helper()
+	srv := natstest.Start(t)
+	_, js := natstest.Connect(t, srv)
+	slots, err := OpenPinSlots(context.Background(), js, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, got := pinSink(t)
+	handed.Sender = senderPool(t)
+	return New(cfg, Deps{Endpoint: ep, Slots: slots, Sender: handed, Counters: metrics.New(), Log: discard(), Now: now,
+		Index:   &requestsInMemory{reqs: map[string]*schemas.RequestEvent{}, ents: map[string]IndexEntry{}},
+		Workers: oneWorker{1: {WorkerID: 1, ObjectLayout: suffixLayout(16, 2)}}}), got
 }
