@@ -46,16 +46,7 @@ func TestPinBudgetReleasesTheLatestReturn(t *testing.T) {
 			t.Fatalf("%s: queued %v, err %v", session, queued, err)
 		}
 	}
-	next := func() schemas.PinPayload {
-		t.Helper()
-		select {
-		case pl := <-got:
-			return pl
-		case <-time.After(10 * time.Second):
-			t.Fatal("no pin within 10s")
-		}
-		return schemas.PinPayload{}
-	}
+	next := func() schemas.PinPayload { t.Helper(); return nextPin(t, got) }
 	respond("a", "fetch")
 	clock.add(time.Second)
 	respond("b", "crawl")

@@ -96,16 +96,7 @@ func TestPinPathBounded(t *testing.T) {
 		}
 		return queued
 	}
-	next := func() schemas.PinPayload {
-		t.Helper()
-		select {
-		case pl := <-got:
-			return pl
-		case <-time.After(10 * time.Second):
-			t.Fatal("no pin within 10s")
-		}
-		return schemas.PinPayload{}
-	}
+	next := func() schemas.PinPayload { t.Helper(); return nextPin(t, got) }
 	if !respond("crafted", 1, nil) {
 		t.Fatal("crafted layout: no pin queued")
 	}
